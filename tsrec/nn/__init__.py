@@ -1,0 +1,1 @@
+"""Tensor-level building blocks: REMs, attention kernels, embeddings, encoder and decoder."""

@@ -1,0 +1,384 @@
+"""Recurrence Encoding Matrices (REMs).
+
+A simple (scalar-coefficient) linear RNN ``h_t = sum_{l>=1} f(l) v_{t-l}`` is a Toeplitz matrix
+``P`` applied to the values ``V``: entry ``(i, j)`` is ``f(l)`` at the lag ``l`` between query ``i``
+and key ``j``. Three coefficient families come out of the eigen-decomposition of a linear RNN
+(see ``RSA_SPEC.md`` section 1):
+
+- regular:  ``f(l) = lambda^l``
+- cos:      ``f(l) = gamma^l cos(l theta)``
+- sin:      ``f(l) = gamma^l sin(l theta)``
+
+and their dilated (seasonal) versions, which are non-zero only at lags divisible by the dilation
+``d`` and use ``l / d`` as the power.
+
+Conventions used throughout:
+
+- Query ``i`` sits at time ``i + offset``, key ``j`` at time ``j``; the lag is ``l = i + offset - j``.
+- Masked (causal) REMs are non-zero only for ``l >= 1``; unmasked (bidirectional) REMs use
+  ``|l| >= 1``. The lag-0 entry (the diagonal of a square REM) is always exactly 0.
+- Every head kind is evaluated by one formula, ``sign^p * exp(p * log_mag) * cos(p * phase + shift)``
+  with ``p = |l| / d``: regular heads have ``log_mag = log|lambda|``, ``sign = sign(lambda)``,
+  ``phase = 0``; cos heads ``log_mag = log(gamma)``, ``phase = theta``, ``shift = 0``; sin heads the
+  same with ``shift = -pi/2``. Powers go through ``exp(p * log|.|)``, which keeps negative
+  ``lambda`` exact and gradients finite for ``|lambda|`` close to 1.
+
+``P @ V`` never needs the dense ``[heads, Lq, Lk]`` matrix: because ``P`` is Toeplitz, it is a
+convolution along time, computed here with FFTs in ``O(L log L)`` time and ``O(L)`` memory
+(:func:`toeplitz_apply`). :meth:`LearnableREM.apply` picks the dense or the FFT path by size.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+__all__ = [
+    "REMConfig",
+    "LearnableREM",
+    "regular_rem",
+    "cyclical_rem",
+    "lag_grid",
+    "toeplitz_apply",
+    "DENSE_MAX_ENTRIES",
+]
+
+# Dense `P @ V` is used while query_len * key_len is at most this many entries; above it the FFT
+# path is cheaper in time and memory. Chosen from benchmarks/rem_speed.py (see its results table).
+DENSE_MAX_ENTRIES = 336 * 336
+
+_KINDS = ("regular", "cos", "sin")
+
+
+def lag_grid(query_len: int, key_len: int | None = None, *, offset: int = 0,
+             device: torch.device | str | None = None) -> Tensor:
+    """Integer lags ``l[i, j] = i + offset - j`` of shape ``[query_len, key_len]``."""
+    key_len = query_len if key_len is None else key_len
+    _check_lengths(query_len, key_len)
+    rows = torch.arange(query_len, device=device).unsqueeze(1) + offset
+    cols = torch.arange(key_len, device=device).unsqueeze(0)
+    return rows - cols
+
+
+def _check_lengths(query_len: int, key_len: int) -> None:
+    for name, value in (("query_len", query_len), ("key_len", key_len)):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+
+
+def _as_head_vector(name: str, value: Tensor | float | Sequence[float], like: Tensor | None = None) -> Tensor:
+    if not isinstance(value, Tensor):
+        value = torch.as_tensor(value, dtype=torch.get_default_dtype() if like is None else like.dtype,
+                                device=None if like is None else like.device)
+    if value.dim() == 0:
+        value = value.reshape(1)
+    if value.dim() != 1:
+        raise ValueError(f"{name} must be a 1-D tensor with one value per head, got shape {tuple(value.shape)}")
+    return value
+
+
+def _dilation_vector(dilation: int | Sequence[int] | Tensor, heads: int, device: torch.device) -> Tensor:
+    d = torch.as_tensor(dilation, dtype=torch.long, device=device).reshape(-1)
+    if d.numel() == 1:
+        d = d.expand(heads)
+    if d.numel() != heads:
+        raise ValueError(f"dilation must be an int or one int per head ({heads}), got {d.numel()} values")
+    if bool((d < 1).any()):
+        raise ValueError(f"dilations must be >= 1, got {d.tolist()}")
+    return d
+
+
+def rem_entries(lags: Tensor, *, log_mag: Tensor, sign: Tensor, phase: Tensor, shift: Tensor,
+                dilation: Tensor, masked: bool) -> Tensor:
+    """Evaluate REM coefficients at integer ``lags`` for every head.
+
+    Args:
+        lags: integer lags, shape ``[..., Lq, Lk]`` where ``...`` broadcasts against ``[H]``
+            placed before the last two dims (e.g. ``[Lq, Lk]`` or ``[B, H, u, Lk]``).
+        log_mag, sign, phase, shift: per-head tensors ``[H]`` (see module docstring).
+        dilation: per-head integer dilations ``[H]``.
+        masked: causal REM (``l >= 1``) if True, bidirectional (``|l| >= 1``) if False.
+
+    Returns:
+        ``[..., H, Lq, Lk]`` coefficients, exactly 0 where the lag is 0, negative (masked), or
+        not divisible by the head's dilation.
+    """
+    view = (-1, 1, 1)
+    d = dilation.view(view)
+    a = lags if masked else lags.abs()
+    a = a.unsqueeze(-3) if lags.dim() == 2 else a  # [.., 1 or H, Lq, Lk]
+    valid = (a >= 1) & (a % d == 0)
+    power = torch.where(valid, a // d, torch.zeros_like(a)).to(log_mag.dtype)  # 0 where invalid: no 0 * inf
+    magnitude = torch.exp(power * log_mag.view(view))
+    odd = torch.remainder(power, 2) == 1
+    signed = torch.where(odd & (sign.view(view) < 0), -magnitude, magnitude)
+    values = signed * torch.cos(power * phase.view(view) + shift.view(view))
+    return torch.where(valid, values, torch.zeros_like(values))
+
+
+def _safe_log_abs(x: Tensor) -> Tensor:
+    return torch.log(x.abs().clamp_min(torch.finfo(x.dtype).tiny))
+
+
+def regular_rem(lam: Tensor, query_len: int, key_len: int | None = None, *, dilation: int | Sequence[int] = 1,
+                masked: bool = True, offset: int = 0) -> Tensor:
+    """Dense regular REM ``f(l) = lam^(l/d)``, shape ``[heads, query_len, key_len]``.
+
+    ``lam`` is 1-D with one value per head, each in ``(-1, 1)`` for a stable recurrence (not
+    enforced: :class:`LearnableREM` reparameterises ``lam = tanh(eta)``).
+    """
+    lam = _as_head_vector("lam", lam)
+    lags = lag_grid(query_len, key_len, offset=offset, device=lam.device)
+    zeros = torch.zeros_like(lam)
+    return rem_entries(lags, log_mag=_safe_log_abs(lam), sign=torch.sign(lam), phase=zeros, shift=zeros,
+                       dilation=_dilation_vector(dilation, lam.numel(), lam.device), masked=masked)
+
+
+def cyclical_rem(gamma: Tensor, theta: Tensor, query_len: int, key_len: int | None = None, *,
+                 kind: str = "cos", dilation: int | Sequence[int] = 1, masked: bool = True,
+                 offset: int = 0) -> Tensor:
+    """Dense cyclical REM ``f(l) = gamma^(l/d) cos(theta l/d)`` (or ``sin``), ``[heads, Lq, Lk]``."""
+    if kind not in ("cos", "sin"):
+        raise ValueError(f"kind must be 'cos' or 'sin', got {kind!r}")
+    gamma = _as_head_vector("gamma", gamma)
+    theta = _as_head_vector("theta", theta, like=gamma)
+    if gamma.shape != theta.shape:
+        raise ValueError(f"gamma and theta need one value per head each, got {gamma.numel()} and {theta.numel()}")
+    lags = lag_grid(query_len, key_len, offset=offset, device=gamma.device)
+    shift = torch.full_like(gamma, 0.0 if kind == "cos" else -math.pi / 2)
+    return rem_entries(lags, log_mag=_safe_log_abs(gamma), sign=torch.ones_like(gamma), phase=theta, shift=shift,
+                       dilation=_dilation_vector(dilation, gamma.numel(), gamma.device), masked=masked)
+
+
+def toeplitz_apply(kernel: Tensor, lag_start: int, values: Tensor, query_len: int, offset: int = 0) -> Tensor:
+    """``out[..., h, i, :] = sum_j kernel[h, i + offset - j - lag_start] * values[..., h, j, :]``.
+
+    The Toeplitz product of a per-head lag kernel with the values, by FFT along time.
+
+    Args:
+        kernel: ``[H, n]`` coefficients for lags ``lag_start .. lag_start + n - 1``; lags outside
+            that range count as 0.
+        lag_start: the lag of ``kernel[:, 0]``.
+        values: ``[B, H, Lk, D]``.
+        query_len: number of output rows ``Lq``; row ``i`` sits at time ``i + offset``.
+
+    Returns:
+        ``[B, H, Lq, D]`` in the dtype of ``values``. Time ``O((n + Lk) log(n + Lk))``, memory
+        linear in ``n + Lk``.
+    """
+    batch, heads, key_len, dim = values.shape
+    out_dtype = values.dtype
+    work_dtype = torch.promote_types(values.dtype, torch.float32)
+    n = kernel.shape[-1]
+    # Linear convolution c = kernel * values along time; out[i] = c[i + offset - lag_start].
+    start = offset - lag_start
+    fft_len = _fast_fft_len(n + key_len - 1)
+    kf = torch.fft.rfft(kernel.to(work_dtype), n=fft_len, dim=-1)  # [H, F]
+    vf = torch.fft.rfft(values.to(work_dtype), n=fft_len, dim=-2)  # [B, H, F, D]
+    conv = torch.fft.irfft(vf * kf.unsqueeze(-1), n=fft_len, dim=-2)  # [B, H, fft_len, D]
+    stop = start + query_len
+    if start >= 0:
+        out = conv[..., start:stop, :]
+    else:  # first rows see no lag inside the kernel's range: zeros
+        pad = conv.new_zeros(batch, heads, min(-start, query_len), dim)
+        out = torch.cat([pad, conv[..., : max(stop, 0), :]], dim=-2)
+    return out.to(out_dtype)
+
+
+def _fast_fft_len(n: int) -> int:
+    """Smallest 2^a 3^b 5^c >= n (sizes FFT libraries handle fastest)."""
+    best = 1 << max(n - 1, 0).bit_length()
+    p5 = 1
+    while p5 < best:
+        p35 = p5
+        while p35 < best:
+            size = p35
+            while size < n:
+                size *= 2
+            best = min(best, size)
+            p35 *= 3
+        p5 *= 5
+    return best
+
+
+@dataclass(frozen=True)
+class REMConfig:
+    """Which REM heads an RSA layer carries, and how they start.
+
+    Attributes:
+        kinds: head counts ``(k1, .., k6)``: regular, cos, sin, dilated regular, dilated cos,
+            dilated sin. Their sum must equal the layer's number of heads. A cos head and the sin
+            head of the same rank share ``(gamma, theta)``.
+        dilation: the dilation of every dilated head (int), or one per dilated head
+            (``k4 + k5 + k6`` values, in head order).
+        masked: causal REM (``l >= 1``) if True, bidirectional if False.
+        periods: cycle lengths (in steps) that initialise ``theta = 2 pi / period`` of the plain
+            cos/sin pairs, used in turn; ``None`` starts every theta at ``pi / 4``.
+        dilated_periods: the same for the dilated pairs, in dilated steps.
+    """
+
+    kinds: tuple[int, int, int, int, int, int] = (2, 1, 1, 2, 1, 1)
+    dilation: int | tuple[int, ...] = 24
+    masked: bool = True
+    periods: tuple[float, ...] | None = None
+    dilated_periods: tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if len(self.kinds) != 6 or any((not isinstance(k, int)) or k < 0 for k in self.kinds):
+            raise ValueError(f"kinds must be six non-negative ints (k1..k6), got {self.kinds!r}")
+        if sum(self.kinds) == 0:
+            raise ValueError("kinds must give at least one REM head")
+        n_dilated = sum(self.kinds[3:])
+        if not isinstance(self.dilation, int) and len(self.dilation) != n_dilated:
+            raise ValueError(f"dilation needs one value per dilated head ({n_dilated}), got {self.dilation!r}")
+        for name, periods in (("periods", self.periods), ("dilated_periods", self.dilated_periods)):
+            if periods is not None and (len(periods) == 0 or any(p <= 0 for p in periods)):
+                raise ValueError(f"{name} must be positive cycle lengths, got {periods!r}")
+
+    @property
+    def n_heads(self) -> int:
+        return sum(self.kinds)
+
+
+def _init_theta(pairs: int, periods: tuple[float, ...] | None) -> Tensor:
+    if periods is None:
+        return torch.full((pairs,), math.pi / 4)
+    return torch.tensor([2 * math.pi / periods[i % len(periods)] for i in range(pairs)])
+
+
+class LearnableREM(nn.Module):
+    """The learnable REMs of one RSA layer: one REM per head, heads ordered as ``REMConfig.kinds``.
+
+    Parameters (all ``nn.Parameter``): ``eta`` for the regular heads (``lambda = tanh(eta)``,
+    initialised ``U([-2,-1] U [1,2])``), ``nu`` and ``theta`` for the cos/sin pairs
+    (``gamma = sigmoid(nu)``, ``nu ~ U(1, 2)``, ``theta`` from ``REMConfig.periods`` or ``pi/4``).
+    Plain and dilated heads have their own parameters.
+    """
+
+    def __init__(self, config: REMConfig) -> None:
+        super().__init__()
+        self.config = config
+        k1, k2, k3, k4, k5, k6 = config.kinds
+        pairs, dil_pairs = max(k2, k3), max(k5, k6)
+        self._scalar("eta", self._init_eta(k1))
+        self._scalar("nu", torch.empty(pairs).uniform_(1.0, 2.0))
+        self._scalar("theta", _init_theta(pairs, config.periods))
+        self._scalar("dilated_eta", self._init_eta(k4))
+        self._scalar("dilated_nu", torch.empty(dil_pairs).uniform_(1.0, 2.0))
+        self._scalar("dilated_theta", _init_theta(dil_pairs, config.dilated_periods))
+        n_dil = k4 + k5 + k6
+        dil = [config.dilation] * n_dil if isinstance(config.dilation, int) else list(config.dilation)
+        self.register_buffer("dilation", torch.tensor([1] * (k1 + k2 + k3) + dil, dtype=torch.long),
+                             persistent=False)
+        # 0 regular, 1 cos, 2 sin, per head; sin heads are cos heads shifted by -pi/2.
+        kind = [0] * k1 + [1] * k2 + [2] * k3 + [0] * k4 + [1] * k5 + [2] * k6
+        self.register_buffer("head_kind", torch.tensor(kind, dtype=torch.long), persistent=False)
+
+    def _scalar(self, name: str, init: Tensor) -> None:
+        """A learnable vector, or an empty buffer when this layer has no head of that kind
+        (so that every registered parameter takes part in the REM and receives a gradient)."""
+        if init.numel():
+            self.register_parameter(name, nn.Parameter(init))
+        else:
+            self.register_buffer(name, init, persistent=False)
+
+    @staticmethod
+    def _init_eta(n: int) -> Tensor:
+        magnitude = torch.empty(n).uniform_(1.0, 2.0)
+        sign = torch.where(torch.rand(n) < 0.5, -1.0, 1.0)
+        return magnitude * sign
+
+    @property
+    def n_heads(self) -> int:
+        return self.config.n_heads
+
+    @property
+    def masked(self) -> bool:
+        return self.config.masked
+
+    def head_terms(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """Per-head ``(log_mag, sign, phase, shift)``, each ``[H]`` in head order, differentiable."""
+        k1, k2, k3, k4, k5, k6 = self.config.kinds
+        lam, dlam = torch.tanh(self.eta), torch.tanh(self.dilated_eta)
+        log_g, dlog_g = nn.functional.logsigmoid(self.nu), nn.functional.logsigmoid(self.dilated_nu)
+        th, dth = self.theta, self.dilated_theta
+        zeros, ones = lam.new_zeros, lam.new_ones
+        log_mag = torch.cat([_safe_log_abs(lam), log_g[:k2], log_g[:k3],
+                             _safe_log_abs(dlam), dlog_g[:k5], dlog_g[:k6]])
+        sign = torch.cat([torch.sign(lam), ones(k2 + k3), torch.sign(dlam), ones(k5 + k6)])
+        phase = torch.cat([zeros(k1), th[:k2], th[:k3], zeros(k4), dth[:k5], dth[:k6]])
+        shift = torch.where(self.head_kind == 2, -math.pi / 2, 0.0).to(log_mag.dtype)
+        return log_mag, sign, phase, shift
+
+    def head_parameters(self) -> dict[str, Tensor]:
+        """Per-head ``lambda``, ``gamma``, ``theta`` (NaN where a head has no such parameter),
+        ``kind`` (0 regular, 1 cos, 2 sin) and ``dilation``; detached, on the CPU, for reporting."""
+        with torch.no_grad():
+            log_mag, sign, phase, _ = self.head_terms()
+            is_reg = self.head_kind == 0
+            nan = torch.full_like(log_mag, float("nan"))
+            magnitude = torch.exp(log_mag)
+            return {
+                "kind": self.head_kind.cpu(),
+                "dilation": self.dilation.cpu(),
+                "lambda": torch.where(is_reg, sign * magnitude, nan).cpu(),
+                "gamma": torch.where(is_reg, nan, magnitude).cpu(),
+                "theta": torch.where(is_reg, nan, phase).cpu(),
+            }
+
+    def entries(self, lags: Tensor) -> Tensor:
+        """REM coefficients at integer ``lags`` (``[Lq, Lk]`` or ``[..., H, Lq, Lk]``)."""
+        log_mag, sign, phase, shift = self.head_terms()
+        return rem_entries(lags, log_mag=log_mag, sign=sign, phase=phase, shift=shift,
+                           dilation=self.dilation, masked=self.masked)
+
+    def matrix(self, query_len: int, key_len: int | None = None, *, offset: int = 0) -> Tensor:
+        """Dense REMs ``[H, query_len, key_len]``."""
+        return self.entries(lag_grid(query_len, key_len, offset=offset, device=self.dilation.device))
+
+    def rows(self, query_index: Tensor, key_len: int, *, offset: int = 0) -> Tensor:
+        """REM rows at the given query positions: ``query_index [B, H, u]`` -> ``[B, H, u, key_len]``."""
+        keys = torch.arange(key_len, device=query_index.device)
+        lags = query_index.unsqueeze(-1) + offset - keys  # [B, H, u, Lk]
+        return self.entries(lags)
+
+    def apply(self, values: Tensor, query_len: int | None = None, *, offset: int = 0,
+              method: str = "auto") -> Tensor:
+        """``P @ V`` for every query row.
+
+        Args:
+            values: ``[B, H, Lk, D]``.
+            query_len: rows ``Lq`` (default ``Lk``); row ``i`` sits at time ``i + offset``.
+            method: ``"dense"`` (build ``[H, Lq, Lk]``), ``"fft"`` (Toeplitz convolution, memory
+                linear in ``L``) or ``"auto"`` (dense up to ``DENSE_MAX_ENTRIES`` entries).
+
+        Returns:
+            ``[B, H, Lq, D]``.
+        """
+        key_len = values.shape[-2]
+        query_len = key_len if query_len is None else query_len
+        if values.shape[1] != self.n_heads:
+            raise ValueError(f"values have {values.shape[1]} heads, the REM has {self.n_heads}")
+        if method == "auto":
+            method = "dense" if query_len * key_len <= DENSE_MAX_ENTRIES else "fft"
+        if method == "dense":
+            return torch.matmul(self.matrix(query_len, key_len, offset=offset).to(values.dtype), values)
+        if method != "fft":
+            raise ValueError(f"method must be 'auto', 'dense' or 'fft', got {method!r}")
+        lag_lo = offset - (key_len - 1)
+        lag_hi = offset + query_len - 1
+        if self.masked:
+            lag_lo = max(lag_lo, 1)
+        if lag_hi < lag_lo:  # every key lies in the future of every query
+            return values.new_zeros(values.shape[0], values.shape[1], query_len, values.shape[-1])
+        lags = torch.arange(lag_lo, lag_hi + 1, device=values.device).unsqueeze(0)  # [1, n]
+        kernel = self.entries(lags)[:, 0, :]  # [H, n]
+        return toeplitz_apply(kernel, lag_lo, values, query_len, offset)
+
+    def extra_repr(self) -> str:
+        c = self.config
+        return f"kinds={c.kinds}, dilation={c.dilation}, masked={c.masked}"
