@@ -1,0 +1,277 @@
+"""Attention kernels behind one contract, each usable in RSA mode.
+
+Kernel contract (:class:`AttentionKernel`)::
+
+    kernel(q [B, H, Lq, E], k [B, H, Lk, E], v [B, H, Lk, D], *, causal, query_offset, need_weights)
+        -> KernelOutput(values [B, H, Lq, D], weights [B, H, Lq, Lk] | None, query_index [B, H, u] | None)
+
+Query ``i`` sits at time ``i + query_offset`` and key ``j`` at time ``j``; ``causal`` lets a query see
+only keys at or before its own time. ``query_index`` lists the rows a sparse kernel computed exactly
+(ProbSparse's top-u queries); ``None`` means every row.
+
+RSA (:class:`RSAMixer`) turns any kernel's output into
+``(1 - sigmoid(mu)) * softmax(...) V + sigmoid(mu) * P V`` with the same ``V``, where ``P`` is the
+layer's :class:`~tsrec.nn.rem.LearnableREM` evaluated at the real time lags of the queries (so REM
+rows follow the queries a sparse kernel selected, and cross-attention gets a non-square REM).
+:class:`AttentionLayer` owns the projections and puts kernel and mixer together.
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+from tsrec.nn.rem import LearnableREM, REMConfig, lag_grid
+
+__all__ = [
+    "KernelOutput",
+    "AttentionKernel",
+    "FullAttention",
+    "ProbSparseAttention",
+    "LogSparseAttention",
+    "RSAConfig",
+    "RSAGate",
+    "RSAMixer",
+    "AttentionLayer",
+    "rsa_parameters",
+]
+
+
+@dataclass
+class KernelOutput:
+    """What an attention kernel returns (shapes in the module docstring)."""
+
+    values: Tensor
+    weights: Tensor | None = None
+    query_index: Tensor | None = None
+
+
+class AttentionKernel(nn.Module, abc.ABC):
+    """Base class of the softmax attention kernels. ``scale`` defaults to ``1 / sqrt(E)``."""
+
+    def __init__(self, *, dropout: float = 0.0, scale: float | None = None) -> None:
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+        self.scale = scale
+
+    def _scale(self, q: Tensor) -> float:
+        return self.scale if self.scale is not None else 1.0 / math.sqrt(q.shape[-1])
+
+    @abc.abstractmethod
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, query_offset: int = 0,
+                need_weights: bool = False) -> KernelOutput:
+        """Attend ``q`` to ``k``/``v``; see the module docstring for the contract."""
+
+
+def _causal_allowed(query_len: int, key_len: int, query_offset: int, device: torch.device) -> Tensor:
+    """``[Lq, Lk]`` bool, True where key time <= query time."""
+    return lag_grid(query_len, key_len, offset=query_offset, device=device) >= 0
+
+
+class FullAttention(AttentionKernel):
+    """Dense softmax attention, optionally causal, dropout on the attention weights."""
+
+    def allowed(self, query_len: int, key_len: int, *, causal: bool, query_offset: int,
+                device: torch.device) -> Tensor | None:
+        """``[Lq, Lk]`` bool mask of the keys each query may attend to (None: all)."""
+        return _causal_allowed(query_len, key_len, query_offset, device) if causal else None
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, query_offset: int = 0,
+                need_weights: bool = False) -> KernelOutput:
+        allowed = self.allowed(q.shape[-2], k.shape[-2], causal=causal, query_offset=query_offset, device=q.device)
+        if allowed is not None and not bool(allowed.any(-1).all()):
+            raise ValueError(
+                f"{type(self).__name__}: some queries may attend to no key (query_offset={query_offset}, "
+                f"Lq={q.shape[-2]}, Lk={k.shape[-2]}, causal={causal}); use a non-causal kernel or a larger offset"
+            )
+        scale = self._scale(q)
+        if not need_weights:
+            values = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=allowed, dropout_p=self.dropout.p if self.training else 0.0, scale=scale
+            )
+            return KernelOutput(values)
+        scores = torch.matmul(q, k.transpose(-2, -1)) * scale  # [B, H, Lq, Lk]
+        if allowed is not None:
+            scores = scores.masked_fill(~allowed, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        return KernelOutput(torch.matmul(self.dropout(weights), v), weights)
+
+
+class LogSparseAttention(FullAttention):
+    """LogSparse attention (Li et al., 2019): a query attends to keys at lags 0 and powers of two
+    (``1, 2, 4, ...``), only backwards when causal, in both directions otherwise."""
+
+    def allowed(self, query_len: int, key_len: int, *, causal: bool, query_offset: int,
+                device: torch.device) -> Tensor:
+        lags = lag_grid(query_len, key_len, offset=query_offset, device=device)
+        a = lags.abs()
+        log_pattern = (a == 0) | ((a & (a - 1)) == 0)
+        return log_pattern & (lags >= 0) if causal else log_pattern
+
+
+class ProbSparseAttention(AttentionKernel):
+    """Informer's ProbSparse attention (Zhou et al., 2021).
+
+    Each query's sparsity ``M = max_j(q k_j) - sum_j(q k_j) / Lk`` is estimated on
+    ``factor * ceil(ln Lk)`` sampled keys; the ``u = factor * ceil(ln Lq)`` queries with the largest
+    ``M`` get exact softmax attention, the other ("lazy") rows get ``mean(V)`` (non-causal) or
+    ``cumsum(V)`` (causal), as Informer fills them. ``query_index`` reports the selected rows.
+
+    Key sampling uses the global RNG while training; in eval mode it uses a fixed seed so that
+    predictions are repeatable. As in Informer, the choice of the top-u rows is global: with
+    ``causal=True`` every computed row sees only past keys, but which rows are computed depends on
+    the whole sequence.
+    """
+
+    def __init__(self, *, factor: int = 5, dropout: float = 0.0, scale: float | None = None) -> None:
+        super().__init__(dropout=dropout, scale=scale)
+        if factor < 1:
+            raise ValueError(f"factor must be >= 1, got {factor}")
+        self.factor = factor
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, query_offset: int = 0,
+                need_weights: bool = False) -> KernelOutput:
+        batch, heads, query_len, _ = q.shape
+        key_len = k.shape[-2]
+        if causal and (query_len != key_len or query_offset != 0):
+            raise ValueError("causal ProbSparse attention needs self-attention (Lq == Lk, query_offset 0)")
+        n_sample = min(self.factor * math.ceil(math.log(key_len)), key_len)
+        n_top = min(self.factor * math.ceil(math.log(query_len)), query_len)
+        generator = None
+        if not self.training:
+            generator = torch.Generator(device=q.device).manual_seed(0)
+        sample = torch.randint(key_len, (query_len, n_sample), device=q.device, generator=generator)
+        k_sample = k[:, :, sample, :]  # [B, H, Lq, n_sample, E]
+        qk_sample = torch.matmul(q.unsqueeze(-2), k_sample.transpose(-2, -1)).squeeze(-2)  # [B, H, Lq, n_sample]
+        sparsity = qk_sample.max(-1).values - qk_sample.sum(-1) / key_len  # [B, H, Lq]
+        top = sparsity.topk(n_top, dim=-1, sorted=False).indices  # [B, H, u]
+
+        q_top = torch.gather(q, 2, top.unsqueeze(-1).expand(-1, -1, -1, q.shape[-1]))  # [B, H, u, E]
+        scores = torch.matmul(q_top, k.transpose(-2, -1)) * self._scale(q)  # [B, H, u, Lk]
+        if causal:
+            future = top.unsqueeze(-1) < torch.arange(key_len, device=q.device)  # [B, H, u, Lk]
+            scores = scores.masked_fill(future, float("-inf"))
+        attn = self.dropout(torch.softmax(scores, dim=-1))
+        lazy = v.cumsum(dim=-2) if causal else v.mean(dim=-2, keepdim=True).expand(-1, -1, query_len, -1)
+        top_v = top.unsqueeze(-1).expand(-1, -1, -1, v.shape[-1])
+        values = lazy.scatter(2, top_v, torch.matmul(attn, v).to(lazy.dtype))  # [B, H, Lq, D]
+        weights = None
+        if need_weights:
+            weights = torch.full((batch, heads, query_len, key_len), 1.0 / key_len, dtype=attn.dtype, device=q.device)
+            weights = weights.scatter(2, top.unsqueeze(-1).expand(-1, -1, -1, key_len), attn)
+        return KernelOutput(values, weights, top)
+
+
+@dataclass(frozen=True)
+class RSAConfig:
+    """How an attention layer mixes in its REMs.
+
+    Attributes:
+        rem: the REM heads (their count must equal the layer's heads).
+        per_head_gate: one gate ``mu`` per head instead of one per layer (the paper's default).
+        gate_init: ``mu ~ U(gate_init)`` (the paper: ``U(-3, 3)``).
+        rem_on_lazy_queries: with a sparse kernel, add the REM term to the rows it did not compute
+            exactly too (True), or only to its selected rows (False).
+    """
+
+    rem: REMConfig = field(default_factory=REMConfig)
+    per_head_gate: bool = False
+    gate_init: tuple[float, float] = (-3.0, 3.0)
+    rem_on_lazy_queries: bool = True
+
+
+class RSAGate(nn.Module):
+    """The learned mixing gate ``sigmoid(mu)``: one per layer, or one per head."""
+
+    def __init__(self, n_heads: int, *, per_head: bool = False, init: tuple[float, float] = (-3.0, 3.0)) -> None:
+        super().__init__()
+        self.mu = nn.Parameter(torch.empty(n_heads if per_head else 1).uniform_(*init))
+
+    def forward(self) -> Tensor:
+        """Gate values shaped ``[1, H or 1, 1, 1]`` to broadcast over ``[B, H, L, D]``."""
+        return torch.sigmoid(self.mu).view(1, -1, 1, 1)
+
+    def values(self) -> Tensor:
+        """Detached gate values ``[H or 1]`` for reporting."""
+        return torch.sigmoid(self.mu.detach()).cpu()
+
+
+class RSAMixer(nn.Module):
+    """Mixes a kernel's output with the REM term: ``(1 - g) * attention + g * (P @ V)``."""
+
+    def __init__(self, config: RSAConfig, n_heads: int) -> None:
+        super().__init__()
+        if config.rem.n_heads != n_heads:
+            raise ValueError(
+                f"REM head counts {config.rem.kinds} sum to {config.rem.n_heads}, but the layer has {n_heads} heads; "
+                "give every head a REM kind"
+            )
+        self.config = config
+        self.rem = LearnableREM(config.rem)
+        self.gate = RSAGate(n_heads, per_head=config.per_head_gate, init=config.gate_init)
+
+    def forward(self, attended: KernelOutput, v: Tensor, *, query_offset: int = 0) -> Tensor:
+        """``attended.values [B, H, Lq, D]``, ``v [B, H, Lk, D]`` -> mixed ``[B, H, Lq, D]``."""
+        g = self.gate().to(v.dtype)
+        out = attended.values
+        query_len, key_len = out.shape[-2], v.shape[-2]
+        if attended.query_index is None or self.config.rem_on_lazy_queries:
+            return (1 - g) * out + g * self.rem.apply(v, query_len, offset=query_offset)
+        index = attended.query_index  # [B, H, u]
+        rows = self.rem.rows(index, key_len, offset=query_offset).to(v.dtype)  # [B, H, u, Lk]
+        index_d = index.unsqueeze(-1).expand(-1, -1, -1, out.shape[-1])  # [B, H, u, D]
+        mixed = (1 - g) * torch.gather(out, 2, index_d) + g * torch.matmul(rows, v)
+        return out.scatter(2, index_d, mixed)
+
+
+class AttentionLayer(nn.Module):
+    """Multi-head attention: projections, a kernel, optional RSA mixing, output projection.
+
+    ``mix=True`` reproduces Informer's ``mix`` option (head outputs are flattened as
+    ``[B, H, L, D] -> [B, L, H*D]`` without moving the head axis back).
+    """
+
+    def __init__(self, kernel: AttentionKernel, d_model: int, n_heads: int, *, rsa: RSAConfig | None = None,
+                 mix: bool = False, d_head: int | None = None) -> None:
+        super().__init__()
+        if d_head is None:
+            if d_model % n_heads:
+                raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
+            d_head = d_model // n_heads
+        self.kernel = kernel
+        self.n_heads = n_heads
+        self.mix = mix
+        self.query = nn.Linear(d_model, d_head * n_heads)
+        self.key = nn.Linear(d_model, d_head * n_heads)
+        self.value = nn.Linear(d_model, d_head * n_heads)
+        self.out = nn.Linear(d_head * n_heads, d_model)
+        self.rsa = RSAMixer(rsa, n_heads) if rsa is not None else None
+
+    def _heads(self, x: Tensor) -> Tensor:
+        b, length, _ = x.shape
+        return x.view(b, length, self.n_heads, -1).transpose(1, 2)  # [B, H, L, E]
+
+    def forward(self, queries: Tensor, keys: Tensor, values: Tensor, *, causal: bool = False,
+                query_offset: int = 0, need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
+        """``queries [B, Lq, d_model]``, ``keys``/``values [B, Lk, d_model]`` -> ``([B, Lq, d_model], weights)``."""
+        b, query_len, _ = queries.shape
+        q, k, v = self._heads(self.query(queries)), self._heads(self.key(keys)), self._heads(self.value(values))
+        attended = self.kernel(q, k, v, causal=causal, query_offset=query_offset, need_weights=need_weights)
+        out = attended.values if self.rsa is None else self.rsa(attended, v, query_offset=query_offset)
+        if not self.mix:
+            out = out.transpose(1, 2)  # [B, Lq, H, D]
+        out = out.reshape(b, query_len, -1)  # [B, Lq, H*D]
+        return self.out(out), attended.weights
+
+
+def rsa_parameters(module: nn.Module) -> Iterator[nn.Parameter]:
+    """The REM scalars and gates of every RSA layer in ``module`` (for their own optimiser group)."""
+    for sub in module.modules():
+        if isinstance(sub, RSAMixer):
+            yield from sub.parameters()
