@@ -1,0 +1,159 @@
+"""One contract over every registered model, plus the Informer window arithmetic and the options."""
+
+import pytest
+import torch
+
+from tsrec.models import (
+    EncoderDecoderForecaster,
+    RSASettings,
+    TransformerConfig,
+    build_model,
+    list_models,
+    model_config,
+)
+from tsrec.nn.attention import rsa_parameters
+
+B, LC, LABEL, H, C, F = 3, 32, 16, 8, 3, 4
+
+
+
+def tiny_options(name, **extra):
+    options = dict(context_length=LC, prediction_length=H, n_channels=C, n_time_features=F)
+    spec_fields = model_config(name).to_dict()
+    if "label_length" in spec_fields:
+        # mix=False: with Informer's mix and one decoder layer, some decoder self-attention heads
+        # cannot reach the forecast rows (see test_informer_mix_cuts_some_decoder_heads_off).
+        options.update(label_length=LABEL, d_model=16, n_heads=8, d_ff=32, mix=False)
+        if spec_fields["rsa"] is not None:
+            options["rsa"] = RSASettings(kinds=(1, 2, 2, 1, 1, 1), dilation=4)
+    if "season_length" in spec_fields:
+        options["season_length"] = 4
+    options.update(extra)
+    return options
+
+
+def batch(seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(B, LC, C, generator=g), torch.randn(B, LC, F, generator=g), torch.randn(B, H, F, generator=g)
+
+
+def test_registry_lists_the_paper_models_and_baselines():
+    assert {"informer", "rsa_informer", "logsparse", "rsa_logsparse", "transformer", "rsa_transformer",
+            "dlinear", "seasonal_naive"} <= set(list_models())
+
+
+def test_unknown_model_and_option_errors_name_the_alternatives():
+    with pytest.raises(ValueError, match="known models: .*informer"):
+        build_model("infromer")
+    with pytest.raises(TypeError, match="has no option.*d_modle"):
+        model_config("informer", d_modle=8)
+
+
+@pytest.mark.parametrize("name", list_models())
+@pytest.mark.parametrize("extra", [{}, {"revin": True}, {"channel_independent": True}],
+                         ids=["plain", "revin", "channel_independent"])
+def test_model_contract(name, extra):
+    torch.manual_seed(0)
+    model = build_model(name, **tiny_options(name, **extra))
+    past, past_tf, future_tf = batch()
+    out = model(past, past_tf, future_tf)
+    assert out.shape == (B, H, C)
+    assert torch.isfinite(out).all()
+
+    params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    if model.trainable:
+        out.pow(2).mean().backward()
+        missing = [n for n, p in params if p.grad is None or not torch.any(p.grad != 0)]
+        assert not missing, f"no gradient reaches {missing}"
+    if name.startswith("rsa_"):
+        assert len(list(rsa_parameters(model))) > 0
+
+    torch.manual_seed(0)
+    again = build_model(name, **tiny_options(name, **extra))
+    model.eval(), again.eval()
+    torch.testing.assert_close(model(past, past_tf, future_tf), again(past, past_tf, future_tf), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("base", ["informer", "logsparse", "transformer"])
+def test_rsa_adds_only_a_handful_of_scalars_per_layer(base):
+    options = tiny_options(base)
+    plain = build_model(base, **options)
+    rsa = build_model(f"rsa_{base}", **options, rsa=RSASettings(kinds=(0, 2, 2, 0, 2, 2), dilation=4))
+    n_plain = sum(p.numel() for p in plain.parameters())
+    n_rsa = sum(p.numel() for p in rsa.parameters())
+    layers = rsa.rsa_layers()
+    assert len(layers) == 4  # 2 encoder self, 1 decoder self, 1 cross
+    # per layer: 2 (gamma, theta) pairs, 2 dilated pairs, 1 gate = 9 scalars
+    assert n_rsa - n_plain == 9 * len(layers)
+    assert [(name, i) for name, i, _ in layers] == [("encoder self", 0), ("encoder self", 1),
+                                                    ("decoder self", 0), ("cross", 0)]
+
+
+def test_informer_window_arithmetic_by_hand():
+    """Context 6, label 3, horizon 2: the decoder reads x[3:6] then 2 zeros, with the calendar
+    features of steps 3..7, and decoder step 0 sits at time 6 - 3 = 3 for the cross REM."""
+    config = TransformerConfig(context_length=6, label_length=3, prediction_length=2, n_channels=1,
+                               n_time_features=1, d_model=8, n_heads=8, d_ff=8, attention="full",
+                               rsa=RSASettings(kinds=(8, 0, 0, 0, 0, 0)))
+    model = EncoderDecoderForecaster(config).eval()
+    past = torch.arange(1.0, 7.0).view(1, 6, 1)
+    past_tf = torch.arange(0.0, 6.0).view(1, 6, 1) / 10
+    future_tf = torch.tensor([6.0, 7.0]).view(1, 2, 1) / 10
+    seen = {}
+    model.dec_embedding.register_forward_hook(lambda m, args, out: seen.update(dec=args))
+    cross = model.decoder.layers[0].cross_attention
+    cross.register_forward_hook(lambda m, args, kwargs, out: seen.update(cross=kwargs), with_kwargs=True)
+    model(past, past_tf, future_tf)
+    dec_in, dec_tf = seen["dec"]
+    assert dec_in.flatten().tolist() == [4.0, 5.0, 6.0, 0.0, 0.0]
+    torch.testing.assert_close(dec_tf.flatten(), torch.tensor([0.3, 0.4, 0.5, 0.6, 0.7]))
+    assert seen["cross"]["query_offset"] == 3
+
+
+def test_dlinear_starts_as_the_window_mean_and_naive_repeats_the_season():
+    constant = torch.full((1, LC, C), 2.5)
+    dl = build_model("dlinear", context_length=LC, prediction_length=H, n_channels=C)
+    torch.testing.assert_close(dl(constant, constant[..., :0], constant[:, :H, :0]), torch.full((1, H, C), 2.5))
+    naive = build_model("seasonal_naive", context_length=LC, prediction_length=H, n_channels=1, season_length=3)
+    past = torch.arange(float(LC)).view(1, LC, 1)
+    out = naive(past, past[..., :0], past[:, :H, :0]).flatten().tolist()
+    assert out == [LC - 3, LC - 2, LC - 1] * 2 + [LC - 3, LC - 2]
+
+
+def test_invalid_configs_are_refused_with_a_reason():
+    with pytest.raises(ValueError, match="label_length"):
+        TransformerConfig(context_length=8, label_length=9)
+    with pytest.raises(ValueError, match="every head needs a REM kind"):
+        TransformerConfig(n_heads=8, rsa=RSASettings(kinds=(1, 1, 1, 0, 0, 0)))
+    with pytest.raises(ValueError, match="distil=False"):
+        TransformerConfig(distil=True, rsa=RSASettings())
+    with pytest.raises(ValueError, match="prediction_length must be a positive int"):
+        TransformerConfig(prediction_length=0)
+
+
+def test_config_round_trips_through_json():
+    import json
+
+    config = model_config("rsa_informer", rsa={"kinds": (4, 0, 0, 4, 0, 0), "dilation": 24, "periods": [24.0]})
+    again = type(config).from_dict(json.loads(json.dumps(config.to_dict())))
+    assert again == config
+    assert again.rsa.kinds == (4, 0, 0, 4, 0, 0)
+
+
+def test_distilling_halves_the_encoder_axis():
+    model = build_model("informer", **tiny_options("informer", distil=True))
+    memory, _ = model.encoder(model.enc_embedding(*batch()[:2]))
+    assert memory.shape[1] == LC // 2
+
+
+def test_informer_mix_cuts_some_decoder_heads_off():
+    """Informer's mix flattens [B, H, L, D] as [B, L, H*D]: with one decoder layer the forecast rows
+    (the last H of label + H) hold only the last heads, so the REMs of the first heads of decoder
+    self-attention get no gradient. Kept for fidelity to the paper's baseline; documented in
+    TransformerConfig."""
+    model = build_model("rsa_informer", **{**tiny_options("rsa_informer"), "mix": True})
+    model(*batch()).pow(2).mean().backward()
+    rem = model.decoder.layers[0].self_attention.rsa.rem
+    # rows 16..23 of 24 with 8 heads of size 2: heads 16*8//24 = 5 .. 7 (the dilated heads)
+    assert rem.eta.grad is None or torch.all(rem.eta.grad == 0)
+    assert torch.any(rem.dilated_nu.grad != 0)

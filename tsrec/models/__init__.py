@@ -1,0 +1,24 @@
+"""Forecasting networks, their typed configs and the registry."""
+
+from tsrec.models.base import ForecastModel, ModelConfig
+from tsrec.models.dlinear import DLinear, DLinearConfig
+from tsrec.models.naive import SeasonalNaive, SeasonalNaiveConfig
+from tsrec.models.registry import build_model, list_models, model_config, model_spec, register
+from tsrec.models.transformer import EncoderDecoderForecaster, RSASettings, TransformerConfig
+
+__all__ = [
+    "ForecastModel",
+    "ModelConfig",
+    "DLinear",
+    "DLinearConfig",
+    "SeasonalNaive",
+    "SeasonalNaiveConfig",
+    "EncoderDecoderForecaster",
+    "RSASettings",
+    "TransformerConfig",
+    "build_model",
+    "list_models",
+    "model_config",
+    "model_spec",
+    "register",
+]

@@ -1,0 +1,51 @@
+"""DLinear (Zeng et al., 2023): moving-average decomposition, one linear map per component."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from tsrec.models.base import ForecastModel, ModelConfig
+from tsrec.nn.heads import MovingAverage
+
+
+@dataclass(frozen=True)
+class DLinearConfig(ModelConfig):
+    """Attributes: ``moving_average`` kernel of the trend; ``individual`` gives each channel its own maps."""
+
+    moving_average: int = 25
+    individual: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.moving_average < 1:
+            raise ValueError(f"moving_average must be >= 1, got {self.moving_average!r}")
+
+
+class TimeLinear(nn.Module):
+    """Linear map along time ``[B, L, C] -> [B, H, C]``, shared or per channel; starts as the mean."""
+
+    def __init__(self, context_length: int, prediction_length: int, channels: int) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.full((channels, prediction_length, context_length), 1.0 / context_length))
+        self.bias = nn.Parameter(torch.zeros(channels, prediction_length))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return torch.einsum("blc,chl->bhc", x, self.weight) + self.bias.transpose(0, 1)
+
+
+class DLinear(ForecastModel):
+    config_class = DLinearConfig
+
+    def __init__(self, config: DLinearConfig) -> None:
+        super().__init__(config)
+        maps = self.core_channels if config.individual else 1
+        self.trend = MovingAverage(config.moving_average)
+        self.seasonal_map = TimeLinear(config.context_length, config.prediction_length, maps)
+        self.trend_map = TimeLinear(config.context_length, config.prediction_length, maps)
+
+    def forecast(self, past_target: Tensor, past_time_feat: Tensor, future_time_feat: Tensor) -> Tensor:
+        trend = self.trend(past_target)  # [B, Lc, C]
+        return self.seasonal_map(past_target - trend) + self.trend_map(trend)  # [B, H, C]

@@ -1,0 +1,73 @@
+"""Models by name: ``list_models()``, ``model_config(name, **options)``, ``build_model(name, ...)``."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from tsrec.models.base import ForecastModel, ModelConfig
+from tsrec.models.dlinear import DLinear
+from tsrec.models.naive import SeasonalNaive
+from tsrec.models.transformer import EncoderDecoderForecaster, RSASettings
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    model_class: type[ForecastModel]
+    defaults: dict[str, Any] = field(default_factory=dict)
+    description: str = ""
+
+
+_REGISTRY: dict[str, ModelSpec] = {}
+
+
+def register(name: str, model_class: type[ForecastModel], description: str = "", **defaults: Any) -> None:
+    """Register ``model_class`` under ``name`` with preset config ``defaults``."""
+    if name in _REGISTRY:
+        raise ValueError(f"a model named {name!r} is already registered")
+    _REGISTRY[name] = ModelSpec(model_class, dict(defaults), description)
+
+
+def list_models() -> list[str]:
+    """Names accepted by :func:`build_model` and ``Forecaster``."""
+    return sorted(_REGISTRY)
+
+
+def model_spec(name: str) -> ModelSpec:
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown model {name!r}; known models: {', '.join(list_models())}")
+    return _REGISTRY[name]
+
+
+def model_config(name: str, **options: Any) -> ModelConfig:
+    """The typed config of model ``name``: its preset, overridden by ``options``.
+
+    ``rsa`` may be given as an :class:`RSASettings` or a dict of its fields.
+    """
+    spec = model_spec(name)
+    config_class = spec.model_class.config_class
+    known = {f.name for f in dataclasses.fields(config_class)}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise TypeError(f"model {name!r} has no option(s) {unknown}; its options are: {', '.join(sorted(known))}")
+    values = {**spec.defaults, **options}
+    return config_class.from_dict({k: (dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v)
+                                   for k, v in values.items()})
+
+
+def build_model(name: str, config: ModelConfig | None = None, **options: Any) -> ForecastModel:
+    """Build model ``name`` from ``config`` (or from its preset and ``options``)."""
+    spec = model_spec(name)
+    if config is not None and options:
+        raise TypeError("pass either a config or options, not both")
+    return spec.model_class(config if config is not None else model_config(name, **options))
+
+
+for _attention, _base in (("prob", "informer"), ("logsparse", "logsparse"), ("full", "transformer")):
+    register(_base, EncoderDecoderForecaster, f"{_base} encoder-decoder ({_attention} attention)",
+             attention=_attention)
+    register(f"rsa_{_base}", EncoderDecoderForecaster, f"{_base} with RSA in every attention",
+             attention=_attention, rsa=RSASettings())
+register("dlinear", DLinear, "DLinear: moving-average decomposition + two linear maps")
+register("seasonal_naive", SeasonalNaive, "repeat the last season")
