@@ -1,0 +1,435 @@
+"""Tests for tsrec.data: canonicalisation, splits, scaling, time features, windows."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from gluonts.time_feature import time_features_from_frequency_str
+from torch.utils.data import DataLoader
+
+from tsrec.data import (
+    Panel,
+    StandardScaler,
+    WindowDataset,
+    canonicalize,
+    forecast_frame,
+    future_index,
+    split_panel,
+    time_feature_dim,
+    time_features,
+)
+
+
+LONG = {"time_col": "ts", "id_col": "id"}
+
+
+def wide_frame(length: int = 100, freq: str = "h", columns: tuple[str, ...] = ("a", "b")):
+    index = pd.date_range("2021-03-01", periods=length, freq=freq)
+    rng = np.random.default_rng(0)
+    return pd.DataFrame({c: rng.normal(size=length) for c in columns}, index=index)
+
+
+def long_frame(lengths: dict[str, int] | None = None, freq: str = "h") -> pd.DataFrame:
+    lengths = lengths or {"x": 30, "y": 40}
+    parts = [
+        pd.DataFrame(
+            {
+                "id": item_id,
+                "ts": pd.date_range("2021-03-01", periods=n, freq=freq),
+                "y": np.arange(n, dtype=float) + 100 * k,
+            }
+        )
+        for k, (item_id, n) in enumerate(lengths.items())
+    ]
+    return pd.concat(parts, ignore_index=True)
+
+
+def arrays(panel: Panel):
+    return [s.values for s in panel.items], [s.observed for s in panel.items]
+
+
+# --- canonicalize -----------------------------------------------------------------------------
+
+
+def test_wide_frame_is_one_multivariate_item():
+    panel = canonicalize(wide_frame())
+    assert (panel.layout, panel.freq, panel.columns) == ("wide", "h", ("a", "b"))
+    assert panel.item_ids == ("0",)
+    series = panel.items[0]
+    assert series.values.shape == series.observed.shape == (100, 2)
+    assert series.values.dtype == np.float32 and series.observed.all()
+
+
+def test_wide_frame_with_time_column_and_selected_targets():
+    df = wide_frame(columns=("a", "b", "c")).rename_axis("when").reset_index()
+    panel = canonicalize(df, time_col="when", target_col=["c", "a"])
+    assert panel.columns == ("c", "a")
+    np.testing.assert_array_equal(panel.items[0].values[:, 0], df["c"].to_numpy(np.float32))
+
+
+def test_long_frame_one_item_per_id_and_target_inferred():
+    panel = canonicalize(long_frame(), **LONG)
+    assert (panel.layout, panel.columns, panel.item_ids) == ("long", ("y",), ("x", "y"))
+    assert [len(s) for s in panel.items] == [30, 40]
+    assert panel.items[1].values.shape == (40, 1)
+    assert panel.items[1].values[0, 0] == 100
+
+
+def test_unsorted_input_is_sorted():
+    df = long_frame()
+    shuffled = canonicalize(df.sample(frac=1, random_state=1), **LONG)
+    ordered = canonicalize(df, **LONG)
+    assert shuffled.item_ids == ordered.item_ids
+    for a, b in zip(shuffled.items, ordered.items):
+        assert a.index.equals(b.index) and a.index.is_monotonic_increasing
+        np.testing.assert_array_equal(a.values, b.values)
+    wide = wide_frame()
+    np.testing.assert_array_equal(
+        canonicalize(wide.iloc[::-1]).items[0].values, wide.to_numpy(np.float32)
+    )
+
+
+def test_nan_inf_and_missing_timestamps_become_unobserved():
+    df = wide_frame(length=10)
+    df.iloc[2, 0] = np.nan
+    df.iloc[3, 1] = np.inf
+    df.iloc[4, 0] = -np.inf
+    df = df.drop(df.index[6])  # a gap on the hourly grid
+    series = canonicalize(df, freq="h").items[0]
+    assert len(series) == 10
+    expected = np.ones((10, 2), dtype=bool)
+    expected[2, 0] = expected[3, 1] = expected[4, 0] = False
+    expected[6, :] = False
+    np.testing.assert_array_equal(series.observed, expected)
+    assert np.isnan(series.values[~expected]).all()
+    assert np.isfinite(series.values[expected]).all()
+
+
+@pytest.mark.parametrize(
+    ("freq", "expected"), [("h", "h"), ("15min", "15min"), ("D", "D"), ("MS", "MS"), ("W", "W-SUN")]
+)
+def test_freq_is_inferred(freq, expected):
+    assert canonicalize(wide_frame(length=20, freq=freq)).freq == expected
+
+
+def test_freq_inferred_despite_gaps_from_most_common_step():
+    df = wide_frame(length=12).drop(pd.date_range("2021-03-01 03:00", periods=3, freq="2h"))
+    panel = canonicalize(df)
+    assert panel.freq == "h" and len(panel.items[0]) == 12
+    assert panel.items[0].observed.sum() == 2 * 9
+
+
+def test_given_freq_is_normalised():
+    assert canonicalize(wide_frame(length=20, freq="W-SUN"), freq="W").freq == "W-SUN"
+
+
+def off_grid_frame() -> pd.DataFrame:
+    df = wide_frame(length=10)
+    return df.rename(index={df.index[4]: df.index[4] + pd.Timedelta("30min")})
+
+
+BAD_INPUTS = [
+    # (frame builder, kwargs, error type, message fragments)
+    (lambda: wide_frame().iloc[:0], {}, ValueError, ["empty"]),
+    (lambda: [1, 2], {}, TypeError, ["DataFrame"]),
+    (long_frame, {"time_col": "time", "id_col": "id"}, ValueError, ["time_col='time'", "'ts'"]),
+    (long_frame, {"time_col": "ts", "id_col": "item"}, ValueError, ["id_col='item'", "'id'"]),
+    (long_frame, LONG | {"target_col": "z"}, ValueError, ["target_col='z'", "'y'"]),
+    (lambda: wide_frame().reset_index(drop=True), {}, ValueError, ["DatetimeIndex", "time_col="]),
+    (lambda: wide_frame().assign(b="x"), {}, TypeError, ["'b'", "pd.to_numeric"]),
+    (lambda: long_frame().assign(y="1"), LONG, TypeError, ["'y'", "object"]),
+    (lambda: long_frame().assign(ts=1), LONG, TypeError, ["'ts'", "pd.to_datetime"]),
+    (
+        lambda: wide_frame().iloc[[0, 1, 1, 2]],
+        {},
+        ValueError,
+        ["duplicate timestamps", "2021-03-01 01:00:00", "groupby"],
+    ),
+    (
+        lambda: pd.concat([long_frame(), long_frame({"y": 40}).iloc[[5]]]),
+        {"time_col": "ts", "id_col": "id"},
+        ValueError,
+        ["duplicate timestamps in item 'y'", "2021-03-01 05:00:00", "groupby"],
+    ),
+    (
+        off_grid_frame,
+        {"freq": "h"},
+        ValueError,
+        ["2021-03-01 04:30:00", "does not match freq 'h'", "resample('h').mean()"],
+    ),
+    (lambda: wide_frame(length=5, freq="D"), {"freq": "MS"}, ValueError, ["2021-03-02", "freq 'MS'"]),
+    (lambda: wide_frame(length=1), {}, ValueError, ["freq="]),
+    (lambda: wide_frame(), {"freq": "hourly"}, ValueError, ["invalid freq 'hourly'"]),
+    (lambda: wide_frame(), {"freq": "-1h"}, ValueError, ["invalid freq"]),
+    (
+        lambda: pd.concat([long_frame({"x": 10}), long_frame({"y": 10}, freq="D")]),
+        {"time_col": "ts", "id_col": "id"},
+        ValueError,
+        ["different frequencies", "'h'", "'D'"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("build", "kwargs", "error", "fragments"), BAD_INPUTS)
+def test_bad_input_gives_clear_error(build, kwargs, error, fragments):
+    with pytest.raises(error) as info:
+        canonicalize(build(), **kwargs)
+    for fragment in fragments:
+        assert fragment in str(info.value)
+
+
+# --- forecast frame and compatibility ---------------------------------------------------------
+
+
+def test_forecast_frame_timestamps_are_the_next_steps():
+    panel = canonicalize(long_frame({"x": 30, "y": 40}, freq="15min"), **LONG)
+    mean = np.arange(2 * 3, dtype=np.float32).reshape(2, 3, 1)
+    out = forecast_frame(panel, mean)
+    assert list(out.columns) == ["item_id", "timestamp", "mean"]
+    assert list(out["item_id"]) == ["x"] * 3 + ["y"] * 3
+    for item in panel.items:
+        stamps = out.loc[out["item_id"] == item.item_id, "timestamp"]
+        expected = [item.index[-1] + k * pd.Timedelta("15min") for k in (1, 2, 3)]
+        assert list(stamps) == expected
+    np.testing.assert_array_equal(out["mean"], mean.ravel())
+
+
+def test_forecast_frame_wide_columns_become_item_ids_and_origins_shift_timestamps():
+    panel = canonicalize(wide_frame(length=20, freq="MS"))
+    mean = np.stack([np.zeros((2, 2)), np.ones((2, 2))], axis=-1)[:1]  # [1, 2, 2]
+    out = forecast_frame(panel, mean, items=[0], origins=[5])
+    assert list(out["item_id"]) == ["a", "a", "b", "b"]
+    assert list(out["mean"]) == [0, 0, 1, 1]
+    assert list(out["timestamp"][:2]) == [pd.Timestamp("2021-08-01"), pd.Timestamp("2021-09-01")]
+    with pytest.raises(ValueError, match="shape"):
+        forecast_frame(panel, np.zeros((1, 2, 3)))
+
+
+def test_future_index():
+    assert list(future_index(pd.Timestamp("2021-01-31"), "ME", 2)) == [
+        pd.Timestamp("2021-02-28"),
+        pd.Timestamp("2021-03-31"),
+    ]
+    assert future_index(pd.Timestamp("2021-01-01 23:45"), "15min", 2)[0] == pd.Timestamp("2021-01-02")
+
+
+def test_check_compatible_returns_positions_and_names_differences():
+    fitted = canonicalize(long_frame({"x": 30, "y": 40, "z": 30}), **LONG)
+    new = canonicalize(long_frame({"z": 30, "x": 10}), **LONG)
+    np.testing.assert_array_equal(fitted.check_compatible(new), [0, 2])
+    with pytest.raises(ValueError, match=r"unknown item ids \['w'\]"):
+        fitted.check_compatible(canonicalize(long_frame({"w": 5}), **LONG))
+    with pytest.raises(ValueError, match="wide frame"):
+        fitted.check_compatible(canonicalize(wide_frame()))
+    with pytest.raises(ValueError, match="freq differs"):
+        fitted.check_compatible(canonicalize(long_frame({"x": 5}, freq="D"), **LONG))
+    wide = canonicalize(wide_frame())
+    with pytest.raises(ValueError, match=r"missing \['b'\], unexpected \['c'\]"):
+        wide.check_compatible(canonicalize(wide_frame(columns=("a", "c"))))
+
+
+# --- split ------------------------------------------------------------------------------------
+
+
+def test_split_last_windows_are_validation():
+    panel = canonicalize(wide_frame(length=100))
+    split = split_panel(panel, 10, 5, val_windows=3)
+    # validation origins 93, 94, 95 (targets up to row 99); training ends before row 93
+    assert split.val == ((93, 96),) and split.train_end == (93,) and split.val_rows == (0,)
+    assert split.train == ((10, 89),)  # last training origin 88: targets rows 88..92
+    assert split_panel(panel, 10, 5).val == ((91, 96),)  # default: prediction_length windows
+    no_val = split_panel(panel, 10, 5, val_windows=0)
+    assert (no_val.train, no_val.train_end, no_val.val) == (((10, 96),), (100,), None)
+
+
+def test_split_with_separate_validation_panel():
+    panel = canonicalize(long_frame({"x": 30, "y": 40}), **LONG)
+    val_panel = canonicalize(long_frame({"y": 20}), **LONG)
+    split = split_panel(panel, 8, 4, val_panel=val_panel)
+    assert split.train == ((8, 27), (8, 37)) and split.train_end == (30, 40)
+    assert split.val == ((8, 17),) and split.val_rows == (1,)
+    assert split_panel(panel, 8, 4, val_panel=val_panel, val_windows=2).val == ((15, 17),)
+
+
+def test_split_errors_name_the_short_item():
+    panel = canonicalize(long_frame({"x": 30, "short": 20}), **LONG)
+    with pytest.raises(ValueError) as info:
+        split_panel(panel, 10, 5)
+    message = str(info.value)
+    for fragment in ["item 'short'", "20 time steps", "at least 24", "shorter context_length"]:
+        assert fragment in message
+    split_panel(panel, 10, 5, val_windows=0)  # 20 >= 15 without validation
+    for bad in [{"context_length": 0}, {"prediction_length": -1}, {"val_windows": -1}]:
+        kwargs = {"context_length": 10, "prediction_length": 5} | bad
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            split_panel(panel, **kwargs)
+
+
+# --- scaling ----------------------------------------------------------------------------------
+
+
+def test_scaler_uses_training_part_only_and_ignores_missing():
+    panel = canonicalize(wide_frame(length=50))
+    values, observed = arrays(panel)
+    scaler = StandardScaler.fit(values, observed, [30])
+    changed = values[0].copy()
+    changed[30:] = 1e6
+    hidden = observed[0].copy()
+    hidden[30:] = False
+    for v, m in [(changed, observed[0]), (values[0], hidden)]:
+        other = StandardScaler.fit([v], [m], [30])
+        np.testing.assert_array_equal(other.loc, scaler.loc)
+        np.testing.assert_array_equal(other.scale, scaler.scale)
+    np.testing.assert_allclose(scaler.loc[0], values[0][:30].mean(axis=0), rtol=1e-5)
+    np.testing.assert_allclose(scaler.scale[0], values[0][:30].std(axis=0), rtol=1e-5)
+    with_nan = values[0].copy()
+    with_nan[3] = np.nan
+    mask = observed[0].copy()
+    mask[3] = False
+    np.testing.assert_allclose(
+        StandardScaler.fit([with_nan], [mask], [30]).loc[0],
+        np.delete(values[0][:30], 3, axis=0).mean(axis=0),
+        rtol=1e-5,
+    )
+
+
+def test_scaler_degenerate_channels_and_round_trip():
+    values = np.stack([np.full(10, 7.0), np.r_[5.0, np.full(9, np.nan)], np.full(10, np.nan)], axis=1)
+    observed = np.isfinite(values)
+    scaler = StandardScaler.fit([values.astype(np.float32)], [observed])
+    np.testing.assert_array_equal(scaler.loc, [[7, 5, 0]])
+    np.testing.assert_array_equal(scaler.scale, [[1, 1, 1]])
+    scaled = scaler.transform(values, 0)
+    assert np.isfinite(scaled[observed]).all() and np.isnan(scaled[~observed]).all()
+    x = np.random.default_rng(1).normal(size=(4, 6, 3)).astype(np.float32)
+    two = StandardScaler(
+        loc=np.array([[1, 2, 3], [-1, 0, 10]], np.float32),
+        scale=np.array([[2, 3, 4], [5, 6, 7]], np.float32),
+    )
+    items = np.array([1, 0, 0, 1])
+    round_trip = two.inverse_transform(two.transform(x, items), items)
+    np.testing.assert_allclose(round_trip, x, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(two.transform(x, items)[1], (x[1] - [1, 2, 3]) / [2, 3, 4], rtol=1e-6)
+    restored = StandardScaler.from_dict(json.loads(json.dumps(two.to_dict())))
+    np.testing.assert_array_equal(restored.loc, two.loc)
+    np.testing.assert_array_equal(restored.scale, two.scale)
+
+
+# --- time features ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("freq", ["h", "15min"])
+def test_time_features_match_gluonts(freq):
+    index = pd.date_range("2021-03-01", periods=50, freq=freq)
+    features = time_features(index, freq)
+    functions = time_features_from_frequency_str(freq)
+    assert features.shape == (50, len(functions)) == (50, time_feature_dim(freq))
+    assert features.dtype == np.float32
+    for k, function in enumerate(functions):
+        np.testing.assert_allclose(features[:, k], function(index), rtol=1e-6)
+
+
+def test_time_features_without_features_and_unsupported_freq():
+    assert time_features(pd.date_range("2000", periods=3, freq="YE"), "YE").shape == (3, 0)
+    with pytest.raises(ValueError, match="no calendar time features"):
+        canonicalize(wide_frame(length=5, freq="ms"))
+
+
+# --- windows ----------------------------------------------------------------------------------
+
+
+def make_dataset(length=100, context=10, horizon=5, stride=1, **kwargs):
+    rng = np.random.default_rng(2)
+    values = rng.normal(size=(length, 2)).astype(np.float32)
+    observed = rng.random((length, 2)) > 0.1
+    values[~observed] = np.nan
+    feat = rng.normal(size=(length, 3)).astype(np.float32)
+    origins = [(context, length - horizon + 1)]
+    ds = WindowDataset([values], [observed], [feat], context, horizon, origins, stride=stride, **kwargs)
+    return ds, values, observed, feat
+
+
+def test_window_count_arithmetic():
+    assert len(make_dataset()[0]) == 86  # origins 10..95
+    assert len(make_dataset(stride=4)[0]) == 22  # origins 10, 14, ..., 94
+    many = WindowDataset(
+        [np.zeros((t, 1)) for t in (20, 15, 30)],
+        [np.ones((t, 1), bool) for t in (20, 15, 30)],
+        [np.zeros((t, 0)) for t in (20, 15, 30)],
+        4,
+        2,
+        [(4, 19), (10, 10), (20, 29)],
+        stride=2,
+    )
+    assert len(many) == 8 + 0 + 5
+    assert [(many[k]["item"], many[k]["origin"]) for k in (0, 7, 8, 12, -1)] == [
+        (0, 4), (0, 18), (2, 20), (2, 28), (2, 28)
+    ]
+    with pytest.raises(IndexError):
+        many[13]
+
+
+def test_window_contents_equal_direct_slices():
+    ds, values, observed, feat = make_dataset()
+    filled = np.where(observed, values, 0)
+    for k in (0, 37, 85):
+        window = ds[k]
+        o = 10 + k
+        assert window["origin"] == o and window["item"] == 0
+        np.testing.assert_array_equal(window["past_target"], filled[o - 10 : o])
+        np.testing.assert_array_equal(window["past_observed"], observed[o - 10 : o])
+        np.testing.assert_array_equal(window["past_time_feat"], feat[o - 10 : o])
+        np.testing.assert_array_equal(window["future_target"], filled[o : o + 5])
+        np.testing.assert_array_equal(window["future_observed"], observed[o : o + 5])
+        np.testing.assert_array_equal(window["future_time_feat"], feat[o : o + 5])
+        tensors = [v for k, v in window.items() if k not in ("item", "origin")]
+        assert all(t.dtype == torch.float32 for t in tensors)
+
+
+def test_window_origin_range_is_validated():
+    with pytest.raises(ValueError, match=r"within \[10, 95\]"):
+        WindowDataset(
+            [np.zeros((100, 1))], [np.ones((100, 1), bool)], [np.zeros((100, 2))], 10, 5, [(9, 20)]
+        )
+    with pytest.raises(ValueError, match="stride"):
+        make_dataset(stride=0)
+
+
+def test_dataloader_keeps_last_partial_batch():
+    ds = make_dataset()[0]
+    batches = list(DataLoader(ds, batch_size=32, shuffle=True))
+    assert [len(b["origin"]) for b in batches] == [32, 32, 22]
+    assert batches[0]["past_target"].shape == (32, 10, 2)
+    assert batches[0]["future_time_feat"].shape == (32, 5, 3)
+    assert batches[0]["item"].dtype == torch.int64
+    assert sorted(torch.cat([b["origin"] for b in batches]).tolist()) == list(range(10, 96))
+
+
+def test_pipeline_from_panel_and_prediction_windows():
+    panel = canonicalize(long_frame({"x": 30, "y": 40}), **LONG)
+    split = split_panel(panel, 8, 4, val_windows=2)
+    scaler = StandardScaler.fit(*arrays(panel), split.train_end)
+    train = WindowDataset.from_panel(panel, scaler, 8, 4, split.train)
+    val = WindowDataset.from_panel(panel, scaler, 8, 4, split.val, scaler_rows=split.val_rows)
+    assert len(train) == (30 - 5 - 4 - 8 + 1) + (40 - 5 - 4 - 8 + 1) and len(val) == 4
+    window = val[3]
+    assert (window["item"], window["origin"]) == (1, 36)
+    np.testing.assert_allclose(
+        window["future_target"][:, 0], scaler.transform(panel.items[1].values[36:40], 1)[:, 0]
+    )
+    predict = WindowDataset.for_prediction(panel, scaler, 8, 4)
+    assert len(predict) == 2 and "future_target" not in predict[0]
+    window = predict[1]
+    assert window["origin"] == 40 and window["past_target"].shape == (8, 1)
+    future = future_index(panel.items[1].index[-1], "h", 4)
+    np.testing.assert_array_equal(window["future_time_feat"], time_features(future, "h"))
+    batch = next(iter(DataLoader(predict, batch_size=2)))
+    mean = scaler.inverse_transform(batch["past_target"][:, -4:].numpy(), batch["item"].numpy())
+    out = forecast_frame(panel, mean, items=batch["item"], origins=batch["origin"])
+    assert list(out["timestamp"][:1]) == [panel.items[0].index[-1] + pd.Timedelta("1h")]
+    with pytest.raises(ValueError, match="item 'x' has 30 time steps"):
+        WindowDataset.for_prediction(panel, scaler, 31, 4)

@@ -1,0 +1,33 @@
+"""Data layer: DataFrame canonicalisation, time-based splits, scaling, time features, windows.
+
+Flow: ``canonicalize(df)`` -> ``Panel`` -> ``split_panel`` -> ``StandardScaler.fit`` on the
+training part -> ``WindowDataset.from_panel`` / ``WindowDataset.for_prediction`` -> model ->
+``StandardScaler.inverse_transform`` -> ``forecast_frame``.
+"""
+
+from tsrec.data.frame import Panel, Series, canonicalize, forecast_frame
+from tsrec.data.scaling import StandardScaler
+from tsrec.data.split import OriginRange, Split, split_panel
+from tsrec.data.time_features import (
+    future_index,
+    normalize_freq,
+    time_feature_dim,
+    time_features,
+)
+from tsrec.data.windows import WindowDataset
+
+__all__ = [
+    "OriginRange",
+    "Panel",
+    "Series",
+    "Split",
+    "StandardScaler",
+    "WindowDataset",
+    "canonicalize",
+    "forecast_frame",
+    "future_index",
+    "normalize_freq",
+    "split_panel",
+    "time_feature_dim",
+    "time_features",
+]

@@ -1,0 +1,100 @@
+"""Time-based train / validation splits expressed as ranges of forecast origins.
+
+A forecast origin ``o`` is the grid position of the first forecast step: the window reads past rows
+``[o - context_length, o)`` and future rows ``[o, o + prediction_length)``. Train and validation
+windows index the SAME arrays; only their origin ranges differ. Validation windows may read their
+past from the training part (up to ``context_length`` rows before the border), never the reverse.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tsrec.data._validate import check_int
+from tsrec.data.frame import Panel
+
+OriginRange = tuple[int, int]
+"""Half-open range ``[start, stop)`` of forecast origins of one item."""
+
+
+@dataclass(frozen=True)
+class Split:
+    """Origin ranges for training and validation.
+
+    train:     per item of the fit panel, the training origins; every training window (past and
+               future) lies in rows ``[0, train_end)``.
+    train_end: per item of the fit panel, end (exclusive) of the training part: fit the scaler on
+               rows ``[0, train_end)``, strictly before the first validation target.
+    val:       per item of the validation panel (the fit panel, or ``val_panel``), the validation
+               origins; None without validation.
+    val_rows:  per item of the validation panel, its position in the fit panel (its scaler row);
+               None without validation.
+    """
+
+    train: tuple[OriginRange, ...]
+    train_end: tuple[int, ...]
+    val: tuple[OriginRange, ...] | None
+    val_rows: tuple[int, ...] | None
+
+
+def split_panel(
+    panel: Panel,
+    context_length: int,
+    prediction_length: int,
+    *,
+    val_windows: int | None = None,
+    val_panel: Panel | None = None,
+) -> Split:
+    """Split ``panel`` by time.
+
+    Without ``val_panel``: the last ``val_windows`` origins of each item are validation origins
+    (default ``prediction_length``; 0 disables validation) and training uses the rows before the
+    first validation target. With ``val_panel`` (e.g. canonicalised ``val_df``; same layout and
+    known ids): training uses all of ``panel`` and validation the last ``val_windows`` origins of
+    each ``val_panel`` item (default all of its windows).
+
+    Raises ``ValueError`` for non-positive lengths and for a series too short to hold one training
+    window plus its validation windows (naming the item, its length and the required length).
+    """
+    context = check_int("context_length", context_length, 1)
+    horizon = check_int("prediction_length", prediction_length, 1)
+    one_window = f"context_length={context} + prediction_length={horizon}"
+    if val_panel is None:
+        windows = horizon if val_windows is None else check_int("val_windows", val_windows, 0)
+        extra = horizon + windows - 1 if windows else 0
+        reason = one_window + (f" + {extra} for val_windows={windows}" if windows else "")
+        for i in range(len(panel.items)):
+            _require_length(panel, i, context + horizon + extra, reason)
+        ends = tuple(len(s) - extra for s in panel.items)
+        train = tuple((context, end - horizon + 1) for end in ends)
+        if not windows:
+            return Split(train=train, train_end=ends, val=None, val_rows=None)
+        val = tuple((end, end + windows) for end in ends)
+        return Split(train=train, train_end=ends, val=val, val_rows=tuple(range(len(ends))))
+    rows = panel.check_compatible(val_panel)
+    windows = None if val_windows is None else check_int("val_windows", val_windows, 1)
+    for i in range(len(panel.items)):
+        _require_length(panel, i, context + horizon, one_window)
+    extra = 0 if windows is None else windows - 1
+    reason = one_window + (f" + {extra} for val_windows={windows}" if extra else "")
+    val = []
+    for i, series in enumerate(val_panel.items):
+        _require_length(val_panel, i, context + horizon + extra, reason)
+        stop = len(series) - horizon + 1
+        val.append((context if windows is None else stop - windows, stop))
+    return Split(
+        train=tuple((context, len(s) - horizon + 1) for s in panel.items),
+        train_end=tuple(len(s) for s in panel.items),
+        val=tuple(val),
+        val_rows=tuple(int(r) for r in rows),
+    )
+
+
+def _require_length(panel: Panel, position: int, needed: int, reason: str) -> None:
+    length = len(panel.items[position])
+    if length < needed:
+        raise ValueError(
+            f"{panel.item_label(position)} has {length} time steps but {reason} needs at least "
+            f"{needed}; use a shorter context_length or prediction_length, fewer val_windows, or "
+            "drop the short series"
+        )

@@ -1,0 +1,61 @@
+"""Frequencies, calendar time features (from GluonTS) and future timestamps."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+from pandas.tseries.frequencies import to_offset
+
+_GLUONTS_FREQS = "YS, YE, QS, QE, MS, ME, W, D, B, h, min, s (and multiples such as '15min')"
+
+
+def _feature_functions(freq: str) -> list[Callable[[pd.DatetimeIndex], np.ndarray]]:
+    from gluonts.time_feature import time_features_from_frequency_str
+
+    try:
+        return time_features_from_frequency_str(freq)
+    except RuntimeError:
+        raise ValueError(
+            f"freq {freq!r} has no calendar time features in GluonTS; use one of {_GLUONTS_FREQS}"
+        ) from None
+
+
+def normalize_freq(freq: object) -> str:
+    """Validate a pandas offset alias and return its canonical spelling (``'H'`` -> ``'h'``,
+    ``'W'`` -> ``'W-SUN'``); ``ValueError`` for an invalid, non-positive or GluonTS-unsupported
+    freq."""
+    try:
+        offset = to_offset(freq)
+    except (TypeError, ValueError):
+        offset = None
+    if offset is None or offset.n <= 0:
+        raise ValueError(
+            f"invalid freq {freq!r}: pass a positive pandas offset alias such as 'h', '15min', "
+            "'D', 'W' or 'MS'"
+        )
+    _feature_functions(offset.freqstr)
+    return offset.freqstr
+
+
+def time_feature_dim(freq: str) -> int:
+    """Number ``F`` of time features for ``freq`` (0 for yearly data)."""
+    return len(_feature_functions(freq))
+
+
+def time_features(index: pd.DatetimeIndex, freq: str) -> np.ndarray:
+    """Calendar features of ``index`` (``gluonts.time_feature.time_features_from_frequency_str``).
+
+    Returns ``[T, F]`` float32, each feature in ``[-0.5, 0.5]``, columns in GluonTS order.
+    """
+    functions = _feature_functions(freq)
+    if not functions:
+        return np.zeros((len(index), 0), dtype=np.float32)
+    return np.stack([f(index) for f in functions], axis=1).astype(np.float32)  # [T, F]
+
+
+def future_index(last_timestamp: pd.Timestamp, freq: str, n: int) -> pd.DatetimeIndex:
+    """The ``n`` timestamps after ``last_timestamp`` at ``freq``: ``[last + 1 step, ..., + n]``."""
+    offset = to_offset(freq)
+    return pd.date_range(pd.Timestamp(last_timestamp) + offset, periods=n, freq=offset)

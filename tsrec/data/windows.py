@@ -1,0 +1,188 @@
+"""Lazily indexed forecast windows (map-style dataset; DistributedSampler shards it as is)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+from tsrec.data._validate import check_int
+from tsrec.data.frame import Panel
+from tsrec.data.scaling import StandardScaler
+from tsrec.data.split import OriginRange
+from tsrec.data.time_features import future_index, time_features
+
+
+class WindowDataset(Dataset):
+    """Forecast windows over one or more items, indexed arithmetically.
+
+    Window ``k`` enumerates items in order, and within item ``i`` the origins
+    ``start, start + stride, ... < stop`` of ``origins[i]``; ``k -> (item, origin)`` is a
+    ``searchsorted`` on cumulative per-item counts, so no window is ever materialised.
+
+    Each window is a dict (``C`` channels, ``F`` time features, ``H = prediction_length``):
+
+    - ``past_target``      ``[context_length, C]`` float32, scaled, 0 where unobserved
+    - ``past_observed``    ``[context_length, C]`` float32, 1 observed / 0 missing
+    - ``past_time_feat``   ``[context_length, F]`` float32
+    - ``future_time_feat`` ``[H, F]`` float32
+    - ``future_target``    ``[H, C]`` float32, 0 where unobserved (only ``with_future_target``)
+    - ``future_observed``  ``[H, C]`` float32 (only ``with_future_target``)
+    - ``item``             int, position of the item in the inputs
+    - ``origin``           int, grid position of the first forecast step
+
+    The default ``DataLoader`` collate stacks these into ``[B, ...]`` tensors (``item``/``origin``:
+    int64 ``[B]``).
+    """
+
+    def __init__(
+        self,
+        values: Sequence[np.ndarray],
+        observed: Sequence[np.ndarray],
+        time_feat: Sequence[np.ndarray],
+        context_length: int,
+        prediction_length: int,
+        origins: Sequence[OriginRange],
+        *,
+        stride: int = 1,
+        with_future_target: bool = True,
+    ) -> None:
+        """
+        values:     per item ``[T_i, C]`` scaled values (anything where unobserved, e.g. NaN).
+        observed:   per item ``[T_i, C]`` bool.
+        time_feat:  per item ``[T_i, F]``, or ``[T_i + H, F]`` when windows forecast past the end.
+        origins:    per item half-open origin range ``(start, stop)``; an empty range gives no
+                    window. Origins need ``start >= context_length``, ``origin + H <= T_i`` (with
+                    future target) or ``origin <= T_i`` and ``origin + H <= len(time_feat[i])``.
+        stride:     step between consecutive origins of an item.
+        with_future_target: False for prediction windows (no ``future_target``/``future_observed``).
+        """
+        self.context_length = check_int("context_length", context_length, 1)
+        self.prediction_length = check_int("prediction_length", prediction_length, 1)
+        stride = check_int("stride", stride, 1)
+        if not len(values) == len(observed) == len(time_feat) == len(origins):
+            raise ValueError(
+                f"got {len(values)} value arrays, {len(observed)} masks, {len(time_feat)} "
+                f"time-feature arrays and {len(origins)} origin ranges; pass one of each per item"
+            )
+        self.with_future_target = with_future_target
+        self._target, self._observed, self._time_feat, self._origins = [], [], [], []
+        for i, (x, mask, feat, (start, stop)) in enumerate(
+            zip(values, observed, time_feat, origins)
+        ):
+            if x.ndim != 2 or mask.shape != x.shape or feat.ndim != 2 or len(feat) < len(x):
+                raise ValueError(
+                    f"item {i}: values {x.shape} and observed {mask.shape} must both be [T, C] and "
+                    f"time_feat {feat.shape} [T or more, F]"
+                )
+            origin_range = range(int(start), int(stop), stride)
+            if origin_range:
+                last_past = len(x) - (self.prediction_length if with_future_target else 0)
+                last = min(last_past, len(feat) - self.prediction_length)
+                if origin_range[0] < self.context_length or origin_range[-1] > last:
+                    raise ValueError(
+                        f"item {i}: origins [{start}, {stop}) must lie within "
+                        f"[{self.context_length}, {last}] (context_length="
+                        f"{self.context_length}, prediction_length={self.prediction_length}, "
+                        f"{len(x)} time steps)"
+                    )
+            self._target.append(np.where(mask, x, 0.0).astype(np.float32))  # [T, C]
+            self._observed.append(mask.astype(np.float32))  # [T, C]
+            self._time_feat.append(np.asarray(feat, dtype=np.float32))  # [T(+H), F]
+            self._origins.append(origin_range)
+        self._cumulative = np.cumsum([len(r) for r in self._origins], dtype=np.int64)  # [N]
+
+    @classmethod
+    def from_panel(
+        cls,
+        panel: Panel,
+        scaler: StandardScaler,
+        context_length: int,
+        prediction_length: int,
+        origins: Sequence[OriginRange],
+        *,
+        stride: int = 1,
+        scaler_rows: Sequence[int] | None = None,
+    ) -> WindowDataset:
+        """Training / validation windows of ``panel`` (e.g. ``Split.train`` or ``Split.val``).
+
+        scaler_rows: per item, its row in ``scaler`` (default its position; ``Split.val_rows`` or
+                     ``Panel.check_compatible`` for another panel).
+        """
+        rows = range(len(panel.items)) if scaler_rows is None else scaler_rows
+        return cls(
+            [scaler.transform(s.values, int(r)) for s, r in zip(panel.items, rows)],
+            [s.observed for s in panel.items],
+            [time_features(s.index, panel.freq) for s in panel.items],
+            context_length,
+            prediction_length,
+            origins,
+            stride=stride,
+        )
+
+    @classmethod
+    def for_prediction(
+        cls,
+        panel: Panel,
+        scaler: StandardScaler,
+        context_length: int,
+        prediction_length: int,
+        *,
+        scaler_rows: Sequence[int] | None = None,
+    ) -> WindowDataset:
+        """One window per item forecasting the ``prediction_length`` steps after its last timestamp
+        (``origin = len(item)``); future time features come from :func:`future_index`.
+
+        Raises ``ValueError`` naming an item with fewer than ``context_length`` time steps.
+        """
+        context_length = check_int("context_length", context_length, 1)
+        for i, series in enumerate(panel.items):
+            if len(series) < context_length:
+                raise ValueError(
+                    f"{panel.item_label(i)} has {len(series)} time steps but forecasting needs the "
+                    f"last context_length={context_length}; pass more history"
+                )
+        rows = range(len(panel.items)) if scaler_rows is None else scaler_rows
+        return cls(
+            [scaler.transform(s.values, int(r)) for s, r in zip(panel.items, rows)],
+            [s.observed for s in panel.items],
+            [
+                time_features(
+                    s.index.append(future_index(s.index[-1], panel.freq, prediction_length)),
+                    panel.freq,
+                )  # [T + H, F]
+                for s in panel.items
+            ],
+            context_length,
+            prediction_length,
+            [(len(s), len(s) + 1) for s in panel.items],
+            with_future_target=False,
+        )
+
+    def __len__(self) -> int:
+        return int(self._cumulative[-1]) if len(self._cumulative) else 0
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor | int]:
+        total = len(self)
+        if not -total <= index < total:
+            raise IndexError(f"window {index} out of range for {total} windows")
+        index = int(index) % total
+        item = int(np.searchsorted(self._cumulative, index, side="right"))
+        first = int(self._cumulative[item - 1]) if item else 0
+        origin = self._origins[item][index - first]
+        past = slice(origin - self.context_length, origin)
+        future = slice(origin, origin + self.prediction_length)
+        window: dict[str, torch.Tensor | int] = {
+            "past_target": torch.tensor(self._target[item][past]),
+            "past_observed": torch.tensor(self._observed[item][past]),
+            "past_time_feat": torch.tensor(self._time_feat[item][past]),
+            "future_time_feat": torch.tensor(self._time_feat[item][future]),
+        }
+        if self.with_future_target:
+            window["future_target"] = torch.tensor(self._target[item][future])
+            window["future_observed"] = torch.tensor(self._observed[item][future])
+        window["item"] = item
+        window["origin"] = origin
+        return window
