@@ -324,6 +324,12 @@ def _infer_freq(indexes: Sequence[pd.DatetimeIndex], where: Sequence[str]) -> st
             "e.g. freq='h'"
         )
     unique, counts = np.unique(steps, return_counts=True)
+    if counts.max() * 2 < steps.size:
+        shown = ", ".join(str(pd.Timedelta(int(u))) for u in unique[:4])
+        raise ValueError(
+            f"cannot infer the frequency: the steps between timestamps vary ({shown}, ...) and no "
+            "step accounts for half of them; pass freq=..., e.g. freq='h'"
+        )
     return normalize_freq(to_offset(pd.Timedelta(int(unique[counts.argmax()]))).freqstr)
 
 

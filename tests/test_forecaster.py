@@ -1,0 +1,241 @@
+"""The estimator end to end: fit / predict / save / load on small synthetic frames, and its errors."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from tsrec import Forecaster
+
+NET = dict(d_model=16, n_heads=8, d_ff=16, e_layers=1, d_layers=1)
+TRAIN = dict(max_epochs=2, batch_size=64, trainer_kwargs={"enable_progress_bar": False, "logger": False})
+TINY = {**NET, **TRAIN}
+
+
+def wide_frame(n=240, seed=0, freq="h"):
+    rng = np.random.default_rng(seed)
+    t = np.arange(n)
+    index = pd.date_range("2024-01-01", periods=n, freq=freq)
+    return pd.DataFrame({"load": np.sin(2 * np.pi * t / 24) + 0.1 * rng.standard_normal(n) + 5,
+                         "temp": np.cos(2 * np.pi * t / 24) + 0.1 * rng.standard_normal(n)}, index=index)
+
+
+def long_frame(n=200, ids=("a", "b", "c"), seed=0):
+    rng = np.random.default_rng(seed)
+    parts = []
+    for k, item in enumerate(ids):
+        t = np.arange(n)
+        parts.append(pd.DataFrame({"id": item, "ds": pd.date_range("2024-03-01", periods=n, freq="h"),
+                                   "y": 10 * k + np.sin(2 * np.pi * t / 24) + 0.1 * rng.standard_normal(n)}))
+    return pd.concat(parts, ignore_index=True)
+
+
+def tiny(model="rsa_informer", **extra):
+    options = TRAIN if model in ("dlinear", "seasonal_naive") else TINY
+    return Forecaster(model, prediction_length=6, context_length=24, **{**options, **extra})
+
+
+@pytest.fixture(scope="module")
+def fitted_wide():
+    return tiny().fit(wide_frame())
+
+
+def test_wide_fit_predict_contract(fitted_wide):
+    df = wide_frame()
+    fc = fitted_wide.predict()
+    assert list(fc.columns) == ["item_id", "timestamp", "mean"]
+    assert set(fc["item_id"]) == {"load", "temp"}
+    expected = pd.date_range(df.index[-1], periods=7, freq="h")[1:]
+    for _, part in fc.groupby("item_id"):
+        assert list(part["timestamp"]) == list(expected)
+    assert np.isfinite(fc["mean"]).all()
+    # forecasts are on the original scale: the load series lives around 5
+    assert fc.loc[fc.item_id == "load", "mean"].between(2, 8).all()
+
+
+def test_predict_new_frame_forecasts_after_its_end(fitted_wide):
+    new = wide_frame(n=100, seed=3)
+    new.index = new.index + pd.Timedelta(days=30)
+    fc = fitted_wide.predict(new)
+    assert fc["timestamp"].min() == new.index[-1] + pd.Timedelta(hours=1)
+
+
+def test_save_load_gives_identical_predictions(fitted_wide, tmp_path):
+    fitted_wide.save(tmp_path / "model")
+    meta = json.loads((tmp_path / "model" / "forecaster.json").read_text())
+    assert meta["format_version"] == 1 and meta["model"] == "rsa_informer"
+    loaded = Forecaster.load(tmp_path / "model")
+    pd.testing.assert_frame_equal(loaded.predict(), fitted_wide.predict())
+    pd.testing.assert_frame_equal(loaded.predict(wide_frame(seed=5)), fitted_wide.predict(wide_frame(seed=5)))
+
+
+def test_load_refuses_foreign_and_corrupted_directories(fitted_wide, tmp_path):
+    with pytest.raises(ValueError, match="not a saved tsrec Forecaster"):
+        Forecaster.load(tmp_path)
+    path = fitted_wide.save(tmp_path / "m")
+    (path / "forecaster.json").write_text("{not json")
+    with pytest.raises(ValueError, match="corrupted"):
+        Forecaster.load(path)
+    fitted_wide.save(path)
+    (path / "weights.pt").write_bytes(b"garbage")
+    with pytest.raises(ValueError, match="corrupted"):
+        Forecaster.load(path)
+    fitted_wide.save(path)
+    meta = json.loads((path / "forecaster.json").read_text())
+    (path / "forecaster.json").write_text(json.dumps({**meta, "format": "other"}))
+    with pytest.raises(ValueError, match="not written by tsrec"):
+        Forecaster.load(path)
+
+
+def test_long_frame_many_series():
+    df = long_frame()
+    f = tiny("dlinear").fit(df.sample(frac=1.0, random_state=0), id_col="id", time_col="ds", target_col="y")
+    fc = f.predict()
+    assert sorted(fc["item_id"].unique()) == ["a", "b", "c"]
+    # each id is scaled with its own statistics: levels 0, 10, 20 come back
+    levels = fc.groupby("item_id")["mean"].mean()
+    assert levels["a"] < levels["b"] < levels["c"]
+    with pytest.raises(ValueError, match="unknown item ids"):
+        f.predict(long_frame(ids=("zz",)))
+
+
+def test_same_seed_same_forecast_and_chaining():
+    df = wide_frame()
+    a = tiny(seed=7).fit(df).predict()
+    b = Forecaster("rsa_informer", prediction_length=6, context_length=24, seed=7, **TINY).fit(df).predict()
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_no_leakage_after_the_training_part():
+    """Values after the training part (the validation targets) change neither the scaler nor the
+    trained weights (one epoch, so model selection on validation cannot pick another epoch)."""
+    df = wide_frame()
+    changed = df.assign(load=np.r_[df.load.values[:-11], np.full(11, 1e3)])  # the last 11 rows: validation only
+    fits = [tiny(seed=1, val_windows=6, max_epochs=1).fit(frame) for frame in (df, changed)]
+    np.testing.assert_array_equal(fits[0].scaler.loc, fits[1].scaler.loc)
+    np.testing.assert_array_equal(fits[0].scaler.scale, fits[1].scaler.scale)
+    for p, q in zip(fits[0].model.parameters(), fits[1].model.parameters()):
+        torch.testing.assert_close(p, q, rtol=0, atol=0)
+    # one more changed row (the last training target) does change the fit
+    leaky = df.assign(load=np.r_[df.load.values[:-12], np.full(12, 1e3)])
+    assert not np.array_equal(tiny(seed=1, val_windows=6, max_epochs=1).fit(leaky).scaler.loc, fits[0].scaler.loc)
+
+
+def test_nan_targets_are_masked_never_forecast():
+    df = wide_frame()
+    df.iloc[10:30, 0] = np.nan
+    df.iloc[-3:, 1] = np.inf
+    fc = tiny("dlinear").fit(df).predict()
+    assert np.isfinite(fc["mean"]).all()
+
+
+def test_constant_series_is_fine():
+    df = wide_frame().assign(temp=3.0)
+    fc = tiny("dlinear").fit(df).predict()
+    assert np.isfinite(fc["mean"]).all()
+
+
+def test_seasonal_naive_needs_no_training():
+    df = wide_frame()
+    fc = Forecaster("seasonal_naive", prediction_length=6, context_length=48).fit(df).predict()
+    expected = df["load"].values[-24:-18]
+    np.testing.assert_allclose(fc.loc[fc.item_id == "load", "mean"].values, expected, rtol=1e-5)
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: Forecaster("nope", prediction_length=3), "known models: .*rsa_informer"),
+    (lambda: Forecaster("dlinear", prediction_length=0), "prediction_length must be a positive int"),
+    (lambda: Forecaster("dlinear", prediction_length=4, context_length=-1), "context_length must be a positive int"),
+    (lambda: Forecaster("dlinear", prediction_length=4, d_model=8), "has no option"),
+    (lambda: Forecaster("dlinear", prediction_length=4, max_epochs=0), "max_epochs must be a positive int"),
+])
+def test_bad_construction(make, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        make()
+
+
+@pytest.mark.parametrize("frame, kwargs, match", [
+    (pd.DataFrame(), {}, "empty"),
+    (long_frame().drop(columns="y"), dict(id_col="id", time_col="ds", target_col="y"), "'y'"),
+    (long_frame(), dict(id_col="id", time_col="when", target_col="y"), "'when'"),
+    (long_frame().assign(y="x"), dict(id_col="id", time_col="ds", target_col="y"), "numeric"),
+    (pd.concat([wide_frame(), wide_frame().iloc[:1]]), {}, "duplicate"),
+    (wide_frame(n=20), {}, "has 20 time steps"),
+])
+def test_bad_input_gets_a_clear_error(frame, kwargs, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        tiny("dlinear").fit(frame, **kwargs)
+
+
+def test_freq_mismatch_and_uninferable_freq():
+    with pytest.raises(ValueError, match="freq"):
+        Forecaster("dlinear", prediction_length=6, context_length=24, freq="2h").fit(wide_frame())
+    irregular = wide_frame().iloc[[0, 1, 3, 7, 15, 31, 63, 127]]
+    with pytest.raises(ValueError, match="freq"):
+        tiny("dlinear").fit(irregular)
+
+
+def test_predict_before_fit_and_with_other_columns(fitted_wide):
+    with pytest.raises(RuntimeError, match="not fitted"):
+        tiny().predict()
+    with pytest.raises(ValueError, match="columns differ"):
+        fitted_wide.predict(wide_frame().rename(columns={"temp": "humidity"}))
+
+
+def test_gates_table(fitted_wide):
+    gates = fitted_wide.gates()
+    assert {"layer", "attention", "head", "kind", "gate", "lambda", "gamma", "theta", "dilation", "half_life",
+            "period"} <= set(gates.columns)
+    assert set(gates["attention"]) == {"encoder self", "decoder self", "cross"}
+    assert gates["gate"].between(0, 1).all()
+    assert tiny("informer").fit(wide_frame()).gates().empty
+
+
+@pytest.mark.slow
+def test_ddp_on_two_cpu_processes(tmp_path):
+    """trainer_kwargs={"strategy": "ddp", "devices": 2, "accelerator": "cpu"} trains on two processes,
+    each seeing half of the training windows, and the result predicts."""
+    script = tmp_path / "ddp_fit.py"
+    out = tmp_path / "out"
+    script.write_text(textwrap.dedent(f"""
+        import json, os, sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from test_forecaster import TINY, wide_frame
+        from tsrec import Forecaster
+        import lightning.pytorch as pl
+
+        class CountBatches(pl.Callback):
+            seen = 0
+            def on_train_batch_start(self, trainer, module, batch, batch_idx):
+                CountBatches.seen += batch["past_target"].shape[0]
+
+        kwargs = dict(TINY, trainer_kwargs={{"strategy": "ddp", "devices": 2, "accelerator": "cpu",
+                                             "enable_progress_bar": False, "logger": False,
+                                             "callbacks": [CountBatches()]}}, max_epochs=1)
+        f = Forecaster("rsa_informer", prediction_length=6, context_length=24, val_windows=6, **kwargs)
+        f.fit(wide_frame())
+        rank = int(os.environ.get("LOCAL_RANK", 0))
+        fc = f.predict()
+        os.makedirs({str(out)!r}, exist_ok=True)
+        with open(os.path.join({str(out)!r}, f"rank{{rank}}.json"), "w") as fh:
+            json.dump({{"seen": CountBatches.seen, "world": f.trainer.world_size,
+                       "forecast": fc["mean"].tolist()}}, fh)
+    """))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
+    n_train = 240 - 24 - 6 - 5 - 6 + 1  # windows before the validation part
+    assert all(r["world"] == 2 for r in ranks)
+    assert ranks[0]["seen"] + ranks[1]["seen"] in (n_train, n_train + 1)  # DistributedSampler pads to even
+    assert abs(ranks[0]["seen"] - ranks[1]["seen"]) <= 1
+    np.testing.assert_allclose(ranks[0]["forecast"], ranks[1]["forecast"], rtol=1e-5)
+    assert np.isfinite(ranks[0]["forecast"]).all()

@@ -1,0 +1,64 @@
+"""What an RSA model learned, as a table: gates and REM parameters with their meaning in time."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from tsrec.models.base import ForecastModel
+
+KIND_NAMES = {0: "regular", 1: "cos", 2: "sin"}
+GATE_COLUMNS = ["layer", "attention", "head", "kind", "dilated", "gate", "lambda", "gamma", "theta", "dilation",
+                "half_life_steps", "period_steps", "half_life", "period"]
+
+
+def _step(freq: str | None) -> pd.Timedelta | None:
+    """Duration of one step of ``freq``, for fixed-length frequencies (None for months, years...)."""
+    if freq is None:
+        return None
+    offset = pd.tseries.frequencies.to_offset(freq)
+    return pd.Timedelta(offset) if isinstance(offset, pd.offsets.Tick) else None
+
+
+def gate_table(model: ForecastModel, freq: str | None = None) -> pd.DataFrame:
+    """One row per REM head of every RSA layer of ``model``.
+
+    Columns: ``layer`` (index within its attention kind), ``attention`` (``"encoder self"``,
+    ``"decoder self"``, ``"cross"``), ``head``, ``kind`` (regular, cos, sin), ``dilated``,
+    ``gate`` (``sigmoid(mu)`` of the layer, or of the head with per-head gates), ``lambda``,
+    ``gamma``, ``theta`` (NaN where the head has no such parameter), ``dilation``; the decay
+    half-life ``ln(1/2) / ln|lambda or gamma| * dilation`` and the cycle period
+    ``2 pi / |theta| * dilation``, in steps and, for fixed-length ``freq``, as durations.
+    Empty (with these columns) for a model without RSA.
+    """
+    step = _step(freq)
+    rows = []
+    for attention, index, layer in model.rsa_layers():
+        params = layer.rsa.rem.head_parameters()
+        gates = layer.rsa.gate.values()
+        for head in range(len(params["kind"])):
+            kind = int(params["kind"][head])
+            dilation = int(params["dilation"][head])
+            magnitude = abs(float(params["lambda"][head] if kind == 0 else params["gamma"][head]))
+            theta = float(params["theta"][head])
+            half_life = math.log(0.5) / math.log(magnitude) * dilation if 0.0 < magnitude < 1.0 else math.inf
+            period = 2 * math.pi / abs(theta) * dilation if kind != 0 and theta != 0 else math.nan
+            rows.append({
+                "layer": index,
+                "attention": attention,
+                "head": head,
+                "kind": KIND_NAMES[kind],
+                "dilated": dilation > 1,
+                "gate": float(gates[head if gates.numel() > 1 else 0]),
+                "lambda": float(params["lambda"][head]),
+                "gamma": float(params["gamma"][head]),
+                "theta": theta,
+                "dilation": dilation,
+                "half_life_steps": half_life,
+                "period_steps": period,
+                "half_life": step * half_life if step is not None and np.isfinite(half_life) else pd.NaT,
+                "period": step * period if step is not None and np.isfinite(period) else pd.NaT,
+            })
+    return pd.DataFrame(rows, columns=GATE_COLUMNS)

@@ -1,0 +1,81 @@
+"""One LightningModule for every registered model."""
+
+from __future__ import annotations
+
+import lightning.pytorch as pl
+import torch
+from torch import Tensor
+
+from tsrec.models.base import ForecastModel
+from tsrec.nn.attention import rsa_parameters
+from tsrec.training.config import TrainingConfig
+
+
+def masked_loss(prediction: Tensor, target: Tensor, observed: Tensor, kind: str = "mse") -> Tensor:
+    """Mean ``(prediction - target)^2`` (or ``|.|``) over observed entries; all ``[B, H, C]``."""
+    error = prediction - target
+    error = error.square() if kind == "mse" else error.abs()
+    return (error * observed).sum() / observed.sum().clamp_min(1.0)
+
+
+def informer_lr_factor(epoch: int) -> float:
+    """Informer's ``type1`` schedule: factor 1 for epochs 0 and 1, then halved every epoch."""
+    return 0.5 ** max(epoch - 1, 0)
+
+
+class ForecastingModule(pl.LightningModule):
+    """Trains a :class:`~tsrec.models.base.ForecastModel` on window batches.
+
+    Batches are the dicts of :class:`~tsrec.data.windows.WindowDataset`. Logs ``train_loss``,
+    ``val_loss`` and, for RSA models, each layer's gate after every validation as ``gate/<name>``.
+    """
+
+    def __init__(self, model: ForecastModel, config: TrainingConfig) -> None:
+        super().__init__()
+        self.model = model
+        self.config = config
+
+    def forward(self, batch: dict[str, Tensor]) -> Tensor:
+        return self.model(batch["past_target"], batch["past_time_feat"], batch["future_time_feat"],
+                          batch["past_observed"])
+
+    def _loss(self, batch: dict[str, Tensor]) -> Tensor:
+        return masked_loss(self(batch), batch["future_target"], batch["future_observed"], self.config.loss)
+
+    def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
+        loss = self._loss(batch)
+        self.log("train_loss", loss, on_step=False, on_epoch=True, prog_bar=True,
+                 batch_size=batch["past_target"].shape[0], sync_dist=True)
+        return loss
+
+    def validation_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
+        self.log("val_loss", self._loss(batch), on_step=False, on_epoch=True, prog_bar=True,
+                 batch_size=batch["past_target"].shape[0], sync_dist=True)
+
+    def on_validation_epoch_end(self) -> None:
+        if self.trainer.sanity_checking:
+            return
+        gates = {}
+        for name, index, layer in self.model.rsa_layers():
+            values = layer.rsa.gate.values()
+            key = f"gate/{name.replace(' ', '_')}_{index}"
+            if values.numel() == 1:
+                gates[key] = float(values[0])
+            else:
+                gates.update({f"{key}_h{h}": float(v) for h, v in enumerate(values)})
+        if gates:
+            self.log_dict(gates, on_step=False, on_epoch=True)
+
+    def configure_optimizers(self):  # noqa: ANN201 (Lightning's return type)
+        c = self.config
+        rsa = list(rsa_parameters(self.model))
+        rsa_ids = {id(p) for p in rsa}
+        backbone = [p for p in self.model.parameters() if p.requires_grad and id(p) not in rsa_ids]
+        groups = [{"params": backbone, "lr": c.learning_rate}]
+        if rsa:
+            groups.append({"params": rsa, "lr": c.learning_rate * c.rsa_lr_multiplier})
+        optimizer = torch.optim.Adam(groups)
+        if c.lr_schedule == "constant":
+            return optimizer
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, informer_lr_factor)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "epoch"}}
