@@ -198,6 +198,13 @@ class Forecaster:
             rows = self.panel.check_compatible(panel)
         dataset = WindowDataset.for_prediction(panel, self.scaler, self.context_length, self.prediction_length,
                                                scaler_rows=rows)
+        mean = self.scaler.inverse_transform(self.forecast_windows(dataset, batch_size=batch_size), rows)
+        return forecast_frame(panel, mean)
+
+    def forecast_windows(self, dataset: WindowDataset, *, batch_size: int | None = None) -> np.ndarray:
+        """Scaled forecasts ``[N, H, C]`` for every window of ``dataset``, in order, batched (the
+        last partial batch included), on the device the model is on."""
+        self._require_fitted()
         loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size or self.training.batch_size)
         device = next(iter(self.model.parameters()), torch.empty(0)).device
         outputs = []
@@ -207,9 +214,16 @@ class Forecaster:
                 pred = self.model(batch["past_target"].to(device), batch["past_time_feat"].to(device),
                                   batch["future_time_feat"].to(device), batch["past_observed"].to(device))
                 outputs.append(pred.float().cpu().numpy())
-        scaled = np.concatenate(outputs)  # [N, H, C]
-        mean = self.scaler.inverse_transform(scaled, rows)
-        return forecast_frame(panel, mean)
+        if not outputs:
+            return np.zeros((0, self.prediction_length, len(self.panel.columns) if self.panel.layout == "wide" else 1),
+                            dtype=np.float32)
+        return np.concatenate(outputs)
+
+    def unfitted_copy(self) -> Forecaster:
+        """A new, unfitted Forecaster with the same settings (used to refit in backtests)."""
+        return Forecaster(self.model_name, prediction_length=self.prediction_length,
+                          context_length=self.context_length, freq=self.freq, val_windows=self.val_windows,
+                          trainer_kwargs=self.trainer_kwargs, **self.training.to_dict(), **self.model_options)
 
     # ------------------------------------------------------------------ gates
     def gates(self) -> pd.DataFrame:

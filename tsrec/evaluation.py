@@ -1,0 +1,214 @@
+"""Rolling-origin backtests of a :class:`~tsrec.Forecaster`, with metrics labelled by units."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from tsrec import metrics
+from tsrec.data import Panel, WindowDataset, canonicalize
+from tsrec.forecaster import Forecaster, seasonality
+
+__all__ = ["BacktestResult", "backtest"]
+
+
+@dataclass(frozen=True)
+class BacktestResult:
+    """What :func:`backtest` returns.
+
+    Attributes:
+        errors: one row per window, item (wide frames: per column), horizon step: ``item_id``,
+            ``origin`` (timestamp of the window's first forecast step), ``step`` (1..H),
+            ``timestamp``, ``y_true``, ``y_pred`` (original units), ``y_true_scaled``,
+            ``y_pred_scaled`` (the fitted scaler's units) and ``observed``. Unobserved targets
+            are kept, flagged, and left out of every metric.
+        summary: one row per ``metric`` and ``units``: ``mse``, ``mae``, ``rmse`` in ``"original"``
+            and ``"scaled"`` units, ``mase`` and ``smape`` (``"scale-free"``), over observed entries.
+        by_step: ``mse`` and ``mae`` per horizon ``step`` in both units.
+    """
+
+    errors: pd.DataFrame
+    summary: pd.DataFrame
+    by_step: pd.DataFrame
+
+    def metric(self, name: str, units: str = "scaled") -> float:
+        """One number of :attr:`summary`, e.g. ``result.metric("mse", "scaled")``."""
+        row = self.summary[(self.summary.metric == name) & (self.summary.units == units)]
+        if row.empty:
+            raise KeyError(f"no metric {name!r} in {units!r} units; available: "
+                           f"{sorted(zip(self.summary.metric, self.summary.units))}")
+        return float(row.value.iloc[0])
+
+
+def _origins(panel: Panel, context: int, horizon: int, start: int | str | pd.Timestamp | None,
+             n_windows: int | None, stride: int) -> list[range]:
+    """Per item, the forecast origins (grid positions of the first forecast step)."""
+    ranges = []
+    for i, series in enumerate(panel.items):
+        last = len(series) - horizon
+        if start is None:
+            count = 1 if n_windows is None else n_windows
+            first = last - stride * (count - 1)
+        elif isinstance(start, (int, np.integer)) and not isinstance(start, bool):
+            first = int(start)
+        else:
+            stamp = pd.Timestamp(start)
+            if stamp not in series.index:
+                raise ValueError(f"start={stamp} is not a timestamp of {panel.item_label(i)} "
+                                 f"({series.index[0]} .. {series.index[-1]} at freq {panel.freq!r})")
+            first = int(series.index.get_loc(stamp))
+        if first < context:
+            raise ValueError(f"{panel.item_label(i)}: the first backtest window would start at position {first}, "
+                             f"but each window needs context_length={context} earlier steps; start later, use fewer "
+                             "windows, or pass more history")
+        if first > last:
+            raise ValueError(f"{panel.item_label(i)}: no backtest window fits: the first origin {first} leaves fewer "
+                             f"than prediction_length={horizon} steps before the end ({len(series)} steps)")
+        origins = range(first, last + 1, stride)
+        if n_windows is not None:
+            origins = origins[:n_windows]
+        ranges.append(origins)
+    return ranges
+
+
+def _history_before(df: pd.DataFrame, panel: Panel, cut: list[pd.Timestamp], *, time_col: str | None,
+                    id_col: str | None) -> pd.DataFrame:
+    """The rows of ``df`` strictly before each item's ``cut`` timestamp (for refitting)."""
+    times = pd.DatetimeIndex(df.index if time_col is None else pd.to_datetime(df[time_col]))
+    if id_col is None:
+        return df[times < cut[0]]
+    by_id = dict(zip(panel.item_ids, cut))
+    limit = df[id_col].astype(str).map(by_id)
+    return df[times < pd.DatetimeIndex(limit)]
+
+
+def backtest(forecaster: Forecaster, df: pd.DataFrame, *, start: int | str | pd.Timestamp | None = None,
+             n_windows: int | None = None, stride: int | None = None, refit_every: int | None = None,
+             batch_size: int | None = None, season_length: int | None = None, time_col: str | None = None,
+             id_col: str | None = None, target_col: str | None = None) -> BacktestResult:
+    """Forecast from rolling origins over ``df`` and score every window.
+
+    Args:
+        forecaster: a fitted Forecaster (or an unfitted one with ``refit_every``).
+        df: the frame to backtest on, in the layout the forecaster was fitted with; windows read
+            their context from it, so it must hold ``context_length`` steps before the first origin.
+        start: the first forecast origin: a grid position (int) or a timestamp. Default: the
+            last ``n_windows`` origins, ``stride`` apart, ending with the window that forecasts
+            the frame's last ``prediction_length`` steps.
+        n_windows: number of windows per item (default: 1 without ``start``, all with it).
+        stride: steps between origins (default ``prediction_length``: windows do not overlap).
+        refit_every: refit a copy of the forecaster on the data before the origin every this many
+            windows (default: never refit; the fitted forecaster is reused).
+        batch_size: windows per inference batch (the last partial batch is kept).
+        season_length: MASE's seasonal period (default: the frequency's natural season).
+    """
+    if stride is not None and (not isinstance(stride, int) or stride < 1):
+        raise ValueError(f"stride must be a positive int, got {stride!r}")
+    if n_windows is not None and (not isinstance(n_windows, int) or n_windows < 1):
+        raise ValueError(f"n_windows must be a positive int, got {n_windows!r}")
+    if refit_every is not None and (not isinstance(refit_every, int) or refit_every < 1):
+        raise ValueError(f"refit_every must be a positive int, got {refit_every!r}")
+    if forecaster.model is None and refit_every is None:
+        raise RuntimeError("the forecaster is not fitted: fit it first, or pass refit_every=k to fit it on the data "
+                           "before each block of k windows")
+    columns = dict(time_col=time_col, id_col=id_col, target_col=target_col)
+    panel = canonicalize(df, freq=forecaster.freq, **columns)
+    horizon, context = forecaster.prediction_length, forecaster.context_length
+    origins = _origins(panel, context, horizon, start, n_windows, stride or horizon)
+    n_blocks = max(len(r) for r in origins)
+    block = refit_every or n_blocks
+    parts = []
+    for first in range(0, n_blocks, block):
+        block_origins = [r[first:first + block] for r in origins]
+        if refit_every is not None:
+            cut = [s.index[r[0]] if len(r) else s.index[-1] + pd.tseries.frequencies.to_offset(panel.freq)
+                   for s, r in zip(panel.items, block_origins)]
+            forecaster = forecaster.unfitted_copy().fit(_history_before(df, panel, cut, **{
+                k: v for k, v in columns.items() if k != "target_col"}), **columns)
+        rows = forecaster.panel.check_compatible(panel)
+        ranges = [(r.start, r.stop) if len(r) else (context, context) for r in block_origins]
+        dataset = WindowDataset.from_panel(panel, forecaster.scaler, context, horizon, ranges,
+                                           stride=block_origins[0].step if block_origins[0] else 1,
+                                           scaler_rows=rows)
+        scaled = forecaster.forecast_windows(dataset, batch_size=batch_size)  # [N, H, C]
+        parts.append(_window_frame(panel, forecaster, dataset, scaled, rows))
+    errors = pd.concat(parts, ignore_index=True)
+    m = season_length or seasonality(panel.freq)
+    return BacktestResult(errors, _summary(errors, panel, origins, m), _by_step(errors))
+
+
+def _window_frame(panel: Panel, forecaster: Forecaster, dataset: WindowDataset, scaled: np.ndarray,
+                  rows: np.ndarray) -> pd.DataFrame:
+    """Tidy per-window, per-step, per-channel rows for one block of windows."""
+    n, horizon, channels = scaled.shape
+    items = np.empty(n, dtype=np.int64)
+    origin = np.empty(n, dtype=np.int64)
+    truth = np.empty_like(scaled)
+    observed = np.empty(scaled.shape, dtype=bool)
+    for k in range(n):
+        window = dataset[k]
+        items[k], origin[k] = window["item"], window["origin"]
+        truth[k] = window["future_target"].numpy()
+        observed[k] = window["future_observed"].numpy() > 0
+    scaler_rows = rows[items]
+    pred = forecaster.scaler.inverse_transform(scaled, scaler_rows)
+    true = forecaster.scaler.inverse_transform(truth, scaler_rows)
+    names = [panel.columns if panel.layout == "wide" else (panel.items[i].item_id,) for i in items]
+    item_id = np.array([[names[k][c] for c in range(channels)] for k in range(n)], dtype=object)  # [N, C]
+    step_index = np.stack([panel.items[i].index[o:o + horizon] for i, o in zip(items, origin)]) if n else \
+        np.empty((0, horizon), dtype="datetime64[ns]")  # [N, H]
+    shape = (n, horizon, channels)
+    return pd.DataFrame({
+        "item_id": np.broadcast_to(item_id[:, None, :], shape).ravel(),
+        "origin": np.broadcast_to(step_index[:, :1, None], shape).ravel(),
+        "step": np.broadcast_to(np.arange(1, horizon + 1)[None, :, None], shape).ravel(),
+        "timestamp": np.broadcast_to(step_index[:, :, None], shape).ravel(),
+        "y_true": np.where(observed, true, np.nan).ravel(),
+        "y_pred": pred.ravel(),
+        "y_true_scaled": np.where(observed, truth, np.nan).ravel(),
+        "y_pred_scaled": scaled.ravel(),
+        "observed": observed.ravel(),
+    })
+
+
+def _summary(errors: pd.DataFrame, panel: Panel, origins: list[range], m: int) -> pd.DataFrame:
+    obs = errors["observed"].to_numpy()
+    rows = []
+    for units, true_col, pred_col in (("original", "y_true", "y_pred"), ("scaled", "y_true_scaled", "y_pred_scaled")):
+        t, p = errors[true_col].to_numpy(), errors[pred_col].to_numpy()
+        for name, fn in (("mse", metrics.mse), ("mae", metrics.mae), ("rmse", metrics.rmse)):
+            rows.append((name, units, fn(t, p, mask=obs)))
+    rows.append(("smape", "scale-free", metrics.smape(errors.y_true.to_numpy(), errors.y_pred.to_numpy(), mask=obs)))
+    rows.append(("mase", "scale-free", _mase(errors, panel, origins, m)))
+    return pd.DataFrame(rows, columns=["metric", "units", "value"])
+
+
+def _mase(errors: pd.DataFrame, panel: Panel, origins: list[range], m: int) -> float:
+    """MASE with each series' in-sample seasonal-naive MAE before its first backtest origin."""
+    total, count = 0.0, 0
+    for series, origin in zip(panel.items, origins):
+        history = np.where(series.observed, series.values, np.nan)[: origin[0]]  # [T0, C]
+        if len(history) <= m:
+            return float("nan")
+        names = panel.columns if panel.layout == "wide" else (series.item_id,)
+        for c, name in enumerate(names):
+            part = errors[(errors.item_id == name) & errors.observed]
+            if part.empty:
+                continue
+            value = metrics.mase(part.y_true.to_numpy(), part.y_pred.to_numpy(), history[:, c], m=m)
+            total += value * len(part)
+            count += len(part)
+    return total / count if count else float("nan")
+
+
+def _by_step(errors: pd.DataFrame) -> pd.DataFrame:
+    observed = errors[errors.observed]
+    out = []
+    for units, true_col, pred_col in (("original", "y_true", "y_pred"), ("scaled", "y_true_scaled", "y_pred_scaled")):
+        err = observed[pred_col] - observed[true_col]
+        grouped = pd.DataFrame({"step": observed.step, "se": err**2, "ae": err.abs()}).groupby("step")
+        out.append(pd.DataFrame({"step": grouped.se.mean().index, "units": units,
+                                 "mse": grouped.se.mean().values, "mae": grouped.ae.mean().values}))
+    return pd.concat(out, ignore_index=True)
