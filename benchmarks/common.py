@@ -1,0 +1,59 @@
+"""What every benchmark records beside its numbers: the exact command, commit, machine and date."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import platform
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def git_commit() -> str:
+    """Short commit of the checkout, with ``+dirty`` when tracked files have changes."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                                text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return commit + ("+dirty" if dirty else "")
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine() -> str:
+    """One line: CPU model and cores, GPU if any, torch version."""
+    import torch
+
+    parts = [f"{cpu_model()} x{os.cpu_count()}", f"torch {torch.__version__}", f"{torch.get_num_threads()} threads"]
+    if torch.cuda.is_available():
+        parts.insert(1, torch.cuda.get_device_name(0))
+    return ", ".join(parts)
+
+
+def command() -> str:
+    """The command line that ran this benchmark, as typed from the repository root."""
+    module = Path(sys.argv[0]).resolve()
+    try:
+        name = "python -m " + ".".join(module.relative_to(ROOT).with_suffix("").parts)
+    except ValueError:
+        name = "python " + sys.argv[0]
+    return " ".join([name, *map(shlex.quote, sys.argv[1:])])
+
+
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

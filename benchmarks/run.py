@@ -1,0 +1,226 @@
+"""Run declarative benchmark configs and render their tables.
+
+Usage (from the repository root)::
+
+    python -m benchmarks.run benchmarks/configs/paper_table_d128.toml [--dataset ETTh1] [--horizon 24]
+        [--model rsa_informer] [--seeds 0 1 2] [--data-dir DIR] [--threads N] [--quick] [--out-dir DIR]
+    python -m benchmarks.run --render benchmarks/results/paper_table.csv
+
+A config (TOML) names the protocol, the settings (dataset -> horizons), the models, the seeds,
+the model options shared by every run (``[model]``) and the training settings (``[training]``).
+Each run follows the protocol end to end through the public API: ``tsrec.datasets.load`` and
+``splits`` give train / validation / test frames (validation and test start ``context_length``
+rows before their border), ``Forecaster.fit(train, val_df=val)`` fits the scaler on the training
+rows only and trains with early stopping on validation, and ``tsrec.evaluation.backtest`` scores
+every test window (none dropped) on the scaled data. One tidy row per run is appended to the
+config's CSV (runs already there are skipped, so an interrupted run resumes), then the markdown
+table beside the paper's numbers is rendered next to it.
+
+``--quick`` runs a tiny version of every selected run (small network, a few batches, 32 test
+windows) into ``--out-dir`` (default: a temporary directory): a smoke test, not a result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import sys
+import tempfile
+import time
+import tomllib
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import ROOT, command, git_commit, machine, now
+from benchmarks.paper import PAPER_TABLE1
+
+RESULT_COLUMNS = ["config", "protocol", "dataset", "horizon", "context_length", "label_length", "model", "seed",
+                  "d_model", "mse", "mae", "test_windows", "epochs", "best_epoch", "train_seconds", "test_seconds",
+                  "commit", "machine", "date", "command"]
+QUICK_MODEL = dict(d_model=16, n_heads=8, d_ff=32, e_layers=1, d_layers=1)
+QUICK_TRAINING = dict(max_epochs=1)
+QUICK_TRAINER = dict(limit_train_batches=3, limit_val_batches=2)
+QUICK_TEST_WINDOWS = 32
+
+
+def load_config(path: Path) -> dict[str, Any]:
+    try:
+        config = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise SystemExit(f"benchmarks.run: no config file {path}") from None
+    except tomllib.TOMLDecodeError as err:
+        raise SystemExit(f"benchmarks.run: {path} is not valid TOML: {err}") from None
+    missing = [key for key in ("name", "protocol", "output", "models", "seeds", "settings") if key not in config]
+    if missing:
+        raise SystemExit(f"benchmarks.run: {path} lacks {missing}")
+    return config
+
+
+def run_one(config: dict[str, Any], dataset: str, horizon: int, model: str, seed: int, *, data_dir: str | None,
+            quick: bool) -> dict[str, Any]:
+    """Train and test one (dataset, horizon, model, seed) under the config's protocol."""
+    from tsrec import Forecaster, datasets
+    from tsrec.evaluation import backtest
+    from tsrec.models.presets import paper_options
+    from tsrec.training import RestoreBestWeights
+
+    info = datasets.get_info(dataset)
+    frame = datasets.load(dataset, data_dir)
+    options = paper_options(dataset, horizon, model) if config["protocol"] == "informer" else {}
+    if config["protocol"] == "long_horizon":
+        context, label, _ = datasets.paper_setting(dataset, horizon, protocol="long_horizon")
+        options = dict(context_length=context, label_length=label, prediction_length=horizon)
+    context, prediction = options.pop("context_length"), options.pop("prediction_length")
+    split = datasets.splits(dataset, config["protocol"], context_length=context, prediction_length=prediction,
+                            n_rows=len(frame))
+    part = {name: frame.iloc[split[name].start:split[name].end] for name in ("train", "val", "test")}
+    model_options = {**config.get("model", {}), **(QUICK_MODEL if quick else {})}
+    options = {k: v for k, v in options.items() if k in model_config_fields(model)}
+    training = {**config.get("training", {}), **(QUICK_TRAINING if quick else {})}
+    trainer_kwargs = {"enable_progress_bar": False, **(QUICK_TRAINER if quick else {})}
+    forecaster = Forecaster(model, prediction_length=prediction, context_length=context, freq=info.freq, seed=seed,
+                            trainer_kwargs=trainer_kwargs, **{**model_options, **options}, **training)
+    started = time.perf_counter()
+    forecaster.fit(part["train"], val_df=part["val"])
+    train_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    result = backtest(forecaster, part["test"], start=context, stride=1,
+                      n_windows=QUICK_TEST_WINDOWS if quick else None, batch_size=64)
+    test_seconds = time.perf_counter() - started
+    n_test = result.errors.origin.nunique()
+    if not quick and n_test != split.test.n_windows:
+        raise RuntimeError(f"{dataset}-{horizon}: scored {n_test} test windows, the protocol has "
+                           f"{split.test.n_windows}")
+    trainer = forecaster.trainer
+    best = next((c for c in (trainer.callbacks if trainer else []) if isinstance(c, RestoreBestWeights)), None)
+    return {
+        "config": config["name"] + ("-quick" if quick else ""), "protocol": config["protocol"], "dataset": info.name,
+        "horizon": horizon, "context_length": context,
+        "label_length": forecaster.model.config.to_dict().get("label_length", ""), "model": model, "seed": seed,
+        "d_model": forecaster.model.config.to_dict().get("d_model", ""),
+        "mse": result.metric("mse", "scaled"), "mae": result.metric("mae", "scaled"), "test_windows": n_test,
+        "epochs": trainer.current_epoch if trainer else 0,
+        "best_epoch": "" if best is None or best.best_epoch is None else best.best_epoch + 1,
+        "train_seconds": round(train_seconds, 1), "test_seconds": round(test_seconds, 1),
+        "commit": git_commit(), "machine": machine(), "date": now(), "command": command(),
+    }
+
+
+def model_config_fields(model: str) -> set[str]:
+    import dataclasses
+
+    from tsrec.models import model_spec
+
+    return {f.name for f in dataclasses.fields(model_spec(model).model_class.config_class)}
+
+
+def read_rows(path: Path) -> list[dict[str, str]]:
+    if not path.exists():
+        return []
+    with path.open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def append_row(path: Path, row: dict[str, Any]) -> None:
+    new = not path.exists()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=RESULT_COLUMNS)
+        if new:
+            writer.writeheader()
+        writer.writerow(row)
+
+
+def _mean_std(values: list[float]) -> str:
+    if not values:
+        return ""
+    mean = sum(values) / len(values)
+    if len(values) == 1:
+        return f"{mean:.3f}"
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+    return f"{mean:.3f} ± {std:.3f}"
+
+
+def render(csv_path: Path) -> Path:
+    """Markdown next to ``csv_path``: mean ± std over seeds of MSE and MAE, the paper's numbers beside."""
+    rows = read_rows(csv_path)
+    groups: dict[tuple, list[dict[str, str]]] = defaultdict(list)
+    for row in rows:
+        groups[(row["config"], row["dataset"], int(row["horizon"]), row["d_model"], row["model"])].append(row)
+    lines = [f"# {csv_path.stem}", "",
+             "Test MSE / MAE on the scaled data (train-only standard scaling), mean ± sample std over seeds;",
+             "`paper` is Table 1 of Huang et al. (ICLR 2023). Every run's command, commit, machine and date are",
+             f"in [{csv_path.name}]({csv_path.name}). Regenerate this table with",
+             f"`python -m benchmarks.run --render {csv_path.relative_to(ROOT) if csv_path.is_relative_to(ROOT) else csv_path}`.",
+             "", "| config | data | H | d_model | model | seeds | MSE | MAE | paper MSE / MAE | epochs (best) | train s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for (config, dataset, horizon, d_model, model), runs in sorted(groups.items()):
+        paper = PAPER_TABLE1.get((dataset, horizon), {}).get(model)
+        lines.append("| " + " | ".join([
+            config, dataset, str(horizon), d_model, model, ",".join(r["seed"] for r in runs),
+            _mean_std([float(r["mse"]) for r in runs]), _mean_std([float(r["mae"]) for r in runs]),
+            f"{paper[0]:.3f} / {paper[1]:.3f}" if paper else "",
+            ",".join(f"{r['epochs']}({r['best_epoch']})" for r in runs),
+            f"{sum(float(r['train_seconds']) for r in runs) / len(runs):.0f}",
+        ]) + " |")
+    out = csv_path.with_suffix(".md")
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.split("\n\n")[0])
+    parser.add_argument("configs", nargs="*", type=Path, help="TOML configs under benchmarks/configs")
+    parser.add_argument("--render", type=Path, help="only render the markdown table of this results CSV")
+    parser.add_argument("--dataset", nargs="*", help="only these datasets")
+    parser.add_argument("--horizon", nargs="*", type=int, help="only these horizons")
+    parser.add_argument("--model", nargs="*", help="only these models")
+    parser.add_argument("--seeds", nargs="*", type=int, help="these seeds instead of the config's")
+    parser.add_argument("--data-dir", help="directory with the dataset CSVs (else TSREC_DATA_DIR, then the cache)")
+    parser.add_argument("--threads", type=int, help="torch intra-op threads")
+    parser.add_argument("--quick", action="store_true", help="tiny smoke-test runs (results are not benchmarks)")
+    parser.add_argument("--out-dir", type=Path, help="where results go (default benchmarks/results; "
+                                                     "a temporary directory with --quick)")
+    args = parser.parse_args(argv)
+    if args.render:
+        print(render(args.render))
+        return 0
+    if not args.configs:
+        parser.error("give at least one config, or --render CSV")
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    out_dir = args.out_dir or (Path(tempfile.mkdtemp(prefix="tsrec-bench-")) if args.quick
+                               else ROOT / "benchmarks" / "results")
+    for path in args.configs:
+        config = load_config(path)
+        out = out_dir / config["output"]
+        done = {(r["config"], r["dataset"], r["horizon"], r["model"], r["seed"]) for r in read_rows(out)}
+        for dataset, horizons in config["settings"].items():
+            if args.dataset and dataset not in args.dataset:
+                continue
+            for horizon in horizons:
+                if args.horizon and horizon not in args.horizon:
+                    continue
+                for model in config["models"]:
+                    if args.model and model not in args.model:
+                        continue
+                    for seed in args.seeds if args.seeds is not None else config["seeds"]:
+                        name = config["name"] + ("-quick" if args.quick else "")
+                        if (name, dataset, str(horizon), model, str(seed)) in done:
+                            continue
+                        row = run_one(config, dataset, horizon, model, seed, data_dir=args.data_dir,
+                                      quick=args.quick)
+                        append_row(out, row)
+                        print(f"{dataset}-{horizon} {model} seed {seed}: mse {row['mse']:.4f} mae {row['mae']:.4f} "
+                              f"({row['train_seconds']} s train, best epoch {row['best_epoch']})", flush=True)
+        if out.exists():
+            print(render(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

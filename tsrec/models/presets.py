@@ -1,0 +1,54 @@
+"""The RSA paper's settings (Table 1) as model options."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tsrec.models.transformer import RSASettings
+
+# REM head counts (k1..k6) per (dataset, horizon), as transcribed by the public reproduction
+# (RSA_SPEC section 3); settings not listed use DEFAULT_KINDS.
+PAPER_REM_KINDS: dict[tuple[str, int], tuple[int, int, int, int, int, int]] = {
+    ("ETTh1", 24): (0, 2, 2, 0, 2, 2),
+    ("ETTh1", 48): (0, 2, 2, 2, 1, 1),
+    ("ETTh1", 168): (0, 2, 2, 2, 1, 1),
+    ("ETTh1", 336): (4, 0, 0, 4, 0, 0),
+    ("ETTh2", 24): (4, 2, 2, 0, 0, 0),
+    ("ETTh2", 168): (4, 2, 2, 0, 0, 0),
+    ("ETTh2", 48): (0, 2, 2, 0, 2, 2),
+    ("ETTh2", 336): (0, 2, 2, 0, 2, 2),
+    ("ETTm1", 24): (0, 0, 0, 0, 4, 4),
+    ("WTH", 24): (0, 0, 0, 0, 4, 4),
+}
+DEFAULT_KINDS = (0, 2, 2, 0, 2, 2)
+PAPER_HORIZONS: dict[str, tuple[int, ...]] = {
+    "ETTh1": (24, 48, 168, 336),
+    "ETTh2": (24, 48, 168, 336),
+    "ETTm1": (24, 48, 96, 288),
+    "WTH": (24, 48, 168, 336),
+}
+
+
+def paper_rsa_settings(dataset: str, horizon: int) -> RSASettings:
+    """RSA settings of one Table 1 setting: the paper's head kinds, dilation = the data's daily
+    season (24 hourly, 96 for 15-minute data), theta started at the daily cycle and its half for
+    the plain pairs and at the weekly cycle and its half (in days) for the dilated pairs."""
+    from tsrec.datasets import get_info
+
+    info = get_info(dataset)
+    season = info.seasonality
+    return RSASettings(kinds=PAPER_REM_KINDS.get((info.name, horizon), DEFAULT_KINDS), dilation=season,
+                       periods=(float(season), season / 2.0), dilated_periods=(7.0, 3.5))
+
+
+def paper_options(dataset: str, horizon: int, model: str) -> dict[str, Any]:
+    """Forecaster/model options of a Table 1 setting: Informer's input lengths for it and, for
+    ``rsa_*`` models, :func:`paper_rsa_settings`. Distilling is off (the paper removes it)."""
+    from tsrec.datasets import paper_setting
+
+    context, label, prediction = paper_setting(dataset, horizon)
+    options: dict[str, Any] = dict(context_length=context, label_length=label, prediction_length=prediction,
+                                   distil=False)
+    if model.startswith("rsa_"):
+        options["rsa"] = paper_rsa_settings(dataset, horizon)
+    return options
