@@ -224,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
               "--threads", str(args.threads)] + (["--unmasked"] if args.unmasked else [])
     results: dict[tuple[str, int], dict] = {}
     t_start = time.time()
+    args.load_start = os.getloadavg()[0]
     for length in args.lengths:
         methods = []
         for method in args.methods:
@@ -252,6 +253,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{method:5s} L={length:5d}  {_fmt_time(r['times_s'])} ms over {len(r['times_s'])} passes, "
                       f"peak +{r['peak_growth_mb']:.0f} MB", flush=True)
     elapsed = time.time() - t_start
+    args.load_end = os.getloadavg()[0]
 
     text = render(args, results, command, masked, elapsed)
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -337,7 +339,9 @@ def render(args, results, command, masked, elapsed) -> str:
         f"- git commit: `{_git_commit()}`" + (" (with uncommitted changes to the benchmarked files)" if dirty else ""),
         f"- machine: {_cpu_model()}, {os.cpu_count()} cores visible (shared with other jobs), torch "
         f"{torch.__version__} run with {threads} thread{'s' if threads != 1 else ''} (`--threads`)" + (f", {mem_total:.0f} GB RAM" if mem_total else "") + f", Python {platform.python_version()}",
-        f"- date: {_dt.datetime.now().astimezone().strftime('%Y-%m-%d %H:%M %Z')}; whole run {elapsed:.0f} s",
+        f"- date: {_dt.datetime.now().astimezone().strftime('%Y-%m-%d %H:%M %Z')}; whole run {elapsed:.0f} s"
+        + (f"; 1-min load average {args.load_start:.1f} at the start, {args.load_end:.1f} at the end"
+           if hasattr(args, "load_end") else ""),
         f"- shapes: batch {args.batch}, {args.heads} heads, head size {args.head_dim}; "
         f"REM kinds {KINDS if args.heads == sum(KINDS) else (args.heads, 0, 0, 0, 0, 0)} (dilation {DILATION}), "
         f"{'masked' if masked else 'unmasked'}",
