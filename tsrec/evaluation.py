@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 
 from tsrec import metrics
-from tsrec.data import Panel, WindowDataset, canonicalize
-from tsrec.forecaster import Forecaster, seasonality
+from tsrec.data import Panel, WindowDataset, canonicalize, seasonality
+from tsrec.forecaster import Forecaster
 
 __all__ = ["BacktestResult", "backtest"]
 

@@ -23,13 +23,15 @@ from tsrec.data import (
     canonicalize,
     forecast_frame,
     normalize_freq,
+    seasonality,
     split_panel,
+    step_duration,
     time_feature_dim,
 )
 from tsrec.models import ForecastModel, RSASettings, build_model, model_config, model_spec
 from tsrec.training import ForecastingModule, TrainingConfig, make_loader, make_trainer
 
-__all__ = ["Forecaster", "seasonality", "default_rsa_settings"]
+__all__ = ["Forecaster", "default_rsa_settings"]
 
 log = logging.getLogger(__name__)
 
@@ -38,20 +40,6 @@ FORMAT_VERSION = 1
 _CONFIG_FILE = "forecaster.json"
 _WEIGHTS_FILE = "weights.pt"
 _TRAINING_FIELDS = {f.name for f in dataclasses.fields(TrainingConfig)}
-
-
-def seasonality(freq: str) -> int:
-    """Steps per natural season of ``freq``: a day for sub-daily data (24 for hourly, 96 for
-    15-minute), a week for daily data, a year for weekly, monthly and quarterly data."""
-    from gluonts.time_feature import get_seasonality
-
-    offset = pd.tseries.frequencies.to_offset(freq)
-    name = offset.name.upper()
-    if name in ("D", "C"):
-        return 7 * (1 if offset.n == 1 else 0) or 2
-    if name.startswith("W"):
-        return 52
-    return max(int(get_seasonality(freq)), 2)
 
 
 def default_rsa_settings(n_heads: int, season: int, *, sub_daily: bool) -> RSASettings:
@@ -132,8 +120,8 @@ class Forecaster:
         if fields.get("rsa") is not None and self.freq is not None:
             n_heads = options.get("n_heads", fields["n_heads"])
             season = seasonality(self.freq)
-            sub_daily = pd.tseries.frequencies.to_offset(self.freq).nanos < pd.Timedelta("1D").value \
-                if _is_tick(self.freq) else False
+            step = step_duration(self.freq)
+            sub_daily = step is not None and step < pd.Timedelta(days=1)
             base = dataclasses.asdict(default_rsa_settings(n_heads, season, sub_daily=sub_daily))
             given = options.get("rsa") or {}
             options["rsa"] = {**base, **(dataclasses.asdict(given) if dataclasses.is_dataclass(given) else given)}
@@ -320,10 +308,6 @@ class Forecaster:
         state = "fitted" if self.model is not None else "not fitted"
         return (f"Forecaster({self.model_name!r}, prediction_length={self.prediction_length}, "
                 f"context_length={self.context_length}, freq={self.freq!r}; {state})")
-
-
-def _is_tick(freq: str) -> bool:
-    return isinstance(pd.tseries.frequencies.to_offset(freq), pd.offsets.Tick)
 
 
 def _tail(panel: Panel, length: int) -> Panel:

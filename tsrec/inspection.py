@@ -7,19 +7,12 @@ import math
 import numpy as np
 import pandas as pd
 
+from tsrec.data import step_duration
 from tsrec.models.base import ForecastModel
 
 KIND_NAMES = {0: "regular", 1: "cos", 2: "sin"}
 GATE_COLUMNS = ["layer", "attention", "head", "kind", "dilated", "gate", "lambda", "gamma", "theta", "dilation",
                 "half_life_steps", "period_steps", "half_life", "period"]
-
-
-def _step(freq: str | None) -> pd.Timedelta | None:
-    """Duration of one step of ``freq``, for fixed-length frequencies (None for months, years...)."""
-    if freq is None:
-        return None
-    offset = pd.tseries.frequencies.to_offset(freq)
-    return pd.Timedelta(offset) if isinstance(offset, pd.offsets.Tick) else None
 
 
 def gate_table(model: ForecastModel, freq: str | None = None) -> pd.DataFrame:
@@ -33,7 +26,7 @@ def gate_table(model: ForecastModel, freq: str | None = None) -> pd.DataFrame:
     ``2 pi / |theta| * dilation``, in steps and, for fixed-length ``freq``, as durations.
     Empty (with these columns) for a model without RSA.
     """
-    step = _step(freq)
+    step = None if freq is None else step_duration(freq)
     rows = []
     for attention, index, layer in model.rsa_layers():
         params = layer.rsa.rem.head_parameters()

@@ -11,6 +11,8 @@ from tsrec.data.split import OriginRange, Split, split_panel
 from tsrec.data.time_features import (
     future_index,
     normalize_freq,
+    seasonality,
+    step_duration,
     time_feature_dim,
     time_features,
 )
@@ -27,7 +29,9 @@ __all__ = [
     "forecast_frame",
     "future_index",
     "normalize_freq",
+    "seasonality",
     "split_panel",
+    "step_duration",
     "time_feature_dim",
     "time_features",
 ]

@@ -59,3 +59,24 @@ def future_index(last_timestamp: pd.Timestamp, freq: str, n: int) -> pd.Datetime
     """The ``n`` timestamps after ``last_timestamp`` at ``freq``: ``[last + 1 step, ..., + n]``."""
     offset = to_offset(freq)
     return pd.date_range(pd.Timestamp(last_timestamp) + offset, periods=n, freq=offset)
+
+
+def step_duration(freq: str) -> pd.Timedelta | None:
+    """Duration of one step of a fixed-length ``freq`` (``"h"`` -> 1 hour); None for calendar
+    frequencies whose steps vary (months, quarters, years, business days)."""
+    offset = to_offset(freq)
+    return pd.Timedelta(offset) if isinstance(offset, pd.offsets.Tick) else None
+
+
+def seasonality(freq: str) -> int:
+    """Steps per natural season of ``freq``: a day for sub-daily data (24 hourly, 96 for
+    15-minute data), a week for daily data, a year for weekly, monthly and quarterly data; at
+    least 2."""
+    from gluonts.time_feature import get_seasonality
+
+    offset = to_offset(freq)
+    if isinstance(offset, pd.offsets.Day):
+        return max(7 // offset.n, 2)
+    if isinstance(offset, pd.offsets.Week):
+        return max(52 // offset.n, 2)
+    return max(int(get_seasonality(offset.freqstr)), 2)
