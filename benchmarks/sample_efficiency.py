@@ -40,10 +40,11 @@ was the data design for both models; the Transformer has no RSA knobs to tune, a
 Usage::
 
     python -m benchmarks.sample_efficiency [--windows 16 32 64 128 256 512] [--seeds 0 1 2]
-        [--calendar-windows 32 128] [--out benchmarks/results/sample_efficiency.md]
+        [--long-steps 600] [--long-windows 32 512] [--calendar-windows 32]
+        [--out benchmarks/results/sample_efficiency.md]
 
-writes the markdown table at ``--out`` and every (calendar, windows, seed, model) row beside it as
-``.csv``. ``tests/test_sample_efficiency.py`` imports :func:`train_and_evaluate` for the claim.
+writes the markdown tables at ``--out`` (the curve; a longer budget at a few sizes; calendar
+features at a few sizes) and every (steps, calendar, windows, seed, model) row beside it as ``.csv``. ``tests/test_sample_efficiency.py`` imports :func:`train_and_evaluate` for the claim.
 """
 
 from __future__ import annotations
@@ -243,8 +244,9 @@ def _git_commit() -> str:
         root = Path(__file__).resolve().parents[1]
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
                                 text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "benchmarks/sample_efficiency.py",
-                                "tsrec"], cwd=root, capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--",
+                                "benchmarks/sample_efficiency.py", "tsrec"],
+                               cwd=root, capture_output=True, text=True).stdout.strip()
         return commit + (" (with uncommitted changes)" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
@@ -271,15 +273,16 @@ def run(windows: list[int], seeds: list[int], setup: Setup, log=print) -> list[d
     for n_train in windows:
         for seed in seeds:
             data = make_data(setup, n_train, seed)
-            rows.append(dict(calendar=calendar, windows=n_train, seed=seed, model="seasonal_naive",
-                             mse=seasonal_naive_mse(setup, data[1]), seconds=0.0))
+            rows.append(dict(steps=setup.steps, calendar=calendar, windows=n_train, seed=seed,
+                             model="seasonal_naive", mse=seasonal_naive_mse(setup, data[1]), seconds=0.0))
             for name in MODELS:
                 start = time.perf_counter()
                 mse = train_and_evaluate(name, setup, n_train, seed, data=data)
                 seconds = time.perf_counter() - start
-                rows.append(dict(calendar=calendar, windows=n_train, seed=seed, model=name, mse=mse, seconds=seconds))
-                log(f"calendar={calendar:11s} windows={n_train:4d} seed={seed} {name:16s} val MSE {mse:.4f} "
-                    f"({seconds:.1f} s)")
+                rows.append(dict(steps=setup.steps, calendar=calendar, windows=n_train, seed=seed, model=name,
+                                 mse=mse, seconds=seconds))
+                log(f"steps={setup.steps} calendar={calendar:11s} windows={n_train:4d} seed={seed} {name:16s} "
+                    f"val MSE {mse:.4f} ({seconds:.1f} s)")
     return rows
 
 
@@ -336,19 +339,25 @@ def write_markdown(path: Path, rows: list[dict], seeds: list[int], setup: Setup,
         f"own Adam group at lr {s.rsa_lr}.",
         "",
     ]
-    for calendar in dict.fromkeys(r["calendar"] for r in rows):
-        part = [r for r in rows if r["calendar"] == calendar]
-        if calendar == "none":
-            lines += ["## No calendar features (the model sees only the values)", ""]
+    for steps, calendar in dict.fromkeys((r["steps"], r["calendar"]) for r in rows):
+        part = [r for r in rows if r["steps"] == steps and r["calendar"] == calendar]
+        if steps == s.steps and calendar == "none":
+            lines += [f"## The curve ({steps} steps, no calendar features)", "",
+                      "The models see only the values, so the phase of the daily cycle has to be read from the "
+                      "context. This is the budget of `tests/test_sample_efficiency.py`.", ""]
+        elif calendar == "none":
+            lines += [f"## {steps} steps instead of {s.steps} (no calendar features)", "",
+                      "Does the gap close when both data and steps are ample? The same runs with another budget "
+                      "(still one budget for both models).", ""]
         else:
-            lines += [f"## With calendar features ({calendar}, sin/cos)", "",
+            lines += [f"## With calendar features ({calendar} as sin/cos, {steps} steps)", "",
                       "The same runs with the hour of day as calendar features (F = 2): the phase of the daily "
                       "cycle is then given to both models instead of having to be inferred from the values.", ""]
         lines += _table(part) + [""]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines))
     with open(path.with_suffix(".csv"), "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=["calendar", "windows", "seed", "model", "mse", "seconds"])
+        writer = csv.DictWriter(fh, fieldnames=["steps", "calendar", "windows", "seed", "model", "mse", "seconds"])
         writer.writeheader()
         for row in rows:
             writer.writerow({**row, "mse": f"{row['mse']:.6f}", "seconds": f"{row['seconds']:.2f}"})
@@ -359,7 +368,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--windows", type=int, nargs="+", default=[16, 32, 64, 128, 256, 512],
                         help="training-set sizes (windows) of the main curve")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--calendar-windows", type=int, nargs="*", default=[32, 128],
+    parser.add_argument("--long-steps", type=int, default=600, help="the longer budget's steps")
+    parser.add_argument("--long-windows", type=int, nargs="*", default=[32, 512],
+                        help="sizes to rerun with --long-steps (none: skip)")
+    parser.add_argument("--calendar-windows", type=int, nargs="*", default=[32],
                         help="sizes to rerun with hour-of-day calendar features (none: skip)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/sample_efficiency.md"))
@@ -370,6 +382,8 @@ def main(argv: list[str] | None = None) -> int:
         shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
     start = time.perf_counter()
     rows = run(args.windows, args.seeds, setup)
+    if args.long_windows:
+        rows += run(args.long_windows, args.seeds, dataclasses.replace(setup, steps=args.long_steps))
     if args.calendar_windows:
         rows += run(args.calendar_windows, args.seeds, dataclasses.replace(setup, time_features=True))
     seconds = time.perf_counter() - start
