@@ -1,0 +1,185 @@
+"""The ``tsrec`` command line: help, the quickstart end to end, fit/predict/backtest/plot-gates on
+CSV files, and one-line errors (exit status 2, no traceback) for bad arguments and files."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tsrec import Forecaster
+from tsrec.cli import main, parse_options
+
+SHARED_DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+COMMANDS = ["quickstart", "fit", "predict", "backtest", "plot-gates"]
+TINY = ["--option", "d_model=16", "--option", "n_heads=8", "--option", "d_ff=16", "--option", "e_layers=1",
+        "--option", "batch_size=64"]
+
+
+@pytest.fixture(scope="module")
+def long_csv(tmp_path_factory):
+    """Three hourly series in a long CSV: id, ds, y (200 steps each)."""
+    rng = np.random.default_rng(0)
+    t = np.arange(200)
+    frame = pd.concat([pd.DataFrame({"id": item, "ds": pd.date_range("2024-01-01", periods=200, freq="h"),
+                                     "y": 5 * k + np.sin(2 * np.pi * t / 24) + 0.1 * rng.standard_normal(200)})
+                       for k, item in enumerate("abc")])
+    path = tmp_path_factory.mktemp("data") / "long.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+@pytest.fixture(scope="module")
+def fitted_dir(long_csv, tmp_path_factory):
+    out = tmp_path_factory.mktemp("fit") / "model"
+    assert main(["fit", "--data", str(long_csv), "--id-col", "id", "--time-col", "ds", "--target-col", "y",
+                 "--model", "rsa_informer", "--prediction-length", "6", "--context-length", "24", "--epochs", "1",
+                 *TINY, "--output", str(out)]) == 0
+    return out
+
+
+def run_error(capsys, argv):
+    code = main(argv)
+    err = capsys.readouterr().err
+    return code, err
+
+
+@pytest.mark.parametrize("command", ["", *COMMANDS])
+def test_help_for_every_command(command, capsys):
+    assert main([command, "--help"] if command else ["--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: tsrec {command}".rstrip())
+    if not command:
+        assert all(name in out for name in COMMANDS)
+
+
+def test_quickstart_tiny_writes_every_file(tmp_path, capsys):
+    out = tmp_path / "qs"
+    assert main(["quickstart", "--tiny", "--output", str(out)]) == 0
+    for name in ("forecast.csv", "forecast.png", "gates.csv", "gates.png", "gate_history.png", "metrics.json"):
+        assert (out / name).stat().st_size > 0, name
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["units"] == "original" and metrics["prediction_length"] == 24
+    for model in ("rsa_informer", "seasonal_naive"):
+        assert set(metrics[model]) == {"mse", "mae"} and all(np.isfinite(v) for v in metrics[model].values())
+    forecast = pd.read_csv(out / "forecast.csv", parse_dates=["timestamp"])
+    assert list(forecast.columns) == ["item_id", "timestamp", "mean", "y_true"]
+    assert len(forecast) == 3 * 24 and forecast["y_true"].notna().all()
+    assert metrics["rsa_informer"]["mse"] == pytest.approx(np.mean((forecast["mean"] - forecast["y_true"]) ** 2))
+    assert len(pd.read_csv(out / "gates.csv")) == 3 * 8  # 3 RSA layers x 8 heads
+    reloaded = Forecaster.load(out / "model").predict()
+    np.testing.assert_allclose(reloaded["mean"], forecast["mean"], rtol=1e-5)
+    summary = capsys.readouterr().out
+    assert "seasonal naive MSE" in summary and "encoder self 0: gate" in summary and "cross 0: gate" in summary
+
+
+@pytest.mark.skipif(not (SHARED_DATASETS / "ETTh1.csv").is_file(), reason=f"no ETTh1.csv in {SHARED_DATASETS}")
+def test_quickstart_on_a_benchmark_file(tmp_path):
+    out = tmp_path / "qs"
+    assert main(["quickstart", "--tiny", "--dataset", "etth1", "--data-dir", str(SHARED_DATASETS),
+                 "--output", str(out)]) == 0
+    assert json.loads((out / "metrics.json").read_text())["dataset"].startswith("ETTh1")
+    assert set(pd.read_csv(out / "forecast.csv")["item_id"]) == {"HUFL", "HULL", "MUFL", "MULL", "LUFL", "LULL", "OT"}
+
+
+def test_fit_predict_backtest_plot_gates_on_a_long_csv(fitted_dir, long_csv, tmp_path):
+    forecast_csv = tmp_path / "forecast.csv"
+    assert main(["predict", "--model-dir", str(fitted_dir), "--output", str(forecast_csv)]) == 0
+    forecast = pd.read_csv(forecast_csv, parse_dates=["timestamp"])
+    assert len(forecast) == 3 * 6 and forecast["timestamp"].min() == pd.Timestamp("2024-01-09 08:00")
+    # a newer file: the forecast starts after its end
+    newer = pd.read_csv(long_csv, parse_dates=["ds"]).assign(ds=lambda d: d["ds"] + pd.Timedelta(days=10))
+    newer.to_csv(tmp_path / "newer.csv", index=False)
+    assert main(["predict", "--model-dir", str(fitted_dir), "--data", str(tmp_path / "newer.csv"),
+                 "--output", str(forecast_csv)]) == 0
+    assert pd.read_csv(forecast_csv, parse_dates=["timestamp"])["timestamp"].min() == pd.Timestamp("2024-01-19 08:00")
+
+    errors_csv = tmp_path / "errors.csv"
+    assert main(["backtest", "--model-dir", str(fitted_dir), "--data", str(long_csv), "--windows", "2",
+                 "--output", str(errors_csv), "--plot", str(tmp_path / "backtest.png")]) == 0
+    errors = pd.read_csv(errors_csv)
+    assert {"item_id", "origin", "step", "timestamp", "y_true", "y_pred"} <= set(errors.columns)
+    assert len(errors) == 3 * 2 * 6 and sorted(errors["step"].unique()) == list(range(1, 7))
+    assert (tmp_path / "backtest.png").stat().st_size > 0
+
+    assert main(["plot-gates", "--model-dir", str(fitted_dir), "--output", str(tmp_path / "gates.svg")]) == 0
+    assert b"<svg" in (tmp_path / "gates.svg").read_bytes()[:1000]
+    assert list((fitted_dir / "training").glob("logs/version_*/metrics.csv"))  # training logs beside the model
+
+
+def test_fit_a_wide_csv_with_one_target_column(tmp_path):
+    index = pd.date_range("2024-01-01", periods=150, freq="h")
+    frame = pd.DataFrame({"date": index, "load": np.sin(np.arange(150) / 4), "temp": np.cos(np.arange(150) / 4)})
+    frame.to_csv(tmp_path / "wide.csv", index=False)
+    assert main(["fit", "--data", str(tmp_path / "wide.csv"), "--target-col", "load", "--model", "dlinear",
+                 "--prediction-length", "8", "--epochs", "1", "--output", str(tmp_path / "model")]) == 0
+    assert main(["predict", "--model-dir", str(tmp_path / "model"), "--data", str(tmp_path / "wide.csv"),
+                 "--output", str(tmp_path / "fc.csv")]) == 0  # `date` found, `temp` ignored
+    assert set(pd.read_csv(tmp_path / "fc.csv")["item_id"]) == {"load"}
+
+
+def test_parse_options_reads_json_values():
+    assert parse_options(["d_model=64", "learning_rate=1e-3", "lr_schedule=constant", "patience=null",
+                          'rsa={"per_head_gate": true}']) == {
+        "d_model": 64, "learning_rate": 1e-3, "lr_schedule": "constant", "patience": None,
+        "rsa": {"per_head_gate": True}}
+
+
+def bad_commands(csv: str, tmp: Path) -> dict[str, tuple[list[str], str]]:
+    fit = ["fit", "--data", csv, "--id-col", "id", "--target-col", "y", "--prediction-length", "6",
+           "--output", str(tmp / "out")]
+    return {
+        "missing data file": (["fit", "--data", str(tmp / "nope.csv"), "--model", "dlinear", "--prediction-length",
+                               "6", "--output", str(tmp / "out")], "does not exist"),
+        "unknown model": ([*fit, "--model", "gpt5"], "unknown model 'gpt5'"),
+        "option without =": ([*fit, "--model", "dlinear", "--option", "d_model"], "expected key=value"),
+        "unknown option": ([*fit, "--model", "dlinear", "--option", "colour=1"], "has no option"),
+        "bad option value": ([*fit, "--model", "dlinear", "--option", "max_epochs=0"], "max_epochs"),
+        "missing time column": ([*fit[:-2], "--model", "dlinear", "--time-col", "when", "--output", str(tmp / "o")],
+                                "--time-col 'when'"),
+        "missing required argument": (["fit", "--data", csv], "required"),
+        "not a positive int": ([*fit, "--model", "dlinear", "--prediction-length", "zero"], "positive integer"),
+        "unknown command": (["frobnicate"], "invalid choice"),
+        "missing model dir": (["predict", "--model-dir", str(tmp / "nope"), "--output", str(tmp / "f.csv")],
+                              "does not exist"),
+        "not a model dir": (["plot-gates", "--model-dir", str(tmp), "--output", str(tmp / "g.png")],
+                            "not a saved tsrec Forecaster"),
+        "unknown dataset": (["quickstart", "--tiny", "--dataset", "mnist", "--output", str(tmp / "q")],
+                            "unknown dataset 'mnist'"),
+    }
+
+
+@pytest.mark.parametrize("case", list(bad_commands("x.csv", Path("."))))
+def test_errors_are_one_line_with_exit_status_2(case, long_csv, tmp_path, capsys):
+    argv, message = bad_commands(str(long_csv), tmp_path)[case]
+    code, err = run_error(capsys, argv)
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("tsrec: error: ") and message in err, err
+    assert "Traceback" not in err
+
+
+def test_missing_benchmark_file_is_a_one_line_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("TSREC_DATA_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    code, err = run_error(capsys, ["quickstart", "--tiny", "--dataset", "ETTh1", "--data-dir", str(tmp_path),
+                                   "--output", str(tmp_path / "q")])
+    assert code == 2 and err.startswith("tsrec: error: ") and "ETTh1.csv" in err and err.count("\n") == 1
+
+
+def test_debug_shows_the_exception(tmp_path):
+    argv = ["fit", "--data", str(tmp_path / "nope.csv"), "--model", "dlinear", "--prediction-length", "6",
+            "--output", str(tmp_path / "out")]
+    with pytest.raises(FileNotFoundError):
+        main(["--debug", *argv])
+    with pytest.raises(FileNotFoundError):
+        main([*argv, "--debug"])
+
+
+def test_module_entry_point_exits_with_a_one_line_error(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "tsrec.cli", "predict", "--model-dir", str(tmp_path / "nope"),
+                           "--output", str(tmp_path / "f.csv")], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [f"tsrec: error: model directory {tmp_path / 'nope'} does not exist"]

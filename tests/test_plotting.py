@@ -1,0 +1,258 @@
+"""tsrec.plotting: the figures' axes, labels, bars and lines, the files they write, and the RSA
+paper's observation that learned gates end higher on recurrent data than on white noise."""
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from matplotlib.collections import PolyCollection
+from matplotlib.figure import Figure
+
+from tsrec import Forecaster, build_model
+from tsrec.datasets.synthetic import recurrent_series
+from tsrec.inspection import GATE_COLUMNS
+from tsrec.plotting import GATE_LABEL, plot_backtest, plot_forecast, plot_gate_history, plot_gates, plot_rem
+
+NET = dict(d_model=16, n_heads=8, d_ff=16, e_layers=1, d_layers=1)
+HORIZON = 12
+LAYERS = ["encoder self\nlayer 0", "decoder self\nlayer 0", "cross\nlayer 0"]
+
+
+@pytest.fixture(scope="module")
+def data():
+    return recurrent_series(300, n_series=2, seed=0)  # wide, hourly, columns series_0 and series_1
+
+
+@pytest.fixture(scope="module")
+def fitted(data, tmp_path_factory):
+    """rsa_informer with 1 encoder and 1 decoder layer (3 RSA layers of 8 heads), 2 epochs, CSV logs."""
+    forecaster = Forecaster("rsa_informer", prediction_length=HORIZON, context_length=48, freq="h", max_epochs=2,
+                            batch_size=64, output_dir=tmp_path_factory.mktemp("run"),
+                            trainer_kwargs={"enable_progress_bar": False}, **NET)
+    return forecaster.fit(data.iloc[:-HORIZON])
+
+
+def labelled_lines(ax):
+    return [line for line in ax.get_lines() if not line.get_label().startswith("_")]
+
+
+# ------------------------------------------------------------------------------------------ gates
+def test_plot_gates_one_bar_per_layer_in_attention_order(fitted):
+    fig = plot_gates(fitted)
+    assert isinstance(fig, Figure) and len(fig.axes) == 2
+    bars, times = fig.axes
+    assert len(bars.patches) == 3
+    assert bars.get_ylabel() == GATE_LABEL and bars.get_ylim() == (0.0, 1.0)
+    assert [t.get_text() for t in times.get_xticklabels()] == LAYERS
+    table = fitted.gates().groupby(["attention", "layer"])["gate"].first()
+    expected = [table[("encoder self", 0)], table[("decoder self", 0)], table[("cross", 0)]]
+    np.testing.assert_allclose([p.get_height() for p in bars.patches], expected, rtol=1e-6)
+    assert [t.get_text() for t in bars.get_legend().get_texts()] == ["encoder self", "decoder self", "cross"]
+    # REM panel: hourly data -> hours, log scale; one half-life per head and one period per cos/sin head
+    assert times.get_ylabel() == "hours" and times.get_yscale() == "log"
+    half_lives, periods = times.get_lines()
+    assert len(half_lives.get_xdata()) == 24 and len(periods.get_xdata()) == 24
+    hours = fitted.gates()["half_life_steps"].to_numpy()  # one step is one hour
+    np.testing.assert_allclose(np.sort(half_lives.get_ydata()), np.sort(hours), rtol=1e-9)
+
+
+def test_plot_gates_per_head_and_from_a_table(fitted):
+    table = fitted.gates()
+    table["gate"] = np.linspace(0.05, 0.95, len(table))  # as if every head had its own gate
+    fig = plot_gates(table, rem_panel=False)
+    assert len(fig.axes) == 1
+    np.testing.assert_allclose([p.get_height() for p in fig.axes[0].patches], table["gate"])
+    assert "per head" in fig.axes[0].get_title()
+    assert len(plot_gates(fitted, per_head=True).axes[0].patches) == 24
+
+
+def test_plot_gates_without_rsa_layers_is_a_clear_error():
+    informer = build_model("informer", context_length=24, prediction_length=6, label_length=12, **NET)
+    with pytest.raises(ValueError, match="no RSA layers"):
+        plot_gates(informer)
+    with pytest.raises(ValueError, match="no RSA layers"):
+        plot_gates(pd.DataFrame(columns=GATE_COLUMNS))
+    with pytest.raises(TypeError, match="Forecaster"):
+        plot_gates(42)
+
+
+# ------------------------------------------------------------------------------------------ REM
+def test_plot_rem_curves_and_matrices_are_the_rem(fitted):
+    fig = plot_rem(fitted, layer=0, attention="cross", max_lag=30)
+    curves, *images = fig.axes[:9]
+    lines = labelled_lines(curves)
+    assert [line.get_label() for line in lines] == ["h0 cos", "h1 cos", "h2 sin", "h3 sin", "h4 cos d=24",
+                                                    "h5 cos d=24", "h6 sin d=24", "h7 sin d=24"]
+    assert curves.get_xlabel() == "lag (steps)" and "cross layer 0" in curves.get_title()
+    rem = [layer for name, i, layer in fitted.model.rsa_layers() if name == "cross"][0].rsa.rem
+    with torch.no_grad():
+        matrix = rem.matrix(31).numpy()  # [8, 31, 31]
+    for h, (line, ax) in enumerate(zip(lines, images)):
+        np.testing.assert_array_equal(line.get_xdata(), np.arange(1, 31))
+        np.testing.assert_allclose(line.get_ydata(), matrix[h, 1:, 0], rtol=1e-5, atol=1e-7)  # f(l) = P[l, 0]
+        np.testing.assert_allclose(ax.get_images()[0].get_array(), matrix[h], rtol=1e-5, atol=1e-7)
+        assert ax.get_title() == lines[h].get_label()
+    dilated = lines[4].get_ydata()
+    assert np.all(dilated[np.arange(1, 31) % 24 != 0] == 0)  # dilated heads: only multiples of 24
+
+
+def test_plot_rem_unknown_layer_lists_the_layers(fitted):
+    with pytest.raises(ValueError, match=r"\('encoder self', 0\), \('decoder self', 0\), \('cross', 0\)"):
+        plot_rem(fitted, layer=3)
+
+
+# ------------------------------------------------------------------------------------------ forecasts
+def test_plot_forecast_wide_with_quantile_band(fitted, data):
+    forecast = fitted.predict()
+    forecast["0.1"], forecast["0.9"] = forecast["mean"] - 1, forecast["mean"] + 1
+    fig = plot_forecast(data, forecast, max_items=1)
+    assert len(fig.axes) == 1
+    ax = fig.axes[0]
+    observed, mean = labelled_lines(ax)
+    assert ax.get_ylabel() == "series_0" and "1 of 2 items" in ax.get_title()
+    assert len(observed.get_xdata()) == 4 * HORIZON + HORIZON  # 4 horizons of history + the held-out truth
+    assert len(mean.get_xdata()) == HORIZON
+    bands = [c for c in ax.collections if isinstance(c, PolyCollection)]
+    assert len(bands) == 1 and bands[0].get_label() == "0.1-0.9 quantiles"
+
+
+def long_frame(ids=("a", "b", "c"), n=100):
+    index = pd.date_range("2024-01-01", periods=n, freq="h")
+    return pd.concat([pd.DataFrame({"id": i, "ds": index, "y": k + np.sin(np.arange(n) / 4)})
+                      for k, i in enumerate(ids)], ignore_index=True)
+
+
+def test_plot_forecast_long_frame_one_panel_per_item():
+    history = long_frame()
+    future = pd.date_range(history["ds"].max(), periods=7, freq="h")[1:]
+    forecast = pd.DataFrame({"item_id": np.repeat(["a", "b", "c"], 6), "timestamp": np.tile(future, 3),
+                             "mean": np.arange(18.0)})
+    fig = plot_forecast(history, forecast, id_col="id", time_col="ds", target_col="y", history_steps=10)
+    assert [ax.get_ylabel() for ax in fig.axes] == ["a", "b", "c"]
+    assert all(len(labelled_lines(ax)) == 2 and not ax.collections for ax in fig.axes)
+    assert len(labelled_lines(fig.axes[0])[0].get_xdata()) == 10
+    one = plot_forecast(history, forecast, item_id="b", id_col="id", time_col="ds", target_col="y")
+    assert [ax.get_ylabel() for ax in one.axes] == ["b"]
+    with pytest.raises(ValueError, match="not in the forecast"):
+        plot_forecast(history, forecast, item_id="z", id_col="id", time_col="ds", target_col="y")
+    with pytest.raises(ValueError, match="quantile columns"):
+        plot_forecast(history, forecast, quantiles=(0.1, 0.9), id_col="id", time_col="ds", target_col="y")
+
+
+# ------------------------------------------------------------------------------------------ backtests
+def test_plot_backtest_per_step_errors_from_a_frame():
+    steps = np.tile(np.arange(1, 5), 6)  # 2 items x 3 origins x 4 steps
+    errors = pd.DataFrame({"item_id": np.repeat(["a", "b"], 12), "origin": np.tile(np.repeat([0, 1, 2], 4), 2),
+                           "step": steps, "y_true": 0.0, "y_pred": steps.astype(float)})
+    errors.loc[0, "y_true"] = np.nan  # unobserved: left out
+    errors.loc[0, "y_pred"] = 1e6
+    fig = plot_backtest(errors)
+    mse_ax, mae_ax = fig.axes
+    np.testing.assert_array_equal(mse_ax.get_lines()[0].get_xdata(), [1, 2, 3, 4])
+    np.testing.assert_allclose(mse_ax.get_lines()[0].get_ydata(), [1, 4, 9, 16])
+    np.testing.assert_allclose(mae_ax.get_lines()[0].get_ydata(), [1, 2, 3, 4])
+    assert mse_ax.get_xlabel() == "horizon step" and mse_ax.get_ylabel() == "MSE (original units)"
+    assert "6 item-windows" in fig.get_suptitle()
+    with pytest.raises(ValueError, match="y_true_scaled"):
+        plot_backtest(errors, units="scaled")
+
+
+def test_plot_backtest_of_a_backtest_result(fitted, data):
+    from tsrec.evaluation import backtest
+
+    result = backtest(fitted, data, n_windows=3, stride=HORIZON)
+    for units in ("original", "scaled"):
+        line = plot_backtest(result, units=units).axes[0].get_lines()[0]
+        np.testing.assert_array_equal(line.get_xdata(), np.arange(1, HORIZON + 1))
+        by_step = result.by_step[result.by_step.units == units]
+        np.testing.assert_allclose(line.get_ydata(), by_step["mse"], rtol=1e-6)
+
+
+# ------------------------------------------------------------------------------------------ gate history
+def test_plot_gate_history_from_forecaster_directory_and_file(fitted):
+    csv = next(fitted.output_dir.glob("logs/version_*/metrics.csv"))
+    for source in (fitted, fitted.output_dir, csv, str(csv)):
+        ax = plot_gate_history(source).axes[0]
+        lines = labelled_lines(ax)
+        assert [line.get_label() for line in lines] == ["encoder self 0", "decoder self 0", "cross 0"]
+        assert all(list(line.get_xdata()) == [0, 1] for line in lines)  # 2 epochs
+        assert ax.get_ylabel() == GATE_LABEL and ax.get_xlabel() == "epoch"
+    final = fitted.gates().groupby(["attention", "layer"])["gate"].first()[("encoder self", 0)]
+    assert np.min(np.abs(lines[0].get_ydata() - final)) < 1e-6  # the best epoch's weights are restored
+
+
+def test_plot_gate_history_errors(fitted, tmp_path):
+    with pytest.raises(FileNotFoundError, match="metrics.csv"):
+        plot_gate_history(tmp_path)
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        plot_gate_history(tmp_path / "missing")
+    (tmp_path / "metrics.csv").write_text("epoch,step,train_loss\n0,10,1.0\n")
+    with pytest.raises(ValueError, match="no gate/ columns"):
+        plot_gate_history(tmp_path)
+    fitted.save(tmp_path / "model")
+    with pytest.raises(ValueError, match="no output_dir"):
+        plot_gate_history(Forecaster.load(tmp_path / "model"))
+
+
+# ------------------------------------------------------------------------------------------ files
+def test_figures_save_as_png_and_svg_without_touching_the_backend(fitted, data, tmp_path):
+    backend = matplotlib.get_backend()
+    figures = {"gates": plot_gates(fitted), "rem": plot_rem(fitted), "forecast": plot_forecast(data, fitted.predict()),
+               "history": plot_gate_history(fitted)}
+    for name, fig in figures.items():
+        fig.savefig(tmp_path / f"{name}.png")
+        fig.savefig(tmp_path / f"{name}.svg")
+        assert (tmp_path / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert (tmp_path / f"{name}.png").stat().st_size > 5000
+        assert b"<svg" in (tmp_path / f"{name}.svg").read_bytes()[:1000]
+    assert matplotlib.get_backend() == backend
+
+
+# ------------------------------------------------------------------------------------------ the paper's observation
+@pytest.mark.slow  # 6 small trainings: about 35 s of CPU on one core
+def test_gates_end_higher_on_recurrent_data_than_on_white_noise():
+    """RSA paper: learned gates are larger on strongly recurrent data than on weakly recurrent data.
+
+    rsa_transformer (d_model 16, 4 heads, 1 encoder + 1 decoder layer: 3 gates) trained with the
+    same seed, data size (1344 hourly steps, context 48, horizon 24) and budget (3 epochs, about
+    40 batches each, no validation) on an AR(1) 0.95 + daily cycle series and on white noise.
+    Gates start at 0.5 (``gate_init=(0, 0)``) and learn at 30x the backbone's rate, so only the
+    training moves them. Measured mean gates (encoder self, decoder self, cross), seeds 0..5:
+
+        seed   recurrent  noise   difference
+        0      0.678      0.456   0.22
+        1      0.437      0.350   0.09
+        2      0.652      0.515   0.14
+        3      0.640      0.488   0.15
+        4      0.566      0.495   0.07
+        5      0.573      0.468   0.10
+
+    The encoder-self gate carries most of it (0.50-0.85 vs 0.28-0.68); the decoder-self gate drops
+    to about 0.3 on both. Less controlled set-ups are not robust: with the paper's random init
+    U(-3, 3) and a 100x rate, seed 0 ends 0.73 vs 0.87 (noise higher); with gates at 0.5 and 6
+    epochs at a 10x rate, seed 0 ends 0.54 vs 0.59. Asserted: every seed of 0..2 orders the runs, and the
+    mean difference over them exceeds 0.05 (measured 0.15).
+    """
+    def mean_gate(df: pd.DataFrame, seed: int) -> float:
+        forecaster = Forecaster("rsa_transformer", prediction_length=24, context_length=48, freq="h", val_windows=0,
+                                d_model=16, n_heads=4, d_ff=32, e_layers=1, d_layers=1, rsa={"gate_init": (0.0, 0.0)},
+                                max_epochs=3, batch_size=32, lr_schedule="constant", learning_rate=1e-3,
+                                rsa_lr_multiplier=30, seed=seed,
+                                trainer_kwargs={"enable_progress_bar": False, "logger": False})
+        gates = forecaster.fit(df).gates()
+        return float(gates.groupby(["attention", "layer"])["gate"].first().mean())
+
+    differences = []
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the measured numbers; a model this small is fastest on one thread
+    try:
+        for seed in (0, 1, 2):
+            recurrent = mean_gate(recurrent_series(1344, ar=0.95, innovation=0.3, cycle=24, noise=0.05, seed=seed),
+                                  seed)
+            noise = mean_gate(recurrent_series(1344, ar=(), cycle=None, noise=1.0, seed=seed), seed)
+            assert recurrent > noise, f"seed {seed}: mean gate {recurrent:.3f} on recurrent data, {noise:.3f} on noise"
+            differences.append(recurrent - noise)
+    finally:
+        torch.set_num_threads(threads)
+    assert np.mean(differences) > 0.05, differences

@@ -1,0 +1,442 @@
+"""Figures of what an RSA forecaster learned and how well it forecasts.
+
+Every function returns a :class:`matplotlib.figure.Figure` built directly (never through
+``pyplot``): nothing is shown, no global backend is touched, and figures are freed with their
+last reference. Save one with ``fig.savefig("gates.png")`` (PNG, SVG, PDF).
+
+- :func:`plot_gates`: the learned gates ``sigmoid(mu)`` per RSA layer (or head), and the REM heads'
+  decay half-lives and cycle periods in time units.
+- :func:`plot_rem`: the REM kernels of one layer, as weight-by-lag curves and as matrices.
+- :func:`plot_gate_history`: the gates per epoch, from the Lightning CSV log.
+- :func:`plot_forecast`: history, forecast and quantile band, one panel per item.
+- :func:`plot_backtest`: MSE and MAE per horizon step of a backtest.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
+
+__all__ = ["plot_gates", "plot_rem", "plot_gate_history", "plot_forecast", "plot_backtest"]
+
+ATTENTIONS = ("encoder self", "decoder self", "cross")
+COLORS = {"encoder self": "tab:blue", "decoder self": "tab:orange", "cross": "tab:green"}
+GATE_LABEL = "gate sigmoid(mu)"
+_UNITS = (("days", pd.Timedelta("1D")), ("hours", pd.Timedelta("1h")), ("minutes", pd.Timedelta("1min")),
+          ("seconds", pd.Timedelta("1s")))
+
+
+# ---------------------------------------------------------------------------------------- gates
+def _gate_frame(source: Any) -> pd.DataFrame:
+    """The gate table (:func:`tsrec.inspection.gate_table` columns) of a Forecaster, a model or a table."""
+    if isinstance(source, pd.DataFrame):
+        table = source
+    elif hasattr(source, "gates"):
+        table = source.gates()
+    elif hasattr(source, "rsa_layers"):
+        from tsrec.inspection import gate_table
+
+        table = gate_table(source)
+    else:
+        raise TypeError("expected a fitted Forecaster, a ForecastModel or the DataFrame of Forecaster.gates(), "
+                        f"got {type(source).__name__}")
+    missing = {"attention", "layer", "head", "gate"} - set(table.columns)
+    if missing:
+        raise ValueError(f"the gate table lacks columns {sorted(missing)}; pass Forecaster.gates()")
+    if table.empty:
+        raise ValueError("the model has no RSA layers, so there are no gates to plot; use an rsa_* model")
+    return table
+
+
+def _layer_groups(table: pd.DataFrame) -> list[tuple[str, int, pd.DataFrame]]:
+    """``(attention, layer, rows)`` in the order encoder self, decoder self, cross; layers ascending."""
+    rank = {name: i for i, name in enumerate(ATTENTIONS)}
+    keys = sorted({(a, int(i)) for a, i in zip(table["attention"], table["layer"])},
+                  key=lambda k: (rank.get(k[0], len(rank)), k[0], k[1]))
+    return [(a, i, table[(table["attention"] == a) & (table["layer"] == i)].sort_values("head")) for a, i in keys]
+
+
+def _time_unit(table: pd.DataFrame) -> tuple[float, str]:
+    """``(unit per step, unit name)`` for the REM panel: days/hours/minutes/seconds for fixed-length
+    frequencies (the table's ``half_life`` durations), else steps."""
+    if "half_life" not in table or "half_life_steps" not in table:
+        return 1.0, "steps"
+    durations = pd.to_timedelta(table["half_life"], errors="coerce")
+    steps = pd.to_numeric(table["half_life_steps"], errors="coerce")
+    known = durations.notna() & np.isfinite(steps) & (steps > 0)
+    if not known.any():
+        return 1.0, "steps"
+    longest = steps[known].idxmax()  # the least rounded duration / steps ratio
+    step = durations[longest] / steps[longest]  # one step as a Timedelta
+    if step >= pd.Timedelta("1s"):
+        step = step.round("s")  # undo any rounding of the table's durations
+    name, unit = next(((n, u) for n, u in _UNITS if step >= u), _UNITS[-1])
+    return step / unit, name
+
+
+def _offsets(n: int, width: float) -> np.ndarray:
+    """``[n]`` x offsets of ``n`` bars sharing ``width`` around their group's centre."""
+    return (np.arange(n) - (n - 1) / 2) * width / n
+
+
+def plot_gates(source: Any, *, per_head: bool | None = None, rem_panel: bool = True) -> Figure:
+    """Bar chart of the learned gates ``sigmoid(mu)`` of every RSA layer.
+
+    Args:
+        source: a fitted :class:`~tsrec.Forecaster`, a model with ``rsa_layers()``, or the frame
+            of :meth:`Forecaster.gates` (one row per REM head).
+        per_head: one bar per head (per-head gates) instead of one per layer; None decides from
+            the table (per head when the heads of a layer have different gates).
+        rem_panel: add a second panel with each REM head's decay half-life and cycle period, in
+            the data's time units (hours for hourly data; steps when the frequency has no fixed
+            length).
+
+    Returns:
+        A figure whose first axes hold the bars (one group per layer, ticks "<attention>\\nlayer
+        <i>", y in [0, 1], coloured by attention) and, with ``rem_panel``, second axes with two
+        marker lines, "decay half-life" and "cycle period" (one point per head, at its bar's x), on
+        a log axis.
+    """
+    table = _gate_frame(source)
+    groups = _layer_groups(table)
+    if per_head is None:
+        per_head = any(rows["gate"].nunique() > 1 for _, _, rows in groups)
+    fig = Figure(figsize=(max(6.0, 1.4 * len(groups) + 2), 7.0 if rem_panel else 4.0), layout="constrained")
+    axes = fig.subplots(2 if rem_panel else 1, 1, sharex=True, squeeze=False)[:, 0]
+    bars = axes[0]
+    width = 0.8
+    head_x = []  # per layer: the x of each of its heads
+    for g, (attention, layer, rows) in enumerate(groups):
+        head_x.append(g + _offsets(len(rows), width))
+        heads = len(rows) if per_head else 1
+        bars.bar(g + _offsets(heads, width), rows["gate"].to_numpy()[:heads], width=width / heads,
+                 color=COLORS.get(attention, "tab:grey"), edgecolor="black", linewidth=0.5)
+    bars.set_ylim(0.0, 1.0)
+    bars.set_ylabel(GATE_LABEL)
+    bars.set_title("RSA gates: weight of the REM term per " + ("head" if per_head else "layer"))
+    present = [a for a in ATTENTIONS if any(a == att for att, _, _ in groups)]
+    bars.legend(handles=[Patch(color=COLORS[a], label=a) for a in present], loc="upper left",
+                bbox_to_anchor=(1.01, 1.0), fontsize="small")  # beside the bars, which may reach 1
+    axes[-1].set_xticks(range(len(groups)), [f"{attention}\nlayer {layer}" for attention, layer, _ in groups])
+    if rem_panel:
+        factor, unit = _time_unit(table)
+        rows = pd.concat([rows for _, _, rows in groups])
+        x = np.concatenate(head_x)
+        for column, marker, color, label in (("half_life_steps", "o", "black", "decay half-life"),
+                                             ("period_steps", "^", "tab:red", "cycle period")):
+            if column not in rows:
+                continue
+            y = pd.to_numeric(rows[column], errors="coerce").to_numpy(dtype=float) * factor  # [heads]
+            keep = np.isfinite(y) & (y > 0)
+            axes[1].plot(x[keep], y[keep], linestyle="none", marker=marker, color=color, alpha=0.8, label=label)
+        axes[1].set_yscale("log")
+        axes[1].set_ylabel(unit)
+        axes[1].set_title("REM heads: decay half-lives and cycle periods")
+        axes[1].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    return fig
+
+
+# ---------------------------------------------------------------------------------------- REM
+def _model_of(source: Any) -> Any:
+    model = getattr(source, "model", source)
+    if model is None:
+        raise RuntimeError("the forecaster is not fitted yet: fit it, or Forecaster.load a saved one")
+    if not hasattr(model, "rsa_layers"):
+        raise TypeError(f"expected a fitted Forecaster or a ForecastModel, got {type(source).__name__}")
+    return model
+
+
+def _head_label(head: int, kind: int, dilation: int) -> str:
+    name = ("regular", "cos", "sin")[kind]
+    return f"h{head} {name}" + (f" d={dilation}" if dilation > 1 else "")
+
+
+def plot_rem(source: Any, layer: int = 0, attention: str = "encoder self", *, max_lag: int | None = None,
+             columns: int = 4) -> Figure:
+    """The REM kernels of one RSA layer: ``f(lag)`` per head, and each head's matrix ``P``.
+
+    Args:
+        source: a fitted Forecaster or a model with ``rsa_layers()``.
+        layer: layer index within ``attention``.
+        attention: ``"encoder self"``, ``"decoder self"`` or ``"cross"``.
+        max_lag: largest lag drawn (default: the model's ``context_length``); the matrices are
+            ``[max_lag + 1, max_lag + 1]``, entry ``(i, j) = f(i - j)``.
+        columns: matrices per row.
+
+    Returns:
+        A figure whose first axes hold one curve per head (weight against lag ``1..max_lag``,
+        labelled ``h<i> <kind>[ d=<dilation>]``), followed by one ``imshow`` axes per head and a
+        colour bar (weights in [-1, 1]).
+    """
+    import torch
+
+    model = _model_of(source)
+    layers = model.rsa_layers()
+    match = [entry for entry in layers if entry[0] == attention and entry[1] == layer]
+    if not match:
+        known = ", ".join(f"({a!r}, {i})" for a, i, _ in layers) or "none: the model has no RSA layers"
+        raise ValueError(f"no RSA layer {layer} in {attention!r} attention; (attention, layer) pairs: {known}")
+    rsa = match[0][2].rsa
+    max_lag = int(max_lag or model.config.context_length)
+    if max_lag < 1:
+        raise ValueError(f"max_lag must be a positive int, got {max_lag!r}")
+    params = rsa.rem.head_parameters()
+    gates = rsa.gate.values()
+    with torch.no_grad():
+        lags = torch.arange(1, max_lag + 1, device=rsa.rem.dilation.device).unsqueeze(0)  # [1, max_lag]
+        kernels = rsa.rem.entries(lags)[:, 0, :].float().cpu().numpy()  # [H, max_lag]
+        matrices = rsa.rem.matrix(max_lag + 1).float().cpu().numpy()  # [H, L, L]
+    heads = kernels.shape[0]
+    labels = [_head_label(h, int(params["kind"][h]), int(params["dilation"][h])) for h in range(heads)]
+    columns = max(1, min(columns, heads))
+    rows = -(-heads // columns)
+    fig = Figure(figsize=(2.6 * columns + 1, 3.2 + 2.4 * rows), layout="constrained")
+    grid = fig.add_gridspec(1 + rows, columns, height_ratios=[1.5] + [1.0] * rows)
+    curves = fig.add_subplot(grid[0, :])
+    for h in range(heads):
+        curves.plot(np.arange(1, max_lag + 1), kernels[h], label=labels[h], linewidth=1.2)
+    curves.axhline(0.0, color="grey", linewidth=0.5)
+    curves.set_xlabel("lag (steps)")
+    curves.set_ylabel("REM weight f(lag)")
+    gate = f"gate {float(gates[0]):.2f}" if gates.numel() == 1 else "per-head gates " + \
+        " ".join(f"{float(g):.2f}" for g in gates)
+    curves.set_title(f"{attention} layer {layer}: REM kernels ({gate})")
+    curves.legend(fontsize="x-small", ncol=min(4, heads), loc="upper right")
+    image_axes = []
+    for h in range(heads):
+        ax = fig.add_subplot(grid[1 + h // columns, h % columns])
+        image = ax.imshow(matrices[h], cmap="RdBu_r", vmin=-1.0, vmax=1.0, interpolation="nearest")
+        ax.set_title(labels[h], fontsize="small")
+        ax.set_xlabel("key j", fontsize="x-small")
+        ax.set_ylabel("query i", fontsize="x-small")
+        image_axes.append(ax)
+    fig.colorbar(image, ax=image_axes, label="P[i, j] = f(i - j)", shrink=0.8)
+    return fig
+
+
+# ---------------------------------------------------------------------------------------- gate history
+def _metrics_csv(source: Any) -> Path:
+    """The Lightning ``metrics.csv`` of a path to it, of an output directory, or of a Forecaster."""
+    if not isinstance(source, (str, os.PathLike)):
+        if not hasattr(source, "output_dir"):
+            raise TypeError(f"expected a metrics.csv path, an output directory or a fitted Forecaster, "
+                            f"got {type(source).__name__}")
+        if source.output_dir is None:
+            raise ValueError("this Forecaster has no output_dir with training logs (it was loaded or not "
+                             "fitted); pass the output directory it was trained with")
+        source = source.output_dir
+    path = Path(source)
+    if path.is_file():
+        return path
+    if not path.is_dir():
+        raise FileNotFoundError(f"{path} does not exist; pass a metrics.csv file or a training output directory")
+    if (path / "metrics.csv").is_file():
+        return path / "metrics.csv"
+    found = [p for pattern in ("logs/version_*/metrics.csv", "version_*/metrics.csv") for p in path.glob(pattern)]
+    if not found:
+        raise FileNotFoundError(f"no Lightning metrics.csv under {path} (looked for logs/version_*/metrics.csv); "
+                                "train with the default CSV logger, i.e. without trainer_kwargs={'logger': False}")
+    return max(found, key=lambda p: int(re.sub(r"\D", "", p.parent.name) or 0))
+
+
+def plot_gate_history(source: Any) -> Figure:
+    """The gates per epoch, from the ``gate/<attention>_<layer>[_h<head>]`` columns of Lightning's CSV log.
+
+    Args:
+        source: a ``metrics.csv`` path, a training output directory (its latest
+            ``logs/version_*/metrics.csv`` is read) or a fitted Forecaster (its ``output_dir``).
+
+    Returns:
+        A figure with one axes: one line per gate (x: epoch, y: ``sigmoid(mu)`` in [0, 1]),
+        coloured by attention. Gates are logged after each validation epoch, so a model trained
+        without validation (``val_windows=0``) has none.
+    """
+    path = _metrics_csv(source)
+    frame = pd.read_csv(path)
+    gate_columns = [c for c in frame.columns if c.startswith("gate/")]
+    if not gate_columns:
+        raise ValueError(f"{path} has no gate/ columns: the model has no RSA layers, or it was trained without "
+                         "validation (gates are logged after each validation epoch)")
+    if "epoch" not in frame:
+        raise ValueError(f"{path} has no 'epoch' column; is it a Lightning CSVLogger metrics.csv?")
+
+    def attention_of(column: str) -> str:
+        name = column.removeprefix("gate/")
+        return next((a for a in ATTENTIONS if name.startswith(a.replace(" ", "_"))), "")
+
+    gate_columns.sort(key=lambda c: (ATTENTIONS.index(a) if (a := attention_of(c)) else len(ATTENTIONS), c))
+    per_epoch = frame.dropna(subset=gate_columns, how="all").groupby("epoch")[gate_columns].last()  # [E, G]
+    fig = Figure(figsize=(7.0, 4.0), layout="constrained")
+    ax = fig.add_subplot()
+    styles = ("-", "--", ":", "-.")
+    seen: dict[str, int] = {}
+    for column in gate_columns:
+        attention = attention_of(column)
+        k = seen[attention] = seen.get(attention, -1) + 1  # k-th gate of this attention: its line style
+        ax.plot(per_epoch.index, per_epoch[column], marker="o", label=column.removeprefix("gate/").replace("_", " "),
+                color=COLORS.get(attention), linestyle=styles[k % len(styles)])
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylim(0.0, 1.0)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel(GATE_LABEL)
+    ax.set_title("RSA gates during training")
+    ax.legend(fontsize="small", ncol=1 + len(gate_columns) // 8)
+    return fig
+
+
+# ---------------------------------------------------------------------------------------- forecasts
+def _quantile_columns(frame: pd.DataFrame) -> dict[float, str]:
+    """Quantile level -> column name for the columns named like ``"0.1"``."""
+    levels = {}
+    for column in frame.columns:
+        try:
+            level = float(column)
+        except (TypeError, ValueError):
+            continue
+        if 0.0 < level < 1.0:
+            levels[level] = column
+    return dict(sorted(levels.items()))
+
+
+def _history_series(history: pd.DataFrame, time_col: str | None, id_col: str | None,
+                    target_col: str | None) -> dict[str, pd.Series]:
+    """item_id (the wide frame's column, or the long frame's id) -> observed values on the time grid."""
+    from tsrec.data import canonicalize
+
+    panel = canonicalize(history, time_col=time_col, id_col=id_col, target_col=target_col)
+    out = {}
+    for item in panel.items:
+        names = panel.columns if panel.layout == "wide" else (item.item_id,)
+        for c, name in enumerate(names):
+            out[str(name)] = pd.Series(item.values[:, c], index=item.index)
+    return out
+
+
+def plot_forecast(history: pd.DataFrame, forecast: pd.DataFrame, *, item_id: str | Sequence[str] | None = None,
+                  quantiles: tuple[Any, Any] | None = None, max_items: int = 4, history_steps: int | None = None,
+                  time_col: str | None = None, id_col: str | None = None, target_col: str | None = None) -> Figure:
+    """History, forecast mean and quantile band, one panel per item.
+
+    Args:
+        history: the observed data, as given to ``Forecaster.fit``: a wide frame (DatetimeIndex or
+            ``time_col``, one column per variable; the columns are the item ids) or a long frame
+            (``id_col``, ``time_col``, ``target_col``). Values after the forecast start are drawn
+            too, so a held-out truth shows against the forecast.
+        forecast: the frame of ``Forecaster.predict``: ``item_id``, ``timestamp``, ``mean`` and,
+            when present, quantile columns (``"0.1"``, ``"0.9"``, ...).
+        item_id: the item(s) to draw (default: the forecast's items in order, up to ``max_items``).
+        quantiles: the two quantile columns bounding the shaded band (default: the lowest and
+            highest present; no band without quantile columns).
+        max_items: the most panels drawn.
+        history_steps: observed steps drawn before the forecast start (default 4 horizons).
+
+    Returns:
+        A figure with one axes per item: the observed line, the forecast mean line and the band.
+    """
+    missing = {"item_id", "timestamp", "mean"} - set(forecast.columns)
+    if missing:
+        raise ValueError(f"forecast lacks columns {sorted(missing)}; pass the frame of Forecaster.predict()")
+    if max_items < 1:
+        raise ValueError(f"max_items must be >= 1, got {max_items!r}")
+    forecast = forecast.assign(item_id=forecast["item_id"].astype(str),
+                               timestamp=pd.to_datetime(forecast["timestamp"]))
+    available = list(dict.fromkeys(forecast["item_id"]))
+    if item_id is None:
+        items = available[:max_items]
+    else:
+        items = [str(item_id)] if isinstance(item_id, str) else [str(i) for i in item_id]
+        unknown = [i for i in items if i not in available]
+        if unknown:
+            raise ValueError(f"item_id {unknown} not in the forecast; its items: {available[:10]}")
+        items = items[:max_items]
+    levels = _quantile_columns(forecast)
+    if quantiles is None:
+        band = (levels[min(levels)], levels[max(levels)]) if len(levels) >= 2 else None
+    else:
+        band = tuple(levels.get(float(q)) for q in quantiles)
+        if None in band:
+            raise ValueError(f"quantiles {quantiles!r} are not all forecast columns; quantile columns: "
+                             f"{list(levels.values())}")
+    observed = _history_series(history, time_col, id_col, target_col)
+    fig = Figure(figsize=(9.0, 2.6 * len(items) + 0.6), layout="constrained")
+    axes = fig.subplots(len(items), 1, squeeze=False)[:, 0]
+    for ax, item in zip(axes, items):
+        part = forecast[forecast["item_id"] == item].sort_values("timestamp")
+        start, end = part["timestamp"].iloc[0], part["timestamp"].iloc[-1]
+        steps = history_steps if history_steps is not None else 4 * len(part)
+        if item in observed:
+            series = observed[item]
+            past = series[series.index < start].iloc[-steps:] if steps else series.iloc[:0]
+            shown = pd.concat([past, series[(series.index >= start) & (series.index <= end)]])
+            ax.plot(shown.index, shown.to_numpy(), color="black", linewidth=1.0, label="observed")
+        ax.plot(part["timestamp"], part["mean"], color="tab:blue", linewidth=1.5, label="forecast mean")
+        if band is not None:
+            ax.fill_between(part["timestamp"], part[band[0]], part[band[1]], color="tab:blue", alpha=0.25,
+                            label=f"{band[0]}-{band[1]} quantiles")
+        locator = AutoDateLocator()
+        ax.xaxis.set_major_locator(locator)
+        ax.xaxis.set_major_formatter(ConciseDateFormatter(locator))
+        ax.set_ylabel(item)
+        ax.legend(fontsize="x-small", loc="upper left")
+    axes[0].set_title("Forecast" + (f" ({len(items)} of {len(available)} items)" if len(items) < len(available)
+                                    else ""))
+    axes[-1].set_xlabel("time")
+    return fig
+
+
+# ---------------------------------------------------------------------------------------- backtests
+def plot_backtest(results: Any, *, units: str = "original") -> Figure:
+    """MSE and MAE per horizon step of a backtest.
+
+    Args:
+        results: a ``tsrec.evaluation.BacktestResult`` (anything with an ``.errors`` frame) or
+            that tidy frame: ``step`` (1..H), ``y_true``, ``y_pred`` and usually ``item_id``,
+            ``origin``. Rows without a true value (NaN, or ``observed`` False) are left out.
+        units: ``"original"`` (``y_true``/``y_pred``) or ``"scaled"`` (``y_true_scaled``/
+            ``y_pred_scaled``, the fitted scaler's units).
+
+    Returns:
+        A figure with two axes, MSE and MAE against the horizon step, each with the per-step line
+        and a dashed line at the mean over all steps.
+    """
+    errors = getattr(results, "errors", results)
+    if not isinstance(errors, pd.DataFrame):
+        raise TypeError(f"expected a BacktestResult or its errors DataFrame, got {type(results).__name__}")
+    if units not in ("original", "scaled"):
+        raise ValueError(f"units must be 'original' or 'scaled', got {units!r}")
+    suffix = "" if units == "original" else "_scaled"
+    true_col, pred_col = f"y_true{suffix}", f"y_pred{suffix}"
+    missing = {"step", true_col, pred_col} - set(errors.columns)
+    if missing:
+        raise ValueError(f"the backtest errors lack columns {sorted(missing)}")
+    keep = errors[true_col].notna() & errors[pred_col].notna()
+    if "observed" in errors:
+        keep &= errors["observed"].astype(bool)
+    rows = errors[keep]
+    if rows.empty:
+        raise ValueError("the backtest has no observed target values to score")
+    diff = rows[pred_col].to_numpy(dtype=float) - rows[true_col].to_numpy(dtype=float)
+    per_step = pd.DataFrame({"step": rows["step"].to_numpy(), "se": diff**2, "ae": np.abs(diff)}).groupby("step")
+    windows = len(rows[["item_id", "origin"]].drop_duplicates()) if {"item_id", "origin"} <= set(rows) else None
+    fig = Figure(figsize=(10.0, 3.8), layout="constrained")
+    axes = fig.subplots(1, 2)
+    for ax, column, name in ((axes[0], "se", "MSE"), (axes[1], "ae", "MAE")):
+        values = per_step[column].mean()  # [H] indexed by step
+        ax.plot(values.index, values.to_numpy(), marker="o", markersize=3, label=f"{name} per step")
+        ax.axhline(float(np.mean(diff**2 if column == "se" else np.abs(diff))), color="grey", linestyle="--",
+                   label=f"mean {name}")
+        ax.set_xlabel("horizon step")
+        ax.set_ylabel(f"{name} ({units} units)")
+        ax.legend(fontsize="small")
+    fig.suptitle("Backtest error by horizon step" + (f" ({windows} item-windows)" if windows else ""))
+    return fig
