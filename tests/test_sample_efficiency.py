@@ -9,20 +9,14 @@ the same Transformer without RSA under the same budget. Protocol and settings:
 from __future__ import annotations
 
 import statistics
-import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # `benchmarks` is a top-level folder, not part of the installed package
-    sys.path.insert(0, str(ROOT))
-
-from benchmarks import sample_efficiency as se  # noqa: E402
-from tsrec.datasets.synthetic import (  # noqa: E402
+from benchmarks import sample_efficiency as se
+from tsrec.datasets.synthetic import (
     ar_roots_inside_unit_circle,
     ar_variance,
     oracle_mse,

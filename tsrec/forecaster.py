@@ -117,10 +117,11 @@ class Forecaster:
             options["label_length"] = self.context_length // 2
         if "season_length" in fields and "season_length" not in options and self.freq is not None:
             options["season_length"] = min(seasonality(self.freq), self.context_length)
-        if fields.get("rsa") is not None and self.freq is not None:
+        if fields.get("rsa") is not None:
+            # Before fit infers freq, an hourly season stands in (only to validate the options).
             n_heads = options.get("n_heads", fields["n_heads"])
-            season = seasonality(self.freq)
-            step = step_duration(self.freq)
+            season = seasonality(self.freq) if self.freq else 24
+            step = step_duration(self.freq) if self.freq else pd.Timedelta(hours=1)
             sub_daily = step is not None and step < pd.Timedelta(days=1)
             base = dataclasses.asdict(default_rsa_settings(n_heads, season, sub_daily=sub_daily))
             given = options.get("rsa") or {}
