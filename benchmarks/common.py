@@ -57,3 +57,24 @@ def command() -> str:
 
 def now() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def git_dirty(paths: list[str]) -> list[str]:
+    """The given paths (files or folders) that have uncommitted changes."""
+    try:
+        out = subprocess.run(["git", "status", "--porcelain", "--", *paths], cwd=ROOT, capture_output=True,
+                             text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return []
+    return [line[3:] for line in out.splitlines() if line.strip()]
+
+
+def mem_total_gb() -> float | None:
+    """Physical memory of the machine in GiB (None where /proc/meminfo is unreadable)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) / 1024**2
+    except OSError:
+        pass
+    return None

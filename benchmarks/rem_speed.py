@@ -36,6 +36,8 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.common import cpu_model, git_commit, git_dirty, mem_total_gb
+
 DEFAULT_LENGTHS = (96, 336, 720, 1440, 2880, 8192)
 METHODS = ("dense", "fft")
 KINDS = (2, 1, 1, 2, 1, 1)  # 8 heads, every kind present
@@ -134,45 +136,6 @@ def timing_case(methods: list[str], length: int, batch: int, heads: int, dim: in
 # ----------------------------------------------------------------------------------------------
 # Driver.
 # ----------------------------------------------------------------------------------------------
-
-def _git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def _git_dirty(paths: list[str]) -> bool:
-    try:
-        out = subprocess.run(["git", "status", "--porcelain", "--", *paths], capture_output=True, text=True,
-                             check=True).stdout
-        return bool(out.strip())
-    except (OSError, subprocess.CalledProcessError):
-        return False
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def _mem_total_gb() -> float | None:
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) / 1024 ** 2
-    except OSError:
-        return None
-    return None
-
 
 def dense_lower_bound_bytes(length: int, batch: int, heads: int) -> int:
     """Bytes the dense path cannot avoid: ``dL/dP`` broadcast over the batch plus ``P`` itself."""
@@ -328,16 +291,16 @@ def render(args, results, command, masked, elapsed) -> str:
     from tsrec.nn.rem import DENSE_MAX_ENTRIES
 
     threads = next((r["threads"] for r in results.values() if "threads" in r), args.threads)
-    mem_total = _mem_total_gb()
-    dirty = _git_dirty(["tsrec/nn/rem.py", "benchmarks/rem_speed.py"])
+    mem_total = mem_total_gb()
+    dirty = git_dirty(["tsrec/nn/rem.py", "benchmarks/rem_speed.py"])
     out = [
         "# REM speed: dense `P @ V` vs FFT Toeplitz product",
         "",
         "One RSA layer's REM part, forward + backward (gradients to `V` and to every REM scalar), CPU, float32.",
         "",
         f"- command: `{command}`",
-        f"- git commit: `{_git_commit()}`" + (" (with uncommitted changes to the benchmarked files)" if dirty else ""),
-        f"- machine: {_cpu_model()}, {os.cpu_count()} cores visible (shared with other jobs), torch "
+        f"- git commit: `{git_commit()}`" + (" (with uncommitted changes to the benchmarked files)" if dirty else ""),
+        f"- machine: {cpu_model()}, {os.cpu_count()} cores visible (shared with other jobs), torch "
         f"{torch.__version__} run with {threads} thread{'s' if threads != 1 else ''} (`--threads`)" + (f", {mem_total:.0f} GB RAM" if mem_total else "") + f", Python {platform.python_version()}",
         f"- date: {_dt.datetime.now().astimezone().strftime('%Y-%m-%d %H:%M %Z')}; whole run {elapsed:.0f} s"
         + (f"; 1-min load average {args.load_start:.1f} at the start, {args.load_end:.1f} at the end"

@@ -57,6 +57,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from benchmarks.common import cpu_model, git_commit, git_dirty, mem_total_gb
+
 DEFAULT_LENGTHS = (48, 336, 720, 1440)
 MODELS = ("informer", "rsa_informer")
 ETTH1_LENGTH = 48  # the ETTh1-24 setting: seq 48, label 48, horizon 24
@@ -139,50 +141,11 @@ class PeakMemory:
         self.growth_mb = (peak - self.base_kb) / 1024
 
 
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def _mem_total_gb() -> float | None:
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) / 1024 ** 2
-    except OSError:
-        return None
-    return None
-
-
 def _cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:
         return os.cpu_count() or 1
-
-
-def _git(*args: str) -> str:
-    try:
-        return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return ""
-
-
-def _git_dirty(paths: list[str]) -> list[str]:
-    """Files under ``paths`` with uncommitted changes (tracked or untracked)."""
-    try:
-        out = subprocess.run(["git", "status", "--porcelain", "--", *paths], capture_output=True, text=True,
-                             check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return []
-    return [line[3:] for line in out.splitlines() if len(line) > 3]
 
 
 def _uptime() -> str:
@@ -726,6 +689,7 @@ def main(argv: list[str] | None = None) -> int:
     log("FLOPs counted (meta device)")
     results: dict[int, dict] = {}
     s_per_flop: float | None = None  # seconds per counted training FLOP at the last measured length (slowest model)
+    last_measured: int | None = None
     n_models = len(args.models)
     for i, L in enumerate(args.lengths):
         past_deadline = args.deadline is not None and time.time() > args.deadline
@@ -971,7 +935,7 @@ def profile_only(args, setup: Setup, command: str, log) -> int:
             for w in workers.values():
                 w.close()
     args.lengths = sorted(args.profile)
-    header = [f"Profiled separately: `{command}` at commit `{_git('rev-parse', '--short', 'HEAD') or 'unknown'}`, "
+    header = [f"Profiled separately: `{command}` at commit `{git_commit()}`, "
               f"{_dt.datetime.now().astimezone().strftime('%Y-%m-%d %H:%M %Z')}; each model in a fresh worker, one "
               f"cold step and {args.warmup} warm-up step(s) first; `uptime` after: `{_uptime()}`.", ""]
     section = "\n".join(_profile_section(args, results, header))
@@ -994,9 +958,9 @@ def _n_params(results: dict) -> dict[str, int]:
 def render(args, setup: Setup, results, rows, command, threads, elapsed, uptime_start, uptime_end) -> str:
     import torch
 
-    mem_total = _mem_total_gb()
-    commit = _git("rev-parse", "--short", "HEAD") or "unknown"
-    dirty = _git_dirty(["tsrec/nn", "tsrec/models", "tsrec/training", "benchmarks/speed.py"])
+    mem_total = mem_total_gb()
+    commit = git_commit()
+    dirty = git_dirty(["tsrec/nn", "tsrec/models", "tsrec/training", "benchmarks/speed.py"])
     sources = {m.get("peak_source") for res in results.values() for m in res.get("models", {}).values()}
     sources.discard(None)
     mm_all = {k: [x for res in results.values() for x in res.get("mm", {}).get(k, [])] for k in ("square", "model")}
@@ -1005,7 +969,7 @@ def render(args, setup: Setup, results, rows, command, threads, elapsed, uptime_
         "",
         f"- command: `{command}`",
         f"- git commit: `{commit}`" + (" (with uncommitted changes to " + ", ".join(dirty) + ")" if dirty else ""),
-        f"- machine: {_cpu_model()}, {_cores()} cores visible, torch {torch.__version__} with {threads} threads"
+        f"- machine: {cpu_model()}, {_cores()} cores visible, torch {torch.__version__} with {threads} threads"
         + (f", {mem_total:.0f} GB RAM" if mem_total else "") + f", Python {platform.python_version()}",
         f"- date: {_dt.datetime.now().astimezone().strftime('%Y-%m-%d %H:%M %Z')}; whole run {elapsed:.0f} s",
         f"- **shared machine**: other jobs were running on the same cores, so times are noisy and slower than "
