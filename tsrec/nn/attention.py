@@ -147,9 +147,10 @@ class ProbSparseAttention(AttentionKernel):
         if not self.training:
             generator = torch.Generator(device=q.device).manual_seed(0)
         sample = torch.randint(key_len, (query_len, n_sample), device=q.device, generator=generator)
-        k_sample = k[:, :, sample, :]  # [B, H, Lq, n_sample, E]
-        qk_sample = torch.matmul(q.unsqueeze(-2), k_sample.transpose(-2, -1)).squeeze(-2)  # [B, H, Lq, n_sample]
-        sparsity = qk_sample.max(-1).values - qk_sample.sum(-1) / key_len  # [B, H, Lq]
+        with torch.no_grad():  # only the top-u indices are used: no gradient flows through the measure
+            k_sample = k[:, :, sample, :]  # [B, H, Lq, n_sample, E]
+            qk_sample = torch.matmul(q.unsqueeze(-2), k_sample.transpose(-2, -1)).squeeze(-2)  # [B, H, Lq, n_sample]
+            sparsity = qk_sample.max(-1).values - qk_sample.sum(-1) / key_len  # [B, H, Lq]
         top = sparsity.topk(n_top, dim=-1, sorted=False).indices  # [B, H, u]
 
         q_top = torch.gather(q, 2, top.unsqueeze(-1).expand(-1, -1, -1, q.shape[-1]))  # [B, H, u, E]

@@ -374,7 +374,12 @@ class LearnableREM(nn.Module):
         if method == "auto":
             method = "dense" if query_len * key_len <= DENSE_MAX_ENTRIES else "fft"
         if method == "dense":
-            return torch.matmul(self.matrix(query_len, key_len, offset=offset).to(values.dtype), values)
+            # Fold the batch into the columns: one [H, Lq, Lk] x [H, Lk, B*D] product, so neither P
+            # nor its gradient is broadcast over the batch.
+            batch, heads, _, dim = values.shape
+            folded = values.permute(1, 2, 0, 3).reshape(heads, key_len, batch * dim)  # [H, Lk, B*D]
+            out = torch.bmm(self.matrix(query_len, key_len, offset=offset).to(values.dtype), folded)
+            return out.view(heads, query_len, batch, dim).permute(2, 0, 1, 3)  # [B, H, Lq, D]
         if method != "fft":
             raise ValueError(f"method must be 'auto', 'dense' or 'fft', got {method!r}")
         lag_lo = offset - (key_len - 1)
