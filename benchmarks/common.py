@@ -5,9 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import platform
-import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,16 +41,6 @@ def machine() -> str:
     if torch.cuda.is_available():
         parts.insert(1, torch.cuda.get_device_name(0))
     return ", ".join(parts)
-
-
-def command() -> str:
-    """The command line that ran this benchmark, as typed from the repository root."""
-    module = Path(sys.argv[0]).resolve()
-    try:
-        name = "python -m " + ".".join(module.relative_to(ROOT).with_suffix("").parts)
-    except ValueError:
-        name = "python " + sys.argv[0]
-    return " ".join([name, *map(shlex.quote, sys.argv[1:])])
 
 
 def now() -> str:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import shlex
 import sys
 import tempfile
 import time
@@ -33,7 +34,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import ROOT, command, git_commit, machine, now
+from benchmarks.common import ROOT, git_commit, machine, now
 from benchmarks.paper import PAPER_TABLE1
 
 RESULT_COLUMNS = ["config", "protocol", "dataset", "horizon", "context_length", "label_length", "model", "seed",
@@ -59,7 +60,7 @@ def load_config(path: Path) -> dict[str, Any]:
 
 
 def run_one(config: dict[str, Any], dataset: str, horizon: int, model: str, seed: int, *, data_dir: str | None,
-            quick: bool) -> dict[str, Any]:
+            quick: bool, command: str) -> dict[str, Any]:
     """Train and test one (dataset, horizon, model, seed) under the config's protocol."""
     from tsrec import Forecaster, datasets
     from tsrec.evaluation import backtest
@@ -104,7 +105,7 @@ def run_one(config: dict[str, Any], dataset: str, horizon: int, model: str, seed
         "epochs": trainer.current_epoch if trainer else 0,
         "best_epoch": "" if best is None or best.best_epoch is None else best.best_epoch + 1,
         "train_seconds": round(train_seconds, 1), "test_seconds": round(test_seconds, 1),
-        "commit": git_commit(), "machine": machine(), "date": now(), "command": command(),
+        "commit": git_commit(), "machine": machine(), "date": now(), "command": command,
     }
 
 
@@ -184,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out-dir", type=Path, help="where results go (default benchmarks/results; "
                                                      "a temporary directory with --quick)")
     args = parser.parse_args(argv)
+    command = "python -m benchmarks.run " + shlex.join(sys.argv[1:] if argv is None else argv)
     if args.render:
         print(render(args.render))
         return 0
@@ -213,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
                         if (name, dataset, str(horizon), model, str(seed)) in done:
                             continue
                         row = run_one(config, dataset, horizon, model, seed, data_dir=args.data_dir,
-                                      quick=args.quick)
+                                      quick=args.quick, command=command)
                         append_row(out, row)
                         print(f"{dataset}-{horizon} {model} seed {seed}: mse {row['mse']:.4f} mae {row['mae']:.4f} "
                               f"({row['train_seconds']} s train, best epoch {row['best_epoch']})", flush=True)
