@@ -36,7 +36,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.common import cpu_model, git_commit, git_dirty, mem_total_gb
+from benchmarks.common import cpu_model, git_commit, git_dirty, mem_total_gb, reset_peak_rss, status_kb
 
 DEFAULT_LENGTHS = (96, 336, 720, 1440, 2880, 8192)
 METHODS = ("dense", "fft")
@@ -47,27 +47,6 @@ DILATION = 24
 # ----------------------------------------------------------------------------------------------
 # Worker: one (method, L) case, run in its own process.
 # ----------------------------------------------------------------------------------------------
-
-def _status_kb(field: str) -> int | None:
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        return None
-    return None
-
-
-def _reset_peak() -> bool:
-    """Reset the kernel's peak-RSS counter (VmHWM) to the current RSS, if allowed."""
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")
-        return True
-    except OSError:
-        return False
-
 
 def _setup(length: int, batch: int, heads: int, dim: int, masked: bool, threads: int | None):
     import torch
@@ -97,14 +76,14 @@ def memory_case(method: str, length: int, batch: int, heads: int, dim: int, mask
     tiny, _ = _setup(8, 1, heads, 4, masked, threads)
     tiny(method)  # load lazily initialised kernels and libraries before measuring
     step, n_threads = _setup(length, batch, heads, dim, masked, threads)
-    rss_before = _status_kb("VmRSS")
-    hwm_reset = _reset_peak()
+    rss_before = status_kb("VmRSS")
+    hwm_reset = reset_peak_rss()
     maxrss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     t0 = time.perf_counter()
     step(method)
     cold = time.perf_counter() - t0
     if hwm_reset:
-        peak_kb = _status_kb("VmHWM")
+        peak_kb = status_kb("VmHWM")
     else:  # ru_maxrss cannot be reset: only growth beyond the process's earlier peak is seen
         peak_kb = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, maxrss_before)
     return {"method": method, "length": length, "cold_s": cold,

@@ -57,7 +57,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from benchmarks.common import cpu_model, git_commit, git_dirty, mem_total_gb
+from benchmarks.common import cpu_model, git_commit, git_dirty, mem_total_gb, reset_peak_rss, status_kb
 
 DEFAULT_LENGTHS = (48, 336, 720, 1440)
 MODELS = ("informer", "rsa_informer")
@@ -96,27 +96,6 @@ class Setup:
 # Process-level helpers (memory, machine).
 # ----------------------------------------------------------------------------------------------
 
-def _status_kb(field: str) -> int | None:
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        return None
-    return None
-
-
-def _reset_peak() -> bool:
-    """Reset the kernel's peak-RSS counter (VmHWM) to the current RSS, if allowed."""
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")
-        return True
-    except OSError:
-        return False
-
-
 class PeakMemory:
     """``with PeakMemory() as m: ...`` then ``m.growth_mb``: peak RSS during the block over the RSS at ``base_kb``."""
 
@@ -124,15 +103,15 @@ class PeakMemory:
         self.base_kb = base_kb
 
     def __enter__(self) -> PeakMemory:
-        rss = _status_kb("VmRSS") or 0
+        rss = status_kb("VmRSS") or 0
         self.base_kb = rss if self.base_kb is None else self.base_kb
-        self.reset = _reset_peak()
+        self.reset = reset_peak_rss()
         self.maxrss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         return self
 
     def __exit__(self, *exc) -> None:
         if self.reset:
-            peak = _status_kb("VmHWM") or 0
+            peak = status_kb("VmHWM") or 0
             self.source = "VmHWM after clear_refs"
         else:  # ru_maxrss cannot be reset: only growth beyond the process's earlier peak shows
             peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, self.maxrss_before)
@@ -335,9 +314,9 @@ def worker_main(name: str, length: int, setup: Setup) -> int:
     del tiny_case
     _mm_sample(Setup(mm_square=64, mm_model=(64, 64, 64)), reps_model=1)
 
-    rss_empty = _status_kb("VmRSS") or 0
+    rss_empty = status_kb("VmRSS") or 0
     case = Case(name, setup, length)
-    base = _status_kb("VmRSS") or 0
+    base = status_kb("VmRSS") or 0
     reply({"ready": True, "threads": threads, "n_params": case.n_params, "torch": torch.__version__,
            "rss_model_mb": (base - rss_empty) / 1024})
     for line in sys.stdin:
