@@ -298,8 +298,6 @@ class Forecaster:
             self.scaler = StandardScaler.from_dict(meta["scaler"])
             self._columns = meta["columns"]
         except (KeyError, TypeError, RuntimeError, EOFError, ValueError, OSError, pickle.UnpicklingError) as err:
-            if isinstance(err, ValueError) and "not a saved" in str(err):
-                raise
             raise ValueError(f"{path} is corrupted or incomplete ({type(err).__name__}: {err}); "
                              "save the model again") from None
         self.model = model.eval()
