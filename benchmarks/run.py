@@ -60,8 +60,11 @@ def load_config(path: Path) -> dict[str, Any]:
 
 
 def run_one(config: dict[str, Any], dataset: str, horizon: int, model: str, seed: int, *, data_dir: str | None,
-            quick: bool, command: str) -> dict[str, Any]:
-    """Train and test one (dataset, horizon, model, seed) under the config's protocol."""
+            quick: bool, command: str, commit: str) -> dict[str, Any]:
+    """Train and test one (dataset, horizon, model, seed) under the config's protocol.
+
+    ``commit`` is the checkout's commit when the runner started (and imported tsrec): rows of a
+    long run keep naming the code they ran even if the checkout changes meanwhile."""
     from tsrec import Forecaster, datasets
     from tsrec.evaluation import backtest
     from tsrec.models.presets import paper_options
@@ -105,7 +108,7 @@ def run_one(config: dict[str, Any], dataset: str, horizon: int, model: str, seed
         "epochs": trainer.current_epoch if trainer else 0,
         "best_epoch": "" if best is None or best.best_epoch is None else best.best_epoch + 1,
         "train_seconds": round(train_seconds, 1), "test_seconds": round(test_seconds, 1),
-        "commit": git_commit(), "machine": machine(), "date": now(), "command": command,
+        "commit": commit, "machine": machine(), "date": now(), "command": command,
     }
 
 
@@ -195,6 +198,12 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
+    # Everything a run uses is imported before the commit is read, so rows name the code that ran.
+    import tsrec.evaluation  # noqa: F401
+    import tsrec.models.presets  # noqa: F401
+    import tsrec.training  # noqa: F401
+
+    commit = git_commit()
     out_dir = args.out_dir or (Path(tempfile.mkdtemp(prefix="tsrec-bench-")) if args.quick
                                else ROOT / "benchmarks" / "results")
     for path in args.configs:
@@ -215,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
                         if (name, dataset, str(horizon), model, str(seed)) in done:
                             continue
                         row = run_one(config, dataset, horizon, model, seed, data_dir=args.data_dir,
-                                      quick=args.quick, command=command)
+                                      quick=args.quick, command=command, commit=commit)
                         append_row(out, row)
                         print(f"{dataset}-{horizon} {model} seed {seed}: mse {row['mse']:.4f} mae {row['mae']:.4f} "
                               f"({row['train_seconds']} s train, best epoch {row['best_epoch']})", flush=True)
