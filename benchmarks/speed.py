@@ -934,6 +934,13 @@ def _n_params(results: dict) -> dict[str, int]:
     return {n: m["n_params"] for res in results.values() for n, m in res.get("models", {}).items() if "n_params" in m}
 
 
+def _dense_side() -> int:
+    """Side of the largest square REM that ``LearnableREM.apply`` multiplies densely."""
+    from tsrec.nn.rem import DENSE_MAX_ENTRIES
+
+    return math.isqrt(DENSE_MAX_ENTRIES)
+
+
 def render(args, setup: Setup, results, rows, command, threads, elapsed, uptime_start, uptime_end) -> str:
     import torch
 
@@ -982,7 +989,7 @@ def render(args, setup: Setup, results, rows, command, threads, elapsed, uptime_
         + f". REM alone: the four RSA mixers of rsa_informer at the model's shapes (B {setup.batch}, 8 heads, head "
         f"size {setup.d_model // 8}; "
         "encoder self L x L twice, decoder self (label+24)^2, cross (label+24) x L), forward + backward, fresh "
-        "process; dense `P @ V` up to 336^2 entries, FFT above (`tsrec.nn.rem.DENSE_MAX_ENTRIES`)",
+        f"process; dense `P @ V` up to {_dense_side()}^2 entries, FFT above (`tsrec.nn.rem.DENSE_MAX_ENTRIES`)",
         "- parameters: " + (", ".join(f"{n} {v:,}" for n, v in _n_params(results).items()) or "-"),
         "",
         "## Training step",

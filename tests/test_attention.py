@@ -5,6 +5,7 @@ import math
 import pytest
 import torch
 
+from tsrec.nn import attention as attention_module
 from tsrec.nn.attention import (
     AttentionLayer,
     FullAttention,
@@ -121,6 +122,19 @@ def test_rsa_cross_attention_uses_real_time_lag():
     out = m(FullAttention()(q, k, v, query_offset=offset), v, query_offset=offset)
     lam_ref = m.rem.matrix(seq_len + horizon)[:, offset:, :seq_len]  # rows/cols of the square REM by time
     torch.testing.assert_close(out, lam_ref @ v)
+
+
+@pytest.mark.parametrize("chunk", [1 << 24, 2 * H * 30, 1])
+def test_probsparse_sparsity_measure_matches_gathered_keys(monkeypatch, chunk):
+    """The chunked ``q K^T`` measure equals Informer's definition on explicitly gathered sampled keys,
+    whatever the chunking (one chunk, a few rows per chunk, and a single row per chunk)."""
+    monkeypatch.setattr(attention_module, "_SPARSITY_CHUNK_ELEMENTS", chunk)
+    q, k, _ = qkv(length=21, key_len=30)
+    sample = torch.randint(30, (21, 9), generator=torch.Generator().manual_seed(3))
+    k_sample = k[:, :, sample, :]  # [B, H, Lq, n, E]
+    qk = (q.unsqueeze(-2) * k_sample).sum(-1)  # [B, H, Lq, n]
+    expected = qk.max(-1).values - qk.sum(-1) / 30
+    torch.testing.assert_close(attention_module._sampled_sparsity(q, k, sample), expected)
 
 
 @pytest.mark.parametrize("on_lazy", [False, True])

@@ -24,6 +24,7 @@ from tsrec.nn.rem import (
     lag_grid,
     regular_rem,
     toeplitz_apply,
+    toeplitz_matrix,
 )
 
 ALL_KINDS = (1, 1, 1, 1, 1, 1)
@@ -268,8 +269,8 @@ def test_auto_switches_path_by_size(monkeypatch, limit):
     rem = LearnableREM(REMConfig(kinds=ALL_KINDS, dilation=2)).double()
     values = torch.randn(2, 6, 30, 4, dtype=torch.float64)
     calls = []
-    real_matrix = rem.matrix
-    monkeypatch.setattr(rem, "matrix", lambda *a, **k: calls.append(1) or real_matrix(*a, **k))
+    real_matrix = rem_module.toeplitz_matrix
+    monkeypatch.setattr(rem_module, "toeplitz_matrix", lambda *a, **k: calls.append(1) or real_matrix(*a, **k))
     auto = rem.apply(values, 25, offset=5)
     assert bool(calls) == (limit > 0)
     torch.testing.assert_close(auto, rem.apply(values, 25, offset=5, method="fft"), rtol=1e-10, atol=1e-11)
@@ -295,6 +296,34 @@ def test_rows_equal_gathered_matrix_rows(masked, offset):
     torch.testing.assert_close(rows, gathered, rtol=0, atol=0)
     first_rows = full[:, :u].unsqueeze(0).expand(B, -1, -1, -1)
     assert not torch.equal(rows, first_rows)
+
+
+@pytest.mark.parametrize(("lag_start", "n"), [(-9, 25), (1, 11), (-30, 80), (4, 3)],
+                         ids=["exact", "masked-part", "wider", "inner"])
+@pytest.mark.parametrize("offset", [0, 5, -3])
+def test_toeplitz_matrix_matches_definition(lag_start, n, offset):
+    """P[h, i, j] = kernel[h, i + offset - j - lag_start], 0 where that lag is outside the kernel."""
+    Lq, Lk = 12, 10
+    kernel = torch.randn(3, n, dtype=torch.float64, requires_grad=True)
+    P = toeplitz_matrix(kernel, lag_start, Lq, Lk, offset)
+    expected = torch.zeros(3, Lq, Lk, dtype=torch.float64)
+    for i in range(Lq):
+        for j in range(Lk):
+            k = i + offset - j - lag_start
+            if 0 <= k < n:
+                expected[:, i, j] = kernel[:, k].detach()
+    assert P.shape == (3, Lq, Lk)
+    torch.testing.assert_close(P, expected, rtol=0, atol=0)
+    # the gradient of each kernel entry is the sum of the upstream gradient along its diagonal
+    weight = torch.randn(3, Lq, Lk, dtype=torch.float64)
+    (P * weight).sum().backward()
+    expected_grad = torch.zeros_like(kernel)
+    for i in range(Lq):
+        for j in range(Lk):
+            k = i + offset - j - lag_start
+            if 0 <= k < n:
+                expected_grad[:, k] += weight[:, i, j]
+    torch.testing.assert_close(kernel.grad, expected_grad)
 
 
 def test_toeplitz_apply_matches_explicit_sum():

@@ -147,11 +147,7 @@ class ProbSparseAttention(AttentionKernel):
         if not self.training:
             generator = torch.Generator(device=q.device).manual_seed(0)
         sample = torch.randint(key_len, (query_len, n_sample), device=q.device, generator=generator)
-        with torch.no_grad():  # only the top-u indices are used: no gradient flows through the measure
-            k_sample = k[:, :, sample, :]  # [B, H, Lq, n_sample, E]
-            qk_sample = torch.matmul(q.unsqueeze(-2), k_sample.transpose(-2, -1)).squeeze(-2)  # [B, H, Lq, n_sample]
-            sparsity = qk_sample.max(-1).values - qk_sample.sum(-1) / key_len  # [B, H, Lq]
-        top = sparsity.topk(n_top, dim=-1, sorted=False).indices  # [B, H, u]
+        top = _sampled_sparsity(q, k, sample).topk(n_top, dim=-1, sorted=False).indices  # [B, H, u]
 
         q_top = torch.gather(q, 2, top.unsqueeze(-1).expand(-1, -1, -1, q.shape[-1]))  # [B, H, u, E]
         scores = torch.matmul(q_top, k.transpose(-2, -1)) * self._scale(q)  # [B, H, u, Lk]
@@ -167,6 +163,31 @@ class ProbSparseAttention(AttentionKernel):
             weights = torch.full((batch, heads, query_len, key_len), 1.0 / key_len, dtype=attn.dtype, device=q.device)
             weights = weights.scatter(2, top.unsqueeze(-1).expand(-1, -1, -1, key_len), attn)
         return KernelOutput(values, weights, top)
+
+
+# Query rows per chunk of the sampled sparsity measure: at most this many [B, H, rows, Lk] scores at once.
+_SPARSITY_CHUNK_ELEMENTS = 1 << 24
+
+
+@torch.no_grad()  # only the top-u indices are used: no gradient flows through the measure
+def _sampled_sparsity(q: Tensor, k: Tensor, sample: Tensor) -> Tensor:
+    """Informer's query sparsity ``M_i = max_s(q_i k_{sample[i, s]}) - sum_s(q_i k_{sample[i, s]}) / Lk``.
+
+    ``q [B, H, Lq, E]``, ``k [B, H, Lk, E]``, ``sample [Lq, n]`` key indices -> ``[B, H, Lq]``. The
+    sampled scores are gathered from ``q K^T`` computed a chunk of query rows at a time, which is
+    faster than gathering ``[B, H, Lq, n, E]`` sampled keys (``n E`` exceeds ``Lk`` at the lengths
+    Informer runs) and bounds the memory at ``_SPARSITY_CHUNK_ELEMENTS`` scores.
+    """
+    batch, heads, query_len, _ = q.shape
+    key_len = k.shape[-2]
+    rows = max(1, _SPARSITY_CHUNK_ELEMENTS // (batch * heads * key_len))
+    parts = []
+    for start in range(0, query_len, rows):
+        scores = torch.matmul(q[:, :, start:start + rows], k.transpose(-2, -1))  # [B, H, rows, Lk]
+        index = sample[start:start + rows].expand(batch, heads, -1, -1)  # [B, H, rows, n]
+        picked = scores.gather(-1, index)  # [B, H, rows, n]
+        parts.append(picked.amax(-1) - picked.sum(-1) / key_len)
+    return torch.cat(parts, dim=-1)  # [B, H, Lq]
 
 
 @dataclass(frozen=True)
@@ -223,11 +244,11 @@ class RSAMixer(nn.Module):
         out = attended.values
         query_len, key_len = out.shape[-2], v.shape[-2]
         if attended.query_index is None or self.config.rem_on_lazy_queries:
-            return (1 - g) * out + g * self.rem.apply(v, query_len, offset=query_offset)
+            return torch.lerp(out, self.rem.apply(v, query_len, offset=query_offset), g)  # (1 - g) out + g PV
         index = attended.query_index  # [B, H, u]
         rows = self.rem.rows(index, key_len, offset=query_offset).to(v.dtype)  # [B, H, u, Lk]
         index_d = index.unsqueeze(-1).expand(-1, -1, -1, out.shape[-1])  # [B, H, u, D]
-        mixed = (1 - g) * torch.gather(out, 2, index_d) + g * torch.matmul(rows, v)
+        mixed = torch.lerp(torch.gather(out, 2, index_d), torch.matmul(rows, v), g)
         return out.scatter(2, index_d, mixed)
 
 

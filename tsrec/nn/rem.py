@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
+from torch.nn import functional as F
 
 __all__ = [
     "REMConfig",
@@ -45,6 +46,7 @@ __all__ = [
     "cyclical_rem",
     "lag_grid",
     "toeplitz_apply",
+    "toeplitz_matrix",
     "DENSE_MAX_ENTRIES",
 ]
 
@@ -190,6 +192,28 @@ def toeplitz_apply(kernel: Tensor, lag_start: int, values: Tensor, query_len: in
         pad = conv.new_zeros(batch, heads, dim, min(-start, query_len))
         out = torch.cat([pad, conv[..., : max(stop, 0)]], dim=-1)
     return out.transpose(-1, -2).to(out_dtype)  # [B, H, Lq, D]
+
+
+def toeplitz_matrix(kernel: Tensor, lag_start: int, query_len: int, key_len: int, offset: int = 0) -> Tensor:
+    """The dense Toeplitz matrices ``P[h, i, j] = kernel[h, i + offset - j - lag_start]`` (0 outside).
+
+    Args:
+        kernel: ``[H, n]`` coefficients for lags ``lag_start .. lag_start + n - 1``.
+        query_len, key_len: ``Lq``, ``Lk``; row ``i`` sits at time ``i + offset``, column ``j`` at ``j``.
+
+    Returns:
+        ``[H, Lq, Lk]``, laid out from the zero-padded kernel by a strided window view (no
+        per-entry evaluation; the gradient sums back along the diagonals).
+    """
+    lo, hi = offset - (key_len - 1), offset + query_len - 1  # lags of the matrix's corners
+    n = kernel.shape[-1]
+    left, right = lag_start - lo, hi - (lag_start + n - 1)
+    if left < 0 or right < 0:  # kernel reaches beyond the matrix: keep the lags in [lo, hi]
+        kernel = kernel[..., max(-left, 0): n - max(-right, 0)]
+        left, right = max(left, 0), max(right, 0)
+    full = F.pad(kernel, (left, right))  # [H, Lq + Lk - 1], lags lo..hi
+    # Reversed, row i of P is the window starting at Lq - 1 - i: unfold gives the rows bottom-up.
+    return full.flip(-1).unfold(-1, key_len, 1).flip(-2)  # [H, Lq, Lk]
 
 
 def _fast_fft_len(n: int) -> int:
@@ -373,24 +397,24 @@ class LearnableREM(nn.Module):
             raise ValueError(f"values have {values.shape[1]} heads, the REM has {self.n_heads}")
         if method == "auto":
             method = "dense" if query_len * key_len <= DENSE_MAX_ENTRIES else "fft"
-        if method == "dense":
-            # Fold the batch into the columns: one [H, Lq, Lk] x [H, Lk, B*D] product, so neither P
-            # nor its gradient is broadcast over the batch.
-            batch, heads, _, dim = values.shape
-            folded = values.permute(1, 2, 0, 3).reshape(heads, key_len, batch * dim)  # [H, Lk, B*D]
-            out = torch.bmm(self.matrix(query_len, key_len, offset=offset).to(values.dtype), folded)
-            return out.view(heads, query_len, batch, dim).permute(2, 0, 1, 3)  # [B, H, Lq, D]
-        if method != "fft":
+        if method not in ("dense", "fft"):
             raise ValueError(f"method must be 'auto', 'dense' or 'fft', got {method!r}")
-        lag_lo = offset - (key_len - 1)
-        lag_hi = offset + query_len - 1
+        batch, heads, _, dim = values.shape
+        lag_lo, lag_hi = offset - (key_len - 1), offset + query_len - 1  # lags this product can meet
         if self.masked:
             lag_lo = max(lag_lo, 1)
         if lag_hi < lag_lo:  # every key lies in the future of every query
-            return values.new_zeros(values.shape[0], values.shape[1], query_len, values.shape[-1])
-        lags = torch.arange(lag_lo, lag_hi + 1, device=values.device).unsqueeze(0)  # [1, n]
-        kernel = self.entries(lags)[:, 0, :]  # [H, n]
-        return toeplitz_apply(kernel, lag_lo, values, query_len, offset)
+            return values.new_zeros(batch, heads, query_len, dim)
+        # Every REM entry depends on the lag alone: evaluate each lag once ([H, n], n <= Lq + Lk - 1).
+        kernel = self.entries(torch.arange(lag_lo, lag_hi + 1, device=values.device).unsqueeze(0))[:, 0, :]
+        if method == "fft":
+            return toeplitz_apply(kernel, lag_lo, values, query_len, offset)
+        matrix = toeplitz_matrix(kernel.to(values.dtype), lag_lo, query_len, key_len, offset)  # [H, Lq, Lk]
+        # Fold the batch into the columns: one [H, Lq, Lk] x [H, Lk, B*D] product, so neither P nor
+        # its gradient is broadcast over the batch.
+        folded = values.permute(1, 2, 0, 3).reshape(heads, key_len, batch * dim)  # [H, Lk, B*D]
+        out = torch.bmm(matrix, folded)  # [H, Lq, B*D]
+        return out.view(heads, query_len, batch, dim).permute(2, 0, 1, 3)  # [B, H, Lq, D]
 
     def extra_repr(self) -> str:
         c = self.config
