@@ -5,6 +5,7 @@ Usage (from the repository root)::
     python -m benchmarks.run benchmarks/configs/paper_table_d128.toml [--dataset ETTh1] [--horizon 24]
         [--model rsa_informer] [--seeds 0 1 2] [--data-dir DIR] [--threads N] [--quick] [--out-dir DIR]
     python -m benchmarks.run --render benchmarks/results/paper_table.csv
+    python -m benchmarks.run benchmarks/configs/paper_table_d128.toml --plan 3   # projected run times
 
 A config (TOML) names the protocol, the settings (dataset -> horizons), the models, the seeds,
 the model options shared by every run (``[model]``) and the training settings (``[training]``).
@@ -15,6 +16,10 @@ rows only and trains with early stopping on validation, and ``tsrec.evaluation.b
 every test window (none dropped) on the scaled data. One tidy row per run is appended to the
 config's CSV (runs already there are skipped, so an interrupted run resumes), then the markdown
 table beside the paper's numbers is rendered next to it.
+
+``--plan STEPS`` trains nothing in full: it times ``STEPS`` training steps and validation batches of
+every selected run (real data, real Forecaster) and writes each run's projected time beside the
+results CSV (``<output>_plan.md``), to plan runs before spending a machine on them.
 
 ``--quick`` runs a tiny version of every selected run (small network, a few batches, 32 test
 windows) into ``--out-dir`` (default: a temporary directory): a smoke test, not a result.
@@ -59,16 +64,11 @@ def load_config(path: Path) -> dict[str, Any]:
     return config
 
 
-def run_one(config: dict[str, Any], dataset: str, horizon: int, model: str, seed: int, *, data_dir: str | None,
-            quick: bool, command: str, commit: str) -> dict[str, Any]:
-    """Train and test one (dataset, horizon, model, seed) under the config's protocol.
-
-    ``commit`` is the checkout's commit when the runner started (and imported tsrec): rows of a
-    long run keep naming the code they ran even if the checkout changes meanwhile."""
+def prepare(config: dict[str, Any], dataset: str, horizon: int, model: str, seed: int, *, data_dir: str | None,
+            quick: bool, trainer_kwargs: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any], Any]:
+    """The unfitted Forecaster of one run, its train / val / test frames and the protocol's splits."""
     from tsrec import Forecaster, datasets
-    from tsrec.evaluation import backtest
     from tsrec.models.presets import paper_options
-    from tsrec.training import RestoreBestWeights
 
     info = datasets.get_info(dataset)
     frame = datasets.load(dataset, data_dir)
@@ -83,9 +83,24 @@ def run_one(config: dict[str, Any], dataset: str, horizon: int, model: str, seed
     model_options = {**config.get("model", {}), **(QUICK_MODEL if quick else {})}
     options = {k: v for k, v in options.items() if k in model_config_fields(model)}
     training = {**config.get("training", {}), **(QUICK_TRAINING if quick else {})}
-    trainer_kwargs = {"enable_progress_bar": False, **(QUICK_TRAINER if quick else {})}
+    trainer_kwargs = {"enable_progress_bar": False, **(QUICK_TRAINER if quick else {}), **(trainer_kwargs or {})}
     forecaster = Forecaster(model, prediction_length=prediction, context_length=context, freq=info.freq, seed=seed,
                             trainer_kwargs=trainer_kwargs, **{**model_options, **options}, **training)
+    return forecaster, part, split
+
+
+def run_one(config: dict[str, Any], dataset: str, horizon: int, model: str, seed: int, *, data_dir: str | None,
+            quick: bool, command: str, commit: str) -> dict[str, Any]:
+    """Train and test one (dataset, horizon, model, seed) under the config's protocol.
+
+    ``commit`` is the checkout's commit when the runner started (and imported tsrec): rows of a
+    long run keep naming the code they ran even if the checkout changes meanwhile."""
+    from tsrec.datasets import get_info
+    from tsrec.evaluation import backtest
+    from tsrec.training import RestoreBestWeights
+
+    forecaster, part, split = prepare(config, dataset, horizon, model, seed, data_dir=data_dir, quick=quick)
+    context = forecaster.context_length
     started = time.perf_counter()
     forecaster.fit(part["train"], val_df=part["val"])
     train_seconds = time.perf_counter() - started
@@ -100,7 +115,8 @@ def run_one(config: dict[str, Any], dataset: str, horizon: int, model: str, seed
     trainer = forecaster.trainer
     best = next((c for c in (trainer.callbacks if trainer else []) if isinstance(c, RestoreBestWeights)), None)
     return {
-        "config": config["name"] + ("-quick" if quick else ""), "protocol": config["protocol"], "dataset": info.name,
+        "config": config["name"] + ("-quick" if quick else ""), "protocol": config["protocol"],
+        "dataset": get_info(dataset).name,
         "horizon": horizon, "context_length": context,
         "label_length": forecaster.model.config.to_dict().get("label_length", ""), "model": model, "seed": seed,
         "d_model": forecaster.model.config.to_dict().get("d_model", ""),
@@ -110,6 +126,77 @@ def run_one(config: dict[str, Any], dataset: str, horizon: int, model: str, seed
         "train_seconds": round(train_seconds, 1), "test_seconds": round(test_seconds, 1),
         "commit": commit, "machine": machine(), "date": now(), "command": command,
     }
+
+
+def _batch_timer() -> Any:
+    """A Lightning callback recording the seconds between consecutive train (and validation) batch
+    ends: one optimisation step (or forward pass) including the loading of its batch."""
+    import lightning.pytorch as pl
+
+    class BatchTimer(pl.Callback):
+        def __init__(self) -> None:
+            self.seconds: dict[str, list[float]] = {"train": [], "val": []}
+            self._last: dict[str, float | None] = {"train": None, "val": None}
+
+        def _tick(self, kind: str) -> None:
+            now = time.perf_counter()
+            if self._last[kind] is not None:
+                self.seconds[kind].append(now - self._last[kind])
+            self._last[kind] = now
+
+        def on_train_batch_end(self, *args: Any, **kwargs: Any) -> None:
+            self._tick("train")
+
+        def on_validation_batch_end(self, *args: Any, **kwargs: Any) -> None:
+            self._tick("val")
+
+    return BatchTimer()
+
+
+def plan_one(config: dict[str, Any], dataset: str, horizon: int, model: str, *, data_dir: str | None,
+             steps: int) -> dict[str, Any]:
+    """Projected time of one full run on this machine: ``steps`` timed training and validation batches
+    of the real Forecaster on the real data (one untimed batch first), scaled by the protocol's window
+    counts: ``epochs x (train batches x step + val batches x val batch) + test batches x val batch``."""
+    import statistics
+
+    timer = _batch_timer()
+    forecaster, part, split = prepare(
+        config, dataset, horizon, model, 0, data_dir=data_dir, quick=False,
+        trainer_kwargs={"max_epochs": 1, "limit_train_batches": steps + 1, "limit_val_batches": steps + 1,
+                        "callbacks": [timer]})
+    forecaster.fit(part["train"], val_df=part["val"])
+    train_s, val_s = (statistics.median(timer.seconds[kind]) for kind in ("train", "val"))
+    batch, epochs = forecaster.training.batch_size, forecaster.training.max_epochs
+    batches = {name: math.ceil(split[name].n_windows / batch) for name in ("train", "val", "test")}
+    projected = epochs * (batches["train"] * train_s + batches["val"] * val_s) + batches["test"] * val_s
+    return {"dataset": dataset, "horizon": horizon, "model": model, "context": forecaster.context_length,
+            "windows": "/".join(str(split[name].n_windows) for name in ("train", "val", "test")),
+            "train_s": train_s, "val_s": val_s, "minutes": projected / 60}
+
+
+def render_plan(rows: list[dict[str, Any]], path: Path, *, command: str, commit: str, steps: int) -> Path:
+    """Markdown table of :func:`plan_one` rows with the command, commit, machine and load."""
+    import os
+
+    total = sum(r["minutes"] for r in rows)
+    lines = [f"# Projected run times: {path.stem.removesuffix('_plan')}", "",
+             f"- command: `{command}`", f"- commit: `{commit}`", f"- machine: {machine()}",
+             f"- date: {now()}; load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}",
+             f"- method: per run, the median of {steps} timed training steps (forward, loss, backward, Adam, "
+             "with the loading of the batch) and of as many validation batches, after one untimed batch each, "
+             "through the real Forecaster on the real data; projected run = epochs x (training batches x step + "
+             "validation batches x validation batch) + test batches x validation batch. A projection from "
+             "measured steps, not a measured run.", "",
+             "| data | H | model | context | windows train/val/test | train s/step | val s/batch | projected min |",
+             "|---|---:|---|---:|---|---:|---:|---:|"]
+    lines += [f"| {r['dataset']} | {r['horizon']} | {r['model']} | {r['context']} | {r['windows']} | "
+              f"{r['train_s']:.3f} | {r['val_s']:.3f} | {r['minutes']:.1f} |" for r in rows]
+    lines += ["", f"Total: {total:.0f} minutes ({total / 60:.1f} hours) for one seed of every run listed, "
+              "one run at a time."]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return path
 
 
 def model_config_fields(model: str) -> set[str]:
@@ -174,6 +261,14 @@ def render(csv_path: Path) -> Path:
     return out
 
 
+def selected_runs(config: dict[str, Any], args: argparse.Namespace) -> list[tuple[str, int, str]]:
+    """``(dataset, horizon, model)`` of the config, in its order, narrowed by ``--dataset/--horizon/--model``."""
+    return [(dataset, horizon, model)
+            for dataset, horizons in config["settings"].items() if not args.dataset or dataset in args.dataset
+            for horizon in horizons if not args.horizon or horizon in args.horizon
+            for model in config["models"] if not args.model or model in args.model]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.split("\n\n")[0])
     parser.add_argument("configs", nargs="*", type=Path, help="TOML configs under benchmarks/configs")
@@ -185,6 +280,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", help="directory with the dataset CSVs (else TSREC_DATA_DIR, then the cache)")
     parser.add_argument("--threads", type=int, help="torch intra-op threads")
     parser.add_argument("--quick", action="store_true", help="tiny smoke-test runs (results are not benchmarks)")
+    parser.add_argument("--plan", type=int, metavar="STEPS",
+                        help="train nothing in full: time STEPS training steps of every selected run and write "
+                             "its projected run time (one seed) to <output>_plan.md")
     parser.add_argument("--out-dir", type=Path, help="where results go (default benchmarks/results; "
                                                      "a temporary directory with --quick)")
     args = parser.parse_args(argv)
@@ -204,30 +302,33 @@ def main(argv: list[str] | None = None) -> int:
     import tsrec.training  # noqa: F401
 
     commit = git_commit()
+    if args.plan is not None and (args.plan < 1 or args.quick):
+        parser.error("--plan takes a number of steps >= 1 and does not combine with --quick")
     out_dir = args.out_dir or (Path(tempfile.mkdtemp(prefix="tsrec-bench-")) if args.quick
                                else ROOT / "benchmarks" / "results")
     for path in args.configs:
         config = load_config(path)
         out = out_dir / config["output"]
+        if args.plan is not None:
+            rows = []
+            for dataset, horizon, model in selected_runs(config, args):
+                rows.append(plan_one(config, dataset, horizon, model, data_dir=args.data_dir, steps=args.plan))
+                print(f"{dataset}-{horizon} {model}: {rows[-1]['train_s']:.3f} s/step, projected "
+                      f"{rows[-1]['minutes']:.1f} min", flush=True)
+            print(render_plan(rows, out.with_name(f"{out.stem}_plan.md"), command=command, commit=commit,
+                              steps=args.plan))
+            continue
+        name = config["name"] + ("-quick" if args.quick else "")
         done = {(r["config"], r["dataset"], r["horizon"], r["model"], r["seed"]) for r in read_rows(out)}
-        for dataset, horizons in config["settings"].items():
-            if args.dataset and dataset not in args.dataset:
-                continue
-            for horizon in horizons:
-                if args.horizon and horizon not in args.horizon:
+        for dataset, horizon, model in selected_runs(config, args):
+            for seed in args.seeds if args.seeds is not None else config["seeds"]:
+                if (name, dataset, str(horizon), model, str(seed)) in done:
                     continue
-                for model in config["models"]:
-                    if args.model and model not in args.model:
-                        continue
-                    for seed in args.seeds if args.seeds is not None else config["seeds"]:
-                        name = config["name"] + ("-quick" if args.quick else "")
-                        if (name, dataset, str(horizon), model, str(seed)) in done:
-                            continue
-                        row = run_one(config, dataset, horizon, model, seed, data_dir=args.data_dir,
-                                      quick=args.quick, command=command, commit=commit)
-                        append_row(out, row)
-                        print(f"{dataset}-{horizon} {model} seed {seed}: mse {row['mse']:.4f} mae {row['mae']:.4f} "
-                              f"({row['train_seconds']} s train, best epoch {row['best_epoch']})", flush=True)
+                row = run_one(config, dataset, horizon, model, seed, data_dir=args.data_dir,
+                              quick=args.quick, command=command, commit=commit)
+                append_row(out, row)
+                print(f"{dataset}-{horizon} {model} seed {seed}: mse {row['mse']:.4f} mae {row['mae']:.4f} "
+                      f"({row['train_seconds']} s train, best epoch {row['best_epoch']})", flush=True)
         if out.exists():
             print(render(out))
     return 0
