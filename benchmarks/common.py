@@ -12,11 +12,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def git_commit() -> str:
-    """Short commit of the checkout, with ``+dirty`` when tracked files have changes."""
+    """Short commit of the checkout, with ``+dirty`` when tracked files have changes (result files
+    under ``benchmarks/results/`` do not count: they are what benchmarks write, not code that runs)."""
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                                 text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                ":(exclude)benchmarks/results"], cwd=ROOT,
                                capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
