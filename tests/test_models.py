@@ -91,7 +91,8 @@ def test_rsa_adds_only_a_handful_of_scalars_per_layer(base):
 
 def test_informer_window_arithmetic_by_hand():
     """Context 6, label 3, horizon 2: the decoder reads x[3:6] then 2 zeros, with the calendar
-    features of steps 3..7, and decoder step 0 sits at time 6 - 3 = 3 for the cross REM."""
+    features of steps 3..7; decoder step 0 sits at time 6 - 3 = 3, so the cross-attention, which
+    computes the 2 forecast rows only, places them at times 6 and 7 for the cross REM."""
     config = TransformerConfig(context_length=6, label_length=3, prediction_length=2, n_channels=1,
                                n_time_features=1, d_model=8, n_heads=8, d_ff=8, attention="full",
                                rsa=RSASettings(kinds=(8, 0, 0, 0, 0, 0)))
@@ -102,12 +103,32 @@ def test_informer_window_arithmetic_by_hand():
     seen = {}
     model.dec_embedding.register_forward_hook(lambda m, args, out: seen.update(dec=args))
     cross = model.decoder.layers[0].cross_attention
-    cross.register_forward_hook(lambda m, args, kwargs, out: seen.update(cross=kwargs), with_kwargs=True)
+    cross.register_forward_hook(lambda m, args, kwargs, out: seen.update(cross=(args, kwargs)), with_kwargs=True)
     model(past, past_tf, future_tf)
     dec_in, dec_tf = seen["dec"]
     assert dec_in.flatten().tolist() == [4.0, 5.0, 6.0, 0.0, 0.0]
     torch.testing.assert_close(dec_tf.flatten(), torch.tensor([0.3, 0.4, 0.5, 0.6, 0.7]))
-    assert seen["cross"]["query_offset"] == 3
+    (queries, keys, _), kwargs = seen["cross"]
+    assert queries.shape[1] == 2 and keys.shape[1] == 6 and kwargs["query_offset"] == 6
+
+
+@pytest.mark.parametrize("d_layers", [1, 2])
+@pytest.mark.parametrize("mix", [True, False])
+@pytest.mark.parametrize("rsa", [None, RSASettings(kinds=(2, 1, 1, 2, 1, 1), dilation=3)])
+def test_decoder_keeping_the_forecast_rows_equals_the_full_decoder(d_layers, mix, rsa):
+    """Dropping the label rows after the last self-attention changes no forecast value (rows are
+    independent from there on; the cross REM keeps the rows' real times)."""
+    torch.manual_seed(0)
+    config = TransformerConfig(context_length=12, label_length=6, prediction_length=4, n_channels=2,
+                               n_time_features=1, d_model=16, n_heads=8, d_ff=8, d_layers=d_layers, mix=mix,
+                               attention="full", rsa=rsa)
+    model = EncoderDecoderForecaster(config).double().eval()
+    x = torch.randn(3, 10, 16, dtype=torch.float64)  # decoder input [B, label + H, d]
+    memory = torch.randn(3, 12, 16, dtype=torch.float64)
+    full = model.decoder(x, memory, cross_offset=6)  # [B, 10, d]
+    kept = model.decoder(x, memory, cross_offset=6, keep_last=4)  # [B, 4, d]
+    assert kept.shape == (3, 4, 16)
+    torch.testing.assert_close(kept, full[:, -4:])
 
 
 def test_dlinear_starts_as_the_window_mean_and_naive_repeats_the_season():

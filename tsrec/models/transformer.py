@@ -155,9 +155,9 @@ class EncoderDecoderForecaster(ForecastModel):
         dec_in = torch.cat([label, zeros_like_future(past_target, c.prediction_length)], dim=1)  # [B, label+H, C]
         dec_time = torch.cat([past_time_feat[:, c.context_length - c.label_length:], future_time_feat], dim=1)
         memory, _ = self.encoder(self.enc_embedding(past_target, past_time_feat))  # [B, Lc', d]
-        out = self.decoder(self.dec_embedding(dec_in, dec_time), memory,
-                           cross_offset=c.context_length - c.label_length)  # [B, label+H, d]
-        return self.projection(out[:, -c.prediction_length:])  # [B, H, C]
+        out = self.decoder(self.dec_embedding(dec_in, dec_time), memory, cross_offset=c.context_length - c.label_length,
+                           keep_last=c.prediction_length)  # [B, H, d]: the label rows are only read as keys
+        return self.projection(out)  # [B, H, C]
 
     def rsa_layers(self) -> list[tuple[str, int, nn.Module]]:
         layers: list[tuple[str, int, Any]] = []

@@ -26,8 +26,13 @@ class DecoderLayer(nn.Module):
         self.norm3 = nn.LayerNorm(d_model)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: Tensor, memory: Tensor, *, cross_offset: int) -> Tensor:
+    def forward(self, x: Tensor, memory: Tensor, *, cross_offset: int, keep_last: int | None = None) -> Tensor:
+        """``x [B, Ld, d]`` -> ``[B, Ld, d]``, or ``[B, keep_last, d]``: everything after self-attention
+        is row-wise, so rows nobody reads are dropped before cross-attention and the feed-forward."""
         x = self.norm1(x + self.dropout(self.self_attention(x, x, x, causal=True)[0]))
+        if keep_last is not None and keep_last < x.shape[1]:
+            cross_offset += x.shape[1] - keep_last  # the kept rows' time on the encoder's clock
+            x = x[:, -keep_last:]  # [B, keep_last, d]
         x = self.norm2(x + self.dropout(self.cross_attention(x, memory, memory, query_offset=cross_offset)[0]))
         return self.norm3(x + self.ffn(x))
 
@@ -40,7 +45,10 @@ class Decoder(nn.Module):
         self.layers = nn.ModuleList(layers)
         self.norm = nn.LayerNorm(d_model)
 
-    def forward(self, x: Tensor, memory: Tensor, *, cross_offset: int) -> Tensor:
-        for layer in self.layers:
-            x = layer(x, memory, cross_offset=cross_offset)
+    def forward(self, x: Tensor, memory: Tensor, *, cross_offset: int, keep_last: int | None = None) -> Tensor:
+        """``x [B, Ld, d]`` -> ``[B, Ld, d]``; with ``keep_last`` only the last rows ``[B, keep_last, d]``,
+        which the last layer computes alone after its self-attention (same values, less work)."""
+        for i, layer in enumerate(self.layers):
+            last = i == len(self.layers) - 1
+            x = layer(x, memory, cross_offset=cross_offset, keep_last=keep_last if last else None)
         return self.norm(x)
