@@ -1,7 +1,7 @@
 """Speed and memory of the REM part of one RSA attention layer: dense ``P @ V`` against the FFT path.
 
 For each length ``L`` and each method, one forward + backward pass of
-``LearnableREM.apply(V, method=...)`` with ``V`` of shape ``[batch, heads, L, head_dim]`` (float32,
+``LearnableREM.product(V, method=...)`` with ``V`` of shape ``[batch, heads, L, head_dim]`` (float32,
 CPU), gradients flowing to ``V`` and to every REM scalar:
 
 - ``dense``: builds ``P`` ``[H, L, L]`` then ``P @ V`` (what an O(L^2) implementation does);
@@ -51,18 +51,20 @@ DILATION = 24
 def _setup(length: int, batch: int, heads: int, dim: int, masked: bool, threads: int | None):
     import torch
 
-    from tsrec.nn.rem import LearnableREM, REMConfig
+    from tsrec.config import RSAConfig
+    from tsrec.nn.rem import LearnableREM
 
     if threads:
         torch.set_num_threads(threads)
     torch.manual_seed(0)
     kinds = KINDS if heads == sum(KINDS) else (heads, 0, 0, 0, 0, 0)
-    rem = LearnableREM(REMConfig(kinds=kinds, dilation=DILATION, masked=masked))
+    rem = LearnableREM(RSAConfig(kinds=kinds, dilation=DILATION, periods=(8.0,), dilated_periods=(8.0,)),
+                       masked=masked)
     values = torch.randn(batch, heads, length, dim, requires_grad=True)
     grad_out = torch.randn(batch, heads, length, dim)
 
     def step(method: str) -> None:
-        out = rem.apply(values, method=method)
+        out = rem.product(values, method=method)
         out.backward(grad_out)
         values.grad = None
         rem.zero_grad(set_to_none=True)

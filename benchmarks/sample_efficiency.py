@@ -68,7 +68,8 @@ import numpy as np
 import torch
 
 from tsrec.datasets.synthetic import ar_variance, oracle_mse, recurrent_series
-from tsrec.models import RSASettings, build_model
+from tsrec.config import RSAConfig
+from tsrec.models import build_model
 from tsrec.nn.attention import rsa_parameters
 
 MODELS = ("transformer", "rsa_transformer")
@@ -134,6 +135,10 @@ class Windows:
     def take(self, index: torch.Tensor) -> Windows:
         return Windows(self.past[index], self.past_time[index], self.future_time[index], self.future[index])
 
+    def batch(self) -> dict[str, torch.Tensor]:
+        """The model inputs as tsrec's named batch (:class:`tsrec.batch.ForecastBatch`)."""
+        return {"past_target": self.past, "past_time_feat": self.past_time, "future_time_feat": self.future_time}
+
 
 def _windows(values: np.ndarray, hours: np.ndarray, setup: Setup, origins: np.ndarray) -> Windows:
     """Windows whose first forecast step is at each of ``origins`` (positions in ``values``)."""
@@ -172,9 +177,11 @@ def build(model_name: str, setup: Setup) -> torch.nn.Module:
                    n_heads=setup.n_heads, e_layers=setup.e_layers, d_layers=setup.d_layers, d_ff=setup.d_ff,
                    dropout=setup.dropout, mix=False)
     if model_name.startswith("rsa_"):
-        options["rsa"] = RSASettings(kinds=tuple(setup.rsa_kinds), dilation=setup.rsa_dilation,
-                                     periods=setup.rsa_periods, dilated_periods=setup.rsa_dilated_periods,
-                                     gate_init=tuple(setup.rsa_gate_init))
+        # No period given: theta starts at pi / 4 (a period of 8 steps), the paper's start.
+        options["rsa"] = RSAConfig(kinds=tuple(setup.rsa_kinds), dilation=setup.rsa_dilation,
+                                   periods=setup.rsa_periods or (8.0,),
+                                   dilated_periods=setup.rsa_dilated_periods or (8.0,),
+                                   gate_init=tuple(setup.rsa_gate_init))
     return build_model(model_name, **options)
 
 
@@ -200,7 +207,7 @@ def evaluate(model: torch.nn.Module, data: Windows, batch_size: int = 512) -> fl
     total, count = 0.0, 0
     for start in range(0, len(data), batch_size):
         part = data.take(torch.arange(start, min(start + batch_size, len(data))))
-        pred = model(part.past, part.past_time, part.future_time)
+        pred = model(part.batch())
         total += float(((pred - part.future) ** 2).sum())
         count += part.future.numel()
     return total / count
@@ -221,7 +228,7 @@ def train_and_evaluate(model_name: str, setup: Setup, n_train: int, seed: int,
     model.train()
     for index in batch_order(n_train, setup, seed):
         batch = train.take(index)
-        loss = torch.nn.functional.mse_loss(model(batch.past, batch.past_time, batch.future_time), batch.future)
+        loss = torch.nn.functional.mse_loss(model(batch.batch()), batch.future)
         optimiser.zero_grad(set_to_none=True)
         loss.backward()
         optimiser.step()

@@ -5,20 +5,25 @@ import math
 import pytest
 import torch
 
+from tsrec.config import RSAConfig
 from tsrec.nn import attention as attention_module
 from tsrec.nn.attention import (
     AttentionLayer,
     FullAttention,
     LogSparseAttention,
     ProbSparseAttention,
-    RSAConfig,
     RSAMixer,
+    make_kernel,
     rsa_parameters,
 )
-from tsrec.nn.rem import REMConfig
 
 B, H, L, E = 2, 8, 24, 4
 KINDS = (1, 1, 1, 1, 2, 2)
+
+
+def rsa_config(kinds=KINDS, **kw) -> RSAConfig:
+    """A resolved RSA config (dilation 3, theta started at pi / 4)."""
+    return RSAConfig(kinds=kinds, dilation=3, periods=(8.0,), dilated_periods=(8.0,), **kw)
 
 
 def qkv(length=L, key_len=None, seed=0, dtype=torch.float64):
@@ -38,7 +43,7 @@ def naive_attention(q, k, v, allowed=None):
 
 
 def mixer(masked=True, **kw):
-    m = RSAMixer(RSAConfig(rem=REMConfig(kinds=KINDS, dilation=3, masked=masked), **kw), H).double()
+    m = RSAMixer(rsa_config(**kw), H, masked=masked).double()
     return m
 
 
@@ -165,7 +170,7 @@ def test_probsparse_rsa_uses_rem_rows_of_selected_queries(on_lazy):
 @pytest.mark.parametrize("length", [40, 600])  # 600: the REM takes its FFT path
 def test_masked_rsa_layer_never_leaks_the_future(kernel, length):
     torch.manual_seed(0)
-    layer = AttentionLayer(kernel(), 16, H, rsa=RSAConfig(rem=REMConfig(kinds=KINDS, dilation=3))).double()
+    layer = AttentionLayer(kernel(), 16, H, rsa=rsa_config()).double()
     with torch.no_grad():
         layer.rsa.gate.mu.fill_(0.0)
     x = torch.randn(1, length, 16, dtype=torch.float64)
@@ -179,8 +184,7 @@ def test_masked_rsa_layer_never_leaks_the_future(kernel, length):
 
 
 def test_every_rsa_parameter_gets_a_gradient_and_is_reported():
-    layer = AttentionLayer(ProbSparseAttention(), 32, H, rsa=RSAConfig(rem=REMConfig(kinds=KINDS, dilation=3),
-                                                                       per_head_gate=True))
+    layer = AttentionLayer(ProbSparseAttention(), 32, H, rsa=rsa_config(per_head_gate=True))
     x = torch.randn(2, 50, 32)
     out, _ = layer(x, x, x)
     out.pow(2).mean().backward()
@@ -194,7 +198,21 @@ def test_every_rsa_parameter_gets_a_gradient_and_is_reported():
 
 def test_rsa_requires_a_rem_kind_for_every_head():
     with pytest.raises(ValueError, match="sum to 6, but the layer has 8 heads"):
-        AttentionLayer(FullAttention(), 32, 8, rsa=RSAConfig(rem=REMConfig(kinds=(2, 2, 2, 0, 0, 0))))
+        AttentionLayer(FullAttention(), 32, 8, rsa=rsa_config(kinds=(2, 2, 2, 0, 0, 0)))
+
+
+def test_unresolved_rsa_settings_are_refused_with_the_fix():
+    with pytest.raises(ValueError, match=r"rsa\.dilation, rsa\.periods.*RSAConfig\.resolved"):
+        RSAMixer(RSAConfig(kinds=KINDS), H)
+
+
+def test_kernel_registry_builds_by_name_and_refuses_unknown_names():
+    assert isinstance(make_kernel("full", dropout=0.1, factor=3), FullAttention)
+    prob = make_kernel("prob", dropout=0.0, factor=3)
+    assert isinstance(prob, ProbSparseAttention) and prob.factor == 3
+    assert isinstance(make_kernel("logsparse"), LogSparseAttention)
+    with pytest.raises(ValueError, match="unknown attention kernel 'sparse'.*full, logsparse, prob"):
+        make_kernel("sparse")
 
 
 def test_attention_layer_mix_flattens_heads_like_informer():

@@ -136,7 +136,7 @@ def bad_commands(csv: str, tmp: Path) -> dict[str, tuple[list[str], str]]:
                                "6", "--output", str(tmp / "out")], "does not exist"),
         "unknown model": ([*fit, "--model", "gpt5"], "unknown model 'gpt5'"),
         "option without =": ([*fit, "--model", "dlinear", "--option", "d_model"], "expected key=value"),
-        "unknown option": ([*fit, "--model", "dlinear", "--option", "colour=1"], "has no option"),
+        "unknown option": ([*fit, "--model", "dlinear", "--option", "colour=1"], "unknown option(s) ['colour'] for model 'dlinear'"),
         "bad option value": ([*fit, "--model", "dlinear", "--option", "max_epochs=0"], "max_epochs"),
         "missing time column": ([*fit[:-2], "--model", "dlinear", "--time-col", "when", "--output", str(tmp / "o")],
                                 "--time-col 'when'"),

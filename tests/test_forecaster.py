@@ -70,7 +70,7 @@ def test_predict_new_frame_forecasts_after_its_end(fitted_wide):
 def test_save_load_gives_identical_predictions(fitted_wide, tmp_path):
     fitted_wide.save(tmp_path / "model")
     meta = json.loads((tmp_path / "model" / "forecaster.json").read_text())
-    assert meta["format_version"] == 1 and meta["model"] == "rsa_informer"
+    assert meta["format_version"] == 2 and meta["settings"]["model"] == "rsa_informer"
     loaded = Forecaster.load(tmp_path / "model")
     pd.testing.assert_frame_equal(loaded.predict(), fitted_wide.predict())
     pd.testing.assert_frame_equal(loaded.predict(wide_frame(seed=5)), fitted_wide.predict(wide_frame(seed=5)))
@@ -151,10 +151,15 @@ def test_seasonal_naive_needs_no_training():
 
 @pytest.mark.parametrize("make, match", [
     (lambda: Forecaster("nope", prediction_length=3), "known models: .*rsa_informer"),
-    (lambda: Forecaster("dlinear", prediction_length=0), "prediction_length must be a positive int"),
-    (lambda: Forecaster("dlinear", prediction_length=4, context_length=-1), "context_length must be a positive int"),
-    (lambda: Forecaster("dlinear", prediction_length=4, d_model=8), "has no option"),
-    (lambda: Forecaster("dlinear", prediction_length=4, max_epochs=0), "max_epochs must be a positive int"),
+    (lambda: Forecaster("dlinear", prediction_length=0), "prediction_length must be an integer >= 1"),
+    (lambda: Forecaster("dlinear", prediction_length=4, context_length=-1), "context_length must be an integer >= 1"),
+    (lambda: Forecaster("dlinear", prediction_length=2.5), "prediction_length must be an integer, got 2.5"),
+    (lambda: Forecaster("dlinear", prediction_length=4, d_model=8),
+     r"unknown option\(s\) \['d_model'\] for model 'dlinear'.*dlinear options: revin"),
+    (lambda: Forecaster("dlinear", prediction_length=4, n_channels=3), "come from the data"),
+    (lambda: Forecaster("dlinear", prediction_length=4, max_epochs=0), "max_epochs must be an integer >= 1"),
+    (lambda: Forecaster("rsa_informer", prediction_length=4, rsa={"dilations": 7}),
+     r"RSAConfig has no setting\(s\) \['dilations'\]; its settings are: kinds, dilation"),
 ])
 def test_bad_construction(make, match):
     with pytest.raises((ValueError, TypeError), match=match):

@@ -3,9 +3,9 @@
 import pytest
 import torch
 
+from tsrec.config import DataFacts, RSAConfig
 from tsrec.models import (
     EncoderDecoderForecaster,
-    RSASettings,
     TransformerConfig,
     build_model,
     list_models,
@@ -14,6 +14,7 @@ from tsrec.models import (
 from tsrec.nn.attention import rsa_parameters
 
 B, LC, LABEL, H, C, F = 3, 32, 16, 8, 3, 4
+DATA = DataFacts(season=4, n_channels=C, n_time_features=F)  # fills what the options leave to the data
 
 
 
@@ -25,7 +26,7 @@ def tiny_options(name, **extra):
         # cannot reach the forecast rows (see test_informer_mix_cuts_some_decoder_heads_off).
         options.update(label_length=LABEL, d_model=16, n_heads=8, d_ff=32, mix=False)
         if spec_fields["rsa"] is not None:
-            options["rsa"] = RSASettings(kinds=(1, 2, 2, 1, 1, 1), dilation=4)
+            options["rsa"] = RSAConfig(kinds=(1, 2, 2, 1, 1, 1), dilation=4)
     if "season_length" in spec_fields:
         options["season_length"] = 4
     options.update(extra)
@@ -34,7 +35,8 @@ def tiny_options(name, **extra):
 
 def batch(seed=0):
     g = torch.Generator().manual_seed(seed)
-    return torch.randn(B, LC, C, generator=g), torch.randn(B, LC, F, generator=g), torch.randn(B, H, F, generator=g)
+    return {"past_target": torch.randn(B, LC, C, generator=g), "past_time_feat": torch.randn(B, LC, F, generator=g),
+            "future_time_feat": torch.randn(B, H, F, generator=g)}
 
 
 def test_registry_lists_the_paper_models_and_baselines():
@@ -54,9 +56,8 @@ def test_unknown_model_and_option_errors_name_the_alternatives():
                          ids=["plain", "revin", "channel_independent"])
 def test_model_contract(name, extra):
     torch.manual_seed(0)
-    model = build_model(name, **tiny_options(name, **extra))
-    past, past_tf, future_tf = batch()
-    out = model(past, past_tf, future_tf)
+    model = build_model(name, data=DATA, **tiny_options(name, **extra))
+    out = model(batch())
     assert out.shape == (B, H, C)
     assert torch.isfinite(out).all()
 
@@ -69,16 +70,16 @@ def test_model_contract(name, extra):
         assert len(list(rsa_parameters(model))) > 0
 
     torch.manual_seed(0)
-    again = build_model(name, **tiny_options(name, **extra))
+    again = build_model(name, data=DATA, **tiny_options(name, **extra))
     model.eval(), again.eval()
-    torch.testing.assert_close(model(past, past_tf, future_tf), again(past, past_tf, future_tf), rtol=0, atol=0)
+    torch.testing.assert_close(model(batch()), again(batch()), rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("base", ["informer", "logsparse", "transformer"])
 def test_rsa_adds_only_a_handful_of_scalars_per_layer(base):
     options = tiny_options(base)
-    plain = build_model(base, **options)
-    rsa = build_model(f"rsa_{base}", **options, rsa=RSASettings(kinds=(0, 2, 2, 0, 2, 2), dilation=4))
+    plain = build_model(base, data=DATA, **options)
+    rsa = build_model(f"rsa_{base}", data=DATA, **options, rsa=RSAConfig(kinds=(0, 2, 2, 0, 2, 2), dilation=4))
     n_plain = sum(p.numel() for p in plain.parameters())
     n_rsa = sum(p.numel() for p in rsa.parameters())
     layers = rsa.rsa_layers()
@@ -95,8 +96,8 @@ def test_informer_window_arithmetic_by_hand():
     computes the 2 forecast rows only, places them at times 6 and 7 for the cross REM."""
     config = TransformerConfig(context_length=6, label_length=3, prediction_length=2, n_channels=1,
                                n_time_features=1, d_model=8, n_heads=8, d_ff=8, attention="full",
-                               rsa=RSASettings(kinds=(8, 0, 0, 0, 0, 0)))
-    model = EncoderDecoderForecaster(config).eval()
+                               rsa=RSAConfig(kinds=(8, 0, 0, 0, 0, 0)))
+    model = EncoderDecoderForecaster(config.resolved(DataFacts(season=2))).eval()
     past = torch.arange(1.0, 7.0).view(1, 6, 1)
     past_tf = torch.arange(0.0, 6.0).view(1, 6, 1) / 10
     future_tf = torch.tensor([6.0, 7.0]).view(1, 2, 1) / 10
@@ -104,7 +105,7 @@ def test_informer_window_arithmetic_by_hand():
     model.dec_embedding.register_forward_hook(lambda m, args, out: seen.update(dec=args))
     cross = model.decoder.layers[0].cross_attention
     cross.register_forward_hook(lambda m, args, kwargs, out: seen.update(cross=(args, kwargs)), with_kwargs=True)
-    model(past, past_tf, future_tf)
+    model({"past_target": past, "past_time_feat": past_tf, "future_time_feat": future_tf})
     dec_in, dec_tf = seen["dec"]
     assert dec_in.flatten().tolist() == [4.0, 5.0, 6.0, 0.0, 0.0]
     torch.testing.assert_close(dec_tf.flatten(), torch.tensor([0.3, 0.4, 0.5, 0.6, 0.7]))
@@ -114,7 +115,7 @@ def test_informer_window_arithmetic_by_hand():
 
 @pytest.mark.parametrize("d_layers", [1, 2])
 @pytest.mark.parametrize("mix", [True, False])
-@pytest.mark.parametrize("rsa", [None, RSASettings(kinds=(2, 1, 1, 2, 1, 1), dilation=3)])
+@pytest.mark.parametrize("rsa", [None, RSAConfig(kinds=(2, 1, 1, 2, 1, 1), dilation=3)])
 def test_decoder_keeping_the_forecast_rows_equals_the_full_decoder(d_layers, mix, rsa):
     """Dropping the label rows after the last self-attention changes no forecast value (rows are
     independent from there on; the cross REM keeps the rows' real times)."""
@@ -122,7 +123,7 @@ def test_decoder_keeping_the_forecast_rows_equals_the_full_decoder(d_layers, mix
     config = TransformerConfig(context_length=12, label_length=6, prediction_length=4, n_channels=2,
                                n_time_features=1, d_model=16, n_heads=8, d_ff=8, d_layers=d_layers, mix=mix,
                                attention="full", rsa=rsa)
-    model = EncoderDecoderForecaster(config).double().eval()
+    model = EncoderDecoderForecaster(config.resolved(DataFacts(season=3))).double().eval()
     x = torch.randn(3, 10, 16, dtype=torch.float64)  # decoder input [B, label + H, d]
     memory = torch.randn(3, 12, 16, dtype=torch.float64)
     full = model.decoder(x, memory, cross_offset=6)  # [B, 10, d]
@@ -133,11 +134,14 @@ def test_decoder_keeping_the_forecast_rows_equals_the_full_decoder(d_layers, mix
 
 def test_dlinear_starts_as_the_window_mean_and_naive_repeats_the_season():
     constant = torch.full((1, LC, C), 2.5)
-    dl = build_model("dlinear", context_length=LC, prediction_length=H, n_channels=C)
-    torch.testing.assert_close(dl(constant, constant[..., :0], constant[:, :H, :0]), torch.full((1, H, C), 2.5))
-    naive = build_model("seasonal_naive", context_length=LC, prediction_length=H, n_channels=1, season_length=3)
+    dl = build_model("dlinear", context_length=LC, prediction_length=H, n_channels=C, n_time_features=0)
+    out = dl({"past_target": constant, "past_time_feat": constant[..., :0], "future_time_feat": constant[:, :H, :0]})
+    torch.testing.assert_close(out, torch.full((1, H, C), 2.5))
+    naive = build_model("seasonal_naive", context_length=LC, prediction_length=H, n_channels=1, n_time_features=0,
+                        season_length=3)
     past = torch.arange(float(LC)).view(1, LC, 1)
-    out = naive(past, past[..., :0], past[:, :H, :0]).flatten().tolist()
+    out = naive({"past_target": past, "past_time_feat": past[..., :0], "future_time_feat": past[:, :H, :0]})
+    out = out.flatten().tolist()
     assert out == [LC - 3, LC - 2, LC - 1] * 2 + [LC - 3, LC - 2]
 
 
@@ -145,25 +149,56 @@ def test_invalid_configs_are_refused_with_a_reason():
     with pytest.raises(ValueError, match="label_length"):
         TransformerConfig(context_length=8, label_length=9)
     with pytest.raises(ValueError, match="every head needs a REM kind"):
-        TransformerConfig(n_heads=8, rsa=RSASettings(kinds=(1, 1, 1, 0, 0, 0)))
+        TransformerConfig(n_heads=8, rsa=RSAConfig(kinds=(1, 1, 1, 0, 0, 0)))
     with pytest.raises(ValueError, match="distil=False"):
-        TransformerConfig(distil=True, rsa=RSASettings())
-    with pytest.raises(ValueError, match="prediction_length must be a positive int"):
+        TransformerConfig(distil=True, rsa=RSAConfig())
+    with pytest.raises(ValueError, match="prediction_length must be an integer >= 1"):
         TransformerConfig(prediction_length=0)
+    with pytest.raises(TypeError, match="RSAConfig has no setting.*'dilations'.*its settings are: kinds"):
+        TransformerConfig(rsa={"dilations": 24})
+    with pytest.raises(ValueError, match="attention must be one of"):
+        TransformerConfig(attention="sparse")
+
+
+def test_a_model_with_unresolved_settings_names_them_and_the_fix():
+    with pytest.raises(ValueError, match=r"needs label_length, rsa\.kinds, rsa\.dilation.*resolved\(DataFacts"):
+        build_model("rsa_informer", context_length=LC, prediction_length=H, n_channels=C, n_time_features=F)
+
+
+def test_data_dependent_fields_fill_from_the_data_and_never_replace_a_set_value():
+    facts = DataFacts(season=7, sub_daily=False, n_channels=2, n_time_features=3)
+    config = model_config("rsa_informer", context_length=28, prediction_length=7, n_heads=4).resolved(facts)
+    assert (config.label_length, config.n_channels, config.n_time_features) == (14, 2, 3)
+    assert config.rsa == RSAConfig(kinds=(0, 1, 1, 0, 1, 1), dilation=7, periods=(7.0, 3.5), dilated_periods=(8.0,))
+    mine = RSAConfig(kinds=(4, 0, 0, 0, 0, 0), dilation=2, periods=(5.0,), dilated_periods=(3.0,), per_head_gate=True)
+    kept = model_config("rsa_informer", context_length=28, prediction_length=7, n_heads=4, label_length=3,
+                        rsa=mine).resolved(facts)
+    assert kept.rsa == mine and kept.label_length == 3
+    naive = model_config("seasonal_naive", context_length=5, prediction_length=2).resolved(facts)
+    assert naive.season_length == 5  # the season (7) capped at the context
+
+
+def test_nn_module_apply_works_on_rsa_models():
+    """LearnableREM once overrode nn.Module.apply (P @ V): model.apply(init_fn) crashed."""
+    model = build_model("rsa_informer", data=DATA, **tiny_options("rsa_informer"))
+    seen = []
+    model.apply(lambda module: seen.append(type(module).__name__))
+    assert "LearnableREM" in seen and "EncoderDecoderForecaster" in seen
 
 
 def test_config_round_trips_through_json():
     import json
 
     config = model_config("rsa_informer", rsa={"kinds": (4, 0, 0, 4, 0, 0), "dilation": 24, "periods": [24.0]})
+    assert config.rsa == RSAConfig(kinds=(4, 0, 0, 4, 0, 0), dilation=24, periods=(24.0,))
     again = type(config).from_dict(json.loads(json.dumps(config.to_dict())))
     assert again == config
     assert again.rsa.kinds == (4, 0, 0, 4, 0, 0)
 
 
 def test_distilling_halves_the_encoder_axis():
-    model = build_model("informer", **tiny_options("informer", distil=True))
-    memory, _ = model.encoder(model.enc_embedding(*batch()[:2]))
+    model = build_model("informer", data=DATA, **tiny_options("informer", distil=True))
+    memory, _ = model.encoder(model.enc_embedding(batch()["past_target"], batch()["past_time_feat"]))
     assert memory.shape[1] == LC // 2
 
 
@@ -172,8 +207,8 @@ def test_informer_mix_cuts_some_decoder_heads_off():
     (the last H of label + H) hold only the last heads, so the REMs of the first heads of decoder
     self-attention get no gradient. Kept for fidelity to the paper's baseline; documented in
     TransformerConfig."""
-    model = build_model("rsa_informer", **{**tiny_options("rsa_informer"), "mix": True})
-    model(*batch()).pow(2).mean().backward()
+    model = build_model("rsa_informer", data=DATA, **{**tiny_options("rsa_informer"), "mix": True})
+    model(batch()).pow(2).mean().backward()
     rem = model.decoder.layers[0].self_attention.rsa.rem
     # rows 16..23 of 24 with 8 heads of size 2: heads 16*8//24 = 5 .. 7 (the dilated heads)
     assert rem.eta.grad is None or torch.all(rem.eta.grad == 0)

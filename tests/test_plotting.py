@@ -68,7 +68,8 @@ def test_plot_gates_per_head_and_from_a_table(fitted):
 
 
 def test_plot_gates_without_rsa_layers_is_a_clear_error():
-    informer = build_model("informer", context_length=24, prediction_length=6, label_length=12, **NET)
+    informer = build_model("informer", context_length=24, prediction_length=6, label_length=12, n_channels=1,
+                           n_time_features=0, **NET)
     with pytest.raises(ValueError, match="no RSA layers"):
         plot_gates(informer)
     with pytest.raises(ValueError, match="no RSA layers"):

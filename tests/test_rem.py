@@ -15,11 +15,11 @@ import torch
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from tsrec.config import RSAConfig
 from tsrec.nn import rem as rem_module
 from tsrec.nn.rem import (
     DENSE_MAX_ENTRIES,
     LearnableREM,
-    REMConfig,
     cyclical_rem,
     lag_grid,
     regular_rem,
@@ -28,6 +28,12 @@ from tsrec.nn.rem import (
 )
 
 ALL_KINDS = (1, 1, 1, 1, 1, 1)
+
+
+def make_rem(kinds, *, dilation=24, masked=True, periods=(8.0,), dilated_periods=(8.0,)) -> LearnableREM:
+    """A layer's REMs with every field explicit (periods of 8 steps start theta at pi / 4)."""
+    config = RSAConfig(kinds=kinds, dilation=dilation, periods=periods, dilated_periods=dilated_periods)
+    return LearnableREM(config, masked=masked)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -138,18 +144,17 @@ def test_functional_rem_equals_step_by_step_rnn(kind, mag, theta, dilation, mask
 def test_learnable_rem_every_head_equals_rnn(method, masked, query_len, key_len, offset):
     """All six kinds at once, per-head dilations, negative lambdas, cos/sin twins; both paths."""
     torch.manual_seed(1)
-    cfg = REMConfig(kinds=(2, 2, 1, 2, 1, 2), dilation=(2, 3, 2, 4, 3), masked=masked, periods=(5.0, 7.0),
-                    dilated_periods=(3.0,))
-    rem = LearnableREM(cfg).double()
+    rem = make_rem(kinds=(2, 2, 1, 2, 1, 2), dilation=(2, 3, 2, 4, 3), masked=masked, periods=(5.0, 7.0),
+                   dilated_periods=(3.0,)).double()
     with torch.no_grad():
         rem.eta.copy_(torch.tensor([-1.3, 0.9]))  # lambda < 0 and > 0
         rem.dilated_eta.copy_(torch.tensor([1.2, -1.7]))
-    values = torch.randn(2, cfg.n_heads, key_len, 3, dtype=torch.float64)
-    out = rem.apply(values, query_len, offset=offset, method=method)
-    assert out.shape == (2, cfg.n_heads, query_len, 3)
+    values = torch.randn(2, rem.n_heads, key_len, 3, dtype=torch.float64)
+    out = rem.product(values, query_len, offset=offset, method=method)
+    assert out.shape == (2, rem.n_heads, query_len, 3)
     hp = rem.head_parameters()
     for b in range(2):
-        for h in range(cfg.n_heads):
+        for h in range(rem.n_heads):
             expected = head_oracle(values[b, h].numpy(), int(hp["kind"][h]), float(hp["lambda"][h]),
                                    float(hp["gamma"][h]), float(hp["theta"][h]), dilation=int(hp["dilation"][h]),
                                    masked=masked, query_len=query_len, offset=offset)
@@ -159,7 +164,7 @@ def test_learnable_rem_every_head_equals_rnn(method, masked, query_len, key_len,
 
 def test_sin_heads_are_exact_in_float64():
     """A sin head's coefficient is gamma^l sin(l theta) to float64 precision (no float32 -pi/2)."""
-    rem = LearnableREM(REMConfig(kinds=(0, 1, 1, 0, 0, 0))).double()
+    rem = make_rem(kinds=(0, 1, 1, 0, 0, 0)).double()
     P = rem.matrix(9)
     hp = rem.head_parameters()
     lags = torch.arange(1, 9, dtype=torch.float64)
@@ -189,7 +194,7 @@ def test_dilated_non_multiples_are_exactly_zero(masked):
     # lag d is lambda^1 (not lambda^0 = 1, not lambda^d), lag 2d is lambda^2
     torch.testing.assert_close(P[:, d, 0], lam)
     torch.testing.assert_close(P[:, 2 * d, 0], lam ** 2)
-    rem = LearnableREM(REMConfig(kinds=(0, 0, 0, 2, 1, 1), dilation=d, masked=masked))
+    rem = make_rem(kinds=(0, 0, 0, 2, 1, 1), dilation=d, masked=masked)
     M = rem.matrix(L)
     assert bool((M[:, ~on] == 0).all())
     assert not bool((M == 1).any()), "no entry may be lambda^0 = 1"
@@ -198,7 +203,7 @@ def test_dilated_non_multiples_are_exactly_zero(masked):
 @pytest.mark.parametrize("masked", [True, False], ids=["masked", "unmasked"])
 @pytest.mark.parametrize("offset", [0, 3, -4])
 def test_lag_zero_is_exactly_zero(masked, offset):
-    rem = LearnableREM(REMConfig(kinds=ALL_KINDS, dilation=1, masked=masked))
+    rem = make_rem(kinds=ALL_KINDS, dilation=1, masked=masked)
     with torch.no_grad():  # lambda, gamma = 1: tril(P) - I style tricks would leave 1 - 1 rounding or 1s
         rem.eta.fill_(30.0)
         rem.dilated_eta.fill_(30.0)
@@ -216,13 +221,13 @@ def test_lag_zero_is_exactly_zero(masked, offset):
 
 @pytest.mark.parametrize("offset", [0, 5, -3])
 def test_masked_rem_has_nothing_at_non_positive_lags(offset):
-    rem = LearnableREM(REMConfig(kinds=ALL_KINDS, dilation=2, masked=True))
+    rem = make_rem(kinds=ALL_KINDS, dilation=2, masked=True)
     Lq, Lk = 9, 11
     M = rem.matrix(Lq, Lk, offset=offset)
     lags = lag_grid(Lq, Lk, offset=offset)
     assert bool((M[:, lags <= 0] == 0).all())
     # and the unmasked one is symmetric in the lag
-    U = LearnableREM(REMConfig(kinds=ALL_KINDS, dilation=2, masked=False))
+    U = make_rem(kinds=ALL_KINDS, dilation=2, masked=False)
     S = U.matrix(12)
     torch.testing.assert_close(S, S.transpose(-1, -2), rtol=0, atol=0)
 
@@ -249,11 +254,11 @@ FFT_SHAPES = [
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
 def test_fft_equals_dense_and_auto(dtype, masked, query_len, key_len, offset):
     torch.manual_seed(2)
-    rem = LearnableREM(REMConfig(kinds=(1, 2, 1, 1, 1, 2), dilation=(3, 2, 5, 3), masked=masked)).to(dtype)
+    rem = make_rem(kinds=(1, 2, 1, 1, 1, 2), dilation=(3, 2, 5, 3), masked=masked).to(dtype)
     values = torch.randn(3, rem.n_heads, key_len, 5, dtype=dtype)
-    dense = rem.apply(values, query_len, offset=offset, method="dense")
-    fft = rem.apply(values, query_len, offset=offset, method="fft")
-    auto = rem.apply(values, query_len, offset=offset, method="auto")
+    dense = rem.product(values, query_len, offset=offset, method="dense")
+    fft = rem.product(values, query_len, offset=offset, method="fft")
+    auto = rem.product(values, query_len, offset=offset, method="auto")
     assert dense.shape == fft.shape == auto.shape == (3, rem.n_heads, query_len, 5)
     assert fft.dtype == dense.dtype == dtype
     tol = dict(rtol=1e-10, atol=1e-11) if dtype == torch.float64 else dict(rtol=1e-4, atol=2e-5)
@@ -266,14 +271,14 @@ def test_fft_equals_dense_and_auto(dtype, masked, query_len, key_len, offset):
 def test_auto_switches_path_by_size(monkeypatch, limit):
     """Whichever path "auto" picks, it gives the same answer; and it does pick by DENSE_MAX_ENTRIES."""
     monkeypatch.setattr(rem_module, "DENSE_MAX_ENTRIES", limit)
-    rem = LearnableREM(REMConfig(kinds=ALL_KINDS, dilation=2)).double()
+    rem = make_rem(kinds=ALL_KINDS, dilation=2).double()
     values = torch.randn(2, 6, 30, 4, dtype=torch.float64)
     calls = []
     real_matrix = rem_module.toeplitz_matrix
     monkeypatch.setattr(rem_module, "toeplitz_matrix", lambda *a, **k: calls.append(1) or real_matrix(*a, **k))
-    auto = rem.apply(values, 25, offset=5)
+    auto = rem.product(values, 25, offset=5)
     assert bool(calls) == (limit > 0)
-    torch.testing.assert_close(auto, rem.apply(values, 25, offset=5, method="fft"), rtol=1e-10, atol=1e-11)
+    torch.testing.assert_close(auto, rem.product(values, 25, offset=5, method="fft"), rtol=1e-10, atol=1e-11)
 
 
 def test_dense_max_entries_is_sane():
@@ -284,7 +289,7 @@ def test_dense_max_entries_is_sane():
 @pytest.mark.parametrize("masked", [True, False], ids=["masked", "unmasked"])
 def test_rows_equal_gathered_matrix_rows(masked, offset):
     torch.manual_seed(3)
-    rem = LearnableREM(REMConfig(kinds=(1, 1, 2, 1, 2, 1), dilation=3, masked=masked))
+    rem = make_rem(kinds=(1, 1, 2, 1, 2, 1), dilation=3, masked=masked)
     B, H, Lq, Lk, u = 2, rem.n_heads, 40, 30, 6
     # random, non-contiguous, never the first rows: each (batch, head) picks its own indices
     index = torch.stack([torch.stack([torch.randperm(Lq - 10)[:u] + 10 for _ in range(H)]) for _ in range(B)])
@@ -367,7 +372,7 @@ def test_gradcheck_cyclical_rem(kind, dilation):
 @pytest.mark.parametrize("masked", [True, False], ids=["masked", "unmasked"])
 def test_gradcheck_learnable_apply(method, masked):
     torch.manual_seed(5)
-    rem = LearnableREM(REMConfig(kinds=ALL_KINDS, dilation=2, masked=masked)).double()
+    rem = make_rem(kinds=ALL_KINDS, dilation=2, masked=masked).double()
     names = [n for n, _ in rem.named_parameters()]
     params = tuple(p.detach().clone().requires_grad_(True) for _, p in rem.named_parameters())
     values = torch.randn(1, 6, 7, 2, dtype=torch.float64, requires_grad=True)
@@ -378,7 +383,7 @@ def test_gradcheck_learnable_apply(method, masked):
             self.rem = rem
 
         def forward(self, v):
-            return self.rem.apply(v, 6, offset=2, method=method)
+            return self.rem.product(v, 6, offset=2, method=method)
 
     wrapper = Apply()
 
@@ -392,8 +397,8 @@ def test_gradcheck_learnable_apply(method, masked):
 def test_float32_long_and_near_unit_root_is_finite(method):
     """|lambda| and gamma at (or rounded to) 1 with L = 2048 in float32: finite values and grads."""
     L = 2048
-    rem = LearnableREM(REMConfig(kinds=(2, 1, 1, 2, 1, 1) if method == "fft" else (2, 0, 0, 0, 1, 0),
-                                 dilation=7))
+    rem = make_rem(kinds=(2, 1, 1, 2, 1, 1) if method == "fft" else (2, 0, 0, 0, 1, 0),
+                                 dilation=7)
     with torch.no_grad():
         rem.eta.copy_(torch.tensor([3.8, -30.0]))  # lambda = 0.999, -1.0 in float32
         rem.nu.fill_(6.9)  # gamma = 0.999
@@ -401,7 +406,7 @@ def test_float32_long_and_near_unit_root_is_finite(method):
             rem.dilated_eta.copy_(torch.tensor([-3.8, 30.0]))
         rem.dilated_nu.fill_(30.0)  # gamma = 1 in float32
     values = torch.randn(1, rem.n_heads, L, 4, requires_grad=True)
-    out = rem.apply(values, method=method)
+    out = rem.product(values, method=method)
     assert torch.isfinite(out).all()
     out.square().mean().backward()
     for name, p in rem.named_parameters():
@@ -433,7 +438,7 @@ KIND_CONFIGS = [
 @pytest.mark.parametrize("kinds", KIND_CONFIGS, ids=lambda k: "k" + "".join(map(str, k)))
 def test_every_rem_parameter_gets_a_gradient(kinds, method):
     torch.manual_seed(6)
-    rem = LearnableREM(REMConfig(kinds=kinds, dilation=3))
+    rem = make_rem(kinds=kinds, dilation=3)
     k1, k2, k3, k4, k5, k6 = kinds
     expected = {"eta": k1, "nu": max(k2, k3), "theta": max(k2, k3), "dilated_eta": k4,
                 "dilated_nu": max(k5, k6), "dilated_theta": max(k5, k6)}
@@ -445,17 +450,17 @@ def test_every_rem_parameter_gets_a_gradient(kinds, method):
     assert set(params) <= set(rem.state_dict())
     values = torch.randn(2, rem.n_heads, 16, 3)
     weight = torch.randn(2, rem.n_heads, 16, 3)
-    (rem.apply(values, method=method) * weight).sum().backward()
+    (rem.product(values, method=method) * weight).sum().backward()
     for name, p in params.items():
         assert p.grad is not None, name
         assert bool((p.grad != 0).all()), f"{name} has a zero gradient: {p.grad}"
 
 
 def test_parameters_follow_the_module_and_optimizer():
-    rem = LearnableREM(REMConfig(kinds=ALL_KINDS, dilation=2))
+    rem = make_rem(kinds=ALL_KINDS, dilation=2)
     opt = torch.optim.SGD(rem.parameters(), lr=0.5)
     before = {n: p.detach().clone() for n, p in rem.named_parameters()}
-    rem.apply(torch.randn(1, 6, 10, 2)).square().sum().backward()
+    rem.product(torch.randn(1, 6, 10, 2)).square().sum().backward()
     opt.step()
     for n, p in rem.named_parameters():
         assert not torch.equal(p, before[n]), f"{n} did not move"
@@ -463,7 +468,7 @@ def test_parameters_follow_the_module_and_optimizer():
 
 def test_reparameterisation_and_twins():
     torch.manual_seed(7)
-    rem = LearnableREM(REMConfig(kinds=(3, 2, 2, 2, 1, 2), dilation=(4, 5, 6, 7, 8)))
+    rem = make_rem(kinds=(3, 2, 2, 2, 1, 2), dilation=(4, 5, 6, 7, 8))
     hp = rem.head_parameters()
     kind = hp["kind"].tolist()
     assert kind == [0, 0, 0, 1, 1, 2, 2, 0, 0, 1, 2, 2]
@@ -491,7 +496,7 @@ def test_reparameterisation_and_twins():
 
 def test_initialisation_ranges():
     torch.manual_seed(8)
-    rem = LearnableREM(REMConfig(kinds=(200, 100, 100, 200, 100, 100)))
+    rem = make_rem(kinds=(200, 100, 100, 200, 100, 100))
     for eta in (rem.eta, rem.dilated_eta):
         mag = eta.detach().abs()
         assert bool(((mag >= 1) & (mag <= 2)).all())
@@ -500,7 +505,7 @@ def test_initialisation_ranges():
         assert bool(((nu >= 1) & (nu <= 2)).all())
     torch.testing.assert_close(rem.theta.detach(), torch.full((100,), math.pi / 4))
     torch.testing.assert_close(rem.dilated_theta.detach(), torch.full((100,), math.pi / 4))
-    rem = LearnableREM(REMConfig(kinds=(0, 3, 3, 0, 2, 2), periods=(24.0, 12.0), dilated_periods=(7.0,)))
+    rem = make_rem(kinds=(0, 3, 3, 0, 2, 2), periods=(24.0, 12.0), dilated_periods=(7.0,))
     torch.testing.assert_close(rem.theta.detach(), torch.tensor([2 * math.pi / 24, 2 * math.pi / 12, 2 * math.pi / 24]))
     torch.testing.assert_close(rem.dilated_theta.detach(), torch.full((2,), 2 * math.pi / 7))
 
@@ -523,7 +528,7 @@ def test_initialisation_ranges():
 ])
 def test_bad_configs_raise(kwargs, match):
     with pytest.raises(ValueError, match=match):
-        REMConfig(**kwargs)
+        RSAConfig(**kwargs)
 
 
 def test_bad_lengths_and_arguments_raise():
@@ -540,17 +545,17 @@ def test_bad_lengths_and_arguments_raise():
         regular_rem(torch.tensor([0.5, 0.2]), 4, dilation=(1, 2, 3))
     with pytest.raises(ValueError, match="dilations"):
         regular_rem(lam, 4, dilation=0)
-    rem = LearnableREM(REMConfig(kinds=(1, 1, 1, 0, 0, 0)))
+    rem = make_rem(kinds=(1, 1, 1, 0, 0, 0))
     values = torch.randn(1, 3, 5, 2)
     for method in ("dense", "fft", "auto"):
         with pytest.raises(ValueError, match="query_len"):
-            rem.apply(values, 0, method=method)
+            rem.product(values, 0, method=method)
     with pytest.raises(ValueError, match="key_len"):
-        rem.apply(torch.randn(1, 3, 0, 2), 4, method="fft")
+        rem.product(torch.randn(1, 3, 0, 2), 4, method="fft")
     with pytest.raises(ValueError, match="heads"):
-        rem.apply(torch.randn(1, 4, 5, 2))
+        rem.product(torch.randn(1, 4, 5, 2))
     with pytest.raises(ValueError, match="method"):
-        rem.apply(values, method="scan")
+        rem.product(values, method="scan")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -577,10 +582,10 @@ def test_fft_path_memory_is_linear_at_L_20000(masked):
     """A dense [8, 20000, 20000] float32 REM would be 12.8 GB; the FFT path must never build
     anything near L*L elements, in the forward or the backward pass."""
     L, H, D = 20_000, 8, 4
-    rem = LearnableREM(REMConfig(kinds=(2, 1, 1, 2, 1, 1), dilation=24, masked=masked))
+    rem = make_rem(kinds=(2, 1, 1, 2, 1, 1), dilation=24, masked=masked)
     values = torch.randn(1, H, L, D, requires_grad=True)
     with _LargestTensor() as probe:
-        out = rem.apply(values, method="fft")
+        out = rem.product(values, method="fft")
         out.square().mean().backward()
     assert out.shape == (1, H, L, D) and torch.isfinite(out).all()
     assert all(torch.isfinite(p.grad).all() for p in rem.parameters())
@@ -589,15 +594,15 @@ def test_fft_path_memory_is_linear_at_L_20000(masked):
     # "auto" must take the FFT path at this size too
     with _LargestTensor() as probe:
         with torch.no_grad():
-            rem.apply(values, method="auto")
+            rem.product(values, method="auto")
     assert probe.largest <= 16 * H * L * D, probe.largest
 
 
 def test_dense_path_probe_sees_the_matrix():
     """Control for the probe above: the dense path does create [H, L, L]."""
     L = 64
-    rem = LearnableREM(REMConfig(kinds=(1, 1, 0, 0, 0, 0)))
+    rem = make_rem(kinds=(1, 1, 0, 0, 0, 0))
     with _LargestTensor() as probe:
         with torch.no_grad():
-            rem.apply(torch.randn(1, 2, L, 4), method="dense")
+            rem.product(torch.randn(1, 2, L, 4), method="dense")
     assert probe.largest >= 2 * L * L

@@ -246,8 +246,7 @@ def _load(model_dir: str) -> tuple[Any, dict[str, Any]]:
     from tsrec import Forecaster
 
     forecaster = Forecaster.load(_existing(model_dir, "model directory"))
-    columns = json.loads((Path(model_dir) / "forecaster.json").read_text())["columns"]
-    return forecaster, columns
+    return forecaster, forecaster.columns
 
 
 def _read_like_fit(path: str, columns: dict[str, Any]) -> pd.DataFrame:
@@ -379,21 +378,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-@contextlib.contextmanager
-def _quiet_lightning() -> Iterator[None]:
-    """Hide Lightning's start-up chatter and hints for the duration of a command (restored after)."""
-    logger = logging.getLogger("lightning.pytorch")
-    level = logger.level
-    logger.setLevel(logging.WARNING)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", module=r"lightning(\.|_).*")
-        warnings.filterwarnings("ignore", message=r".*(does not have many workers|LeafSpec).*")
-        try:
-            yield
-        finally:
-            logger.setLevel(level)
-
-
 def _error(message: object) -> int:
     print(f"tsrec: error: {' '.join(str(message).split())}", file=sys.stderr)
     return EXIT_ERROR
@@ -409,7 +393,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as done:  # --help
         return int(done.code or 0)
     try:
-        with _quiet_lightning():
+        from tsrec.training import quiet_lightning
+
+        with quiet_lightning():
             return args.handler(args)
     except USER_ERRORS as err:
         if args.debug:

@@ -15,44 +15,29 @@ import numpy as np
 import pandas as pd
 import torch
 
+from tsrec.config import TrainingConfig
 from tsrec.data import (
     Panel,
     Series,
     StandardScaler,
     WindowDataset,
     canonicalize,
+    data_facts,
     forecast_frame,
     normalize_freq,
-    seasonality,
     split_panel,
-    step_duration,
-    time_feature_dim,
 )
-from tsrec.models import ForecastModel, RSASettings, build_model, model_config, model_spec
-from tsrec.training import ForecastingModule, TrainingConfig, make_loader, make_trainer
+from tsrec.models import ForecastModel, build_model, model_spec
+from tsrec.settings import ForecasterSettings
 
-__all__ = ["Forecaster", "default_rsa_settings"]
+__all__ = ["Forecaster"]
 
 log = logging.getLogger(__name__)
 
 FORMAT = "tsrec-forecaster"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 _CONFIG_FILE = "forecaster.json"
 _WEIGHTS_FILE = "weights.pt"
-_TRAINING_FIELDS = {f.name for f in dataclasses.fields(TrainingConfig)}
-
-
-def default_rsa_settings(n_heads: int, season: int, *, sub_daily: bool) -> RSASettings:
-    """The RSA paper's head mix (cos/sin pairs, half of them dilated by the season) for ``n_heads``.
-
-    ``theta`` starts at the season's cycle and its half (``2 pi / s``, ``2 pi / (s/2)``) for the
-    plain pairs and, for sub-daily data where one dilated step is a day, at the weekly cycle and
-    its half for the dilated pairs (RSA_SPEC section 4.6).
-    """
-    quarter = n_heads // 4
-    kinds = (n_heads - 4 * quarter, quarter, quarter, 0, quarter, quarter)
-    return RSASettings(kinds=kinds, dilation=season, periods=(float(season), season / 2.0),
-                       dilated_periods=(7.0, 3.5) if sub_daily else None)
 
 
 class Forecaster:
@@ -62,16 +47,20 @@ class Forecaster:
         model: a name from :func:`tsrec.list_models`.
         prediction_length: steps to forecast.
         context_length: past steps the model reads (default ``2 * prediction_length``).
-        freq: pandas frequency of the data (inferred from the timestamps when None).
+        freq: pandas frequency of the data (inferred from the timestamps at every ``fit`` when None).
         val_windows: validation forecast origins taken from the end of the fit frame (default
             ``prediction_length``; 0 trains without validation, early stopping or weight restore).
         output_dir: where Lightning writes its CSV logs (default: a new temporary directory,
             never the working directory).
         trainer_kwargs: passed to ``lightning.pytorch.Trainer`` unchanged, over tsrec's defaults.
-        **options: training settings (:class:`~tsrec.training.TrainingConfig` fields such as
+        **options: training settings (:class:`~tsrec.config.TrainingConfig` fields such as
             ``max_epochs``, ``batch_size``, ``learning_rate``, ``seed``, ``precision``) and model
             options (fields of the model's config such as ``d_model``, ``n_heads``, ``e_layers``,
             ``label_length``, ``rsa``).
+
+    The arguments become one typed :class:`~tsrec.settings.ForecasterSettings` (``.settings``);
+    ``fit`` completes it from the data (``.resolved_settings``). The Forecaster follows the
+    scikit-learn estimator protocol: ``get_params``, ``set_params`` and ``sklearn.base.clone``.
 
     ``fit`` accepts a wide frame (DatetimeIndex or ``time_col``, one numeric column per variable,
     forecast jointly) or a long frame (``id_col``, ``time_col``, ``target_col``; many series).
@@ -81,73 +70,102 @@ class Forecaster:
     def __init__(self, model: str = "rsa_informer", *, prediction_length: int, context_length: int | None = None,
                  freq: str | None = None, val_windows: int | None = None, output_dir: str | os.PathLike | None = None,
                  trainer_kwargs: dict[str, Any] | None = None, **options: Any) -> None:
-        spec = model_spec(model)  # unknown names: ValueError listing the known ones
-        for name, value in (("prediction_length", prediction_length), ("context_length", context_length)):
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if val_windows is not None and (not isinstance(val_windows, int) or val_windows < 0):
-            raise ValueError(f"val_windows must be an int >= 0, got {val_windows!r}")
+        # Kept verbatim for get_params / sklearn.base.clone.
+        self._params: dict[str, Any] = dict(model=model, prediction_length=prediction_length,
+                                            context_length=context_length, freq=freq, val_windows=val_windows,
+                                            output_dir=output_dir, trainer_kwargs=trainer_kwargs, **options)
         if trainer_kwargs is not None and not isinstance(trainer_kwargs, dict):
             raise TypeError(f"trainer_kwargs must be a dict of lightning.pytorch.Trainer arguments, "
                             f"got {type(trainer_kwargs).__name__}")
-        self.model_name = model
-        self.prediction_length = prediction_length
-        self.context_length = context_length or 2 * prediction_length
-        self.freq = None if freq is None else normalize_freq(freq)
-        self.val_windows = val_windows
+        self.settings = ForecasterSettings.from_options(
+            model, prediction_length=prediction_length, context_length=context_length,
+            freq=None if freq is None else normalize_freq(freq), val_windows=val_windows, **options)
         self.output_dir = None if output_dir is None else Path(output_dir)
         self.trainer_kwargs = dict(trainer_kwargs or {})
-        self.training = TrainingConfig(**{k: v for k, v in options.items() if k in _TRAINING_FIELDS})
-        self.model_options = {k: v for k, v in options.items() if k not in _TRAINING_FIELDS}
-        # Fail now, not after loading data, on unknown or invalid model options.
-        self._model_config(n_channels=1, n_time_features=0)
-        self.trainable = spec.model_class.trainable
+        self._unfit()
+
+    def _unfit(self) -> None:
         self.model: ForecastModel | None = None
+        self.resolved_settings: ForecasterSettings | None = None
         self.panel: Panel | None = None
         self.scaler: StandardScaler | None = None
         self.trainer = None
+        self._columns: dict[str, Any] = {"time_col": None, "id_col": None, "target_col": None}
 
-    # ------------------------------------------------------------------ configuration
-    def _model_config(self, *, n_channels: int, n_time_features: int):
-        options = dict(self.model_options)
-        spec = model_spec(self.model_name)
-        fields = {f.name: f.default for f in dataclasses.fields(spec.model_class.config_class)}
-        fields.update(spec.defaults)
-        if "label_length" in fields and "label_length" not in options:
-            options["label_length"] = self.context_length // 2
-        if "season_length" in fields and "season_length" not in options and self.freq is not None:
-            options["season_length"] = min(seasonality(self.freq), self.context_length)
-        if fields.get("rsa") is not None:
-            # Before fit infers freq, an hourly season stands in (only to validate the options).
-            n_heads = options.get("n_heads", fields["n_heads"])
-            season = seasonality(self.freq) if self.freq else 24
-            step = step_duration(self.freq) if self.freq else pd.Timedelta(hours=1)
-            sub_daily = step is not None and step < pd.Timedelta(days=1)
-            base = dataclasses.asdict(default_rsa_settings(n_heads, season, sub_daily=sub_daily))
-            given = options.get("rsa") or {}
-            options["rsa"] = {**base, **(dataclasses.asdict(given) if dataclasses.is_dataclass(given) else given)}
-        return model_config(self.model_name, context_length=self.context_length,
-                            prediction_length=self.prediction_length, n_channels=n_channels,
-                            n_time_features=n_time_features, **options)
+    # ------------------------------------------------------------------ settings
+    @property
+    def model_name(self) -> str:
+        return self.settings.model
+
+    @property
+    def prediction_length(self) -> int:
+        return self.settings.window.prediction_length
+
+    @property
+    def context_length(self) -> int:
+        return self.settings.window.context
+
+    @property
+    def val_windows(self) -> int | None:
+        return self.settings.window.val_windows
+
+    @property
+    def freq(self) -> str | None:
+        """The fitted data's frequency, or the one set (None before ``fit`` when inferred)."""
+        return self.panel.freq if self.panel is not None else self.settings.window.freq
+
+    @property
+    def training(self) -> TrainingConfig:
+        return self.settings.training
+
+    @property
+    def trainable(self) -> bool:
+        return model_spec(self.model_name).model_class.trainable
+
+    @property
+    def columns(self) -> dict[str, Any]:
+        """The ``time_col``, ``id_col`` and ``target_col`` of the last ``fit``."""
+        return dict(self._columns)
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor arguments (scikit-learn protocol; ``deep`` is accepted for it)."""
+        return dict(self._params)
+
+    def set_params(self, **params: Any) -> Forecaster:
+        """Change constructor arguments (validated as in the constructor); a fitted model is
+        dropped, so ``fit`` again. Returns ``self``."""
+        merged = {**self._params, **params}
+        fresh = type(self)(**merged)
+        self.__dict__.update(fresh.__dict__)
+        return self
+
+    def unfitted_copy(self) -> Forecaster:
+        """A new, unfitted Forecaster with the same settings (``sklearn.base.clone``); refitting
+        it on the same data with the same seed trains the same model."""
+        from sklearn.base import clone
+
+        return clone(self)
 
     # ------------------------------------------------------------------ fit
     def fit(self, df: pd.DataFrame, *, time_col: str | None = None, id_col: str | None = None,
             target_col: str | None = None, val_df: pd.DataFrame | None = None) -> Forecaster:
         """Train on ``df`` (validation from its end, or on ``val_df``); returns ``self``."""
-        self._columns = {"time_col": time_col, "id_col": id_col, "target_col": target_col}
-        panel = canonicalize(df, freq=self.freq, **self._columns)
-        self.freq = panel.freq
-        val_panel = None if val_df is None else canonicalize(val_df, freq=panel.freq, **self._columns)
+        columns = {"time_col": time_col, "id_col": id_col, "target_col": target_col}
+        panel = canonicalize(df, freq=self.settings.window.freq, **columns)
+        val_panel = None if val_df is None else canonicalize(val_df, freq=panel.freq, **columns)
         split = split_panel(panel, self.context_length, self.prediction_length,
                             val_windows=self.val_windows, val_panel=val_panel)
         scaler = StandardScaler.fit([s.values for s in panel.items], [s.observed for s in panel.items],
                                     split.train_end)
-        config = self._model_config(n_channels=len(panel.columns) if panel.layout == "wide" else 1,
-                                    n_time_features=time_feature_dim(panel.freq))
+        facts = data_facts(panel.freq, n_channels=len(panel.columns) if panel.layout == "wide" else 1)
+        resolved = self.settings.resolved(facts, freq=panel.freq)
         import lightning.pytorch as pl
 
+        from tsrec.training import ForecastingModule, make_loader, make_trainer
+
         pl.seed_everything(self.training.seed, workers=True, verbose=False)
-        model = build_model(self.model_name, config)
+        model = build_model(resolved.model, resolved.network)
+        self.trainer = None
         if self.trainable:
             train_set = WindowDataset.from_panel(panel, scaler, self.context_length, self.prediction_length,
                                                  split.train)
@@ -166,9 +184,11 @@ class Forecaster:
                                         trainer_kwargs=self.trainer_kwargs)
             self.trainer.fit(module, make_loader(train_set, self.training, train=True), val_loader)
             log.info("tsrec: training logs in %s", output_dir)
-        self.model = model.cpu().eval()
+        self.model = model.eval()
+        self.resolved_settings = resolved
         self.panel = _tail(panel, self.context_length)
         self.scaler = scaler
+        self._columns = columns
         return self
 
     # ------------------------------------------------------------------ predict
@@ -192,27 +212,19 @@ class Forecaster:
 
     def forecast_windows(self, dataset: WindowDataset, *, batch_size: int | None = None) -> np.ndarray:
         """Scaled forecasts ``[N, H, C]`` for every window of ``dataset``, in order, batched (the
-        last partial batch included), on the device the model is on."""
+        last partial batch included), through ``Trainer.predict`` on the accelerator the model
+        trains on (``trainer_kwargs``' ``accelerator``, default ``"auto"``)."""
         self._require_fitted()
-        loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size or self.training.batch_size)
-        device = next(iter(self.model.parameters()), torch.empty(0)).device
-        outputs = []
-        self.model.eval()
-        with torch.no_grad():
-            for batch in loader:
-                pred = self.model(batch["past_target"].to(device), batch["past_time_feat"].to(device),
-                                  batch["future_time_feat"].to(device), batch["past_observed"].to(device))
-                outputs.append(pred.float().cpu().numpy())
-        if not outputs:
-            return np.zeros((0, self.prediction_length, len(self.panel.columns) if self.panel.layout == "wide" else 1),
-                            dtype=np.float32)
-        return np.concatenate(outputs)
+        if len(dataset) == 0:
+            return np.zeros((0, self.prediction_length, self.model.config.n_channels), dtype=np.float32)
+        from tsrec.training import ForecastingModule, make_predict_trainer, quiet_lightning
 
-    def unfitted_copy(self) -> Forecaster:
-        """A new, unfitted Forecaster with the same settings (used to refit in backtests)."""
-        return Forecaster(self.model_name, prediction_length=self.prediction_length,
-                          context_length=self.context_length, freq=self.freq, val_windows=self.val_windows,
-                          trainer_kwargs=self.trainer_kwargs, **self.training.to_dict(), **self.model_options)
+        loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size or self.training.batch_size)
+        with quiet_lightning():
+            trainer = make_predict_trainer(self.training, self.trainer_kwargs)
+            outputs = trainer.predict(ForecastingModule(self.model, self.training), loader)
+        self.model.eval()
+        return np.concatenate([out.float().cpu().numpy() for out in outputs])
 
     # ------------------------------------------------------------------ gates
     def gates(self) -> pd.DataFrame:
@@ -234,12 +246,8 @@ class Forecaster:
         meta = {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
-            "model": self.model_name,
-            "model_config": self.model.config.to_dict(),
-            "training": self.training.to_dict(),
-            "prediction_length": self.prediction_length,
-            "context_length": self.context_length,
-            "val_windows": self.val_windows,
+            "settings": self.settings.to_dict(),
+            "resolved_settings": self.resolved_settings.to_dict(),
             "columns": self._columns,
             "data": {
                 "freq": self.panel.freq,
@@ -271,7 +279,7 @@ class Forecaster:
         try:
             meta = json.loads(config_file.read_text())
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            raise ValueError(f"{config_file} is corrupted (not valid JSON: {err}); save the model again") from None
+            raise ValueError(f"{config_file} is corrupted (not valid JSON: {err}); save the model again") from err
         if not isinstance(meta, dict) or meta.get("format") != FORMAT:
             raise ValueError(f"{config_file} was not written by tsrec's Forecaster.save (format is "
                              f"{meta.get('format') if isinstance(meta, dict) else None!r})")
@@ -281,12 +289,10 @@ class Forecaster:
         try:
             tensors = torch.load(weights_file, map_location="cpu", weights_only=True)
             data = meta["data"]
-            config = model_spec(meta["model"]).model_class.config_class.from_dict(meta["model_config"])
-            training = meta["training"]
-            self = cls(meta["model"], prediction_length=meta["prediction_length"],
-                       context_length=meta["context_length"], freq=data["freq"], val_windows=meta["val_windows"],
-                       **training)
-            model = build_model(meta["model"], config)
+            settings = ForecasterSettings.from_dict(meta["settings"])
+            resolved = ForecasterSettings.from_dict(meta["resolved_settings"])
+            self = cls(**settings.to_options())
+            model = build_model(resolved.model, resolved.network)
             model.load_state_dict(tensors["state_dict"])
             items = []
             for item_id, start, values, observed in zip(data["item_ids"], data["starts"],
@@ -299,8 +305,9 @@ class Forecaster:
             self._columns = meta["columns"]
         except (KeyError, TypeError, RuntimeError, EOFError, ValueError, OSError, pickle.UnpicklingError) as err:
             raise ValueError(f"{path} is corrupted or incomplete ({type(err).__name__}: {err}); "
-                             "save the model again") from None
+                             "save the model again") from err
         self.model = model.eval()
+        self.resolved_settings = resolved
         return self
 
     def __repr__(self) -> str:

@@ -9,6 +9,7 @@ from tsrec.data.frame import Panel, Series, canonicalize, forecast_frame
 from tsrec.data.scaling import StandardScaler
 from tsrec.data.split import OriginRange, Split, split_panel
 from tsrec.data.time_features import (
+    data_facts,
     future_index,
     normalize_freq,
     seasonality,
@@ -26,6 +27,7 @@ __all__ = [
     "StandardScaler",
     "WindowDataset",
     "canonicalize",
+    "data_facts",
     "forecast_frame",
     "future_index",
     "normalize_freq",

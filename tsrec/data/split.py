@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tsrec.data._validate import check_int
+from tsrec._checks import check_int
 from tsrec.data.frame import Panel
 
 OriginRange = tuple[int, int]

@@ -8,6 +8,8 @@ import numpy as np
 import pandas as pd
 from pandas.tseries.frequencies import to_offset
 
+from tsrec.config import DataFacts
+
 _GLUONTS_FREQS = "YS, YE, QS, QE, MS, ME, W, D, B, h, min, s (and multiples such as '15min')"
 
 
@@ -80,3 +82,11 @@ def seasonality(freq: str) -> int:
     if isinstance(offset, pd.offsets.Week):
         return max(52 // offset.n, 2)
     return max(int(get_seasonality(offset.freqstr)), 2)
+
+
+def data_facts(freq: str, n_channels: int) -> DataFacts:
+    """What the settings resolver needs to know of data at ``freq`` with ``n_channels`` channels
+    per window: the season, whether one step is shorter than a day, and the feature counts."""
+    step = step_duration(freq)
+    return DataFacts(season=seasonality(freq), sub_daily=step is not None and step < pd.Timedelta(days=1),
+                     n_channels=n_channels, n_time_features=time_feature_dim(freq))

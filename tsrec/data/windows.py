@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from tsrec.data._validate import check_int
+from tsrec._checks import check_int
 from tsrec.data.frame import Panel
 from tsrec.data.scaling import StandardScaler
 from tsrec.data.split import OriginRange

@@ -4,7 +4,7 @@ from tsrec.models.base import ForecastModel, ModelConfig
 from tsrec.models.dlinear import DLinear, DLinearConfig
 from tsrec.models.naive import SeasonalNaive, SeasonalNaiveConfig
 from tsrec.models.registry import build_model, list_models, model_config, model_spec, register
-from tsrec.models.transformer import EncoderDecoderForecaster, RSASettings, TransformerConfig
+from tsrec.models.transformer import EncoderDecoderForecaster, TransformerConfig
 
 __all__ = [
     "ForecastModel",
@@ -14,7 +14,6 @@ __all__ = [
     "SeasonalNaive",
     "SeasonalNaiveConfig",
     "EncoderDecoderForecaster",
-    "RSASettings",
     "TransformerConfig",
     "build_model",
     "list_models",

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from tsrec._checks import check_int
 from tsrec.models.base import ForecastModel, ModelConfig
 from tsrec.nn.heads import MovingAverage
 
@@ -20,8 +21,7 @@ class DLinearConfig(ModelConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.moving_average < 1:
-            raise ValueError(f"moving_average must be >= 1, got {self.moving_average!r}")
+        object.__setattr__(self, "moving_average", check_int("moving_average", self.moving_average, 1))
 
 
 class TimeLinear(nn.Module):

@@ -2,25 +2,41 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
+from tsrec._checks import check_optional_int
+from tsrec.config import DataFacts
 from tsrec.models.base import ForecastModel, ModelConfig
 
 
 @dataclass(frozen=True)
 class SeasonalNaiveConfig(ModelConfig):
-    """``season_length``: steps per season (1 gives the plain naive forecast)."""
+    """``season_length``: steps per season (1 gives the plain naive forecast). None: the data's
+    season, capped at ``context_length``."""
 
-    season_length: int = 1
+    season_length: int | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not 1 <= self.season_length <= self.context_length:
+        object.__setattr__(self, "season_length", check_optional_int("season_length", self.season_length, 1))
+        if self.season_length is not None and self.context_length is not None \
+                and self.season_length > self.context_length:
             raise ValueError(f"season_length must be between 1 and context_length ({self.context_length}), "
                              f"got {self.season_length!r}")
+
+    def unresolved(self) -> list[str]:
+        return super().unresolved() + (["season_length"] if self.season_length is None else [])
+
+    def resolved(self, data: DataFacts) -> SeasonalNaiveConfig:
+        config = super().resolved(data)
+        season = config.season_length
+        if season is None and config.context_length is not None:
+            season = min(data.season, config.context_length)
+        return dataclasses.replace(config, season_length=season)
 
 
 class SeasonalNaive(ForecastModel):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from tsrec.models.transformer import RSASettings
+from tsrec.config import RSAConfig
 
 # REM head counts (k1..k6) per (dataset, horizon), as transcribed by the public reproduction
-# (RSA_SPEC section 3); settings not listed use DEFAULT_KINDS.
+# (RSA_SPEC section 3); settings not listed use the default mix (tsrec.config.default_rem_kinds).
 PAPER_REM_KINDS: dict[tuple[str, int], tuple[int, int, int, int, int, int]] = {
     ("ETTh1", 24): (0, 2, 2, 0, 2, 2),
     ("ETTh1", 48): (0, 2, 2, 2, 1, 1),
@@ -20,7 +20,6 @@ PAPER_REM_KINDS: dict[tuple[str, int], tuple[int, int, int, int, int, int]] = {
     ("ETTm1", 24): (0, 0, 0, 0, 4, 4),
     ("WTH", 24): (0, 0, 0, 0, 4, 4),
 }
-DEFAULT_KINDS = (0, 2, 2, 0, 2, 2)
 PAPER_HORIZONS: dict[str, tuple[int, ...]] = {
     "ETTh1": (24, 48, 168, 336),
     "ETTh2": (24, 48, 168, 336),
@@ -29,16 +28,15 @@ PAPER_HORIZONS: dict[str, tuple[int, ...]] = {
 }
 
 
-def paper_rsa_settings(dataset: str, horizon: int) -> RSASettings:
-    """RSA settings of one Table 1 setting: the paper's head kinds, dilation = the data's daily
+def paper_rsa_settings(dataset: str, horizon: int) -> RSAConfig:
+    """RSA settings of one Table 1 setting: the paper's head kinds where they are known. The rest
+    comes from the data when the model is fitted, as for any RSA model: dilation = the daily
     season (24 hourly, 96 for 15-minute data), theta started at the daily cycle and its half for
     the plain pairs and at the weekly cycle and its half (in days) for the dilated pairs."""
     from tsrec.datasets import get_info
 
     info = get_info(dataset)
-    season = info.seasonality
-    return RSASettings(kinds=PAPER_REM_KINDS.get((info.name, horizon), DEFAULT_KINDS), dilation=season,
-                       periods=(float(season), season / 2.0), dilated_periods=(7.0, 3.5))
+    return RSAConfig(kinds=PAPER_REM_KINDS.get((info.name, horizon)))
 
 
 def paper_options(dataset: str, horizon: int, model: str) -> dict[str, Any]:

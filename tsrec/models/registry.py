@@ -6,10 +6,11 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from tsrec.config import DataFacts, RSAConfig
 from tsrec.models.base import ForecastModel, ModelConfig
 from tsrec.models.dlinear import DLinear
 from tsrec.models.naive import SeasonalNaive
-from tsrec.models.transformer import EncoderDecoderForecaster, RSASettings
+from tsrec.models.transformer import EncoderDecoderForecaster
 
 
 @dataclass(frozen=True)
@@ -43,31 +44,33 @@ def model_spec(name: str) -> ModelSpec:
 def model_config(name: str, **options: Any) -> ModelConfig:
     """The typed config of model ``name``: its preset, overridden by ``options``.
 
-    ``rsa`` may be given as an :class:`RSASettings` or a dict of its fields.
+    Nested settings (``rsa``) may be given as their config object or as a dict of its fields.
+    Data-dependent fields left out stay ``None`` until ``config.resolved(data)``.
     """
     spec = model_spec(name)
     config_class = spec.model_class.config_class
-    known = {f.name for f in dataclasses.fields(config_class)}
-    unknown = sorted(set(options) - known)
+    known = [f.name for f in dataclasses.fields(config_class)]
+    unknown = sorted(set(options) - set(known), key=str)
     if unknown:
-        raise TypeError(f"model {name!r} has no option(s) {unknown}; its options are: {', '.join(sorted(known))}")
-    values = {**spec.defaults, **options}
-    return config_class.from_dict({k: (dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v)
-                                   for k, v in values.items()})
+        raise TypeError(f"model {name!r} has no option(s) {unknown}; its options are: {', '.join(known)}")
+    return config_class(**{**spec.defaults, **options})
 
 
-def build_model(name: str, config: ModelConfig | None = None, **options: Any) -> ForecastModel:
-    """Build model ``name`` from ``config`` (or from its preset and ``options``)."""
+def build_model(name: str, config: ModelConfig | None = None, *, data: DataFacts | None = None,
+                **options: Any) -> ForecastModel:
+    """Build model ``name`` from ``config`` (or from its preset and ``options``); with ``data``,
+    data-dependent fields left ``None`` are filled first (``config.resolved(data)``)."""
     spec = model_spec(name)
     if config is not None and options:
         raise TypeError("pass either a config or options, not both")
-    return spec.model_class(config if config is not None else model_config(name, **options))
+    config = config if config is not None else model_config(name, **options)
+    return spec.model_class(config if data is None else config.resolved(data))
 
 
 for _attention, _base in (("prob", "informer"), ("logsparse", "logsparse"), ("full", "transformer")):
     register(_base, EncoderDecoderForecaster, f"{_base} encoder-decoder ({_attention} attention)",
              attention=_attention)
     register(f"rsa_{_base}", EncoderDecoderForecaster, f"{_base} with RSA in every attention",
-             attention=_attention, rsa=RSASettings())
+             attention=_attention, rsa=RSAConfig())
 register("dlinear", DLinear, "DLinear: moving-average decomposition + two linear maps")
 register("seasonal_naive", SeasonalNaive, "repeat the last season")

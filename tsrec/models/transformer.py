@@ -3,67 +3,32 @@ each with or without RSA. One network; the attention kernel and the RSA settings
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
+from tsrec._checks import check_int, check_optional_int
+from tsrec.config import DataFacts, RSAConfig
 from tsrec.models.base import ForecastModel, ModelConfig, zeros_like_future
-from tsrec.nn.attention import (
-    AttentionKernel,
-    AttentionLayer,
-    FullAttention,
-    LogSparseAttention,
-    ProbSparseAttention,
-    RSAConfig,
-)
+from tsrec.nn.attention import KERNELS, AttentionLayer, make_kernel
 from tsrec.nn.decoder import Decoder, DecoderLayer
 from tsrec.nn.embedding import DataEmbedding
 from tsrec.nn.encoder import Encoder, EncoderLayer
-from tsrec.nn.rem import REMConfig
-
-ATTENTION_KINDS = ("prob", "full", "logsparse")
-
-
-@dataclass(frozen=True)
-class RSASettings:
-    """RSA in every attention of the network (encoder self, decoder self, cross).
-
-    Attributes:
-        kinds: REM head counts ``(k1..k6)``: regular, cos, sin, dilated regular/cos/sin; they must
-            sum to ``n_heads``.
-        dilation: dilation of the dilated heads (the data's seasonality: 24 for hourly data).
-        periods: cycle lengths (steps) initialising ``theta`` of the plain cos/sin pairs; None: pi/4.
-        dilated_periods: the same for the dilated pairs, in dilated steps.
-        encoder_masked: causal REM in encoder self-attention (decoder self and cross always causal).
-        per_head_gate: one gate per head instead of one per layer.
-        gate_init: ``mu ~ U(gate_init)``.
-        rem_on_lazy_queries: ProbSparse's lazy rows get the REM term too.
-    """
-
-    kinds: tuple[int, int, int, int, int, int] = (0, 2, 2, 0, 2, 2)
-    dilation: int | tuple[int, ...] = 24
-    periods: tuple[float, ...] | None = None
-    dilated_periods: tuple[float, ...] | None = None
-    encoder_masked: bool = True
-    per_head_gate: bool = False
-    gate_init: tuple[float, float] = (-3.0, 3.0)
-    rem_on_lazy_queries: bool = True
-
-    def layer_config(self, *, masked: bool) -> RSAConfig:
-        rem = REMConfig(kinds=tuple(self.kinds), dilation=self.dilation, masked=masked,
-                        periods=self.periods, dilated_periods=self.dilated_periods)
-        return RSAConfig(rem=rem, per_head_gate=self.per_head_gate, gate_init=tuple(self.gate_init),
-                         rem_on_lazy_queries=self.rem_on_lazy_queries)
 
 
 @dataclass(frozen=True)
 class TransformerConfig(ModelConfig):
     """Informer-style encoder-decoder; defaults are the RSA paper's Informer recipe.
 
-    The decoder reads the last ``label_length`` known steps followed by ``prediction_length``
-    zeros (with their calendar features) and forecasts the zeros.
+    The decoder reads the last ``label_length`` known steps (None: half the context) followed by
+    ``prediction_length`` zeros (with their calendar features) and forecasts the zeros.
+    ``attention`` names the kernel of encoder and decoder self-attention (a key of
+    :data:`tsrec.nn.attention.KERNELS`); cross-attention is full attention, as in Informer.
+    ``rsa`` (an :class:`~tsrec.config.RSAConfig`, or a dict of its fields) puts RSA in every
+    attention.
 
     ``mix=True`` (Informer's default) flattens the decoder self-attention heads as
     ``[B, H, L, D] -> [B, L, H*D]``; with one decoder layer only the last heads then reach the
@@ -71,7 +36,7 @@ class TransformerConfig(ModelConfig):
     It is kept as the default for fidelity to the paper's baseline; ``mix=False`` avoids it.
     """
 
-    label_length: int = 48
+    label_length: int | None = None
     attention: str = "prob"
     d_model: int = 512
     n_heads: int = 8
@@ -83,37 +48,44 @@ class TransformerConfig(ModelConfig):
     activation: str = "gelu"
     distil: bool = False
     mix: bool = True
-    rsa: RSASettings | None = None
+    rsa: RSAConfig | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.attention not in ATTENTION_KINDS:
-            raise ValueError(f"attention must be one of {ATTENTION_KINDS}, got {self.attention!r}")
-        if not 0 <= self.label_length <= self.context_length:
+        if self.attention not in KERNELS:
+            raise ValueError(f"attention must be one of {tuple(sorted(KERNELS))}, got {self.attention!r}")
+        for name in ("d_model", "n_heads", "e_layers", "d_layers", "d_ff", "factor"):
+            object.__setattr__(self, name, check_int(name, getattr(self, name), 1))
+        object.__setattr__(self, "label_length", check_optional_int("label_length", self.label_length, 0))
+        if self.label_length is not None and self.context_length is not None \
+                and self.label_length > self.context_length:
             raise ValueError(
                 f"label_length ({self.label_length}) must be between 0 and context_length ({self.context_length})")
-        for name in ("d_model", "n_heads", "e_layers", "d_layers", "d_ff"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
         if self.rsa is not None:
-            if sum(self.rsa.kinds) != self.n_heads:
+            object.__setattr__(self, "rsa", RSAConfig.coerce(self.rsa))
+            if self.rsa.kinds is not None and sum(self.rsa.kinds) != self.n_heads:
                 raise ValueError(f"rsa.kinds {tuple(self.rsa.kinds)} give {sum(self.rsa.kinds)} REM heads but "
                                  f"n_heads is {self.n_heads}; every head needs a REM kind")
             if self.distil:
                 raise ValueError("RSA needs distil=False: distilling halves the encoder's time axis, so REM lags "
                                  "would no longer be real time lags (the RSA paper removes distilling)")
 
+    def unresolved(self) -> list[str]:
+        missing = super().unresolved() + (["label_length"] if self.label_length is None else [])
+        return missing + (self.rsa.unresolved() if self.rsa is not None else [])
 
-def _kernel(kind: str, config: TransformerConfig) -> AttentionKernel:
-    if kind == "prob":
-        return ProbSparseAttention(factor=config.factor, dropout=config.dropout)
-    if kind == "logsparse":
-        return LogSparseAttention(dropout=config.dropout)
-    return FullAttention(dropout=config.dropout)
+    def resolved(self, data: DataFacts) -> TransformerConfig:
+        """Also fills ``label_length`` (half the context) and the RSA section from the data."""
+        config = super().resolved(data)
+        label = config.label_length
+        if label is None and config.context_length is not None:
+            label = config.context_length // 2
+        rsa = None if config.rsa is None else config.rsa.resolved(config.n_heads, data)
+        return dataclasses.replace(config, label_length=label, rsa=rsa)
 
 
 class EncoderDecoderForecaster(ForecastModel):
@@ -130,21 +102,20 @@ class EncoderDecoderForecaster(ForecastModel):
     def __init__(self, config: TransformerConfig) -> None:
         super().__init__(config)
         c = config
-        rsa = c.rsa
-        enc_rsa = rsa.layer_config(masked=rsa.encoder_masked) if rsa else None
-        causal_rsa = rsa.layer_config(masked=True) if rsa else None
+        encoder_masked = c.rsa.encoder_masked if c.rsa is not None else True
 
-        def attention(kind: str, rsa_config: RSAConfig | None, mix: bool = False) -> AttentionLayer:
-            return AttentionLayer(_kernel(kind, c), c.d_model, c.n_heads, rsa=rsa_config, mix=mix)
+        def attention(kind: str, *, masked: bool = True, mix: bool = False) -> AttentionLayer:
+            kernel = make_kernel(kind, dropout=c.dropout, factor=c.factor)
+            return AttentionLayer(kernel, c.d_model, c.n_heads, rsa=c.rsa, rsa_masked=masked, mix=mix)
 
         self.enc_embedding = DataEmbedding(self.core_channels, c.n_time_features, c.d_model, c.dropout)
         self.dec_embedding = DataEmbedding(self.core_channels, c.n_time_features, c.d_model, c.dropout)
         self.encoder = Encoder(
-            [EncoderLayer(attention(c.attention, enc_rsa), c.d_model, c.d_ff, c.dropout, c.activation)
+            [EncoderLayer(attention(c.attention, masked=encoder_masked), c.d_model, c.d_ff, c.dropout, c.activation)
              for _ in range(c.e_layers)],
             c.d_model, distil=c.distil)
         self.decoder = Decoder(
-            [DecoderLayer(attention(c.attention, causal_rsa, mix=c.mix), attention("full", causal_rsa),
+            [DecoderLayer(attention(c.attention, mix=c.mix), attention("full"),
                           c.d_model, c.d_ff, c.dropout, c.activation) for _ in range(c.d_layers)],
             c.d_model)
         self.projection = nn.Linear(c.d_model, self.core_channels)

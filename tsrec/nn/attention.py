@@ -19,15 +19,17 @@ rows follow the queries a sparse kernel selected, and cross-attention gets a non
 from __future__ import annotations
 
 import abc
+import inspect
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from tsrec.nn.rem import LearnableREM, REMConfig, lag_grid
+from tsrec.config import RSAConfig
+from tsrec.nn.rem import LearnableREM, lag_grid
 
 __all__ = [
     "KernelOutput",
@@ -35,7 +37,9 @@ __all__ = [
     "FullAttention",
     "ProbSparseAttention",
     "LogSparseAttention",
-    "RSAConfig",
+    "KERNELS",
+    "make_kernel",
+    "register_kernel",
     "RSAGate",
     "RSAMixer",
     "AttentionLayer",
@@ -165,6 +169,34 @@ class ProbSparseAttention(AttentionKernel):
         return KernelOutput(values, weights, top)
 
 
+#: Attention kernels by name: the ``attention`` option of the encoder-decoder models. A new kernel
+#: (a subclass of :class:`AttentionKernel` taking ``dropout`` and its own keyword options)
+#: plugs in with :func:`register_kernel`.
+KERNELS: dict[str, type[AttentionKernel]] = {}
+
+
+def register_kernel(name: str, kernel_class: type[AttentionKernel]) -> None:
+    """Make ``kernel_class`` available as ``attention=name``."""
+    if name in KERNELS:
+        raise ValueError(f"an attention kernel named {name!r} is already registered")
+    KERNELS[name] = kernel_class
+
+
+def make_kernel(name: str, **options: object) -> AttentionKernel:
+    """The kernel registered as ``name``, built from the model's shared kernel ``options``
+    (``dropout``, ``factor``, ...); each kernel takes the ones its ``__init__`` names."""
+    if name not in KERNELS:
+        raise ValueError(f"unknown attention kernel {name!r}; known kernels: {', '.join(sorted(KERNELS))}")
+    kernel_class = KERNELS[name]
+    accepted = inspect.signature(kernel_class.__init__).parameters
+    return kernel_class(**{k: v for k, v in options.items() if k in accepted})
+
+
+register_kernel("full", FullAttention)
+register_kernel("logsparse", LogSparseAttention)
+register_kernel("prob", ProbSparseAttention)
+
+
 # Query rows per chunk of the sampled sparsity measure: at most this many [B, H, rows, Lk] scores at once.
 _SPARSITY_CHUNK_ELEMENTS = 1 << 24
 
@@ -190,28 +222,10 @@ def _sampled_sparsity(q: Tensor, k: Tensor, sample: Tensor) -> Tensor:
     return torch.cat(parts, dim=-1)  # [B, H, Lq]
 
 
-@dataclass(frozen=True)
-class RSAConfig:
-    """How an attention layer mixes in its REMs.
-
-    Attributes:
-        rem: the REM heads (their count must equal the layer's heads).
-        per_head_gate: one gate ``mu`` per head instead of one per layer (the paper's default).
-        gate_init: ``mu ~ U(gate_init)`` (the paper: ``U(-3, 3)``).
-        rem_on_lazy_queries: with a sparse kernel, add the REM term to the rows it did not compute
-            exactly too (True), or only to its selected rows (False).
-    """
-
-    rem: REMConfig = field(default_factory=REMConfig)
-    per_head_gate: bool = False
-    gate_init: tuple[float, float] = (-3.0, 3.0)
-    rem_on_lazy_queries: bool = True
-
-
 class RSAGate(nn.Module):
     """The learned mixing gate ``sigmoid(mu)``: one per layer, or one per head."""
 
-    def __init__(self, n_heads: int, *, per_head: bool = False, init: tuple[float, float] = (-3.0, 3.0)) -> None:
+    def __init__(self, n_heads: int, *, per_head: bool, init: tuple[float, float]) -> None:
         super().__init__()
         self.mu = nn.Parameter(torch.empty(n_heads if per_head else 1).uniform_(*init))
 
@@ -225,17 +239,20 @@ class RSAGate(nn.Module):
 
 
 class RSAMixer(nn.Module):
-    """Mixes a kernel's output with the REM term: ``(1 - g) * attention + g * (P @ V)``."""
+    """Mixes a kernel's output with the REM term: ``(1 - g) * attention + g * (P @ V)``.
 
-    def __init__(self, config: RSAConfig, n_heads: int) -> None:
+    ``config`` is a resolved :class:`~tsrec.config.RSAConfig`; ``masked`` makes the REM causal.
+    """
+
+    def __init__(self, config: RSAConfig, n_heads: int, *, masked: bool = True) -> None:
         super().__init__()
-        if config.rem.n_heads != n_heads:
+        self.config = config
+        self.rem = LearnableREM(config, masked=masked)
+        if self.rem.n_heads != n_heads:
             raise ValueError(
-                f"REM head counts {config.rem.kinds} sum to {config.rem.n_heads}, but the layer has {n_heads} heads; "
+                f"REM head counts {config.kinds} sum to {self.rem.n_heads}, but the layer has {n_heads} heads; "
                 "give every head a REM kind"
             )
-        self.config = config
-        self.rem = LearnableREM(config.rem)
         self.gate = RSAGate(n_heads, per_head=config.per_head_gate, init=config.gate_init)
 
     def forward(self, attended: KernelOutput, v: Tensor, *, query_offset: int = 0) -> Tensor:
@@ -244,7 +261,7 @@ class RSAMixer(nn.Module):
         out = attended.values
         query_len, key_len = out.shape[-2], v.shape[-2]
         if attended.query_index is None or self.config.rem_on_lazy_queries:
-            return torch.lerp(out, self.rem.apply(v, query_len, offset=query_offset), g)  # (1 - g) out + g PV
+            return torch.lerp(out, self.rem.product(v, query_len, offset=query_offset), g)  # (1 - g) out + g PV
         index = attended.query_index  # [B, H, u]
         rows = self.rem.rows(index, key_len, offset=query_offset).to(v.dtype)  # [B, H, u, Lk]
         index_d = index.unsqueeze(-1).expand(-1, -1, -1, out.shape[-1])  # [B, H, u, D]
@@ -255,12 +272,13 @@ class RSAMixer(nn.Module):
 class AttentionLayer(nn.Module):
     """Multi-head attention: projections, a kernel, optional RSA mixing, output projection.
 
-    ``mix=True`` reproduces Informer's ``mix`` option (head outputs are flattened as
+    ``rsa`` (a resolved :class:`~tsrec.config.RSAConfig`) adds RSA mixing with causal REMs, or
+    bidirectional ones with ``rsa_masked=False``. ``mix=True`` reproduces Informer's ``mix`` option (head outputs are flattened as
     ``[B, H, L, D] -> [B, L, H*D]`` without moving the head axis back).
     """
 
     def __init__(self, kernel: AttentionKernel, d_model: int, n_heads: int, *, rsa: RSAConfig | None = None,
-                 mix: bool = False, d_head: int | None = None) -> None:
+                 rsa_masked: bool = True, mix: bool = False, d_head: int | None = None) -> None:
         super().__init__()
         if d_head is None:
             if d_model % n_heads:
@@ -273,7 +291,7 @@ class AttentionLayer(nn.Module):
         self.key = nn.Linear(d_model, d_head * n_heads)
         self.value = nn.Linear(d_model, d_head * n_heads)
         self.out = nn.Linear(d_head * n_heads, d_model)
-        self.rsa = RSAMixer(rsa, n_heads) if rsa is not None else None
+        self.rsa = RSAMixer(rsa, n_heads, masked=rsa_masked) if rsa is not None else None
 
     def _heads(self, x: Tensor) -> Tensor:
         b, length, _ = x.shape

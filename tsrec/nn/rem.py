@@ -25,22 +25,22 @@ Conventions used throughout:
 
 ``P @ V`` never needs the dense ``[heads, Lq, Lk]`` matrix: because ``P`` is Toeplitz, it is a
 convolution along time, computed here with FFTs in ``O(L log L)`` time and ``O(L)`` memory
-(:func:`toeplitz_apply`). :meth:`LearnableREM.apply` picks the dense or the FFT path by size.
+(:func:`toeplitz_apply`). :meth:`LearnableREM.product` picks the dense or the FFT path by size.
 """
 
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
+from tsrec._checks import check_int
+from tsrec.config import RSAConfig
+
 __all__ = [
-    "REMConfig",
     "LearnableREM",
     "regular_rem",
     "cyclical_rem",
@@ -70,9 +70,8 @@ def lag_grid(query_len: int, key_len: int | None = None, *, offset: int = 0,
 
 
 def _check_lengths(query_len: int, key_len: int) -> None:
-    for name, value in (("query_len", query_len), ("key_len", key_len)):
-        if not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    check_int("query_len", query_len, 1)
+    check_int("key_len", key_len, 1)
 
 
 def _as_head_vector(name: str, value: Tensor | float | Sequence[float], like: Tensor | None = None) -> Tensor:
@@ -234,66 +233,33 @@ def _fast_fft_len(n: int) -> int:
     return best
 
 
-@dataclass(frozen=True)
-class REMConfig:
-    """Which REM heads an RSA layer carries, and how they start.
-
-    Attributes:
-        kinds: head counts ``(k1, .., k6)``: regular, cos, sin, dilated regular, dilated cos,
-            dilated sin. Their sum must equal the layer's number of heads. A cos head and the sin
-            head of the same rank share ``(gamma, theta)``.
-        dilation: the dilation of every dilated head (int), or one per dilated head
-            (``k4 + k5 + k6`` values, in head order).
-        masked: causal REM (``l >= 1``) if True, bidirectional if False.
-        periods: cycle lengths (in steps) that initialise ``theta = 2 pi / period`` of the plain
-            cos/sin pairs, used in turn; ``None`` starts every theta at ``pi / 4``.
-        dilated_periods: the same for the dilated pairs, in dilated steps.
-    """
-
-    kinds: tuple[int, int, int, int, int, int] = (2, 1, 1, 2, 1, 1)
-    dilation: int | tuple[int, ...] = 24
-    masked: bool = True
-    periods: tuple[float, ...] | None = None
-    dilated_periods: tuple[float, ...] | None = None
-
-    def __post_init__(self) -> None:
-        if len(self.kinds) != 6 or any((not isinstance(k, int)) or k < 0 for k in self.kinds):
-            raise ValueError(f"kinds must be six non-negative ints (k1..k6), got {self.kinds!r}")
-        if sum(self.kinds) == 0:
-            raise ValueError("kinds must give at least one REM head")
-        n_dilated = sum(self.kinds[3:])
-        if not isinstance(self.dilation, int) and len(self.dilation) != n_dilated:
-            raise ValueError(f"dilation needs one value per dilated head ({n_dilated}), got {self.dilation!r}")
-        dilations = (self.dilation,) if isinstance(self.dilation, int) else tuple(self.dilation)
-        if any((not isinstance(d, numbers.Integral)) or d < 1 for d in dilations):
-            raise ValueError(f"dilations must be positive ints, got {self.dilation!r}")
-        for name, periods in (("periods", self.periods), ("dilated_periods", self.dilated_periods)):
-            if periods is not None and (len(periods) == 0 or any(p <= 0 for p in periods)):
-                raise ValueError(f"{name} must be positive cycle lengths, got {periods!r}")
-
-    @property
-    def n_heads(self) -> int:
-        return sum(self.kinds)
-
-
-def _init_theta(pairs: int, periods: tuple[float, ...] | None) -> Tensor:
-    if periods is None:
-        return torch.full((pairs,), math.pi / 4)
+def _init_theta(pairs: int, periods: tuple[float, ...]) -> Tensor:
     return torch.tensor([2 * math.pi / periods[i % len(periods)] for i in range(pairs)])
 
 
 class LearnableREM(nn.Module):
-    """The learnable REMs of one RSA layer: one REM per head, heads ordered as ``REMConfig.kinds``.
+    """The learnable REMs of one RSA layer: one REM per head, heads ordered as ``RSAConfig.kinds``
+    (regular, cos, sin, dilated regular, dilated cos, dilated sin; a cos head and the sin head of
+    the same rank share ``(gamma, theta)``).
 
     Parameters (all ``nn.Parameter``): ``eta`` for the regular heads (``lambda = tanh(eta)``,
     initialised ``U([-2,-1] U [1,2])``), ``nu`` and ``theta`` for the cos/sin pairs
-    (``gamma = sigmoid(nu)``, ``nu ~ U(1, 2)``, ``theta`` from ``REMConfig.periods`` or ``pi/4``).
+    (``gamma = sigmoid(nu)``, ``nu ~ U(1, 2)``, ``theta = 2 pi / period`` from ``RSAConfig.periods``).
     Plain and dilated heads have their own parameters.
+
+    Args:
+        config: a resolved :class:`~tsrec.config.RSAConfig` (``kinds``, ``dilation``, ``periods``
+            and ``dilated_periods`` set; see ``RSAConfig.resolved``).
+        masked: causal REM (``l >= 1``) if True, bidirectional (``|l| >= 1``) if False.
     """
 
-    def __init__(self, config: REMConfig) -> None:
+    def __init__(self, config: RSAConfig, *, masked: bool = True) -> None:
         super().__init__()
+        if config.unresolved():
+            raise ValueError(f"the REM needs {', '.join(config.unresolved())}: set them, or fill them from the data "
+                             "with RSAConfig.resolved(n_heads, DataFacts(season=...))")
         self.config = config
+        self._masked = masked
         k1, k2, k3, k4, k5, k6 = config.kinds
         pairs, dil_pairs = max(k2, k3), max(k5, k6)
         self._scalar("eta", self._init_eta(k1))
@@ -330,7 +296,7 @@ class LearnableREM(nn.Module):
 
     @property
     def masked(self) -> bool:
-        return self.config.masked
+        return self._masked
 
     def head_terms(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """Per-head ``(log_mag, sign, phase, shift)``, each ``[H]`` in head order, differentiable."""
@@ -379,8 +345,8 @@ class LearnableREM(nn.Module):
         lags = query_index.unsqueeze(-1) + offset - keys  # [B, H, u, Lk]
         return self.entries(lags)
 
-    def apply(self, values: Tensor, query_len: int | None = None, *, offset: int = 0,
-              method: str = "auto") -> Tensor:
+    def product(self, values: Tensor, query_len: int | None = None, *, offset: int = 0,
+                method: str = "auto") -> Tensor:
         """``P @ V`` for every query row.
 
         Args:
@@ -420,4 +386,4 @@ class LearnableREM(nn.Module):
 
     def extra_repr(self) -> str:
         c = self.config
-        return f"kinds={c.kinds}, dilation={c.dilation}, masked={c.masked}"
+        return f"kinds={c.kinds}, dilation={c.dilation}, masked={self.masked}"

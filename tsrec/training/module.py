@@ -6,9 +6,10 @@ import lightning.pytorch as pl
 import torch
 from torch import Tensor
 
+from tsrec.batch import ForecastBatch
+from tsrec.config import TrainingConfig
 from tsrec.models.base import ForecastModel
 from tsrec.nn.attention import rsa_parameters
-from tsrec.training.config import TrainingConfig
 
 
 def masked_loss(prediction: Tensor, target: Tensor, observed: Tensor, kind: str = "mse") -> Tensor:
@@ -26,8 +27,9 @@ def informer_lr_factor(epoch: int) -> float:
 class ForecastingModule(pl.LightningModule):
     """Trains a :class:`~tsrec.models.base.ForecastModel` on window batches.
 
-    Batches are the dicts of :class:`~tsrec.data.windows.WindowDataset`. Logs ``train_loss``,
-    ``val_loss`` and, for RSA models, each layer's gate after every validation as ``gate/<name>``.
+    Batches are :class:`~tsrec.batch.ForecastBatch` dicts. Logs ``train_loss``, ``val_loss`` and,
+    for RSA models, each layer's gate after every validation as ``gate/<name>``.
+    ``predict_step`` returns the scaled forecast ``[B, H, C]`` of a batch, on the trainer's device.
     """
 
     def __init__(self, model: ForecastModel, config: TrainingConfig) -> None:
@@ -35,22 +37,24 @@ class ForecastingModule(pl.LightningModule):
         self.model = model
         self.config = config
 
-    def forward(self, batch: dict[str, Tensor]) -> Tensor:
-        return self.model(batch["past_target"], batch["past_time_feat"], batch["future_time_feat"],
-                          batch["past_observed"])
+    def forward(self, batch: ForecastBatch) -> Tensor:
+        return self.model(batch)
 
-    def _loss(self, batch: dict[str, Tensor]) -> Tensor:
+    def _loss(self, batch: ForecastBatch) -> Tensor:
         return masked_loss(self(batch), batch["future_target"], batch["future_observed"], self.config.loss)
 
-    def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
+    def training_step(self, batch: ForecastBatch, batch_idx: int) -> Tensor:
         loss = self._loss(batch)
         self.log("train_loss", loss, on_step=False, on_epoch=True, prog_bar=True,
                  batch_size=batch["past_target"].shape[0], sync_dist=True)
         return loss
 
-    def validation_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
+    def validation_step(self, batch: ForecastBatch, batch_idx: int) -> None:
         self.log("val_loss", self._loss(batch), on_step=False, on_epoch=True, prog_bar=True,
                  batch_size=batch["past_target"].shape[0], sync_dist=True)
+
+    def predict_step(self, batch: ForecastBatch, batch_idx: int, dataloader_idx: int = 0) -> Tensor:
+        return self(batch)
 
     def on_validation_epoch_end(self) -> None:
         if self.trainer.sanity_checking:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +15,7 @@ from lightning.pytorch.loggers import CSVLogger
 from torch.utils.data import DataLoader, Dataset
 
 from tsrec.training.callbacks import RestoreBestWeights
-from tsrec.training.config import TrainingConfig
+from tsrec.config import TrainingConfig
 
 
 def make_trainer(config: TrainingConfig, output_dir: str | Path, *, validate: bool,
@@ -49,7 +53,30 @@ def make_trainer(config: TrainingConfig, output_dir: str | Path, *, validate: bo
     return pl.Trainer(**kwargs)
 
 
+def make_predict_trainer(config: TrainingConfig, trainer_kwargs: dict[str, Any] | None = None) -> pl.Trainer:
+    """A Trainer for ``trainer.predict``: the accelerator the model trains on (``trainer_kwargs``'
+    ``accelerator``, default ``"auto"``), one device, the training precision, no logs or bars."""
+    accelerator = (trainer_kwargs or {}).get("accelerator", "auto")
+    return pl.Trainer(accelerator=accelerator, devices=1, precision=config.precision, logger=False,
+                      enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=False)
+
+
 def make_loader(dataset: Dataset, config: TrainingConfig, *, train: bool) -> DataLoader:
     """Batches of windows; never drops the last partial batch."""
     return DataLoader(dataset, batch_size=config.batch_size, shuffle=train and config.shuffle, drop_last=False,
                       num_workers=config.num_workers, persistent_workers=config.num_workers > 0)
+
+
+@contextlib.contextmanager
+def quiet_lightning() -> Iterator[None]:
+    """Hide Lightning's start-up chatter and hints for the duration of the block (restored after)."""
+    logger = logging.getLogger("lightning.pytorch")
+    level = logger.level
+    logger.setLevel(logging.WARNING)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", module=r"lightning(\.|_).*")
+        warnings.filterwarnings("ignore", message=r".*(does not have many workers|LeafSpec).*")
+        try:
+            yield
+        finally:
+            logger.setLevel(level)

@@ -1,0 +1,26 @@
+"""The one batch contract between the data layer, the models and training.
+
+:class:`~tsrec.data.windows.WindowDataset` yields these fields per window; the default
+``DataLoader`` collate stacks them into a batch, which every model's ``forward`` takes whole.
+Shapes per batch (``B`` windows, ``Lc = context_length``, ``H = prediction_length``, ``C``
+channels, ``F`` time features), all float32 unless noted; targets are scaled and 0 where
+unobserved.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TypedDict
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+
+class ForecastBatch(TypedDict, total=False):
+    past_target: Tensor  # [B, Lc, C]
+    past_observed: Tensor  # [B, Lc, C], 1 observed / 0 missing
+    past_time_feat: Tensor  # [B, Lc, F]
+    future_time_feat: Tensor  # [B, H, F]
+    future_target: Tensor  # [B, H, C] (training and validation windows only)
+    future_observed: Tensor  # [B, H, C] (training and validation windows only)
+    item: Tensor  # [B] int64, position of the window's item
+    origin: Tensor  # [B] int64, grid position of the first forecast step

@@ -1,0 +1,287 @@
+"""The settings leaves every layer shares: RSA, windows, training, and the facts read off the data.
+
+Each setting has exactly one default, here (or in its model's config class for network options).
+Settings that depend on the data (the season, REM dilations and initial periods, the REM head
+mix for a given head count) default to ``None`` and are filled by ``resolved(...)`` from a
+:class:`DataFacts` once the data is known; a value the user set is never replaced. This module
+imports neither torch nor pandas: configs are plain frozen dataclasses that round-trip through
+JSON with ``to_dict`` / ``from_dict``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from tsrec._checks import check_choice, check_int, check_optional_int
+
+__all__ = [
+    "Config",
+    "DataFacts",
+    "RSAConfig",
+    "TrainingConfig",
+    "WindowConfig",
+    "default_rem_kinds",
+]
+
+C = TypeVar("C", bound="Config")
+
+
+class Config:
+    """Mixin of the settings dataclasses: JSON round trip with unknown keys named, not dropped."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-compatible dict (nested configs become dicts, tuples lists)."""
+        return _jsonable(dataclasses.asdict(self))  # type: ignore[call-overload]
+
+    @classmethod
+    def from_dict(cls: type[C], data: dict[str, Any]) -> C:
+        """Inverse of :meth:`to_dict`; also takes the same dict written by hand (lists for tuples,
+        dicts for nested configs). An unknown key is a ``TypeError`` that lists the known ones."""
+        if not isinstance(data, dict):
+            raise TypeError(f"{cls.__name__} settings must be a dict or a {cls.__name__}, got {type(data).__name__}")
+        names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+        unknown = sorted(set(data) - set(names), key=str)
+        if unknown:
+            raise TypeError(f"{cls.__name__} has no setting(s) {unknown}; its settings are: {', '.join(names)}")
+        hints = typing.get_type_hints(cls)
+        return cls(**{key: _coerce(hints[key], value) for key, value in data.items()})
+
+    @classmethod
+    def coerce(cls: type[C], value: C | dict[str, Any]) -> C:
+        """``value`` as this config: an instance is kept, a dict goes through :meth:`from_dict`."""
+        return value if isinstance(value, cls) else cls.from_dict(value)  # type: ignore[arg-type]
+
+    def unresolved(self) -> list[str]:
+        """Names of the data-dependent fields still ``None`` (empty once resolved)."""
+        return []
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def _coerce(hint: Any, value: Any) -> Any:
+    """Rebuild nested configs and tuples from their JSON form."""
+    if value is None:
+        return None
+    options = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+    for option in options:
+        if isinstance(option, type) and issubclass(option, Config) and isinstance(value, dict):
+            return option.from_dict(value)
+    if isinstance(value, list):
+        return tuple(_coerce(Any, v) for v in value)
+    return value
+
+
+@dataclass(frozen=True)
+class DataFacts:
+    """What the resolver reads off the fitted data.
+
+    Attributes:
+        season: steps per natural season of the frequency (24 for hourly data, 7 for daily).
+        sub_daily: one step is shorter than a day, so one season (and one dilated REM step) is a day.
+        n_channels: target variables the network sees jointly (``C``).
+        n_time_features: calendar features per step (``F``).
+    """
+
+    season: int
+    sub_daily: bool = True
+    n_channels: int = 1
+    n_time_features: int = 0
+
+    def __post_init__(self) -> None:
+        check_int("season", self.season, 1)
+        check_int("n_channels", self.n_channels, 1)
+        check_int("n_time_features", self.n_time_features, 0)
+
+
+def default_rem_kinds(n_heads: int) -> tuple[int, int, int, int, int, int]:
+    """The RSA paper's head mix for ``n_heads``: cos/sin pairs, half of them dilated by the
+    season, and regular (decay) heads for the remainder: 8 heads give ``(0, 2, 2, 0, 2, 2)``."""
+    quarter = n_heads // 4
+    return (n_heads - 4 * quarter, quarter, quarter, 0, quarter, quarter)
+
+
+# theta = 2 pi / 8 = pi / 4: the reported initialisation, kept where the data suggest no cycle.
+_PAPER_PERIOD = 8.0
+
+
+@dataclass(frozen=True)
+class RSAConfig(Config):
+    """RSA in every attention of a network: REM heads, their initialisation, and the gates.
+
+    ``None`` fields depend on the data and are filled by :meth:`resolved`:
+
+    Attributes:
+        kinds: REM head counts ``(k1..k6)``: regular, cos, sin, dilated regular/cos/sin; they must
+            sum to the layer's heads. None: :func:`default_rem_kinds`.
+        dilation: dilation of the dilated heads, one int or one per dilated head. None: the
+            data's season (24 for hourly data).
+        periods: cycle lengths in steps that initialise ``theta = 2 pi / period`` of the plain
+            cos/sin pairs, used in turn. None: the season and its half.
+        dilated_periods: the same for the dilated pairs, in dilated steps. None: a week and its
+            half (7, 3.5 days) for sub-daily data, else 8 (``theta = pi / 4``, the paper's start).
+        encoder_masked: causal REM in encoder self-attention (decoder self and cross-attention
+            REMs are always causal).
+        per_head_gate: one gate per head instead of one per layer.
+        gate_init: the gate logit ``mu ~ U(gate_init)`` (the paper: ``U(-3, 3)``).
+        rem_on_lazy_queries: ProbSparse's lazy (not computed) rows get the REM term too.
+    """
+
+    kinds: tuple[int, int, int, int, int, int] | None = None
+    dilation: int | tuple[int, ...] | None = None
+    periods: tuple[float, ...] | None = None
+    dilated_periods: tuple[float, ...] | None = None
+    encoder_masked: bool = True
+    per_head_gate: bool = False
+    gate_init: tuple[float, float] = (-3.0, 3.0)
+    rem_on_lazy_queries: bool = True
+
+    def __post_init__(self) -> None:
+        if self.kinds is not None:
+            kinds = tuple(self.kinds)
+            if len(kinds) != 6 or any(isinstance(k, bool) or not isinstance(k, int) or k < 0 for k in kinds):
+                raise ValueError(f"rsa kinds must be six non-negative ints (k1..k6), got {self.kinds!r}")
+            if sum(kinds) == 0:
+                raise ValueError("rsa kinds must give at least one REM head")
+            object.__setattr__(self, "kinds", kinds)
+        if self.dilation is not None:
+            many = isinstance(self.dilation, (tuple, list))
+            values = tuple(self.dilation) if many else (self.dilation,)
+            if any(isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < 1 for d in values):
+                raise ValueError(f"rsa dilation must be positive ints, got {self.dilation!r}")
+            object.__setattr__(self, "dilation", tuple(int(d) for d in values) if many else int(self.dilation))
+            if many and self.kinds is not None and len(values) != sum(self.kinds[3:]):
+                raise ValueError(f"rsa dilation needs one value per dilated head ({sum(self.kinds[3:])}), "
+                                 f"got {self.dilation!r}")
+        for name in ("periods", "dilated_periods"):
+            periods = getattr(self, name)
+            if periods is None:
+                continue
+            periods = (periods,) if isinstance(periods, (int, float)) else tuple(periods)
+            if not periods or any(isinstance(p, bool) or not isinstance(p, (int, float)) or not p > 0 for p in periods):
+                raise ValueError(f"rsa {name} must be positive cycle lengths in steps, got {getattr(self, name)!r}")
+            object.__setattr__(self, name, tuple(float(p) for p in periods))
+        bounds = tuple(self.gate_init) if isinstance(self.gate_init, (tuple, list)) else ()
+        if not (len(bounds) == 2 and all(isinstance(b, (int, float)) for b in bounds) and bounds[0] <= bounds[1]):
+            raise ValueError(f"rsa gate_init must be (low, high) with low <= high, got {self.gate_init!r}")
+        object.__setattr__(self, "gate_init", (float(bounds[0]), float(bounds[1])))
+
+    def unresolved(self) -> list[str]:
+        return [f"rsa.{name}" for name in ("kinds", "dilation", "periods", "dilated_periods")
+                if getattr(self, name) is None]
+
+    def resolved(self, n_heads: int, data: DataFacts) -> RSAConfig:
+        """Fill every ``None`` field from the layer's ``n_heads`` and the data (see the class)."""
+        season = data.season
+        return dataclasses.replace(
+            self,
+            kinds=self.kinds if self.kinds is not None else default_rem_kinds(n_heads),
+            dilation=self.dilation if self.dilation is not None else season,
+            periods=self.periods if self.periods is not None else (float(season), season / 2.0),
+            dilated_periods=self.dilated_periods if self.dilated_periods is not None
+            else ((7.0, 3.5) if data.sub_daily else (_PAPER_PERIOD,)),
+        )
+
+    @property
+    def n_heads(self) -> int:
+        """REM heads (the sum of ``kinds``); only once ``kinds`` is set."""
+        if self.kinds is None:
+            raise ValueError("rsa.kinds is not set yet: resolve the settings from the data first")
+        return sum(self.kinds)
+
+
+@dataclass(frozen=True)
+class WindowConfig(Config):
+    """The forecast window and the validation part.
+
+    Attributes:
+        prediction_length: steps to forecast (``H``).
+        context_length: past steps the model reads. None: ``2 * prediction_length``.
+        freq: pandas frequency of the data. None: inferred from the timestamps at every ``fit``.
+        val_windows: validation forecast origins taken from the end of the fit frame. None:
+            ``prediction_length``; 0 trains without validation, early stopping or weight restore.
+    """
+
+    prediction_length: int
+    context_length: int | None = None
+    freq: str | None = None
+    val_windows: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "prediction_length", check_int("prediction_length", self.prediction_length, 1))
+        object.__setattr__(self, "context_length", check_optional_int("context_length", self.context_length, 1))
+        object.__setattr__(self, "val_windows", check_optional_int("val_windows", self.val_windows, 0))
+        if self.freq is not None and not isinstance(self.freq, str):
+            raise TypeError(f"freq must be a pandas frequency string such as 'h', got {self.freq!r}")
+
+    @property
+    def context(self) -> int:
+        """``context_length``, or its default ``2 * prediction_length``."""
+        return self.context_length if self.context_length is not None else 2 * self.prediction_length
+
+
+LR_SCHEDULES = ("constant", "halve")
+LOSSES = ("mse", "mae")
+
+
+@dataclass(frozen=True)
+class TrainingConfig(Config):
+    """How a model is trained.
+
+    Attributes:
+        max_epochs: upper bound on epochs (early stopping may end sooner).
+        batch_size: windows per step (the last partial batch is kept).
+        learning_rate: Adam learning rate of the backbone.
+        lr_schedule: ``"halve"`` is Informer's schedule (epochs 1 and 2 at ``learning_rate``, then
+            halved every epoch); ``"constant"`` keeps it.
+        rsa_lr_multiplier: REM scalars and gates train in their own Adam group at
+            ``learning_rate * rsa_lr_multiplier`` (at the backbone's rate they barely move; see
+            RSA_SPEC section 4.6), following the same schedule.
+        patience: early-stopping patience in epochs on the validation loss; the best weights are
+            restored at the end. ``None`` disables early stopping.
+        loss: ``"mse"`` or ``"mae"``, over observed future values only.
+        shuffle: shuffle training windows (the RSA paper's protocol uses a sequential sampler).
+        gradient_clip_val: clip gradient norm to this value (None: no clipping).
+        precision: passed to Lightning (``"32-true"``, ``"bf16-mixed"`` on GPU, ...).
+        deterministic: ask torch for deterministic algorithms.
+        seed: seeds Python, NumPy and torch (and the workers) before the model is built.
+        num_workers: DataLoader workers.
+    """
+
+    max_epochs: int = 6
+    batch_size: int = 32
+    learning_rate: float = 1e-4
+    lr_schedule: str = "halve"
+    rsa_lr_multiplier: float = 100.0
+    patience: int | None = 3
+    loss: str = "mse"
+    shuffle: bool = True
+    gradient_clip_val: float | None = None
+    precision: str = "32-true"
+    deterministic: bool = False
+    seed: int = 0
+    num_workers: int = 0
+
+    def __post_init__(self) -> None:
+        for name, minimum in (("max_epochs", 1), ("batch_size", 1), ("seed", 0), ("num_workers", 0)):
+            object.__setattr__(self, name, check_int(name, getattr(self, name), minimum))
+        object.__setattr__(self, "patience", check_optional_int("patience", self.patience, 1))
+        for name in ("learning_rate", "rsa_lr_multiplier"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+                raise ValueError(f"{name} must be a positive number, got {value!r}")
+        if self.gradient_clip_val is not None and not self.gradient_clip_val > 0:
+            raise ValueError(f"gradient_clip_val must be > 0 or None, got {self.gradient_clip_val!r}")
+        check_choice("lr_schedule", self.lr_schedule, LR_SCHEDULES)
+        check_choice("loss", self.loss, LOSSES)
