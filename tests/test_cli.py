@@ -169,6 +169,35 @@ def test_missing_benchmark_file_is_a_one_line_error(tmp_path, monkeypatch, capsy
     assert code == 2 and err.startswith("tsrec: error: ") and "ETTh1.csv" in err and err.count("\n") == 1
 
 
+def _torch_shape_bug(*args, **kwargs):
+    import torch
+
+    return torch.zeros(2, 3) @ torch.zeros(2, 3)  # RuntimeError raised inside torch
+
+
+def _numpy_value_bug(*args, **kwargs):
+    return np.zeros(3).reshape(2)  # ValueError raised inside numpy, not by a tsrec check
+
+
+@pytest.mark.parametrize("bug, kind", [(_torch_shape_bug, RuntimeError), (_numpy_value_bug, ValueError)],
+                         ids=["torch shape error", "numpy ValueError"])
+def test_a_bug_keeps_its_traceback(bug, kind, long_csv, tmp_path, monkeypatch):
+    """Only user errors become one line; an error from inside torch or numpy is a bug to report."""
+    monkeypatch.setattr(Forecaster, "fit", bug)
+    with pytest.raises(kind):
+        main(["fit", "--data", str(long_csv), "--id-col", "id", "--target-col", "y", "--model", "dlinear",
+              "--prediction-length", "6", "--output", str(tmp_path / "out")])
+
+
+@pytest.mark.parametrize("content", ["", "\x00\xff\xfe binary\n"], ids=["empty", "binary"])
+def test_unreadable_csv_is_a_one_line_error_naming_the_file(content, tmp_path, capsys):
+    path = tmp_path / "bad.csv"
+    path.write_bytes(content.encode("latin-1"))
+    code, err = run_error(capsys, ["fit", "--data", str(path), "--model", "dlinear", "--prediction-length", "6",
+                                   "--output", str(tmp_path / "out")])
+    assert code == 2 and err.count("\n") == 1 and str(path) in err, err
+
+
 def test_debug_shows_the_exception(tmp_path):
     argv = ["fit", "--data", str(tmp_path / "nope.csv"), "--model", "dlinear", "--prediction-length", "6",
             "--output", str(tmp_path / "out")]

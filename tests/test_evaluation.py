@@ -3,6 +3,7 @@
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.exceptions import NotFittedError
 
 from tsrec import Forecaster
 from tsrec.evaluation import backtest
@@ -86,7 +87,7 @@ def test_backtest_errors(fitted):
         backtest(fitted, frame(), start=10)
     with pytest.raises(ValueError, match="stride must be a positive int"):
         backtest(fitted, frame(), stride=0)
-    with pytest.raises(RuntimeError, match="not fitted"):
+    with pytest.raises(NotFittedError, match="not fitted"):
         backtest(Forecaster("dlinear", prediction_length=6), frame())
     with pytest.raises(ValueError, match="not a timestamp"):
         backtest(fitted, frame(), start="1999-01-01")

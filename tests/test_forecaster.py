@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.exceptions import NotFittedError
 import torch
 
 from tsrec import Forecaster
@@ -188,7 +189,7 @@ def test_freq_mismatch_and_uninferable_freq():
 
 
 def test_predict_before_fit_and_with_other_columns(fitted_wide):
-    with pytest.raises(RuntimeError, match="not fitted"):
+    with pytest.raises(NotFittedError, match="not fitted"):
         tiny().predict()
     with pytest.raises(ValueError, match="columns differ"):
         fitted_wide.predict(wide_frame().rename(columns={"temp": "humidity"}))

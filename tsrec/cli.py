@@ -16,14 +16,11 @@ User errors (a missing file, an unknown model, a bad option) end with one line
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import logging
 import math
 import sys
 import time
-import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -34,7 +31,21 @@ __all__ = ["main", "build_parser"]
 
 EXIT_ERROR = 2
 TIME_COLUMNS = ("date", "timestamp", "ds", "time", "datetime")
-USER_ERRORS = (ValueError, TypeError, OSError, RuntimeError)  # OSError covers FileNotFoundError
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def is_user_error(err: BaseException) -> bool:
+    """A problem with the user's input, told in one line: a file that cannot be read (``OSError``),
+    or a ``ValueError``/``TypeError`` raised by tsrec's own checks. Anything else (a shape error or
+    out-of-memory in torch, a ValueError deep inside numpy) is a bug and keeps its traceback."""
+    if isinstance(err, OSError):
+        return True
+    if not isinstance(err, (ValueError, TypeError)):
+        return False
+    frame = err.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    return frame is not None and Path(frame.tb_frame.f_code.co_filename).resolve().is_relative_to(PACKAGE_DIR)
 
 
 class UsageError(Exception):
@@ -193,7 +204,11 @@ def _existing(path: str, what: str) -> Path:
 
 def _read_csv(path: str, time_col: str | None) -> tuple[pd.DataFrame, str]:
     """The CSV as a frame, and its time column (``time_col``, else the first of TIME_COLUMNS present)."""
-    df = pd.read_csv(_existing(path, "data file"))
+    try:
+        df = pd.read_csv(_existing(path, "data file"))
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path} is not a readable CSV file ({type(err).__name__}: {err}); pass a comma-separated "
+                         "file with a header row") from err
     if time_col is None:
         time_col = next((c for c in TIME_COLUMNS if c in df.columns), None)
         if time_col is None:
@@ -397,8 +412,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         with quiet_lightning():
             return args.handler(args)
-    except USER_ERRORS as err:
-        if args.debug:
+    except (OSError, ValueError, TypeError) as err:
+        if args.debug or not is_user_error(err):
             raise
         return _error(err)
     except KeyboardInterrupt:

@@ -11,7 +11,7 @@ from tsrec import metrics
 from tsrec.data import Panel, WindowDataset, canonicalize, seasonality
 from tsrec.forecaster import Forecaster
 
-__all__ = ["BacktestResult", "backtest"]
+__all__ = ["BacktestResult", "backtest", "step_errors"]
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,9 @@ def backtest(forecaster: Forecaster, df: pd.DataFrame, *, start: int | str | pd.
     if refit_every is not None and (not isinstance(refit_every, int) or refit_every < 1):
         raise ValueError(f"refit_every must be a positive int, got {refit_every!r}")
     if forecaster.model is None and refit_every is None:
-        raise RuntimeError("the forecaster is not fitted: fit it first, or pass refit_every=k to fit it on the data "
+        from sklearn.exceptions import NotFittedError
+
+        raise NotFittedError("the forecaster is not fitted: fit it first, or pass refit_every=k to fit it on the data "
                            "before each block of k windows")
     columns = dict(time_col=time_col, id_col=id_col, target_col=target_col)
     panel = canonicalize(df, freq=forecaster.freq, **columns)
@@ -203,12 +205,30 @@ def _mase(errors: pd.DataFrame, panel: Panel, origins: list[range], m: int) -> f
     return total / count if count else float("nan")
 
 
+def step_errors(errors: pd.DataFrame, units: str = "scaled") -> pd.DataFrame:
+    """MSE and MAE per horizon step of backtest ``errors`` (:attr:`BacktestResult.errors`, or a
+    frame with ``step``, ``y_true``/``y_pred`` or their ``_scaled`` twins, optionally ``observed``).
+
+    Returns one row per ``step``: ``step``, ``units``, ``mse``, ``mae``, ``n`` (scored entries).
+    Rows without a true value (NaN, or ``observed`` False) are left out.
+    """
+    if units not in ("original", "scaled"):
+        raise ValueError(f"units must be 'original' or 'scaled', got {units!r}")
+    suffix = "" if units == "original" else "_scaled"
+    true_col, pred_col = f"y_true{suffix}", f"y_pred{suffix}"
+    missing = {"step", true_col, pred_col} - set(errors.columns)
+    if missing:
+        raise ValueError(f"the backtest errors lack columns {sorted(missing)}")
+    keep = errors[true_col].notna() & errors[pred_col].notna()
+    if "observed" in errors:
+        keep &= errors["observed"].astype(bool)
+    rows = errors[keep]
+    diff = rows[pred_col].to_numpy(dtype=float) - rows[true_col].to_numpy(dtype=float)
+    grouped = pd.DataFrame({"step": rows["step"].to_numpy(), "se": diff**2, "ae": np.abs(diff)}).groupby("step")
+    return pd.DataFrame({"step": grouped.se.mean().index, "units": units, "mse": grouped.se.mean().to_numpy(),
+                         "mae": grouped.ae.mean().to_numpy(), "n": grouped.se.count().to_numpy()})
+
+
 def _by_step(errors: pd.DataFrame) -> pd.DataFrame:
-    observed = errors[errors.observed]
-    out = []
-    for units, true_col, pred_col in (("original", "y_true", "y_pred"), ("scaled", "y_true_scaled", "y_pred_scaled")):
-        err = observed[pred_col] - observed[true_col]
-        grouped = pd.DataFrame({"step": observed.step, "se": err**2, "ae": err.abs()}).groupby("step")
-        out.append(pd.DataFrame({"step": grouped.se.mean().index, "units": units,
-                                 "mse": grouped.se.mean().values, "mae": grouped.ae.mean().values}))
-    return pd.concat(out, ignore_index=True)
+    return pd.concat([step_errors(errors, units).drop(columns="n") for units in ("original", "scaled")],
+                     ignore_index=True)

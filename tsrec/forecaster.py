@@ -194,7 +194,9 @@ class Forecaster:
     # ------------------------------------------------------------------ predict
     def _require_fitted(self) -> None:
         if self.model is None:
-            raise RuntimeError("this Forecaster is not fitted yet: call fit(df) first, or Forecaster.load(path)")
+            from sklearn.exceptions import NotFittedError
+
+            raise NotFittedError("this Forecaster is not fitted yet: call fit(df) first, or Forecaster.load(path)")
 
     def predict(self, df: pd.DataFrame | None = None, *, batch_size: int | None = None) -> pd.DataFrame:
         """Forecast the ``prediction_length`` steps after the end of the fitted frame, or of ``df``

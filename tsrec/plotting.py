@@ -150,7 +150,9 @@ def plot_gates(source: Any, *, per_head: bool | None = None, rem_panel: bool = T
 def _model_of(source: Any) -> Any:
     model = getattr(source, "model", source)
     if model is None:
-        raise RuntimeError("the forecaster is not fitted yet: fit it, or Forecaster.load a saved one")
+        from sklearn.exceptions import NotFittedError
+
+        raise NotFittedError("the forecaster is not fitted yet: fit it, or Forecaster.load a saved one")
     if not hasattr(model, "rsa_layers"):
         raise TypeError(f"expected a fitted Forecaster or a ForecastModel, got {type(source).__name__}")
     return model
@@ -412,29 +414,19 @@ def plot_backtest(results: Any, *, units: str = "original") -> Figure:
     errors = getattr(results, "errors", results)
     if not isinstance(errors, pd.DataFrame):
         raise TypeError(f"expected a BacktestResult or its errors DataFrame, got {type(results).__name__}")
-    if units not in ("original", "scaled"):
-        raise ValueError(f"units must be 'original' or 'scaled', got {units!r}")
-    suffix = "" if units == "original" else "_scaled"
-    true_col, pred_col = f"y_true{suffix}", f"y_pred{suffix}"
-    missing = {"step", true_col, pred_col} - set(errors.columns)
-    if missing:
-        raise ValueError(f"the backtest errors lack columns {sorted(missing)}")
-    keep = errors[true_col].notna() & errors[pred_col].notna()
-    if "observed" in errors:
-        keep &= errors["observed"].astype(bool)
-    rows = errors[keep]
-    if rows.empty:
+    from tsrec.evaluation import step_errors
+
+    per_step = step_errors(errors, units)
+    if per_step.empty:
         raise ValueError("the backtest has no observed target values to score")
-    diff = rows[pred_col].to_numpy(dtype=float) - rows[true_col].to_numpy(dtype=float)
-    per_step = pd.DataFrame({"step": rows["step"].to_numpy(), "se": diff**2, "ae": np.abs(diff)}).groupby("step")
-    windows = len(rows[["item_id", "origin"]].drop_duplicates()) if {"item_id", "origin"} <= set(rows) else None
+    windows = len(errors[["item_id", "origin"]].drop_duplicates()) if {"item_id", "origin"} <= set(errors) else None
     fig = Figure(figsize=(10.0, 3.8), layout="constrained")
     axes = fig.subplots(1, 2)
-    for ax, column, name in ((axes[0], "se", "MSE"), (axes[1], "ae", "MAE")):
-        values = per_step[column].mean()  # [H] indexed by step
-        ax.plot(values.index, values.to_numpy(), marker="o", markersize=3, label=f"{name} per step")
-        ax.axhline(float(np.mean(diff**2 if column == "se" else np.abs(diff))), color="grey", linestyle="--",
-                   label=f"mean {name}")
+    weights = per_step["n"].to_numpy()
+    for ax, column, name in ((axes[0], "mse", "MSE"), (axes[1], "mae", "MAE")):
+        values = per_step[column].to_numpy()  # [H]
+        ax.plot(per_step["step"], values, marker="o", markersize=3, label=f"{name} per step")
+        ax.axhline(float(np.average(values, weights=weights)), color="grey", linestyle="--", label=f"mean {name}")
         ax.set_xlabel("horizon step")
         ax.set_ylabel(f"{name} ({units} units)")
         ax.legend(fontsize="small")
