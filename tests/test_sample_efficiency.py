@@ -24,14 +24,6 @@ from tsrec.datasets.synthetic import (
 )
 
 
-@pytest.fixture
-def one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
 # ----------------------------------------------------------------------------------------------
 # The generator
 # ----------------------------------------------------------------------------------------------

@@ -1,0 +1,139 @@
+"""The training layer: the masked loss, the learning-rate schedule and the REM parameter group,
+restoring the best epoch's weights, and (through the public defaults) RSA beating its base model."""
+
+import lightning.pytorch as pl
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from tsrec import Forecaster
+from tsrec.config import TrainingConfig
+from tsrec.datasets.synthetic import recurrent_series
+from tsrec.evaluation import backtest
+from tsrec.nn.attention import rsa_parameters
+from tsrec.training import RestoreBestWeights, informer_lr_factor, masked_loss
+
+QUIET = {"enable_progress_bar": False, "logger": False}
+NET = dict(d_model=16, n_heads=8, d_ff=16, e_layers=1, d_layers=1)
+
+
+def hourly(n=200, seed=0):
+    rng = np.random.default_rng(seed)
+    t = np.arange(n)
+    return pd.DataFrame({"y": np.sin(2 * np.pi * t / 24) + 0.1 * rng.standard_normal(n)},
+                        index=pd.date_range("2024-01-01", periods=n, freq="h"))
+
+
+# ------------------------------------------------------------------------------------ loss
+@pytest.mark.parametrize("kind", ["mse", "mae"])
+def test_masked_loss_ignores_masked_targets(kind):
+    g = torch.Generator().manual_seed(0)
+    pred = torch.randn(4, 6, 3, generator=g, requires_grad=True)
+    target = torch.randn(4, 6, 3, generator=g)
+    observed = (torch.rand(4, 6, 3, generator=g) > 0.4).float()
+    loss = masked_loss(pred, target, observed, kind)
+    error = (pred - target)[observed.bool()]
+    expected = error.square().mean() if kind == "mse" else error.abs().mean()
+    torch.testing.assert_close(loss, expected)
+    garbage = torch.where(observed.bool(), target, torch.full_like(target, 1e6))
+    torch.testing.assert_close(masked_loss(pred, garbage, observed, kind), loss)
+    loss.backward()
+    assert torch.all(pred.grad[~observed.bool()] == 0) and torch.any(pred.grad[observed.bool()] != 0)
+    assert masked_loss(pred, target, torch.zeros_like(observed), kind) == 0  # nothing observed: 0, not NaN
+
+
+# ------------------------------------------------------------------------------------ optimiser
+class LearningRates(pl.Callback):
+    """Records every parameter group's learning rate at the start of each epoch."""
+
+    def __init__(self) -> None:
+        self.epochs: list[list[float]] = []
+
+    def on_train_epoch_start(self, trainer, pl_module) -> None:
+        self.epochs.append([group["lr"] for group in trainer.optimizers[0].param_groups])
+
+
+@pytest.mark.parametrize("schedule", ["halve", "constant"])
+def test_schedule_and_rem_group_learning_rates_are_what_the_settings_say(schedule):
+    record = LearningRates()
+    f = Forecaster("rsa_informer", prediction_length=4, context_length=16, max_epochs=4, patience=None,
+                   learning_rate=2e-3, rsa_lr_multiplier=25.0, lr_schedule=schedule,
+                   trainer_kwargs={**QUIET, "callbacks": [record]}, **NET).fit(hourly(n=60))
+    factors = [informer_lr_factor(e) if schedule == "halve" else 1.0 for e in range(4)]
+    assert factors[:4] == ([1.0, 1.0, 0.5, 0.25] if schedule == "halve" else [1.0] * 4)
+    assert [lr for epoch in record.epochs for lr in epoch] == pytest.approx(
+        [lr for k in factors for lr in (2e-3 * k, 2e-3 * 25.0 * k)])
+    optimizer = f.trainer.optimizers[0]
+    rem_group = {id(p) for p in optimizer.param_groups[1]["params"]}
+    assert rem_group == {id(p) for p in rsa_parameters(f.model)}
+    backbone = {id(p) for p in optimizer.param_groups[0]["params"]}
+    assert not rem_group & backbone and len(rem_group) + len(backbone) == len(list(f.model.parameters()))
+
+
+def test_a_model_without_rsa_has_one_parameter_group():
+    f = Forecaster("dlinear", prediction_length=4, context_length=16, max_epochs=1, trainer_kwargs=QUIET)
+    f.fit(hourly())
+    assert len(f.trainer.optimizers[0].param_groups) == 1
+
+
+# ------------------------------------------------------------------------------------ best weights
+class SpoilAfterFirstEpoch(pl.Callback):
+    """Keeps the weights validated after epoch 0, then ruins the model at every later epoch, so that
+    the first epoch is the best."""
+
+    def __init__(self) -> None:
+        self.first: dict[str, torch.Tensor] | None = None
+        self.val_losses: list[float] = []
+
+    def on_validation_end(self, trainer, pl_module) -> None:
+        self.val_losses.append(float(trainer.callback_metrics["val_loss"]))
+        if trainer.current_epoch == 0:
+            self.first = {k: v.detach().clone() for k, v in pl_module.state_dict().items()}
+
+    def on_train_epoch_start(self, trainer, pl_module) -> None:
+        if trainer.current_epoch > 0:
+            with torch.no_grad():
+                for p in pl_module.parameters():
+                    p.add_(torch.randn_like(p) * 3.0)
+
+
+def test_restore_best_weights_loads_the_best_epoch_at_the_end():
+    spoil = SpoilAfterFirstEpoch()
+    f = Forecaster("dlinear", prediction_length=4, context_length=16, max_epochs=3, patience=None,
+                   trainer_kwargs={**QUIET, "callbacks": [spoil]}).fit(hourly())
+    assert len(spoil.val_losses) == 3 and min(spoil.val_losses) == spoil.val_losses[0] < spoil.val_losses[-1]
+    restore = next(c for c in f.trainer.callbacks if isinstance(c, RestoreBestWeights))
+    assert restore.best_epoch == 0 and restore.best_score == pytest.approx(spoil.val_losses[0])
+    for name, value in f.model.state_dict().items():
+        torch.testing.assert_close(value, spoil.first[f"model.{name}"], rtol=0, atol=0)
+
+
+# ------------------------------------------------------------------------------------ RSA vs base
+def test_rsa_beats_its_base_model_through_the_public_defaults(one_thread):
+    """Informer and RSA-Informer with the Forecaster's default settings (only the network is small)
+    on series with an AR(1) decay and a daily cycle: RSA's error on held-out windows is lower on
+    every seed and by 8% or more on average (measured: ratios 0.74, 0.96, 0.88; with the REM
+    product replaced by zeros the margin disappears)."""
+    ratios = []
+    for seed in range(3):
+        df = recurrent_series(24 * 7 * 8, n_series=3, ar=0.9, innovation=0.3, cycle=24, random_phase=True,
+                              noise=0.1, seed=seed)
+        train = df.iloc[: -24 * 14]
+        errors = {}
+        for model in ("informer", "rsa_informer"):
+            f = Forecaster(model, prediction_length=24, context_length=96, d_model=16, n_heads=8, e_layers=2,
+                           d_layers=1, d_ff=32, seed=seed, trainer_kwargs=QUIET).fit(train)
+            errors[model] = backtest(f, df, n_windows=13).metric("mse", "scaled")
+        ratios.append(errors["rsa_informer"] / errors["informer"])
+    assert max(ratios) < 1.0 and np.mean(ratios) < 0.92, ratios
+
+
+def test_training_config_rejects_bad_values_with_the_setting_named():
+    with pytest.raises(ValueError, match="learning_rate must be a positive number"):
+        TrainingConfig(learning_rate=0)
+    with pytest.raises(ValueError, match="lr_schedule must be one of"):
+        TrainingConfig(lr_schedule="cosine")
+    with pytest.raises(TypeError, match="batch_size must be an integer"):
+        TrainingConfig(batch_size=32.0)
+    assert TrainingConfig(max_epochs=np.int64(3)).max_epochs == 3  # NumPy integers are ints
