@@ -1,14 +1,22 @@
-"""What every benchmark records beside its numbers: the exact command, commit, machine and date."""
+"""What every benchmark records beside its numbers (the exact command, commit, machine and date),
+and the process-level helpers they share (peak memory, fresh processes, CSV rows)."""
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
+import multiprocessing
 import os
 import platform
+import shlex
 import subprocess
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any, TypeVar
 
 ROOT = Path(__file__).resolve().parents[1]
+T = TypeVar("T")
 
 
 def git_commit() -> str:
@@ -88,3 +96,35 @@ def reset_peak_rss() -> bool:
         return True
     except OSError:
         return False
+
+
+def command_line(module: str, argv: list[str]) -> str:
+    """The command that reruns ``python -m module`` with ``argv``, quoted for a shell."""
+    return f"python -m {module} {shlex.join(argv)}".rstrip()
+
+
+def peak_rss_growth_mib(run: Callable[[], object], base_kb: int) -> float | None:
+    """Peak resident set size while ``run()`` runs, over ``base_kb``, in MiB; None where the peak
+    counter cannot be reset. Counts every allocation torch makes on the CPU, which ``tracemalloc``
+    does not see."""
+    if not reset_peak_rss():
+        return None
+    run()
+    peak_kb = status_kb("VmHWM")
+    return None if peak_kb is None else (peak_kb - base_kb) / 1024
+
+
+def in_fresh_process(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` in a new Python process (spawned, not forked), so that its peak memory is its own;
+    ``fn`` must be a module-level function and its arguments and result picklable."""
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(fn, *args).result()
+
+
+def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    """``rows`` (same keys, in order) as a CSV file with a header."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)

@@ -113,13 +113,14 @@ def run_one(config: dict[str, Any], dataset: str, horizon: int, model: str, seed
         raise RuntimeError(f"{dataset}-{horizon}: scored {n_test} test windows, the protocol has "
                            f"{split.test.n_windows}")
     trainer = forecaster.trainer
+    network = forecaster.resolved_settings.network  # every setting the model was built with
     best = next((c for c in (trainer.callbacks if trainer else []) if isinstance(c, RestoreBestWeights)), None)
     return {
         "config": config["name"] + ("-quick" if quick else ""), "protocol": config["protocol"],
         "dataset": get_info(dataset).name,
         "horizon": horizon, "context_length": context,
-        "label_length": forecaster.model.config.to_dict().get("label_length", ""), "model": model, "seed": seed,
-        "d_model": forecaster.model.config.to_dict().get("d_model", ""),
+        "label_length": getattr(network, "label_length", ""), "model": model, "seed": seed,
+        "d_model": getattr(network, "d_model", ""),
         "mse": result.metric("mse", "scaled"), "mae": result.metric("mae", "scaled"), "test_windows": n_test,
         "epochs": trainer.current_epoch if trainer else 0,
         "best_epoch": "" if best is None or best.best_epoch is None else best.best_epoch + 1,

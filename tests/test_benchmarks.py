@@ -1,11 +1,14 @@
-"""Smoke test of the benchmark harness (``--quick``) on the real ETTh1 file, and its table rendering."""
+"""Smoke tests of the benchmark harnesses (``--quick``): the runner on the real ETTh1 file, the speed
+benchmark on random inputs, and their table rendering."""
 
 import csv
+import math
 from pathlib import Path
 
 import pytest
 
-from benchmarks import run
+from benchmarks import run, speed
+from benchmarks.common import reset_peak_rss
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 
@@ -71,3 +74,49 @@ def test_every_config_parses_and_names_known_models_and_settings():
         for dataset, horizons in config["settings"].items():
             for horizon in horizons:
                 paper_setting(dataset, horizon, protocol=config["protocol"])
+
+
+def test_quick_speed_run_measures_both_models(tmp_path, one_thread):
+    """One length (each model's memory is measured in a fresh process, which takes seconds)."""
+    argv = ["--quick", "--threads", "1", "--lengths", "96", "--out-dir", str(tmp_path)]
+    assert speed.main(argv) == 0
+    rows = list(csv.DictReader((tmp_path / "speed.csv").open()))
+    assert [(r["model"], r["length"], r["label"]) for r in rows] == [("informer", "96", "48"),
+                                                                    ("rsa_informer", "96", "48")]
+    positive = ["step_q1_s", "step_median_s", "step_q3_s", "predict_batch_median_s", "predict_window_median_s",
+                "train_gflop", "predict_batch_gflop", "predict_window_gflop", "matmul_gflops", "flop_bound_s",
+                "step_over_bound"] + (["train_peak_mib"] if reset_peak_rss() else [])
+    for row in rows:
+        values = {key: float(row[key]) for key in positive}
+        assert all(math.isfinite(v) and v > 0 for v in values.values()), row
+        assert values["step_q1_s"] <= values["step_median_s"] <= values["step_q3_s"]
+        assert values["train_gflop"] > 2 * values["predict_batch_gflop"] > 2 * values["predict_window_gflop"]
+        assert values["step_over_bound"] == pytest.approx(
+            values["step_median_s"] / (values["train_gflop"] / values["matmul_gflops"]))
+        assert row["steps"] == "3" and row["threads"] == "1" and row["commit"]
+    informer, rsa = rows
+    assert informer["rsa_overhead_pct"] == ""  # rsa_informer's median step over informer's, in %
+    assert float(rsa["rsa_overhead_pct"]) == pytest.approx(
+        100 * (float(rsa["step_median_s"]) / float(informer["step_median_s"]) - 1))
+    table = (tmp_path / "speed.md").read_text()
+    assert rows[0]["command"] == "python -m benchmarks.speed " + " ".join(argv)
+    assert f"`{rows[0]['command']}`" in table and f"`{rows[0]['commit']}`" in table
+    assert "- input lengths L: 96" in table and "- torch threads: 1" in table
+    for row in rows:
+        assert f"| {row['model']} | {row['length']} | {row['label']} |" in table
+    assert table.count("| RSA overhead per training step <= 10% |") == 1
+    assert table.count("| training step <= 1.2x FLOPs / matmul throughput |") == 2
+
+
+def test_speed_targets_are_judged_from_the_measured_numbers():
+    rows = [{"model": "informer", "length": 48, "rsa_overhead_pct": None, "step_over_bound": 1.1},
+            {"model": "rsa_informer", "length": 48, "rsa_overhead_pct": 10.0, "step_over_bound": 1.3},
+            {"model": "rsa_informer", "length": 336, "rsa_overhead_pct": 10.4, "step_over_bound": 1.2}]
+    assert [(model, length, measured, met) for _, model, length, measured, met in speed.targets(rows)] == [
+        ("rsa_informer", 48, "+10.0%", True), ("rsa_informer", 336, "+10.4%", False),
+        ("informer", 48, "1.10x", True), ("rsa_informer", 48, "1.30x", False), ("rsa_informer", 336, "1.20x", True)]
+
+
+def test_speed_rejects_too_few_steps_for_quartiles():
+    with pytest.raises(SystemExit):
+        speed.main(["--quick", "--steps", "1"])

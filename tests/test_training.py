@@ -110,7 +110,7 @@ def test_restore_best_weights_loads_the_best_epoch_at_the_end():
 
 
 # ------------------------------------------------------------------------------------ RSA vs base
-def test_rsa_beats_its_base_model_through_the_public_defaults(one_thread):
+def test_rsa_beats_its_base_model_through_the_public_defaults():
     """Informer and RSA-Informer with the Forecaster's default settings (only the network is small)
     on series with an AR(1) decay and a daily cycle: RSA's error on held-out windows is lower on
     every seed and by 8% or more on average (measured: ratios 0.74, 0.96, 0.88; with the REM
