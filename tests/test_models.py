@@ -1,5 +1,7 @@
 """One contract over every registered model, plus the Informer window arithmetic and the options."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -29,6 +31,10 @@ def tiny_options(name, **extra):
             options["rsa"] = RSAConfig(kinds=(1, 2, 2, 1, 1, 1), dilation=4)
     if "season_length" in spec_fields:
         options["season_length"] = 4
+    if "patch_len" in spec_fields:
+        # LayerNorm: BatchNorm's running statistics move in the training-mode forward below, so a
+        # fresh model would differ in eval mode (BatchNorm is covered in tests/test_patchtst.py).
+        options["norm"] = "layer"
     options.update(extra)
     return options
 
@@ -174,8 +180,11 @@ def test_data_dependent_fields_fill_from_the_data_and_never_replace_a_set_value(
     kept = model_config("rsa_informer", context_length=28, prediction_length=7, n_heads=4, label_length=3,
                         rsa=mine).resolved(facts)
     assert kept.rsa == mine and kept.label_length == 3
-    naive = model_config("seasonal_naive", context_length=5, prediction_length=2).resolved(facts)
-    assert naive.season_length == 5  # the season (7) capped at the context
+    naive = model_config("seasonal_naive", context_length=5, prediction_length=2)
+    assert naive.resolved(facts).season_length == 1  # no cycle found: the last value, not the calendar's 7
+    found = dataclasses.replace(facts, periods=(6.96, 30.0))
+    assert naive.resolved(found).season_length == 1  # a 7-step cycle does not fit a 5-step context
+    assert dataclasses.replace(naive, context_length=14).resolved(found).season_length == 7
 
 
 def test_nn_module_apply_works_on_rsa_models():

@@ -47,7 +47,9 @@ def test_rsa_settings_in_either_form_keep_the_data_derived_fields(rsa):
     f = rsa_forecaster(rsa=rsa).fit(frame())
     resolved = f.resolved_settings.network.rsa
     assert resolved.per_head_gate is True
-    assert resolved.dilation == 7 and resolved.periods == (7.0, 3.5) and resolved.kinds == (0, 2, 2, 0, 2, 2)
+    # the weekly cycle of the data, found in the training part (a week's calendar season is 7 too)
+    assert resolved.dilation == 7 and resolved.periods == pytest.approx((7.0, 3.5), abs=0.1)
+    assert resolved.kinds == (0, 2, 2, 0, 2, 2)
     assert f.settings.network.rsa == RSAConfig(per_head_gate=True)  # what the user set, unresolved
 
 
@@ -56,16 +58,27 @@ def test_a_set_value_is_never_replaced_by_the_resolver():
     f = rsa_forecaster(rsa=mine, label_length=2).fit(frame())
     net = f.resolved_settings.network
     assert (net.rsa.dilation, net.rsa.periods, net.label_length) == (3, (5.0,), 2)
-    assert net.rsa.dilated_periods == (8.0,)  # daily data: no sub-daily week to start from
+    # the weekly cycle found in the data, counted in dilated steps of the dilation the user set
+    assert net.rsa.dilated_periods == pytest.approx((7.0 / 3,), abs=0.05)
 
 
 def test_every_fit_reads_the_frequency_anew_unless_it_was_set():
-    f = Forecaster("seasonal_naive", prediction_length=3, context_length=14)
-    f.fit(hourly(n=100)[["a"]].rename(columns={"a": "y"}))
-    assert f.freq == "h" and f.resolved_settings.network.season_length == 14
+    f = Forecaster("seasonal_naive", prediction_length=3, context_length=30)
+    f.fit(hourly(n=200)[["a"]].rename(columns={"a": "y"}))
+    assert f.freq == "h" and f.resolved_settings.network.season_length == 24  # the daily cycle found
     f.fit(frame())
-    assert f.freq == "D" and f.resolved_settings.network.season_length == 7
+    assert f.freq == "D" and f.resolved_settings.network.season_length == 7  # the weekly cycle found
     assert f.settings.window.freq is None
+
+
+def test_seasonal_naive_uses_no_season_the_data_do_not_show():
+    """Weekly data with a 36-step context once got a 36-week season (the calendar's 52, capped)."""
+    rng = np.random.default_rng(0)
+    weekly = pd.DataFrame({"y": np.cumsum(rng.standard_normal(150))},
+                          index=pd.date_range("2020-01-05", periods=150, freq="W"))
+    f = Forecaster("seasonal_naive", prediction_length=4, context_length=36).fit(weekly)
+    assert f.resolved_settings.network.season_length == 1
+    np.testing.assert_allclose(f.predict()["mean"], weekly["y"].iloc[-1], rtol=1e-6)
 
 
 def test_each_default_is_defined_once():

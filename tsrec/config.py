@@ -92,17 +92,30 @@ class DataFacts:
         sub_daily: one step is shorter than a day, so one season (and one dilated REM step) is a day.
         n_channels: target variables the network sees jointly (``C``).
         n_time_features: calendar features per step (``F``).
+        periods: dominant cycle lengths found in the training part, in steps, strongest first
+            (empty when none was looked for or found).
     """
 
     season: int
     sub_daily: bool = True
     n_channels: int = 1
     n_time_features: int = 0
+    periods: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         check_int("season", self.season, 1)
         check_int("n_channels", self.n_channels, 1)
         check_int("n_time_features", self.n_time_features, 0)
+        object.__setattr__(self, "periods", tuple(float(p) for p in self.periods))
+
+    def in_token_units(self, steps_per_token: int) -> DataFacts:
+        """The same facts for a model whose tokens span ``steps_per_token`` steps (PatchTST's
+        stride): the season (at least 1) and the periods are measured in tokens."""
+        k = check_int("steps_per_token", steps_per_token, 1)
+        if k == 1:
+            return self
+        return dataclasses.replace(self, season=max(1, round(self.season / k)),
+                                   periods=tuple(p / k for p in self.periods))
 
 
 def default_rem_kinds(n_heads: int) -> tuple[int, int, int, int, int, int]:
@@ -120,17 +133,23 @@ _PAPER_PERIOD = 8.0
 class RSAConfig(Config):
     """RSA in every attention of a network: REM heads, their initialisation, and the gates.
 
-    ``None`` fields depend on the data and are filled by :meth:`resolved`:
+    ``None`` fields depend on the data and are filled by :meth:`resolved` from the cycles found in
+    the training part (:attr:`DataFacts.periods`), or, where none stands out, from the calendar
+    season of the frequency. Lags, dilations and periods are counted in the model's tokens: time
+    steps for most models, patches for PatchTST.
 
     Attributes:
         kinds: REM head counts ``(k1..k6)``: regular, cos, sin, dilated regular/cos/sin; they must
             sum to the layer's heads. None: :func:`default_rem_kinds`.
         dilation: dilation of the dilated heads, one int or one per dilated head. None: the
-            data's season (24 for hourly data).
-        periods: cycle lengths in steps that initialise ``theta = 2 pi / period`` of the plain
-            cos/sin pairs, used in turn. None: the season and its half.
-        dilated_periods: the same for the dilated pairs, in dilated steps. None: a week and its
-            half (7, 3.5 days) for sub-daily data, else 8 (``theta = pi / 4``, the paper's start).
+            strongest cycle found (rounded), else the season (24 for hourly data).
+        periods: cycle lengths that initialise ``theta = 2 pi / period`` of the plain cos/sin
+            pairs, used in turn. None: the cycles found and half the strongest (24 and 12 on hourly
+            data with a daily cycle), else the season and its half.
+        dilated_periods: the same for the dilated pairs, in dilated steps. None: the cycles found
+            that are longer than the dilation, in dilated steps (a weekly cycle over a daily
+            dilation gives 7), else a week and its half (7, 3.5 days) for sub-daily data, else 8
+            (``theta = pi / 4``, the paper's start).
         encoder_masked: causal REM in encoder self-attention (decoder self and cross-attention
             REMs are always causal).
         per_head_gate: one gate per head instead of one per layer.
@@ -183,14 +202,18 @@ class RSAConfig(Config):
 
     def resolved(self, n_heads: int, data: DataFacts) -> RSAConfig:
         """Fill every ``None`` field from the layer's ``n_heads`` and the data (see the class)."""
-        season = data.season
+        found = data.periods
+        cycle = found[0] if found else float(data.season)
+        dilation = self.dilation if self.dilation is not None else max(1, round(cycle))
+        longest = max(dilation) if isinstance(dilation, tuple) else dilation
+        longer = tuple(p / longest for p in found if p / longest >= 2.0)
+        default_dilated = (7.0, 3.5) if data.sub_daily else (_PAPER_PERIOD,)
         return dataclasses.replace(
             self,
             kinds=self.kinds if self.kinds is not None else default_rem_kinds(n_heads),
-            dilation=self.dilation if self.dilation is not None else season,
-            periods=self.periods if self.periods is not None else (float(season), season / 2.0),
-            dilated_periods=self.dilated_periods if self.dilated_periods is not None
-            else ((7.0, 3.5) if data.sub_daily else (_PAPER_PERIOD,)),
+            dilation=dilation,
+            periods=self.periods if self.periods is not None else (*(found or (cycle,)), cycle / 2.0),
+            dilated_periods=self.dilated_periods if self.dilated_periods is not None else (longer or default_dilated),
         )
 
     @property

@@ -27,6 +27,7 @@ from tsrec.data import (
     normalize_freq,
     split_panel,
 )
+from tsrec.data.periods import dominant_periods
 from tsrec.models import ForecastModel, build_model, model_spec
 from tsrec.settings import ForecasterSettings
 
@@ -157,7 +158,10 @@ class Forecaster:
                             val_windows=self.val_windows, val_panel=val_panel)
         scaler = StandardScaler.fit([s.values for s in panel.items], [s.observed for s in panel.items],
                                     split.train_end)
-        facts = data_facts(panel.freq, n_channels=len(panel.columns) if panel.layout == "wide" else 1)
+        periods = dominant_periods([s.values[:end] for s, end in zip(panel.items, split.train_end)],
+                                   [s.observed[:end] for s, end in zip(panel.items, split.train_end)])
+        facts = data_facts(panel.freq, n_channels=len(panel.columns) if panel.layout == "wide" else 1,
+                           periods=periods)
         resolved = self.settings.resolved(facts, freq=panel.freq)
         import lightning.pytorch as pl
 

@@ -15,8 +15,9 @@ from tsrec.models.base import ForecastModel, ModelConfig
 
 @dataclass(frozen=True)
 class SeasonalNaiveConfig(ModelConfig):
-    """``season_length``: steps per season (1 gives the plain naive forecast). None: the data's
-    season, capped at ``context_length``."""
+    """``season_length``: steps per season (1 gives the plain naive forecast). None: the strongest
+    cycle found in the training part (rounded) when the context holds it, else 1: a season is used
+    only where the data show one, never the calendar's guess."""
 
     season_length: int | None = None
 
@@ -35,7 +36,8 @@ class SeasonalNaiveConfig(ModelConfig):
         config = super().resolved(data)
         season = config.season_length
         if season is None and config.context_length is not None:
-            season = min(data.season, config.context_length)
+            cycle = round(data.periods[0]) if data.periods else 1
+            season = cycle if 1 <= cycle <= config.context_length else 1
         return dataclasses.replace(config, season_length=season)
 
 

@@ -29,14 +29,16 @@ PAPER_HORIZONS: dict[str, tuple[int, ...]] = {
 
 
 def paper_rsa_settings(dataset: str, horizon: int) -> RSAConfig:
-    """RSA settings of one Table 1 setting: the paper's head kinds where they are known. The rest
-    comes from the data when the model is fitted, as for any RSA model: dilation = the daily
-    season (24 hourly, 96 for 15-minute data), theta started at the daily cycle and its half for
-    the plain pairs and at the weekly cycle and its half (in days) for the dilated pairs."""
+    """RSA settings of one Table 1 setting, every REM field set by hand from the calendar (not
+    from the data): the paper's head kinds where they are known (else the default mix), dilation =
+    the daily season (24 hourly, 96 for 15-minute data), theta started at the daily cycle and its
+    half for the plain pairs and at the weekly cycle and its half (in days) for the dilated pairs."""
     from tsrec.datasets import get_info
 
     info = get_info(dataset)
-    return RSAConfig(kinds=PAPER_REM_KINDS.get((info.name, horizon)))
+    season = info.seasonality
+    return RSAConfig(kinds=PAPER_REM_KINDS.get((info.name, horizon)), dilation=season,
+                     periods=(float(season), season / 2.0), dilated_periods=(7.0, 3.5))
 
 
 def paper_options(dataset: str, horizon: int, model: str) -> dict[str, Any]:
