@@ -28,6 +28,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
+from tsrec._checks import check_int
 from tsrec.config import RSAConfig
 from tsrec.nn.rem import LearnableREM, lag_grid
 
@@ -133,11 +134,9 @@ class ProbSparseAttention(AttentionKernel):
     the whole sequence.
     """
 
-    def __init__(self, *, factor: int = 5, dropout: float = 0.0, scale: float | None = None) -> None:
+    def __init__(self, *, factor: int, dropout: float = 0.0, scale: float | None = None) -> None:
         super().__init__(dropout=dropout, scale=scale)
-        if factor < 1:
-            raise ValueError(f"factor must be >= 1, got {factor}")
-        self.factor = factor
+        self.factor = check_int("factor", factor, 1)
 
     def forward(self, q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, query_offset: int = 0,
                 need_weights: bool = False) -> KernelOutput:
