@@ -12,7 +12,14 @@ from tsrec.models.base import ForecastModel
 
 KIND_NAMES = {0: "regular", 1: "cos", 2: "sin"}
 GATE_COLUMNS = ["layer", "attention", "head", "kind", "dilated", "gate", "lambda", "gamma", "theta", "dilation",
-                "half_life_steps", "period_steps", "half_life", "period"]
+                "half_life_steps", "period_steps", "half_life", "period", "steps_per_token"]
+
+
+def _duration(step: pd.Timedelta | None, steps: float) -> pd.Timedelta:
+    """``steps`` steps of ``step`` as a duration, rounded to the millisecond (NaT without a fixed step)."""
+    if step is None or not np.isfinite(steps):
+        return pd.NaT
+    return pd.Timedelta(seconds=round(step.total_seconds() * steps, 3))
 
 
 def gate_table(model: ForecastModel, freq: str | None = None) -> pd.DataFrame:
@@ -21,12 +28,16 @@ def gate_table(model: ForecastModel, freq: str | None = None) -> pd.DataFrame:
     Columns: ``layer`` (index within its attention kind), ``attention`` (``"encoder self"``,
     ``"decoder self"``, ``"cross"``), ``head``, ``kind`` (regular, cos, sin), ``dilated``,
     ``gate`` (``sigmoid(mu)`` of the layer, or of the head with per-head gates), ``lambda``,
-    ``gamma``, ``theta`` (NaN where the head has no such parameter), ``dilation``; the decay
-    half-life ``ln(1/2) / ln|lambda or gamma| * dilation`` and the cycle period
-    ``2 pi / |theta| * dilation``, in steps and, for fixed-length ``freq``, as durations.
-    Empty (with these columns) for a model without RSA.
+    ``gamma``, ``theta`` (NaN where the head has no such parameter), ``dilation`` (in tokens);
+    the decay half-life ``ln(1/2) / ln|lambda or gamma| * dilation * steps_per_token`` and the
+    cycle period ``2 pi / |theta| * dilation * steps_per_token``, in the data's steps
+    (``half_life_steps``, ``period_steps``) and, for fixed-length ``freq``, as durations
+    (``half_life``, ``period``); ``steps_per_token`` (``model.steps_per_token``: 1, or
+    PatchTST's stride, whose REM parameters act on patch lags). Empty (with these columns) for a
+    model without RSA.
     """
     step = None if freq is None else step_duration(freq)
+    per_token = model.steps_per_token  # REM lags are in tokens; the table reports steps
     rows = []
     for attention, index, layer in model.rsa_layers():
         params = layer.rsa.rem.head_parameters()
@@ -36,8 +47,9 @@ def gate_table(model: ForecastModel, freq: str | None = None) -> pd.DataFrame:
             dilation = int(params["dilation"][head])
             magnitude = abs(float(params["lambda"][head] if kind == 0 else params["gamma"][head]))
             theta = float(params["theta"][head])
-            half_life = math.log(0.5) / math.log(magnitude) * dilation if 0.0 < magnitude < 1.0 else math.inf
-            period = 2 * math.pi / abs(theta) * dilation if kind != 0 and theta != 0 else math.nan
+            span = dilation * per_token  # steps per power of the REM coefficient
+            half_life = math.log(0.5) / math.log(magnitude) * span if 0.0 < magnitude < 1.0 else math.inf
+            period = 2 * math.pi / abs(theta) * span if kind != 0 and theta != 0 else math.nan
             rows.append({
                 "layer": index,
                 "attention": attention,
@@ -51,7 +63,8 @@ def gate_table(model: ForecastModel, freq: str | None = None) -> pd.DataFrame:
                 "dilation": dilation,
                 "half_life_steps": half_life,
                 "period_steps": period,
-                "half_life": step * half_life if step is not None and np.isfinite(half_life) else pd.NaT,
-                "period": step * period if step is not None and np.isfinite(period) else pd.NaT,
+                "half_life": _duration(step, half_life),
+                "period": _duration(step, period),
+                "steps_per_token": per_token,
             })
     return pd.DataFrame(rows, columns=GATE_COLUMNS)

@@ -3,6 +3,7 @@
 from tsrec.models.base import ForecastModel, ModelConfig
 from tsrec.models.dlinear import DLinear, DLinearConfig
 from tsrec.models.naive import SeasonalNaive, SeasonalNaiveConfig
+from tsrec.models.patchtst import PatchTST, PatchTSTConfig
 from tsrec.models.registry import build_model, list_models, model_config, model_spec, register
 from tsrec.models.transformer import EncoderDecoderForecaster, TransformerConfig
 
@@ -13,6 +14,8 @@ __all__ = [
     "DLinearConfig",
     "SeasonalNaive",
     "SeasonalNaiveConfig",
+    "PatchTST",
+    "PatchTSTConfig",
     "EncoderDecoderForecaster",
     "TransformerConfig",
     "build_model",

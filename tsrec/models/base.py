@@ -113,6 +113,12 @@ class ForecastModel(nn.Module, abc.ABC):
         """``(attention name, layer index, AttentionLayer)`` for every layer with RSA (none by default)."""
         return []
 
+    @property
+    def steps_per_token(self) -> int:
+        """How many time steps one attention token spans (1: one token per step; PatchTST: its
+        stride). REM lags, dilations and periods are counted in tokens; multiply by this to get steps."""
+        return 1
+
 
 def zeros_like_future(past_target: Tensor, prediction_length: int) -> Tensor:
     """``[B, H, C]`` zeros with the dtype and device of ``past_target``."""

@@ -6,10 +6,11 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from tsrec.config import DataFacts, RSAConfig
+from tsrec.config import Config, DataFacts, RSAConfig
 from tsrec.models.base import ForecastModel, ModelConfig
 from tsrec.models.dlinear import DLinear
 from tsrec.models.naive import SeasonalNaive
+from tsrec.models.patchtst import PatchTST
 from tsrec.models.transformer import EncoderDecoderForecaster
 
 
@@ -44,7 +45,8 @@ def model_spec(name: str) -> ModelSpec:
 def model_config(name: str, **options: Any) -> ModelConfig:
     """The typed config of model ``name``: its preset, overridden by ``options``.
 
-    Nested settings (``rsa``) may be given as their config object or as a dict of its fields.
+    Nested settings (``rsa``) may be given as their config object, which replaces the preset's, or
+    as a dict of fields, which refines the preset's (``rsa_patchtst``'s bidirectional REMs stay).
     Data-dependent fields left out stay ``None`` until ``config.resolved(data)``.
     """
     spec = model_spec(name)
@@ -53,7 +55,13 @@ def model_config(name: str, **options: Any) -> ModelConfig:
     unknown = sorted(set(options) - set(known), key=str)
     if unknown:
         raise TypeError(f"model {name!r} has no option(s) {unknown}; its options are: {', '.join(known)}")
-    return config_class(**{**spec.defaults, **options})
+    merged = dict(spec.defaults)
+    for key, value in options.items():
+        preset = merged.get(key)
+        # A dict refines the preset's nested settings; a config object replaces them whole.
+        merged[key] = preset.from_dict({**dataclasses.asdict(preset), **value}) \
+            if isinstance(value, dict) and isinstance(preset, Config) else value
+    return config_class(**merged)
 
 
 def build_model(name: str, config: ModelConfig | None = None, *, data: DataFacts | None = None,
@@ -74,3 +82,7 @@ for _attention, _base in (("prob", "informer"), ("logsparse", "logsparse"), ("fu
              attention=_attention, rsa=RSAConfig())
 register("dlinear", DLinear, "DLinear: moving-average decomposition + two linear maps")
 register("seasonal_naive", SeasonalNaive, "repeat the last season")
+register("patchtst", PatchTST, "PatchTST: channel-independent patches, RevIN, Transformer encoder")
+# Bidirectional REMs: every patch lies in the forecast's past, so a causal REM would only hide
+# from each patch its later neighbours, which the encoder's full attention sees anyway.
+register("rsa_patchtst", PatchTST, "PatchTST with RSA over patch lags", rsa=RSAConfig(encoder_masked=False))
