@@ -107,6 +107,31 @@ def test_restore_best_weights_loads_the_best_epoch_at_the_end():
     assert restore.best_epoch == 0 and restore.best_score == pytest.approx(spoil.val_losses[0])
     for name, value in f.model.state_dict().items():
         torch.testing.assert_close(value, spoil.first[f"model.{name}"], rtol=0, atol=0)
+    summary = f.training_summary  # the public record of the same fit
+    assert summary.epochs_run == 3 and summary.best_epoch == 1
+    np.testing.assert_allclose(summary.history["val_loss"], spoil.val_losses, rtol=1e-5)
+
+
+def test_training_summary_records_every_epoch_and_survives_save_and_load(tmp_path):
+    f = Forecaster("dlinear", prediction_length=4, context_length=16, max_epochs=4, patience=None,
+                   learning_rate=1e-3, trainer_kwargs=QUIET).fit(hourly())
+    history = f.training_summary.history
+    assert list(history.columns) == ["epoch", "train_loss", "val_loss", "learning_rate", "seconds"]
+    assert history["epoch"].tolist() == [1, 2, 3, 4]
+    assert np.isfinite(history[["train_loss", "val_loss"]].to_numpy()).all() and (history["seconds"] > 0).all()
+    np.testing.assert_allclose(history["learning_rate"], [1e-3, 1e-3, 5e-4, 2.5e-4])
+    assert 1 <= f.training_summary.best_epoch <= 4
+    assert f.training_summary.fit_seconds >= history["seconds"].sum()
+    assert str(f.training_summary).startswith("4 epochs in ")
+    f.save(tmp_path / "m")
+    loaded = Forecaster.load(tmp_path / "m").training_summary
+    pd.testing.assert_frame_equal(loaded.history, history)
+    assert loaded.best_epoch == f.training_summary.best_epoch
+    no_val = Forecaster("dlinear", prediction_length=4, context_length=16, max_epochs=2, val_windows=0,
+                        trainer_kwargs=QUIET).fit(hourly())
+    assert no_val.training_summary.best_epoch is None and no_val.training_summary.history["val_loss"].isna().all()
+    naive = Forecaster("seasonal_naive", prediction_length=4).fit(hourly())
+    assert naive.training_summary.epochs_run == 0
 
 
 # ------------------------------------------------------------------------------------ RSA vs base

@@ -249,7 +249,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
                             freq=args.freq, output_dir=output / "training", **options)
     forecaster.fit(df, time_col=time_col, id_col=args.id_col, target_col=args.target_col)
     forecaster.save(output)
-    print(f"saved {forecaster!r} to {output}")
+    print(f"saved {forecaster!r} to {output}; trained {forecaster.training_summary}")
     if forecaster.model.rsa_layers():
         for line in gate_lines(forecaster.gates()):
             print(f"  {line}")

@@ -8,14 +8,16 @@ import logging
 import os
 import pickle
 import tempfile
+import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 import torch
 
-from tsrec.config import TrainingConfig
+from tsrec.config import DataFacts, TrainingConfig
 from tsrec.data import (
     Panel,
     Series,
@@ -39,6 +41,42 @@ FORMAT = "tsrec-forecaster"
 FORMAT_VERSION = 2
 _CONFIG_FILE = "forecaster.json"
 _WEIGHTS_FILE = "weights.pt"
+
+
+@dataclass(frozen=True)
+class TrainingSummary:
+    """What one ``fit`` did.
+
+    Attributes:
+        history: one row per epoch: ``epoch`` (1-based), ``train_loss``, ``val_loss`` (scaled
+            units, means over the epoch's windows; NaN without validation), ``learning_rate`` of
+            the backbone, ``seconds``. Empty for models that need no training.
+        best_epoch: the epoch whose weights were kept (lowest validation loss); None without
+            validation (the last epoch's weights are kept).
+        fit_seconds: wall time of the whole ``fit`` after the data were prepared.
+    """
+
+    history: pd.DataFrame
+    best_epoch: int | None
+    fit_seconds: float
+
+    COLUMNS: ClassVar[tuple[str, ...]] = ("epoch", "train_loss", "val_loss", "learning_rate", "seconds")
+
+    @property
+    def epochs_run(self) -> int:
+        return len(self.history)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"history": self.history.to_dict(orient="list"), "best_epoch": self.best_epoch,
+                "fit_seconds": self.fit_seconds}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrainingSummary:
+        return cls(pd.DataFrame(data["history"], columns=list(cls.COLUMNS)), data["best_epoch"], data["fit_seconds"])
+
+    def __str__(self) -> str:
+        best = "" if self.best_epoch is None else f", best epoch {self.best_epoch}"
+        return f"{self.epochs_run} epochs in {self.fit_seconds:.1f} s{best}"
 
 
 class Forecaster:
@@ -88,6 +126,8 @@ class Forecaster:
     def _unfit(self) -> None:
         self.model: ForecastModel | None = None
         self.resolved_settings: ForecasterSettings | None = None
+        self.training_summary: TrainingSummary | None = None
+        self.data_facts: DataFacts | None = None
         self.panel: Panel | None = None
         self.scaler: StandardScaler | None = None
         self.trainer = None
@@ -163,13 +203,16 @@ class Forecaster:
         facts = data_facts(panel.freq, n_channels=len(panel.columns) if panel.layout == "wide" else 1,
                            periods=periods)
         resolved = self.settings.resolved(facts, freq=panel.freq)
+        started = time.perf_counter()
         import lightning.pytorch as pl
 
-        from tsrec.training import ForecastingModule, make_loader, make_trainer
+        from tsrec.training import ForecastingModule, RestoreBestWeights, make_loader, make_trainer
 
         pl.seed_everything(self.training.seed, workers=True, verbose=False)
         model = build_model(resolved.model, resolved.network)
         self.trainer = None
+        history: list[dict[str, float]] = []
+        best_epoch = None
         if self.trainable:
             train_set = WindowDataset.from_panel(panel, scaler, self.context_length, self.prediction_length,
                                                  split.train)
@@ -188,7 +231,13 @@ class Forecaster:
                                         trainer_kwargs=self.trainer_kwargs)
             self.trainer.fit(module, make_loader(train_set, self.training, train=True), val_loader)
             log.info("tsrec: training logs in %s", output_dir)
+            history = module.history
+            restore = next((c for c in self.trainer.callbacks if isinstance(c, RestoreBestWeights)), None)
+            best_epoch = None if restore is None or restore.best_epoch is None else restore.best_epoch + 1
         self.model = model.eval()
+        self.training_summary = TrainingSummary(pd.DataFrame(history, columns=list(TrainingSummary.COLUMNS)),
+                                                best_epoch, time.perf_counter() - started)
+        self.data_facts = facts
         self.resolved_settings = resolved
         self.panel = _tail(panel, self.context_length)
         self.scaler = scaler
@@ -254,6 +303,8 @@ class Forecaster:
             "format_version": FORMAT_VERSION,
             "settings": self.settings.to_dict(),
             "resolved_settings": self.resolved_settings.to_dict(),
+            "data_facts": dataclasses.asdict(self.data_facts),
+            "training_summary": self.training_summary.to_dict(),
             "columns": self._columns,
             "data": {
                 "freq": self.panel.freq,
@@ -314,6 +365,8 @@ class Forecaster:
                              "save the model again") from err
         self.model = model.eval()
         self.resolved_settings = resolved
+        self.data_facts = DataFacts(**meta["data_facts"])
+        self.training_summary = TrainingSummary.from_dict(meta["training_summary"])
         return self
 
     def __repr__(self) -> str:

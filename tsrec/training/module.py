@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+import time
+
 import lightning.pytorch as pl
 import torch
 from torch import Tensor
@@ -30,12 +33,40 @@ class ForecastingModule(pl.LightningModule):
     Batches are :class:`~tsrec.batch.ForecastBatch` dicts. Logs ``train_loss``, ``val_loss`` and,
     for RSA models, each layer's gate after every validation as ``gate/<name>``.
     ``predict_step`` returns the scaled forecast ``[B, H, C]`` of a batch, on the trainer's device.
+
+    ``history`` gets one row per finished epoch: ``epoch`` (1-based), ``train_loss`` and
+    ``val_loss`` (means over the epoch's windows; NaN without validation), the backbone's
+    ``learning_rate`` and the epoch's wall ``seconds`` (validation included). Under DDP the
+    losses are those of the rank the module lives on.
     """
 
     def __init__(self, model: ForecastModel, config: TrainingConfig) -> None:
         super().__init__()
         self.model = model
         self.config = config
+        self.history: list[dict[str, float]] = []
+        self._totals: dict[str, tuple[Tensor | float, int]] = {}
+        self._epoch_started = 0.0
+        self._epoch_lr = math.nan
+
+    def _accumulate(self, part: str, loss: Tensor, windows: int) -> None:
+        total, count = self._totals.get(part, (0.0, 0))
+        self._totals[part] = (total + loss.detach() * windows, count + windows)
+
+    def _mean(self, part: str) -> float:
+        total, count = self._totals.pop(part, (0.0, 0))
+        return float(total) / count if count else math.nan
+
+    def on_train_epoch_start(self) -> None:
+        self._epoch_started = time.perf_counter()
+        self._epoch_lr = self.trainer.optimizers[0].param_groups[0]["lr"]  # the scheduler steps before epoch end
+
+    def on_train_epoch_end(self) -> None:
+        self.history.append({
+            "epoch": self.current_epoch + 1, "train_loss": self._mean("train"), "val_loss": self._mean("val"),
+            "learning_rate": self._epoch_lr,
+            "seconds": time.perf_counter() - self._epoch_started,
+        })
 
     def forward(self, batch: ForecastBatch) -> Tensor:
         return self.model(batch)
@@ -45,12 +76,16 @@ class ForecastingModule(pl.LightningModule):
 
     def training_step(self, batch: ForecastBatch, batch_idx: int) -> Tensor:
         loss = self._loss(batch)
+        self._accumulate("train", loss, batch["past_target"].shape[0])
         self.log("train_loss", loss, on_step=False, on_epoch=True, prog_bar=True,
                  batch_size=batch["past_target"].shape[0], sync_dist=True)
         return loss
 
     def validation_step(self, batch: ForecastBatch, batch_idx: int) -> None:
-        self.log("val_loss", self._loss(batch), on_step=False, on_epoch=True, prog_bar=True,
+        loss = self._loss(batch)
+        if not self.trainer.sanity_checking:
+            self._accumulate("val", loss, batch["past_target"].shape[0])
+        self.log("val_loss", loss, on_step=False, on_epoch=True, prog_bar=True,
                  batch_size=batch["past_target"].shape[0], sync_dist=True)
 
     def predict_step(self, batch: ForecastBatch, batch_idx: int, dataloader_idx: int = 0) -> Tensor:
