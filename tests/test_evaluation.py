@@ -51,8 +51,10 @@ def test_metrics_are_labelled_and_consistent(fitted):
     e = result.errors
     assert result.metric("mse", "original") == pytest.approx(float(np.mean((e.y_true - e.y_pred) ** 2)))
     assert result.metric("mse", "scaled") == pytest.approx(float(np.mean((e.y_true_scaled - e.y_pred_scaled) ** 2)))
-    assert set(result.summary.units) == {"original", "scaled", "scale-free"}
-    assert {"mse", "mae", "rmse", "mase", "smape"} == set(result.summary.metric)
+    assert set(result.summary.units) == {"original", "scaled", "scale-free", "ratio"}
+    assert {"mse", "mae", "rmse", "mase", "smape", "mse_ratio_naive", "mae_ratio_naive"} <= set(result.summary.metric)
+    assert result.metric("mse_ratio_naive", "ratio") == pytest.approx(
+        result.metric("mse", "scaled") / float(np.mean((e.y_true_scaled - e.y_naive_scaled) ** 2)))
     assert list(result.by_step.query("units == 'scaled'").step) == list(range(1, 7))
 
 
@@ -91,3 +93,33 @@ def test_backtest_errors(fitted):
         backtest(Forecaster("dlinear", prediction_length=6), frame())
     with pytest.raises(ValueError, match="not a timestamp"):
         backtest(fitted, frame(), start="1999-01-01")
+
+
+def test_naive_baselines_are_the_last_observed_value_and_season():
+    from tsrec.evaluation import naive_forecasts
+
+    past = np.array([[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]]).reshape(1, 6, 1)
+    observed = np.ones_like(past)
+    observed[0, 5] = 0  # the last value is missing: the naive forecast repeats the one before
+    naive, seasonal = naive_forecasts(past, observed, 4, season=3)
+    assert naive[0, :, 0].tolist() == [5.0, 5.0, 5.0, 5.0]
+    # y[T + h - 3 * ceil((h + 1) / 3)]: 4, 5, (6 missing), 4
+    np.testing.assert_array_equal(seasonal[0, :, 0], [4.0, 5.0, np.nan, 4.0])
+    assert np.isnan(naive_forecasts(past, observed, 2, season=None)[1]).all()
+
+
+def test_backtest_scores_the_model_against_the_naive_forecasts_of_the_same_windows():
+    t = np.arange(400)
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"y": np.sin(2 * np.pi * t / 12) + 0.05 * rng.standard_normal(400)},
+                      index=pd.date_range("2024-01-01", periods=400, freq="h"))
+    f = Forecaster("seasonal_naive", prediction_length=6, context_length=24).fit(df.iloc[:300])
+    assert f.resolved_settings.network.season_length == 12  # the cycle found, not the calendar's 24
+    result = backtest(f, df, start=300, stride=6)
+    skill = result.skill.set_index("baseline")
+    assert skill.loc["seasonal_naive", "season"] == 12
+    assert skill.loc["seasonal_naive", "mse_ratio"] == pytest.approx(1.0)  # the model is that baseline
+    assert skill.loc["naive", "mse_ratio"] < 0.1  # and beats the last value on a clean cycle
+    e = result.errors
+    assert skill.loc["naive", "baseline_mse"] == pytest.approx(float(np.mean((e.y_true_scaled - e.y_naive_scaled) ** 2)))
+    assert result.metric("mse_ratio_seasonal_naive", "ratio") == pytest.approx(1.0)

@@ -25,13 +25,24 @@ class BacktestResult:
             ``y_pred_scaled`` (the fitted scaler's units) and ``observed``. Unobserved targets
             are kept, flagged, and left out of every metric.
         summary: one row per ``metric`` and ``units``: ``mse``, ``mae``, ``rmse`` in ``"original"``
-            and ``"scaled"`` units, ``mase`` and ``smape`` (``"scale-free"``), over observed entries.
+            and ``"scaled"`` units, ``mase`` and ``smape`` (``"scale-free"``), over observed entries,
+            and the skill ratios of :attr:`skill` (``mse_ratio_naive``, ``mae_ratio_naive``,
+            ``mse_ratio_seasonal_naive``, ``mae_ratio_seasonal_naive``; units ``"ratio"``).
         by_step: ``mse`` and ``mae`` per horizon ``step`` in both units.
+        skill: the model against the naive forecasts of the same windows, one row per
+            ``baseline``: ``"naive"`` (the last observed value of the window's context) and
+            ``"seasonal_naive"`` (the last observed season, with ``season`` the strongest cycle
+            found in the fitted data when the context holds it; no row without one). Columns
+            ``season``, ``model_mse``, ``baseline_mse``, ``mse_ratio``, ``model_mae``,
+            ``baseline_mae``, ``mae_ratio``, in scaled units over the entries both forecast
+            (``errors`` has the baselines as ``y_naive`` and ``y_seasonal_naive``). A ratio
+            below 1 means the model beats the baseline.
     """
 
     errors: pd.DataFrame
     summary: pd.DataFrame
     by_step: pd.DataFrame
+    skill: pd.DataFrame
 
     def metric(self, name: str, units: str = "scaled") -> float:
         """One number of :attr:`summary`, e.g. ``result.metric("mse", "scaled")``."""
@@ -121,7 +132,8 @@ def backtest(forecaster: Forecaster, df: pd.DataFrame, *, start: int | str | pd.
     origins = _origins(panel, context, horizon, start, n_windows, stride or horizon)
     n_blocks = max(len(r) for r in origins)
     block = refit_every or n_blocks
-    parts = []
+    parts: list[pd.DataFrame] = []
+    seasons: list[int | None] = []
     for first in range(0, n_blocks, block):
         block_origins = [r[first:first + block] for r in origins]
         if refit_every is not None:
@@ -135,25 +147,84 @@ def backtest(forecaster: Forecaster, df: pd.DataFrame, *, start: int | str | pd.
                                            stride=block_origins[0].step if block_origins[0] else 1,
                                            scaler_rows=rows)
         scaled = forecaster.forecast_windows(dataset, batch_size=batch_size)  # [N, H, C]
-        parts.append(_window_frame(panel, forecaster, dataset, scaled, rows))
+        seasons.append(_justified_season(forecaster))
+        parts.append(_window_frame(panel, forecaster, dataset, scaled, rows, seasons[-1]))
     errors = pd.concat(parts, ignore_index=True)
     m = season_length or seasonality(panel.freq)
-    return BacktestResult(errors, _summary(errors, panel, origins, m), _by_step(errors))
+    skill = _skill(errors, seasons)
+    summary = pd.concat([_summary(errors, panel, origins, m), pd.DataFrame(
+        [(f"{ratio}_{row.baseline}", "ratio", getattr(row, ratio)) for row in skill.itertuples()
+         for ratio in ("mse_ratio", "mae_ratio")], columns=["metric", "units", "value"])], ignore_index=True)
+    return BacktestResult(errors, summary, _by_step(errors), skill)
+
+
+def _justified_season(forecaster: Forecaster) -> int | None:
+    """The seasonal-naive baseline's season: the strongest cycle found in the fitted data, if the
+    context holds it; None otherwise (a season the data do not show is never assumed)."""
+    periods = forecaster.data_facts.periods if forecaster.data_facts is not None else ()
+    season = round(periods[0]) if periods else 0
+    return season if 2 <= season <= forecaster.context_length else None
+
+
+def naive_forecasts(past: np.ndarray, observed: np.ndarray, horizon: int, season: int | None) -> np.ndarray:
+    """Baseline forecasts from contexts ``past``, ``observed`` ``[N, Lc, C]``: ``[2, N, H, C]`` with
+    the last observed value, then the last observed season (``y[T + h - m * ceil((h + 1) / m)]``;
+    NaN where that value is unobserved, or everywhere without a ``season``)."""
+    n, length, channels = past.shape
+    seen = observed > 0
+    last = length - 1 - np.argmax(seen[:, ::-1], axis=1)  # [N, C] position of the last observed value
+    value = np.take_along_axis(past, last[:, None, :], axis=1)[:, 0]  # [N, C]
+    value = np.where(seen.any(axis=1), value, np.nan)
+    naive = np.broadcast_to(value[:, None, :], (n, horizon, channels))
+    seasonal = np.full((n, horizon, channels), np.nan, dtype=np.float64)
+    if season is not None:
+        steps = np.arange(horizon)
+        index = length - season * np.ceil((steps + 1) / season).astype(int) + steps  # [H]
+        seasonal = np.where(seen[:, index], past[:, index], np.nan)
+    return np.stack([naive, seasonal]).astype(np.float64)
+
+
+def _skill(errors: pd.DataFrame, seasons: list[int | None]) -> pd.DataFrame:
+    """The skill table (see :class:`BacktestResult`); ``seasons``: the seasonal baseline's season
+    in each refit block (its ``season`` column is NaN where the blocks' seasons differ)."""
+    rows = []
+    truth, model = errors["y_true_scaled"].to_numpy(), errors["y_pred_scaled"].to_numpy()
+    for baseline in ("naive", "seasonal_naive"):
+        forecast = errors[f"y_{baseline}_scaled"].to_numpy()
+        both = errors["observed"].to_numpy() & np.isfinite(forecast)
+        if not both.any():
+            continue
+        scores = {name: (fn(truth, model, mask=both), fn(truth, forecast, mask=both))
+                  for name, fn in (("mse", metrics.mse), ("mae", metrics.mae))}
+        found = {s for s in seasons if s is not None}
+        season = 1 if baseline == "naive" else (found.pop() if len(found) == 1 else np.nan)
+        rows.append({"baseline": baseline, "season": season,
+                     **{f"{k}_{name}": v for name, (m, b) in scores.items()
+                        for k, v in (("model", m), ("baseline", b))},
+                     "mse_ratio": scores["mse"][0] / scores["mse"][1], "mae_ratio": scores["mae"][0] / scores["mae"][1]})
+    columns = ["baseline", "season", "model_mse", "baseline_mse", "mse_ratio", "model_mae", "baseline_mae", "mae_ratio"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def _window_frame(panel: Panel, forecaster: Forecaster, dataset: WindowDataset, scaled: np.ndarray,
-                  rows: np.ndarray) -> pd.DataFrame:
-    """Tidy per-window, per-step, per-channel rows for one block of windows."""
+                  rows: np.ndarray, season: int | None) -> pd.DataFrame:
+    """Tidy per-window, per-step, per-channel rows for one block of windows, with the naive
+    baselines of the same windows."""
     n, horizon, channels = scaled.shape
+    context = forecaster.context_length
     items = np.empty(n, dtype=np.int64)
     origin = np.empty(n, dtype=np.int64)
     truth = np.empty_like(scaled)
     observed = np.empty(scaled.shape, dtype=bool)
+    past = np.empty((n, context, channels), dtype=np.float64)
+    past_observed = np.empty((n, context, channels), dtype=np.float64)
     for k in range(n):
         window = dataset[k]
         items[k], origin[k] = window["item"], window["origin"]
         truth[k] = window["future_target"].numpy()
         observed[k] = window["future_observed"].numpy() > 0
+        past[k], past_observed[k] = window["past_target"].numpy(), window["past_observed"].numpy()
+    naive, seasonal = naive_forecasts(past, past_observed, horizon, season)  # each [N, H, C], scaled
     scaler_rows = rows[items]
     pred = forecaster.scaler.inverse_transform(scaled, scaler_rows)
     true = forecaster.scaler.inverse_transform(truth, scaler_rows)
@@ -172,6 +243,10 @@ def _window_frame(panel: Panel, forecaster: Forecaster, dataset: WindowDataset, 
         "y_true_scaled": np.where(observed, truth, np.nan).ravel(),
         "y_pred_scaled": scaled.ravel(),
         "observed": observed.ravel(),
+        "y_naive": forecaster.scaler.inverse_transform(naive, scaler_rows).ravel(),
+        "y_seasonal_naive": forecaster.scaler.inverse_transform(seasonal, scaler_rows).ravel(),
+        "y_naive_scaled": naive.ravel(),
+        "y_seasonal_naive_scaled": seasonal.ravel(),
     })
 
 
