@@ -8,7 +8,8 @@ Usage (from the repository root)::
     python -m benchmarks.run benchmarks/configs/paper_table_d128.toml --plan 3   # projected run times
 
 A config (TOML) names the protocol, the settings (dataset -> horizons), the models, the seeds,
-the model options shared by every run (``[model]``) and the training settings (``[training]``).
+the model options shared by every run (``[model]``) and the training settings (``[training]``),
+and per model ``[model_options.NAME]`` / ``[training_options.NAME]`` over those.
 Each run follows the protocol end to end through the public API: ``tsrec.datasets.load`` and
 ``splits`` give train / validation / test frames (validation and test start ``context_length``
 rows before their border), ``Forecaster.fit(train, val_df=val)`` fits the scaler on the training
@@ -40,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import ROOT, git_commit, machine, now
-from benchmarks.paper import PAPER_TABLE1
+from benchmarks.paper import LONG_HORIZON_PUBLISHED_PATCHTST, PAPER_TABLE1
 
 RESULT_COLUMNS = ["config", "protocol", "dataset", "horizon", "context_length", "label_length", "model", "seed",
                   "d_model", "mse", "mae", "test_windows", "epochs", "best_epoch", "train_seconds", "test_seconds",
@@ -80,9 +81,12 @@ def prepare(config: dict[str, Any], dataset: str, horizon: int, model: str, seed
     split = datasets.splits(dataset, config["protocol"], context_length=context, prediction_length=prediction,
                             n_rows=len(frame))
     part = {name: frame.iloc[split[name].start:split[name].end] for name in ("train", "val", "test")}
-    model_options = {**config.get("model", {}), **(QUICK_MODEL if quick else {})}
-    options = {k: v for k, v in options.items() if k in model_config_fields(model)}
-    training = {**config.get("training", {}), **(QUICK_TRAINING if quick else {})}
+    fields = model_config_fields(model)
+    model_options = {**config.get("model", {}), **config.get("model_options", {}).get(model, {}),
+                     **({k: v for k, v in QUICK_MODEL.items() if k in fields} if quick else {})}
+    options = {k: v for k, v in options.items() if k in fields}
+    training = {**config.get("training", {}), **config.get("training_options", {}).get(model, {}),
+                **(QUICK_TRAINING if quick else {})}
     trainer_kwargs = {"enable_progress_bar": False, **(QUICK_TRAINER if quick else {}), **(trainer_kwargs or {})}
     forecaster = Forecaster(model, prediction_length=prediction, context_length=context, freq=info.freq, seed=seed,
                             trainer_kwargs=trainer_kwargs, **{**model_options, **options}, **training)
@@ -238,6 +242,8 @@ def _mean_std(values: list[float]) -> str:
 def render(csv_path: Path) -> Path:
     """Markdown next to ``csv_path``: mean ± std over seeds of MSE and MAE, the paper's numbers beside."""
     rows = read_rows(csv_path)
+    if rows and all(row["protocol"] == "long_horizon" for row in rows):
+        return render_long_horizon(csv_path, rows)
     groups: dict[tuple, list[dict[str, str]]] = defaultdict(list)
     for row in rows:
         groups[(row["config"], row["dataset"], int(row["horizon"]), row["d_model"], row["model"])].append(row)
@@ -260,6 +266,50 @@ def render(csv_path: Path) -> Path:
     out = csv_path.with_suffix(".md")
     out.write_text("\n".join(lines) + "\n")
     return out
+
+
+def render_long_horizon(csv_path: Path, rows: list[dict[str, str]]) -> Path:
+    """Markdown of a long-horizon results CSV: test MSE (mean ± std over seeds) per setting and model,
+    per-dataset averages over the horizons that every model has run, the published averages beside."""
+    models = list(dict.fromkeys(row["model"] for row in rows))
+    runs: dict[tuple[str, int, str], list[dict[str, str]]] = defaultdict(list)
+    for row in rows:
+        runs[(row["dataset"], int(row["horizon"]), row["model"])].append(row)
+    settings = sorted({(dataset, horizon) for dataset, horizon, _ in runs})
+    where = csv_path.relative_to(ROOT) if csv_path.is_relative_to(ROOT) else csv_path
+    lines = [f"# {csv_path.stem}", "",
+             "Long-horizon protocol (input 96; ETT borders 12/4/4 months, weather 70/10/20; every test window; "
+             "train-only standard scaling): test MSE on the scaled data, mean ± sample std over seeds (the seeds "
+             f"run in brackets), mean training seconds per run. Every run's command, commit, machine and date are in "
+             f"[{csv_path.name}]({csv_path.name}); `python -m benchmarks.run --render {where}` redraws this table.",
+             "", "| data | H | " + " | ".join(models) + " |", "|---|---|" + "---|" * len(models)]
+    for dataset, horizon in settings:
+        cells = []
+        for model in models:
+            done = runs.get((dataset, horizon, model), [])
+            cells.append("" if not done else f"{_mean_std([float(r['mse']) for r in done])} "
+                         f"[{','.join(r['seed'] for r in done)}] {_mean([float(r['train_seconds']) for r in done]):.0f} s")
+        lines.append(f"| {dataset} | {horizon} | " + " | ".join(cells) + " |")
+    lines += ["", "Per-dataset average MSE over the horizons every listed model has run (seeds averaged first); "
+              "`PatchTST (published)` is the input-96 average over horizons 96-720 quoted in issue #11.", "",
+              "| data | horizons | " + " | ".join(models) + " | PatchTST (published) |",
+              "|---|---|" + "---|" * (len(models) + 1)]
+    for dataset in dict.fromkeys(d for d, _ in settings):
+        horizons = [h for d, h in settings if d == dataset and all((d, h, m) in runs for m in models)]
+        if not horizons:
+            continue
+        averages = [_mean([_mean([float(r["mse"]) for r in runs[(dataset, h, m)]]) for h in horizons]) for m in models]
+        published = LONG_HORIZON_PUBLISHED_PATCHTST.get(dataset)
+        reference = "" if published is None else f"{published:.3f}"
+        lines.append(f"| {dataset} | {','.join(map(str, horizons))} | " + " | ".join(f"{a:.3f}" for a in averages)
+                     + f" | {reference} |")
+    out = csv_path.with_suffix(".md")
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
 
 
 def selected_runs(config: dict[str, Any], args: argparse.Namespace) -> list[tuple[str, int, str]]:
