@@ -171,7 +171,10 @@ def plan_one(config: dict[str, Any], dataset: str, horizon: int, model: str, *, 
         trainer_kwargs={"max_epochs": 1, "limit_train_batches": steps + 1, "limit_val_batches": steps + 1,
                         "callbacks": [timer]})
     forecaster.fit(part["train"], val_df=part["val"])
-    train_s, val_s = (statistics.median(timer.seconds[kind]) for kind in ("train", "val"))
+    if not forecaster.trainable:  # nothing to train; its forecasts cost next to nothing
+        train_s = val_s = 0.0
+    else:
+        train_s, val_s = (statistics.median(timer.seconds[kind]) for kind in ("train", "val"))
     batch, epochs = forecaster.training.batch_size, forecaster.training.max_epochs
     batches = {name: math.ceil(split[name].n_windows / batch) for name in ("train", "val", "test")}
     projected = epochs * (batches["train"] * train_s + batches["val"] * val_s) + batches["test"] * val_s
