@@ -22,6 +22,13 @@ def check_optional_int(name: str, value: object, minimum: int = 1) -> int | None
     return None if value is None else check_int(name, value, minimum)
 
 
+def check_fraction(name: str, value: object) -> float:
+    """``value`` as a float in ``[0, 1)`` (dropout rates); ``ValueError`` naming ``name`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 <= value < 1.0:
+        raise ValueError(f"{name} must be in [0, 1), got {value!r}")
+    return float(value)
+
+
 def check_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise ValueError(f"{name} must be one of {choices}, got {value!r}")

@@ -12,7 +12,7 @@ from torch import Tensor, nn
 
 from tsrec._checks import check_optional_int
 from tsrec.batch import ForecastBatch
-from tsrec.config import Config, DataFacts
+from tsrec.config import Config, DataFacts, RSAConfig
 from tsrec.nn.heads import RevIN
 
 
@@ -49,8 +49,25 @@ class ModelConfig(Config):
         object.__setattr__(self, "n_time_features", check_optional_int("n_time_features", self.n_time_features, 0))
 
     def unresolved(self) -> list[str]:
-        """Fields still ``None`` that the network needs (empty for a buildable config)."""
-        return [name for name in self.SHAPE_FIELDS if getattr(self, name) is None]
+        """Fields still ``None`` that the network needs (empty for a buildable config), those of an
+        ``rsa`` section included."""
+        rsa = getattr(self, "rsa", None)
+        return [name for name in self.SHAPE_FIELDS if getattr(self, name) is None] + (rsa.unresolved() if rsa else [])
+
+    def _check_attention(self) -> None:
+        """Checks shared by attention models (fields ``d_model``, ``n_heads``, ``rsa``): the width
+        splits into the heads, and the RSA section (a dict becomes an ``RSAConfig``) gives every
+        head one REM kind."""
+        if self.d_model % self.n_heads:  # type: ignore[attr-defined]
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")  # type: ignore[attr-defined]
+        rsa = getattr(self, "rsa", None)
+        if rsa is None:
+            return
+        rsa = RSAConfig.coerce(rsa)
+        object.__setattr__(self, "rsa", rsa)
+        if rsa.kinds is not None and sum(rsa.kinds) != self.n_heads:  # type: ignore[attr-defined]
+            raise ValueError(f"rsa.kinds {tuple(rsa.kinds)} give {sum(rsa.kinds)} REM heads but n_heads is "
+                             f"{self.n_heads}; every head needs a REM kind")  # type: ignore[attr-defined]
 
     def resolved(self, data: DataFacts) -> Self:
         """A copy with every ``None`` data-dependent field filled from ``data`` (here the channel

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from tsrec._checks import check_choice, check_int
+from tsrec._checks import check_choice, check_fraction, check_int
 from tsrec.config import DataFacts, RSAConfig
 from tsrec.models.base import ForecastModel, ModelConfig
 from tsrec.nn.attention import AttentionLayer, make_kernel
@@ -107,18 +107,10 @@ class PatchTSTConfig(ModelConfig):
         if self.context_length is not None and self.patch_len > self.context_length:
             raise ValueError(f"patch_len ({self.patch_len}) must be at most context_length "
                              f"({self.context_length}): a patch cannot be longer than the context")
-        if self.d_model % self.n_heads:
-            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         for name in ("dropout", "head_dropout"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
-                raise ValueError(f"{name} must be in [0, 1), got {value!r}")
+            object.__setattr__(self, name, check_fraction(name, getattr(self, name)))
         check_choice("norm", self.norm, NORMS)
-        if self.rsa is not None:
-            object.__setattr__(self, "rsa", RSAConfig.coerce(self.rsa))
-            if self.rsa.kinds is not None and sum(self.rsa.kinds) != self.n_heads:
-                raise ValueError(f"rsa.kinds {tuple(self.rsa.kinds)} give {sum(self.rsa.kinds)} REM heads but "
-                                 f"n_heads is {self.n_heads}; every head needs a REM kind")
+        self._check_attention()
 
     @property
     def n_patches(self) -> int:
@@ -126,9 +118,6 @@ class PatchTSTConfig(ModelConfig):
         if self.context_length is None:
             raise ValueError("n_patches needs context_length")
         return patch_count(self.context_length, self.patch_len, self.stride)
-
-    def unresolved(self) -> list[str]:
-        return super().unresolved() + (self.rsa.unresolved() if self.rsa is not None else [])
 
     def resolved(self, data: DataFacts) -> PatchTSTConfig:
         """Also fills the RSA section, in patch units (one token = ``stride`` steps)."""

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from tsrec._checks import check_int, check_optional_int
+from tsrec._checks import check_fraction, check_int, check_optional_int
 from tsrec.config import DataFacts, RSAConfig
 from tsrec.models.base import ForecastModel, ModelConfig, zeros_like_future
 from tsrec.nn.attention import KERNELS, AttentionLayer, make_kernel
@@ -61,22 +61,14 @@ class TransformerConfig(ModelConfig):
                 and self.label_length > self.context_length:
             raise ValueError(
                 f"label_length ({self.label_length}) must be between 0 and context_length ({self.context_length})")
-        if self.d_model % self.n_heads:
-            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
-        if self.rsa is not None:
-            object.__setattr__(self, "rsa", RSAConfig.coerce(self.rsa))
-            if self.rsa.kinds is not None and sum(self.rsa.kinds) != self.n_heads:
-                raise ValueError(f"rsa.kinds {tuple(self.rsa.kinds)} give {sum(self.rsa.kinds)} REM heads but "
-                                 f"n_heads is {self.n_heads}; every head needs a REM kind")
-            if self.distil:
-                raise ValueError("RSA needs distil=False: distilling halves the encoder's time axis, so REM lags "
-                                 "would no longer be real time lags (the RSA paper removes distilling)")
+        object.__setattr__(self, "dropout", check_fraction("dropout", self.dropout))
+        self._check_attention()
+        if self.rsa is not None and self.distil:
+            raise ValueError("RSA needs distil=False: distilling halves the encoder's time axis, so REM lags "
+                             "would no longer be real time lags (the RSA paper removes distilling)")
 
     def unresolved(self) -> list[str]:
-        missing = super().unresolved() + (["label_length"] if self.label_length is None else [])
-        return missing + (self.rsa.unresolved() if self.rsa is not None else [])
+        return (["label_length"] if self.label_length is None else []) + super().unresolved()
 
     def resolved(self, data: DataFacts) -> TransformerConfig:
         """Also fills ``label_length`` (half the context) and the RSA section from the data."""
