@@ -101,7 +101,6 @@ def run_one(config: dict[str, Any], dataset: str, horizon: int, model: str, seed
     long run keep naming the code they ran even if the checkout changes meanwhile."""
     from tsrec.datasets import get_info
     from tsrec.evaluation import backtest
-    from tsrec.training import RestoreBestWeights
 
     forecaster, part, split = prepare(config, dataset, horizon, model, seed, data_dir=data_dir, quick=quick)
     context = forecaster.context_length
@@ -116,9 +115,8 @@ def run_one(config: dict[str, Any], dataset: str, horizon: int, model: str, seed
     if not quick and n_test != split.test.n_windows:
         raise RuntimeError(f"{dataset}-{horizon}: scored {n_test} test windows, the protocol has "
                            f"{split.test.n_windows}")
-    trainer = forecaster.trainer
     network = forecaster.resolved_settings.network  # every setting the model was built with
-    best = next((c for c in (trainer.callbacks if trainer else []) if isinstance(c, RestoreBestWeights)), None)
+    summary = forecaster.training_summary
     return {
         "config": config["name"] + ("-quick" if quick else ""), "protocol": config["protocol"],
         "dataset": get_info(dataset).name,
@@ -126,8 +124,8 @@ def run_one(config: dict[str, Any], dataset: str, horizon: int, model: str, seed
         "label_length": getattr(network, "label_length", ""), "model": model, "seed": seed,
         "d_model": getattr(network, "d_model", ""),
         "mse": result.metric("mse", "scaled"), "mae": result.metric("mae", "scaled"), "test_windows": n_test,
-        "epochs": trainer.current_epoch if trainer else 0,
-        "best_epoch": "" if best is None or best.best_epoch is None else best.best_epoch + 1,
+        "epochs": summary.epochs_run,
+        "best_epoch": "" if summary.best_epoch is None else summary.best_epoch,
         "train_seconds": round(train_seconds, 1), "test_seconds": round(test_seconds, 1),
         "commit": commit, "machine": machine(), "date": now(), "command": command,
     }
