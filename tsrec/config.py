@@ -108,6 +108,12 @@ class DataFacts:
         check_int("n_time_features", self.n_time_features, 0)
         object.__setattr__(self, "periods", tuple(float(p) for p in self.periods))
 
+    def cycle_within(self, length: int) -> int | None:
+        """The strongest cycle found, rounded to whole steps, if ``length`` steps hold it; None
+        when no cycle was found or it is longer (a season the data do not show is never assumed)."""
+        cycle = round(self.periods[0]) if self.periods else 0
+        return cycle if 2 <= cycle <= length else None
+
     def in_token_units(self, steps_per_token: int) -> DataFacts:
         """The same facts for a model whose tokens span ``steps_per_token`` steps (PatchTST's
         stride): the season (at least 1) and the periods are measured in tokens."""

@@ -147,7 +147,7 @@ def backtest(forecaster: Forecaster, df: pd.DataFrame, *, start: int | str | pd.
                                            stride=block_origins[0].step if block_origins[0] else 1,
                                            scaler_rows=rows)
         scaled = forecaster.forecast_windows(dataset, batch_size=batch_size)  # [N, H, C]
-        seasons.append(_justified_season(forecaster))
+        seasons.append(forecaster.data_facts.cycle_within(context))
         parts.append(_window_frame(panel, forecaster, dataset, scaled, rows, seasons[-1]))
     errors = pd.concat(parts, ignore_index=True)
     m = season_length or seasonality(panel.freq)
@@ -156,14 +156,6 @@ def backtest(forecaster: Forecaster, df: pd.DataFrame, *, start: int | str | pd.
         [(f"{ratio}_{row.baseline}", "ratio", getattr(row, ratio)) for row in skill.itertuples()
          for ratio in ("mse_ratio", "mae_ratio")], columns=["metric", "units", "value"])], ignore_index=True)
     return BacktestResult(errors, summary, _by_step(errors), skill)
-
-
-def _justified_season(forecaster: Forecaster) -> int | None:
-    """The seasonal-naive baseline's season: the strongest cycle found in the fitted data, if the
-    context holds it; None otherwise (a season the data do not show is never assumed)."""
-    periods = forecaster.data_facts.periods if forecaster.data_facts is not None else ()
-    season = round(periods[0]) if periods else 0
-    return season if 2 <= season <= forecaster.context_length else None
 
 
 def naive_forecasts(past: np.ndarray, observed: np.ndarray, horizon: int, season: int | None) -> np.ndarray:

@@ -36,8 +36,7 @@ class SeasonalNaiveConfig(ModelConfig):
         config = super().resolved(data)
         season = config.season_length
         if season is None and config.context_length is not None:
-            cycle = round(data.periods[0]) if data.periods else 1
-            season = cycle if 1 <= cycle <= config.context_length else 1
+            season = data.cycle_within(config.context_length) or 1
         return dataclasses.replace(config, season_length=season)
 
 
