@@ -56,10 +56,14 @@ class ModelConfig(Config):
 
     def _check_attention(self) -> None:
         """Checks shared by attention models (fields ``d_model``, ``n_heads``, ``rsa``): the width
-        splits into the heads, and the RSA section (a dict becomes an ``RSAConfig``) gives every
-        head one REM kind."""
+        splits into the heads, and :meth:`_check_rsa`."""
         if self.d_model % self.n_heads:  # type: ignore[attr-defined]
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")  # type: ignore[attr-defined]
+        self._check_rsa()
+
+    def _check_rsa(self) -> None:
+        """The RSA section (fields ``rsa``, ``n_heads``; a dict becomes an ``RSAConfig``) gives
+        every head one REM kind."""
         rsa = getattr(self, "rsa", None)
         if rsa is None:
             return
