@@ -31,6 +31,10 @@ def tiny_options(name, **extra):
             options["rsa"] = RSAConfig(kinds=(1, 2, 2, 1, 1, 1), dilation=4)
     if "season_length" in spec_fields:
         options["season_length"] = 4
+    if "alpha_init" in spec_fields:
+        # Zero-initialised residual scales (SRU++'s alpha, StarSaber's ReZero) would leave the
+        # weights behind them without gradient at the first step; start them open here.
+        options["alpha_init"] = 0.5
     if "patch_len" in spec_fields:
         # LayerNorm: BatchNorm's running statistics move in the training-mode forward below, so a
         # fresh model would differ in eval mode (BatchNorm is covered in tests/test_patchtst.py).
