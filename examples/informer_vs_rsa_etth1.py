@@ -42,12 +42,13 @@ def main() -> None:
     frame = datasets.load("ETTh1", args.data_dir)  # 17420 hourly rows x 7 variables
     results = {}
     for model in ("informer", "rsa_informer"):
-        options = paper_options("ETTh1", args.horizon, model)  # context, label, horizon (+ REM heads)
+        # context, label, horizon, the paper's training recipe (+ REM heads), tiny sizes for CI
+        options = {**paper_options("ETTh1", args.horizon, model), **(TINY_OPTIONS if tiny else {})}
         context, horizon = options.pop("context_length"), options.pop("prediction_length")
         split = datasets.splits("ETTh1", "informer", context_length=context, prediction_length=horizon)
         train, val, test = (frame.iloc[split[name].start:split[name].end] for name in ("train", "val", "test"))
         forecaster = Forecaster(model, prediction_length=horizon, context_length=context, freq="h", seed=args.seed,
-                                **options, **(TINY_OPTIONS if tiny else {}),
+                                **options,
                                 trainer_kwargs={"enable_progress_bar": not tiny, **(TINY_TRAINER if tiny else {})})
         forecaster.fit(train, val_df=val)  # scaler: the training months only
         result = backtest(forecaster, test, start=context, stride=1, n_windows=16 if tiny else None)

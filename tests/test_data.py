@@ -241,9 +241,18 @@ def test_split_last_windows_are_validation():
     # validation origins 93, 94, 95 (targets up to row 99); training ends before row 93
     assert split.val == ((93, 96),) and split.train_end == (93,) and split.val_rows == (0,)
     assert split.train == ((10, 89),)  # last training origin 88: targets rows 88..92
-    assert split_panel(panel, 10, 5).val == ((91, 96),)  # default: prediction_length windows
+    # default: the windows whose targets are the last 10% of the 100 steps (rows 90..99)
+    assert split_panel(panel, 10, 5).val == ((90, 96),)
     no_val = split_panel(panel, 10, 5, val_windows=0)
     assert (no_val.train, no_val.train_end, no_val.val) == (((10, 96),), (100,), None)
+
+
+def test_default_validation_is_sized_with_each_series():
+    panel = canonicalize(long_frame({"x": 30, "y": 400}), **LONG)
+    split = split_panel(panel, 8, 4)
+    # x: 10% is 3 rows, less than one horizon: one window (targets rows 26..29)
+    # y: 10% is 40 rows: 37 windows, targets rows 360..399
+    assert split.val == ((26, 27), (360, 397)) and split.train_end == (26, 360)
 
 
 def test_split_with_separate_validation_panel():
@@ -258,7 +267,7 @@ def test_split_with_separate_validation_panel():
 def test_split_errors_name_the_short_item():
     panel = canonicalize(long_frame({"x": 30, "short": 20}), **LONG)
     with pytest.raises(ValueError) as info:
-        split_panel(panel, 10, 5)
+        split_panel(panel, 10, 5, val_windows=5)
     message = str(info.value)
     for fragment in ["item 'short'", "20 time steps", "at least 24", "shorter context_length"]:
         assert fragment in message

@@ -33,7 +33,11 @@ from tsrec.data.periods import dominant_periods
 from tsrec.models import ForecastModel, build_model, model_spec
 from tsrec.settings import ForecasterSettings
 
-__all__ = ["Forecaster"]
+__all__ = ["DEFAULT_MODEL", "Forecaster"]
+
+#: The model ``Forecaster`` and ``tsrec fit`` train when none is named: the one measured best
+#: across the long-horizon benchmark (benchmarks/README.md).
+DEFAULT_MODEL = "rsa_patchtst"
 
 log = logging.getLogger(__name__)
 
@@ -83,12 +87,14 @@ class Forecaster:
     """Train any registered model on a DataFrame and forecast the steps after it.
 
     Args:
-        model: a name from :func:`tsrec.list_models`.
+        model: a name from :func:`tsrec.list_models`; default :data:`DEFAULT_MODEL`
+            (``rsa_patchtst``), the model measured best across the long-horizon benchmark.
         prediction_length: steps to forecast.
         context_length: past steps the model reads (default ``2 * prediction_length``).
         freq: pandas frequency of the data (inferred from the timestamps at every ``fit`` when None).
-        val_windows: validation forecast origins taken from the end of the fit frame (default
-            ``prediction_length``; 0 trains without validation, early stopping or weight restore).
+        val_windows: validation forecast origins taken from the end of each series of the fit frame
+            (default: those whose targets are its last 10% of steps, at least one; 0 trains without
+            validation, early stopping or weight restore).
         output_dir: where Lightning writes its CSV logs (default: a new temporary directory,
             never the working directory).
         trainer_kwargs: passed to ``lightning.pytorch.Trainer`` unchanged, over tsrec's defaults.
@@ -106,7 +112,7 @@ class Forecaster:
     ``predict`` returns a long frame with columns ``item_id``, ``timestamp``, ``mean``.
     """
 
-    def __init__(self, model: str = "rsa_informer", *, prediction_length: int, context_length: int | None = None,
+    def __init__(self, model: str = DEFAULT_MODEL, *, prediction_length: int, context_length: int | None = None,
                  freq: str | None = None, val_windows: int | None = None, output_dir: str | os.PathLike | None = None,
                  trainer_kwargs: dict[str, Any] | None = None, **options: Any) -> None:
         # Kept verbatim for get_params / sklearn.base.clone.

@@ -54,7 +54,8 @@ class ForecasterSettings(Config):
         window = {k: options.pop(k) for k in WINDOW_FIELDS if k in options}
         if "prediction_length" not in window:
             raise TypeError("prediction_length is required: the number of steps to forecast")
-        training = {k: options.pop(k) for k in TRAINING_FIELDS if k in options}
+        # The model's own training defaults (its registry entry), under the user's settings.
+        training = {**spec.training, **{k: options.pop(k) for k in TRAINING_FIELDS if k in options}}
         shape = sorted(set(options) & set(ModelConfig.SHAPE_FIELDS))
         if shape:
             raise TypeError(f"{shape} come from the data and the window settings, not from model options; "
@@ -74,7 +75,9 @@ class ForecasterSettings(Config):
         """The flat options that rebuild these settings with :meth:`from_options`: the window
         settings, and the training and model settings that differ from their defaults."""
         options: dict[str, Any] = {"model": self.model, **dataclasses.asdict(self.window)}
-        for config, default in ((self.training, TrainingConfig()), (self.network, model_config(self.model))):
+        defaults = ((self.training, TrainingConfig(**model_spec(self.model).training)),
+                    (self.network, model_config(self.model)))
+        for config, default in defaults:
             for field in dataclasses.fields(config):
                 value = getattr(config, field.name)
                 if value != getattr(default, field.name):

@@ -16,6 +16,16 @@ from tsrec.data.frame import Panel
 OriginRange = tuple[int, int]
 """Half-open range ``[start, stop)`` of forecast origins of one item."""
 
+VAL_FRACTION = 0.1
+"""Share of each series whose steps are validation targets by default (as the 70/10/20 split of
+the long-horizon benchmarks): validation is sized with the series, not a handful of windows."""
+
+
+def default_val_windows(length: int, prediction_length: int) -> int:
+    """Validation windows of a series of ``length`` steps by default: those whose targets are its
+    last ``VAL_FRACTION`` of steps, and at least one (one horizon of targets)."""
+    return max(1, round(VAL_FRACTION * length) - prediction_length + 1)
+
 
 @dataclass(frozen=True)
 class Split:
@@ -48,8 +58,8 @@ def split_panel(
     """Split ``panel`` by time.
 
     Without ``val_panel``: the last ``val_windows`` origins of each item are validation origins
-    (default ``prediction_length``; 0 disables validation) and training uses the rows before the
-    first validation target. With ``val_panel`` (e.g. canonicalised ``val_df``; same layout and
+    (default :func:`default_val_windows`: the windows whose targets are the item's last 10% of
+    steps; 0 disables validation) and training uses the rows before the first validation target. With ``val_panel`` (e.g. canonicalised ``val_df``; same layout and
     known ids): training uses all of ``panel`` and validation the last ``val_windows`` origins of
     each ``val_panel`` item (default all of its windows).
 
@@ -60,17 +70,20 @@ def split_panel(
     horizon = check_int("prediction_length", prediction_length, 1)
     one_window = f"context_length={context} + prediction_length={horizon}"
     if val_panel is None:
-        windows = horizon if val_windows is None else check_int("val_windows", val_windows, 0)
-        extra = horizon + windows - 1 if windows else 0
-        reason = one_window + (f" + {extra} for val_windows={windows}" if windows else "")
-        for i in range(len(panel.items)):
+        explicit = None if val_windows is None else check_int("val_windows", val_windows, 0)
+        train, ends, val = [], [], []
+        for i, series in enumerate(panel.items):
+            windows = default_val_windows(len(series), horizon) if explicit is None else explicit
+            extra = horizon + windows - 1 if windows else 0
+            reason = one_window + (f" + {extra} for {windows} validation windows" if windows else "")
             _require_length(panel, i, context + horizon + extra, reason)
-        ends = tuple(len(s) - extra for s in panel.items)
-        train = tuple((context, end - horizon + 1) for end in ends)
-        if not windows:
-            return Split(train=train, train_end=ends, val=None, val_rows=None)
-        val = tuple((end, end + windows) for end in ends)
-        return Split(train=train, train_end=ends, val=val, val_rows=tuple(range(len(ends))))
+            end = len(series) - extra
+            train.append((context, end - horizon + 1))
+            ends.append(end)
+            val.append((end, end + windows))
+        if explicit == 0:
+            return Split(train=tuple(train), train_end=tuple(ends), val=None, val_rows=None)
+        return Split(train=tuple(train), train_end=tuple(ends), val=tuple(val), val_rows=tuple(range(len(ends))))
     rows = panel.check_compatible(val_panel)
     windows = None if val_windows is None else check_int("val_windows", val_windows, 1)
     for i in range(len(panel.items)):
