@@ -5,6 +5,7 @@ from tsrec.models.dlinear import DLinear, DLinearConfig
 from tsrec.models.naive import SeasonalNaive, SeasonalNaiveConfig
 from tsrec.models.patchtst import PatchTST, PatchTSTConfig
 from tsrec.models.registry import build_model, list_models, model_config, model_spec, register
+from tsrec.models.srupp import SRUpp, SRUppConfig
 from tsrec.models.transformer import EncoderDecoderForecaster, TransformerConfig
 
 __all__ = [
@@ -16,6 +17,8 @@ __all__ = [
     "SeasonalNaiveConfig",
     "PatchTST",
     "PatchTSTConfig",
+    "SRUpp",
+    "SRUppConfig",
     "EncoderDecoderForecaster",
     "TransformerConfig",
     "build_model",

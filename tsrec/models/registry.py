@@ -11,6 +11,7 @@ from tsrec.models.base import ForecastModel, ModelConfig
 from tsrec.models.dlinear import DLinear
 from tsrec.models.naive import SeasonalNaive
 from tsrec.models.patchtst import PatchTST
+from tsrec.models.srupp import SRUpp
 from tsrec.models.transformer import EncoderDecoderForecaster
 
 
@@ -102,3 +103,5 @@ register("patchtst", PatchTST, "PatchTST: channel-independent patches, RevIN, Tr
 # Bidirectional REMs: every patch lies in the forecast's past, so a causal REM would only hide
 # from each patch its later neighbours, which the encoder's full attention sees anyway.
 register("rsa_patchtst", PatchTST, "PatchTST with RSA over patch lags", rsa=RSAConfig(encoder_masked=False))
+register("srupp", SRUpp, "SRU++: causal attention on a factorised projection feeding SRU's elementwise recurrence")
+register("rsa_srupp", SRUpp, "SRU++ with causal REMs mixed into every attention", rsa=RSAConfig())
