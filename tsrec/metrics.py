@@ -1,4 +1,4 @@
-"""Point and quantile forecast metrics on numpy arrays.
+"""Point, quantile and probabilistic forecast metrics on numpy arrays.
 
 Every metric takes ``y_true`` and ``y_pred`` of the same shape (for example ``[N, H, D]``:
 windows, horizon steps, variables), an optional observed ``mask`` (broadcastable to that shape;
@@ -9,6 +9,17 @@ windows, horizon steps, variables), an optional observed ``mask`` (broadcastable
   (:func:`per_step` is a shortcut); any int or tuple of ints reduces those axes only.
 
 A reduction over no observed entry gives NaN. NaNs in unmasked entries propagate: mask them out.
+
+Probabilistic forecasts add one axis to ``y_true``'s shape, always the **last**:
+
+* quantile forecasts ``quantile_preds`` ``[*shape, Q]`` with quantile levels ``levels`` ``[Q]``, each
+  in ``(0, 1)`` and distinct (columns in any order);
+* sample paths ``samples`` ``[*shape, S]`` (``sample_axis`` moves another axis there, e.g.
+  ``sample_axis=0`` for GluonTS's ``SampleForecast.samples`` ``[S, H]``).
+
+The single-level metrics (:func:`quantile_loss`, :func:`weighted_quantile_loss`, :func:`coverage`)
+take one quantile forecast of ``y_true``'s shape. ``mask`` and ``axis`` always refer to ``y_true``'s
+axes. The GluonTS ``Evaluator`` entries these reproduce are named in each docstring.
 
 Units: the metrics do not know whether the arrays are z-scored or in the data's own units. The
 benchmark protocols report MSE/MAE on the *scaled* data (train-only standard scaling); the caller
@@ -23,7 +34,21 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["mae", "mase", "mse", "per_step", "quantile_loss", "rmse", "smape"]
+__all__ = [
+    "coverage",
+    "crps_from_quantiles",
+    "crps_from_samples",
+    "interval_coverage",
+    "mae",
+    "mase",
+    "mean_weighted_quantile_loss",
+    "mse",
+    "per_step",
+    "quantile_loss",
+    "rmse",
+    "smape",
+    "weighted_quantile_loss",
+]
 
 Axis = int | tuple[int, ...] | None
 FloatArray = NDArray[np.float64]
@@ -37,16 +62,19 @@ def _prepare(
     p = np.asarray(y_pred, dtype=np.float64)
     if t.shape != p.shape:
         raise ValueError(f"y_true and y_pred must have the same shape, got {t.shape} and {p.shape}")
+    return t, p, _weights(mask, t.shape)
+
+
+def _weights(mask: ArrayLike | None, shape: tuple[int, ...]) -> FloatArray:
+    """The 0/1 weight array of ``shape`` for an observed ``mask`` (None: all observed)."""
     if mask is None:
-        return t, p, np.ones(t.shape, dtype=np.float64)
+        return np.ones(shape, dtype=np.float64)
     m = np.asarray(mask)
     try:
-        w = np.broadcast_to(m, t.shape)
+        w = np.broadcast_to(m, shape)
     except ValueError:
-        raise ValueError(
-            f"mask of shape {m.shape} does not broadcast to the data shape {t.shape}"
-        ) from None
-    return t, p, w.astype(bool).astype(np.float64)
+        raise ValueError(f"mask of shape {m.shape} does not broadcast to the data shape {shape}") from None
+    return w.astype(bool).astype(np.float64)
 
 
 def _masked_mean(values: FloatArray, weights: FloatArray, axis: Axis) -> float | FloatArray:
@@ -57,6 +85,34 @@ def _masked_mean(values: FloatArray, weights: FloatArray, axis: Axis) -> float |
         count = np.sum(weights, axis=axis)
         result = np.where(count > 0, total / np.where(count > 0, count, 1.0), np.nan)
     return float(result) if np.ndim(result) == 0 else np.asarray(result, dtype=np.float64)
+
+
+def _masked_ratio(
+    numerator: FloatArray, denominator: FloatArray, weights: FloatArray, axis: Axis
+) -> float | FloatArray:
+    """``sum(numerator) / sum(denominator)`` over the entries with weight 1 (NaN where there are none).
+
+    A zero denominator sum over observed entries gives ``inf`` (``NaN`` if the numerator sum is 0 too).
+    """
+    observed = weights > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        total = np.sum(np.where(observed, numerator, 0.0), axis=axis)
+        scale = np.sum(np.where(observed, denominator, 0.0), axis=axis)
+        result = np.where(np.sum(weights, axis=axis) > 0, total / scale, np.nan)
+    return float(result) if np.ndim(result) == 0 else np.asarray(result, dtype=np.float64)
+
+
+def _check_level(q: float) -> float:
+    """``q`` as a float, or ``ValueError`` unless it lies in ``(0, 1)``."""
+    if not 0.0 < float(q) < 1.0:
+        raise ValueError(f"the quantile level q must lie in (0, 1), got {q!r}")
+    return float(q)
+
+
+def _pinball(y: FloatArray, y_hat: FloatArray, q: float | FloatArray) -> FloatArray:
+    """Elementwise pinball loss ``max(q (y - y_hat), (q - 1) (y - y_hat))`` (broadcasting)."""
+    diff = y - y_hat
+    return np.maximum(q * diff, (q - 1.0) * diff)
 
 
 def mse(
@@ -165,11 +221,218 @@ def quantile_loss(
     Raises:
         ValueError: ``q`` outside ``(0, 1)``.
     """
-    if not 0.0 < float(q) < 1.0:
-        raise ValueError(f"the quantile level q must lie in (0, 1), got {q!r}")
+    level = _check_level(q)
     t, p, w = _prepare(y_true, y_pred, mask)
-    diff = t - p
-    return _masked_mean(np.maximum(q * diff, (q - 1.0) * diff), w, axis)
+    return _masked_mean(_pinball(t, p, level), w, axis)
+
+
+def weighted_quantile_loss(
+    y_true: ArrayLike,
+    y_pred_q: ArrayLike,
+    q: float,
+    *,
+    mask: ArrayLike | None = None,
+    axis: Axis = None,
+) -> float | FloatArray:
+    """Weighted quantile loss of the ``q``-quantile forecast ``y_pred_q``: GluonTS's ``wQuantileLoss[q]``.
+
+    ``2 sum(max(q (y - y_hat), (q - 1) (y - y_hat))) / sum(|y|)``, both sums over the observed
+    entries of the reduced axes. ``axis=None`` gives the ``Evaluator``'s aggregate (sums pooled over
+    all series); ``axis=-1`` on ``[N, T]`` gives one value per series. A zero ``sum(|y|)`` gives
+    ``inf`` (NaN for a zero loss).
+
+    Raises:
+        ValueError: ``q`` outside ``(0, 1)``, or shapes that differ.
+    """
+    level = _check_level(q)
+    t, p, w = _prepare(y_true, y_pred_q, mask)
+    return _masked_ratio(2.0 * _pinball(t, p, level), np.abs(t), w, axis)
+
+
+def mean_weighted_quantile_loss(
+    y_true: ArrayLike,
+    quantile_preds: ArrayLike,
+    levels: ArrayLike,
+    *,
+    mask: ArrayLike | None = None,
+    axis: Axis = None,
+) -> float | FloatArray:
+    """Mean over the levels of :func:`weighted_quantile_loss`: GluonTS's ``mean_wQuantileLoss``.
+
+    ``mean_q wQL_q = 2 sum(mean_q pinball_q(y, y_hat_q)) / sum(|y|)``: GluonTS's CRPS approximation,
+    scaled by the mean absolute target. It equals ``crps_from_quantiles(...) / mean(|y|)`` over the
+    same entries.
+
+    Args:
+        y_true: ``[*shape]``.
+        quantile_preds: ``[*shape, Q]``, column ``j`` forecasts the ``levels[j]``-quantile.
+        levels: ``[Q]`` quantile levels in ``(0, 1)``, distinct.
+        mask, axis: over ``y_true``'s axes, see the module docstring.
+    """
+    t, p, lv, w = _prepare_quantiles(y_true, quantile_preds, levels, mask)
+    return _masked_ratio(2.0 * _pinball(t[..., None], p, lv).mean(axis=-1), np.abs(t), w, axis)
+
+
+def crps_from_quantiles(
+    y_true: ArrayLike,
+    quantile_preds: ArrayLike,
+    levels: ArrayLike,
+    *,
+    mask: ArrayLike | None = None,
+    axis: Axis = None,
+) -> float | FloatArray:
+    """CRPS approximated by the quantile losses, in the data's units (GluonTS's approximation).
+
+    ``CRPS(F, y) = 2 integral_0^1 pinball_q(y, F^-1(q)) dq`` is approximated on the ``Q`` levels by
+    ``(2 / Q) sum_q pinball_q(y, y_hat_q)`` per entry (a quadrature that suits evenly spread levels
+    such as ``0.1, ..., 0.9``), then averaged over the observed entries. In GluonTS's ``Evaluator``
+    terms it is ``mean_absolute_QuantileLoss`` divided by the number of observed target values;
+    :func:`mean_weighted_quantile_loss` (GluonTS's ``mean_wQuantileLoss``, often reported as "CRPS")
+    divides the same sum by ``sum(|y|)`` instead.
+
+    Args:
+        y_true: ``[*shape]``.
+        quantile_preds: ``[*shape, Q]``, column ``j`` forecasts the ``levels[j]``-quantile.
+        levels: ``[Q]`` quantile levels in ``(0, 1)``, distinct.
+        mask, axis: over ``y_true``'s axes, see the module docstring.
+
+    Raises:
+        ValueError: levels outside ``(0, 1)``, repeated or not 1-d, or ``quantile_preds`` not of
+            shape ``y_true.shape + (Q,)``.
+    """
+    t, p, lv, w = _prepare_quantiles(y_true, quantile_preds, levels, mask)
+    return _masked_mean(2.0 * _pinball(t[..., None], p, lv).mean(axis=-1), w, axis)
+
+
+def crps_from_samples(
+    y_true: ArrayLike,
+    samples: ArrayLike,
+    *,
+    sample_axis: int = -1,
+    fair: bool = False,
+    mask: ArrayLike | None = None,
+    axis: Axis = None,
+) -> float | FloatArray:
+    """CRPS of a sample forecast in its energy form, in the data's units.
+
+    ``CRPS(F, y) = E|X - y| - E|X - X'| / 2`` with ``X, X'`` independent draws of ``F``. With the
+    ``S`` samples ``x_1..x_S`` of an entry::
+
+        E|X - y|  ~ (1/S) sum_i |x_i - y|
+        E|X - X'| ~ (1/S^2) sum_ij |x_i - x_j|        (fair=False)
+                    (1/(S (S-1))) sum_ij |x_i - x_j|  (fair=True)
+
+    The double sum is computed exactly in ``O(S log S)`` from the sorted samples:
+    ``sum_ij |x_i - x_j| = 2 sum_k (2k - S - 1) x_(k)``.
+
+    Default (``fair=False``): the CRPS of the empirical distribution of the samples, i.e. of the
+    forecast exactly as the samples represent it. It is the limit of :func:`crps_from_quantiles` on
+    the samples' quantiles as the levels get dense, never negative, and equals the absolute error
+    for ``S = 1``; with few samples it overstates the CRPS of the distribution they are drawn from
+    by ``E|X - X'| / (2S)``. ``fair=True`` removes that bias (an unbiased estimate of ``CRPS(F, y)``,
+    for comparing ensembles of different sizes); it needs ``S >= 2``.
+
+    Args:
+        y_true: ``[*shape]``.
+        samples: ``[*shape, S]`` (the sample axis at ``sample_axis``; the other axes, in order, must
+            equal ``y_true``'s shape).
+        sample_axis: the sample axis of ``samples`` (default last; ``0`` for ``[S, *shape]``).
+        fair: the unbiased (``S (S-1)``) estimator of ``E|X - X'|`` instead of the empirical one.
+        mask, axis: over ``y_true``'s axes, see the module docstring.
+
+    Raises:
+        ValueError: ``sample_axis`` out of range, shapes that do not match, no sample, or
+            ``fair=True`` with a single sample.
+    """
+    t = np.asarray(y_true, dtype=np.float64)
+    s = np.asarray(samples, dtype=np.float64)
+    if not -s.ndim <= sample_axis < s.ndim:
+        raise ValueError(f"sample_axis={sample_axis} is out of range for samples of shape {s.shape}")
+    s = np.moveaxis(s, sample_axis, -1)  # [*shape, S]
+    if s.shape[:-1] != t.shape:
+        raise ValueError(
+            f"samples of shape {np.shape(samples)} with sample_axis={sample_axis} forecast shape "
+            f"{s.shape[:-1]}, but y_true has shape {t.shape}; samples must be y_true's shape plus the sample axis"
+        )
+    n = s.shape[-1]
+    if n < (2 if fair else 1):
+        needed = "at least 2 samples with fair=True" if fair else "at least one sample"
+        raise ValueError(f"crps_from_samples needs {needed} per entry, got {n}")
+    w = _weights(mask, t.shape)
+    accuracy = np.abs(s - t[..., None]).mean(axis=-1)  # [*shape]
+    ranks = 2.0 * np.arange(1, n + 1) - n - 1.0  # [S]: 2k - S - 1
+    pair_sum = 2.0 * (np.sort(s, axis=-1) @ ranks)  # [*shape]: sum_ij |x_i - x_j|
+    spread = pair_sum / (n * (n - 1) if fair else n * n)
+    return _masked_mean(accuracy - 0.5 * spread, w, axis)
+
+
+def coverage(
+    y_true: ArrayLike, y_pred_q: ArrayLike, *, mask: ArrayLike | None = None, axis: Axis = None
+) -> float | FloatArray:
+    """Fraction of observed ``y`` at or below the quantile forecast: GluonTS's ``Coverage[q]``.
+
+    ``mean(y <= y_hat_q)``; a calibrated ``q``-quantile forecast covers a fraction ``q``. The
+    ``Evaluator`` aggregates the per-series coverages (``axis=-1`` on ``[N, T]``) by their mean,
+    which is the pooled ``axis=None`` value when every series has the same number of observed
+    values. NaN in an unmasked entry gives NaN.
+    """
+    t, p, w = _prepare(y_true, y_pred_q, mask)
+    return _masked_mean(_indicator(t <= p, t, p), w, axis)
+
+
+def interval_coverage(
+    y_true: ArrayLike,
+    lower: ArrayLike,
+    upper: ArrayLike,
+    *,
+    mask: ArrayLike | None = None,
+    axis: Axis = None,
+) -> float | FloatArray:
+    """Fraction of observed ``y`` inside the interval: ``mean(lower <= y <= upper)``.
+
+    With the ``alpha/2`` and ``1 - alpha/2`` quantile forecasts as bounds, a calibrated forecast
+    covers a fraction ``1 - alpha``. NaN in an unmasked entry gives NaN.
+
+    Raises:
+        ValueError: shapes that differ, or ``lower > upper`` in an observed entry.
+    """
+    t, lo, w = _prepare(y_true, lower, mask)
+    _, hi, _ = _prepare(y_true, upper, mask)
+    crossed = (lo > hi) & (w > 0)
+    if crossed.any():
+        first = tuple(int(i) for i in np.argwhere(crossed)[0])
+        raise ValueError(
+            f"lower > upper in {int(crossed.sum())} observed entries, e.g. at index {first} "
+            f"({lo[first]} > {hi[first]}); pass the lower quantile first, or sort the quantile forecasts"
+        )
+    return _masked_mean(_indicator((lo <= t) & (t <= hi), t, lo, hi), w, axis)
+
+
+def _indicator(condition: NDArray[np.bool_], *arrays: FloatArray) -> FloatArray:
+    """``condition`` as 0/1 floats, NaN wherever one of ``arrays`` is NaN (so NaN propagates)."""
+    missing = np.logical_or.reduce([np.isnan(a) for a in arrays])
+    return np.where(missing, np.nan, condition.astype(np.float64))
+
+
+def _prepare_quantiles(
+    y_true: ArrayLike, quantile_preds: ArrayLike, levels: ArrayLike, mask: ArrayLike | None
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """Validate; return ``y`` ``[*shape]``, forecasts ``[*shape, Q]``, levels ``[Q]``, weights ``[*shape]``."""
+    t = np.asarray(y_true, dtype=np.float64)
+    p = np.asarray(quantile_preds, dtype=np.float64)
+    lv = np.asarray(levels, dtype=np.float64)
+    if lv.ndim != 1 or lv.size == 0:
+        raise ValueError(f"levels must be a non-empty 1-d sequence of quantile levels, got shape {lv.shape}")
+    if not np.all((lv > 0.0) & (lv < 1.0)):
+        raise ValueError(f"quantile levels must lie in (0, 1), got {lv.tolist()}")
+    if np.unique(lv).size != lv.size:
+        raise ValueError(f"quantile levels must be distinct, got {lv.tolist()}")
+    if p.shape != t.shape + lv.shape:
+        raise ValueError(
+            f"quantile_preds must have shape y_true.shape + (Q,) = {t.shape + lv.shape} (quantile axis "
+            f"last, one column per level), got {p.shape}; move the quantile axis last with np.moveaxis"
+        )
+    return t, p, lv, _weights(mask, t.shape)
 
 
 def per_step(
