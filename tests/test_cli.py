@@ -121,6 +121,26 @@ def test_fit_a_wide_csv_with_one_target_column(tmp_path):
     assert set(pd.read_csv(tmp_path / "fc.csv")["item_id"]) == {"load"}
 
 
+def test_an_interrupted_refit_keeps_the_previous_model(tmp_path, monkeypatch):
+    index = pd.date_range("2024-01-01", periods=150, freq="h")
+    pd.DataFrame({"date": index, "load": np.sin(np.arange(150) / 4)}).to_csv(tmp_path / "wide.csv", index=False)
+    fit = ["fit", "--data", str(tmp_path / "wide.csv"), "--model", "dlinear", "--prediction-length", "8",
+           "--epochs", "1", "--output", str(tmp_path / "model")]
+    assert main(fit) == 0
+    before = Forecaster.load(tmp_path / "model").predict()
+
+    def interrupted(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Forecaster, "fit", interrupted)
+    assert main(fit + ["--option", "seed=1"]) == 130
+    monkeypatch.undo()
+    pd.testing.assert_frame_equal(Forecaster.load(tmp_path / "model").predict(), before)
+    assert main(fit + ["--option", "seed=1"]) == 0  # a complete refit replaces it, logs included
+    assert list((tmp_path / "model" / "training").glob("logs/version_*/metrics.csv"))
+    assert not (tmp_path / ".model.training").exists()
+
+
 def test_parse_options_reads_json_values():
     assert parse_options(["d_model=64", "learning_rate=1e-3", "lr_schedule=constant", "patience=null",
                           'rsa={"per_head_gate": true}']) == {

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from sklearn.exceptions import NotFittedError
 import torch
+from sklearn.exceptions import NotFittedError
 
 from tsrec import Forecaster
 
@@ -71,7 +71,7 @@ def test_predict_new_frame_forecasts_after_its_end(fitted_wide):
 def test_save_load_gives_identical_predictions(fitted_wide, tmp_path):
     fitted_wide.save(tmp_path / "model")
     meta = json.loads((tmp_path / "model" / "forecaster.json").read_text())
-    assert meta["format_version"] == 2 and meta["settings"]["model"] == "rsa_informer"
+    assert meta["format_version"] == 3 and meta["settings"]["model"] == "rsa_informer"
     loaded = Forecaster.load(tmp_path / "model")
     pd.testing.assert_frame_equal(loaded.predict(), fitted_wide.predict())
     pd.testing.assert_frame_equal(loaded.predict(wide_frame(seed=5)), fitted_wide.predict(wide_frame(seed=5)))
@@ -93,6 +93,55 @@ def test_load_refuses_foreign_and_corrupted_directories(fitted_wide, tmp_path):
     (path / "forecaster.json").write_text(json.dumps({**meta, "format": "other"}))
     with pytest.raises(ValueError, match="not written by tsrec"):
         Forecaster.load(path)
+
+
+def test_flipped_bytes_in_the_weights_are_caught_by_the_checksum(fitted_wide, tmp_path):
+    path = fitted_wide.save(tmp_path / "m")
+    weights = bytearray((path / "weights.pt").read_bytes())
+    weights[len(weights) // 2] ^= 0x01  # one bit, inside a tensor's data: torch.load would not notice
+    (path / "weights.pt").write_bytes(bytes(weights))
+    with pytest.raises(ValueError, match="does not match the checksum"):
+        Forecaster.load(path)
+
+
+def test_save_never_leaves_a_mixed_or_partial_model(fitted_wide, tmp_path, monkeypatch):
+    path = fitted_wide.save(tmp_path / "m")
+    before = {name: (path / name).read_bytes() for name in ("forecaster.json", "weights.pt")}
+
+    def crash(obj, file, *args, **kwargs):
+        Path(file).write_bytes(b"half a file")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(torch, "save", crash)
+    with pytest.raises(OSError, match="disk full"):
+        fitted_wide.save(path)
+    monkeypatch.undo()
+    assert {name: (path / name).read_bytes() for name in before} == before  # the old model, whole
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]  # no staging folder left behind
+    pd.testing.assert_frame_equal(Forecaster.load(path).predict(), fitted_wide.predict())
+
+
+def test_save_refuses_to_replace_a_folder_it_did_not_write(fitted_wide, tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="not a saved tsrec model"):
+        fitted_wide.save(tmp_path)
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert Forecaster.load(fitted_wide.save(empty)).predict().equals(fitted_wide.predict())
+
+
+def test_a_named_time_zone_survives_save_and_load_across_a_dst_change(tmp_path):
+    index = pd.date_range("2024-03-20", "2024-04-05", freq="h", tz="Europe/Berlin")  # DST starts 31 March
+    df = pd.DataFrame({"y": np.sin(np.arange(len(index)) * 2 * np.pi / 24)}, index=index)
+    f = tiny("dlinear").fit(df.loc[:"2024-03-30 22:00"])  # forecasts 30 March 23:00 .. 31 March 05:00
+    assert str(f.panel.items[0].index.tz) == "Europe/Berlin"
+    loaded = Forecaster.load(f.save(tmp_path / "m"))
+    assert str(loaded.panel.items[0].index.tz) == "Europe/Berlin"
+    fc, again = f.predict(), loaded.predict()
+    pd.testing.assert_frame_equal(again, fc)
+    assert list(fc["timestamp"].dt.strftime("%H%z"))[:6] == ["23+0100", "00+0100", "01+0100", "03+0200",
+                                                             "04+0200", "05+0200"]
 
 
 def test_long_frame_many_series():

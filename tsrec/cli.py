@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -238,6 +239,11 @@ def parse_options(pairs: Sequence[str]) -> dict[str, Any]:
     return options
 
 
+def training_dir(output: Path) -> Path:
+    """Where ``tsrec fit --output OUTPUT`` trains: ``.OUTPUT.training`` beside it."""
+    return output.parent / f".{output.name}.training"
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     from tsrec import Forecaster
 
@@ -246,11 +252,17 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if args.epochs is not None:
         options["max_epochs"] = args.epochs
     output = Path(args.output)
+    # Training logs go beside the model folder while it trains and move into it once the model is
+    # saved, so an existing model at --output is only replaced by a complete new one.
+    logs = training_dir(output)
     forecaster = Forecaster(args.model, prediction_length=args.prediction_length, context_length=args.context_length,
-                            freq=args.freq, output_dir=output / "training", **options)
+                            freq=args.freq, output_dir=logs, **options)
     forecaster.fit(df, time_col=time_col, id_col=args.id_col, target_col=args.target_col)
     forecaster.save(output)
-    print(f"saved {forecaster!r} to {output}; trained {forecaster.training_summary}")
+    if logs.exists():  # models that need no training write no logs
+        os.replace(logs, output / "training")
+    print(f"saved {forecaster!r} to {output} (training logs in {output / 'training'}); "
+          f"trained {forecaster.training_summary}")
     if forecaster.model.rsa_layers():
         for line in gate_lines(forecaster.gates()):
             print(f"  {line}")

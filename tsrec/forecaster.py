@@ -6,7 +6,9 @@ import dataclasses
 import json
 import logging
 import os
+import hashlib
 import pickle
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass
@@ -42,7 +44,7 @@ DEFAULT_MODEL = "rsa_patchtst"
 log = logging.getLogger(__name__)
 
 FORMAT = "tsrec-forecaster"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 _CONFIG_FILE = "forecaster.json"
 _WEIGHTS_FILE = "weights.pt"
 
@@ -299,14 +301,42 @@ class Forecaster:
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | os.PathLike) -> Path:
-        """Write ``forecaster.json`` (versioned config, data description, scaler) and ``weights.pt``
-        (tensors only) into the directory ``path``."""
+        """Write the model into the directory ``path``: ``forecaster.json`` (versioned settings,
+        data description, scaler, the SHA-256 of the weights) and ``weights.pt`` (tensors only).
+
+        Crash-safe: both files are written into a new folder beside ``path`` that is renamed into
+        place only when complete, so ``path`` always holds either the previous model or the new
+        one, never a mixed or partial pair. An existing ``path`` is replaced only when it is a
+        saved model (or empty); anything else there is refused, never deleted.
+        """
         self._require_fitted()
         path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        meta = {
+        if path.exists() and not _is_replaceable(path):
+            raise ValueError(f"{path} exists and is not a saved tsrec model; save into a new or empty folder "
+                             "(tsrec replaces only a folder written by Forecaster.save)")
+        tensors = {
+            "state_dict": self.model.state_dict(),
+            "history_values": [torch.from_numpy(s.values) for s in self.panel.items],
+            "history_observed": [torch.from_numpy(s.observed) for s in self.panel.items],
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.saving-", dir=path.parent))
+        try:
+            torch.save(tensors, staging / _WEIGHTS_FILE)
+            meta = self._metadata(_sha256(staging / _WEIGHTS_FILE))
+            (staging / _CONFIG_FILE).write_text(json.dumps(meta, indent=2))
+            _replace_folder(staging, path)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return path
+
+    def _metadata(self, weights_sha256: str) -> dict[str, Any]:
+        """What ``forecaster.json`` holds (see :meth:`save`)."""
+        tz = self.panel.items[0].index.tz
+        return {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
+            "weights_sha256": weights_sha256,
             "settings": self.settings.to_dict(),
             "resolved_settings": self.resolved_settings.to_dict(),
             "data_facts": dataclasses.asdict(self.data_facts),
@@ -317,18 +347,11 @@ class Forecaster:
                 "layout": self.panel.layout,
                 "targets": list(self.panel.columns),
                 "item_ids": list(self.panel.item_ids),
-                "starts": [str(s.index[0]) for s in self.panel.items],
+                "starts": [s.index[0].isoformat() for s in self.panel.items],
+                "tz": None if tz is None else str(tz),
             },
             "scaler": self.scaler.to_dict(),
         }
-        tensors = {
-            "state_dict": self.model.state_dict(),
-            "history_values": [torch.from_numpy(s.values) for s in self.panel.items],
-            "history_observed": [torch.from_numpy(s.observed) for s in self.panel.items],
-        }
-        torch.save(tensors, path / _WEIGHTS_FILE)
-        (path / _CONFIG_FILE).write_text(json.dumps(meta, indent=2))
-        return path
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Forecaster:
@@ -349,6 +372,9 @@ class Forecaster:
         if meta.get("format_version") != FORMAT_VERSION:
             raise ValueError(f"{path} has format version {meta.get('format_version')!r}; this tsrec reads version "
                              f"{FORMAT_VERSION}. Use the tsrec version that saved it, or refit")
+        if meta.get("weights_sha256") != _sha256(weights_file):
+            raise ValueError(f"{weights_file} does not match the checksum in {_CONFIG_FILE}: the weights were "
+                             "corrupted or replaced after saving; save the model again")
         try:
             tensors = torch.load(weights_file, map_location="cpu", weights_only=True)
             data = meta["data"]
@@ -360,7 +386,8 @@ class Forecaster:
             items = []
             for item_id, start, values, observed in zip(data["item_ids"], data["starts"],
                                                         tensors["history_values"], tensors["history_observed"]):
-                index = pd.date_range(pd.Timestamp(start), periods=len(values), freq=data["freq"])
+                first = pd.Timestamp(start) if data["tz"] is None else pd.Timestamp(start).tz_convert(data["tz"])
+                index = pd.date_range(first, periods=len(values), freq=data["freq"])
                 items.append(Series(item_id, index, values.numpy(), observed.numpy()))
             self.panel = Panel(freq=data["freq"], layout=data["layout"], columns=tuple(data["targets"]),
                                items=tuple(items))
@@ -386,3 +413,28 @@ def _tail(panel: Panel, length: int) -> Panel:
     items = tuple(Series(s.item_id, s.index[-length:], s.values[-length:], s.observed[-length:])
                   for s in panel.items)
     return dataclasses.replace(panel, items=items)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _is_replaceable(path: Path) -> bool:
+    """Whether :meth:`Forecaster.save` may replace ``path``: an empty folder or a saved model."""
+    return path.is_dir() and (not any(path.iterdir()) or (path / _CONFIG_FILE).is_file())
+
+
+def _replace_folder(new: Path, path: Path) -> None:
+    """Move the complete folder ``new`` to ``path``, replacing a previous ``path``: the old folder
+    is first renamed aside, so a crash leaves ``path`` or its ``.old`` copy whole, never a mix."""
+    old = None
+    if path.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=path.parent))
+        os.replace(path, old / path.name)
+    os.replace(new, path)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
