@@ -6,6 +6,7 @@ from tsrec.models.naive import SeasonalNaive, SeasonalNaiveConfig
 from tsrec.models.patchtst import PatchTST, PatchTSTConfig
 from tsrec.models.registry import build_model, list_models, model_config, model_spec, register
 from tsrec.models.srupp import SRUpp, SRUppConfig
+from tsrec.models.starsaber import StarSaber, StarSaberConfig
 from tsrec.models.transformer import EncoderDecoderForecaster, TransformerConfig
 
 __all__ = [
@@ -17,6 +18,8 @@ __all__ = [
     "SeasonalNaiveConfig",
     "PatchTST",
     "PatchTSTConfig",
+    "StarSaber",
+    "StarSaberConfig",
     "SRUpp",
     "SRUppConfig",
     "EncoderDecoderForecaster",

@@ -12,6 +12,7 @@ from tsrec.models.dlinear import DLinear
 from tsrec.models.naive import SeasonalNaive
 from tsrec.models.patchtst import PatchTST
 from tsrec.models.srupp import SRUpp
+from tsrec.models.starsaber import StarSaber
 from tsrec.models.transformer import EncoderDecoderForecaster
 
 
@@ -103,5 +104,10 @@ register("patchtst", PatchTST, "PatchTST: channel-independent patches, RevIN, Tr
 # Bidirectional REMs: every patch lies in the forecast's past, so a causal REM would only hide
 # from each patch its later neighbours, which the encoder's full attention sees anyway.
 register("rsa_patchtst", PatchTST, "PatchTST with RSA over patch lags", rsa=RSAConfig(encoder_masked=False))
+register("starsaber", StarSaber, "StarSaber: fixed-point iterations of a bidirectional RNN on a learned relation graph")
+# Bidirectional REMs, as the relation graph looks both ways: the masked REM mixes into its past
+# half and its mirror into its future half (causal=True needs rsa={"encoder_masked": True}).
+register("rsa_starsaber", StarSaber, "StarSaber with its relation graph mixed with REMs",
+         rsa=RSAConfig(encoder_masked=False))
 register("srupp", SRUpp, "SRU++: causal attention on a factorised projection feeding SRU's elementwise recurrence")
 register("rsa_srupp", SRUpp, "SRU++ with causal REMs mixed into every attention", rsa=RSAConfig())
