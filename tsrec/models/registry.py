@@ -11,6 +11,7 @@ from tsrec.models.base import ForecastModel, ModelConfig
 from tsrec.models.dlinear import DLinear
 from tsrec.models.naive import SeasonalNaive
 from tsrec.models.patchtst import PatchTST
+from tsrec.models.relevancy import RelevancyRNN
 from tsrec.models.srupp import SRUpp
 from tsrec.models.starsaber import StarSaber
 from tsrec.models.transformer import EncoderDecoderForecaster
@@ -109,5 +110,7 @@ register("starsaber", StarSaber, "StarSaber: fixed-point iterations of a bidirec
 # half and its mirror into its future half (causal=True needs rsa={"encoder_masked": True}).
 register("rsa_starsaber", StarSaber, "StarSaber with its relation graph mixed with REMs",
          rsa=RSAConfig(encoder_masked=False))
+register("relevancy_rnn", RelevancyRNN, "RNN attending over a buffer of its last states and a relevant set of "
+         "older ones kept for the attention they drew (Kerg et al. 2020)")
 register("srupp", SRUpp, "SRU++: causal attention on a factorised projection feeding SRU's elementwise recurrence")
 register("rsa_srupp", SRUpp, "SRU++ with causal REMs mixed into every attention", rsa=RSAConfig())
