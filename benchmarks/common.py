@@ -128,3 +128,14 @@ def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
+
+
+def markdown_table(frame: Any, floatfmt: str = ".4f") -> str:
+    """A pandas DataFrame as a GitHub markdown table (floats formatted with ``floatfmt``)."""
+    def cell(value: Any) -> str:
+        return format(value, floatfmt) if isinstance(value, float) else str(value)
+
+    header = "| " + " | ".join(str(c) for c in frame.columns) + " |"
+    rule = "|" + "---|" * len(frame.columns)
+    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join([header, rule, *body])
