@@ -27,8 +27,8 @@ class SRUppConfig(SequenceConfig):
 
     Attributes:
         d_attention: width ``d'`` of each layer's factorised projection and attention, below
-            ``d_model`` and divisible by ``n_heads``. The paper uses ``d / 4`` at ``d = 3072``;
-            the default, ``d / 2`` at ``d = 64``, leaves 8 features per head.
+            ``d_model`` and divisible by ``n_heads``. None (default): ``d_model // 2`` (the paper
+            uses ``d / 4`` at ``d = 3072``; at ``d = 64``, ``d / 2`` leaves 8 features per head).
         attention_every: layer ``i`` (from 0) has attention when ``(i + 1) % attention_every == 0``;
             the others use the projection ``W3 dropout(LayerNorm(W1 x))`` without attention. At
             most ``n_layers``, so that some layer attends.
@@ -41,13 +41,15 @@ class SRUppConfig(SequenceConfig):
     layer but the last.
     """
 
-    d_attention: int = 32
+    d_attention: int | None = None
     attention_every: int = 1
     alpha_init: float = 0.0
     attn_dropout: float = 0.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.d_attention is None:
+            object.__setattr__(self, "d_attention", self.d_model // 2)
         for name in ("d_attention", "attention_every"):
             object.__setattr__(self, name, check_int(name, getattr(self, name), 1))
         object.__setattr__(self, "attn_dropout", check_fraction("attn_dropout", self.attn_dropout))
