@@ -10,10 +10,13 @@ from typing import ClassVar, Self
 import torch
 from torch import Tensor, nn
 
-from tsrec._checks import check_optional_int
+from tsrec._checks import check_choice, check_optional_int
 from tsrec.batch import ForecastBatch
 from tsrec.config import Config, DataFacts, RSAConfig
 from tsrec.nn.heads import RevIN
+from tsrec.nn.outputs import OUTPUTS, check_levels, make_output
+
+DEFAULT_QUANTILE_LEVELS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,10 @@ class ModelConfig(Config):
         n_time_features: calendar features per step (``F``).
         revin: reversible instance normalisation of each input window.
         channel_independent: run the core on each channel separately (``C = 1``), sharing weights.
+        output: what the network forecasts per step and channel (:mod:`tsrec.nn.outputs`):
+            ``"point"`` (default), ``"normal"`` or ``"studentt"`` (a distribution, trained by
+            negative log-likelihood) or ``"quantile"`` (``quantile_levels``, pinball loss).
+        quantile_levels: the levels the ``"quantile"`` output forecasts (default 0.1, ..., 0.9).
     """
 
     context_length: int | None = None
@@ -39,6 +46,8 @@ class ModelConfig(Config):
     n_time_features: int | None = None
     revin: bool = False
     channel_independent: bool = False
+    output: str = "point"
+    quantile_levels: tuple[float, ...] = DEFAULT_QUANTILE_LEVELS
 
     #: Fields the estimator fills from its window settings and the data; never user options there.
     SHAPE_FIELDS: ClassVar[tuple[str, ...]] = ("context_length", "prediction_length", "n_channels", "n_time_features")
@@ -47,6 +56,8 @@ class ModelConfig(Config):
         for name in ("context_length", "prediction_length", "n_channels"):
             object.__setattr__(self, name, check_optional_int(name, getattr(self, name), 1))
         object.__setattr__(self, "n_time_features", check_optional_int("n_time_features", self.n_time_features, 0))
+        check_choice("output", self.output, OUTPUTS)
+        object.__setattr__(self, "quantile_levels", check_levels("quantile_levels", self.quantile_levels))
 
     def unresolved(self) -> list[str]:
         """Fields still ``None`` that the network needs (empty for a buildable config), those of an
@@ -105,14 +116,25 @@ class ForecastModel(nn.Module, abc.ABC):
         self.config = config
         self.core_channels = 1 if config.channel_independent else config.n_channels
         self.revin = RevIN(config.n_channels) if config.revin else None
+        if config.output != "point" and not self.trainable:
+            raise ValueError(f"{type(self).__name__} is not trained, so it has only a point forecast: "
+                             f"use output='point', or a trainable model for output={config.output!r}")
+        self.output = make_output(config.output, config.quantile_levels)
+
+    @property
+    def n_params(self) -> int:
+        """Numbers per step and channel the core emits (``P``: 1 for a point forecast)."""
+        return self.output.n_params
 
     @abc.abstractmethod
     def forecast(self, past_target: Tensor, past_time_feat: Tensor, future_time_feat: Tensor) -> Tensor:
-        """``[B, Lc, C']``, ``[B, Lc, F]``, ``[B, H, F]`` -> ``[B, H, C']`` with ``C' = core_channels``."""
+        """``[B, Lc, C']``, ``[B, Lc, F]``, ``[B, H, F]`` -> ``[B, H, C', P]`` with ``C' = core_channels``
+        and ``P = n_params`` (unconstrained; :attr:`output` maps them to valid parameters)."""
 
     def forward(self, batch: ForecastBatch) -> Tensor:
         """``batch`` (``past_target``, ``past_time_feat``, ``future_time_feat``, optionally
-        ``past_observed``) -> forecast ``[B, H, C]``."""
+        ``past_observed``) -> the forecast ``[B, H, C]`` for a point output, else the output's
+        parameters ``[B, H, C, P]`` (:mod:`tsrec.nn.outputs`), in the batch's (scaled) units."""
         x = batch["past_target"]  # [B, Lc, C]
         past_time_feat, future_time_feat = batch["past_time_feat"], batch["future_time_feat"]
         stats = None
@@ -123,12 +145,13 @@ class ForecastModel(nn.Module, abc.ABC):
             x = x.transpose(1, 2).reshape(size * channels, -1, 1)  # [B*C, Lc, 1]
             past_time_feat = past_time_feat.repeat_interleave(channels, dim=0)
             future_time_feat = future_time_feat.repeat_interleave(channels, dim=0)
-        y = self.forecast(x, past_time_feat, future_time_feat)
+        y = self.forecast(x, past_time_feat, future_time_feat)  # [B', H, C', P]
         if self.config.channel_independent and channels > 1:
-            y = y.reshape(size, channels, -1).transpose(1, 2)  # [B, H, C]
+            y = y.reshape(size, channels, *y.shape[1:]).squeeze(3).transpose(1, 2)  # [B, H, C, P]
+        params = self.output.params(y)
         if stats is not None:
-            y = self.revin.denormalize(y, stats)
-        return y
+            params = self.output.affine(params, *self.revin.inverse_affine(stats))
+        return params[..., 0] if not self.output.probabilistic else params
 
     def rsa_layers(self) -> list[tuple[str, int, nn.Module]]:
         """``(attention name, layer index, AttentionLayer)`` for every layer with RSA (none by default)."""

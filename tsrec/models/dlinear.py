@@ -42,10 +42,13 @@ class DLinear(ForecastModel):
     def __init__(self, config: DLinearConfig) -> None:
         super().__init__(config)
         maps = self.core_channels if config.individual else 1
+        outputs = config.prediction_length * self.n_params  # (step, parameter) pairs, step-major
         self.trend = MovingAverage(config.moving_average)
-        self.seasonal_map = TimeLinear(config.context_length, config.prediction_length, maps)
-        self.trend_map = TimeLinear(config.context_length, config.prediction_length, maps)
+        self.seasonal_map = TimeLinear(config.context_length, outputs, maps)
+        self.trend_map = TimeLinear(config.context_length, outputs, maps)
 
     def forecast(self, past_target: Tensor, past_time_feat: Tensor, future_time_feat: Tensor) -> Tensor:
         trend = self.trend(past_target)  # [B, Lc, C]
-        return self.seasonal_map(past_target - trend) + self.trend_map(trend)  # [B, H, C]
+        y = self.seasonal_map(past_target - trend) + self.trend_map(trend)  # [B, H*P, C]
+        size, _, channels = y.shape
+        return y.view(size, -1, self.n_params, channels).transpose(2, 3)  # [B, H, C, P]

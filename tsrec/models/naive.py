@@ -50,4 +50,4 @@ class SeasonalNaive(ForecastModel):
         m = self.config.season_length
         steps = torch.arange(self.config.prediction_length, device=past_target.device)
         index = past_target.shape[1] - m + steps % m  # [H]
-        return past_target[:, index]
+        return past_target[:, index].unsqueeze(-1)  # [B, H, C', 1]

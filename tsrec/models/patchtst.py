@@ -182,7 +182,7 @@ class PatchTST(ForecastModel):
                                              rsa=c.rsa, rsa_masked=masked),
                               c.d_model, c.d_ff, c.dropout, c.norm)
             for _ in range(c.e_layers))
-        self.head = nn.Linear(self.n_patches * c.d_model, c.prediction_length)
+        self.head = nn.Linear(self.n_patches * c.d_model, c.prediction_length * self.n_params)
         self.head_dropout = nn.Dropout(c.head_dropout)
 
     @property
@@ -191,7 +191,7 @@ class PatchTST(ForecastModel):
         return self.config.stride
 
     def forecast(self, past_target: Tensor, past_time_feat: Tensor, future_time_feat: Tensor) -> Tensor:
-        """``past_target [B, Lc, C']`` -> ``[B, H, C']``; the calendar features are not used."""
+        """``past_target [B, Lc, C']`` -> ``[B, H, C', P]``; the calendar features are not used."""
         c = self.config
         size, _, channels = past_target.shape
         x = past_target.transpose(1, 2).reshape(size * channels, -1)  # [B*C', Lc]
@@ -199,8 +199,8 @@ class PatchTST(ForecastModel):
         z = self.dropout(z + self.position)  # [B*C', N, d]
         for layer in self.layers:
             z = layer(z)  # [B*C', N, d]
-        y = self.head_dropout(self.head(z.flatten(1)))  # [B*C', H]
-        return y.view(size, channels, -1).transpose(1, 2)  # [B, H, C']
+        y = self.head_dropout(self.head(z.flatten(1)))  # [B*C', H*P]
+        return y.view(size, channels, -1, self.n_params).transpose(1, 2)  # [B, H, C', P]
 
     def rsa_layers(self) -> list[tuple[str, int, nn.Module]]:
         layers: list[tuple[str, int, Any]] = [("encoder self", i, layer.attention)

@@ -74,7 +74,7 @@ class SequenceForecaster(ForecastModel):
         self.embedding = DataEmbedding(self.core_channels, c.n_time_features, c.d_model, c.dropout)
         self.backbone = self.build_backbone(c)
         self.time_head = nn.Linear(c.context_length, c.prediction_length)  # over time, per feature
-        self.out = nn.Linear(c.d_model, self.core_channels)  # over features, per step
+        self.out = nn.Linear(c.d_model, self.core_channels * self.n_params)  # over features, per step
 
     @abc.abstractmethod
     def build_backbone(self, config: SequenceConfig) -> nn.Module:
@@ -84,7 +84,7 @@ class SequenceForecaster(ForecastModel):
         """The calendar features of the horizon are not used (the head is direct)."""
         h = self.backbone(self.embedding(past_target, past_time_feat))  # [B, Lc, d]
         y = self.time_head(h.transpose(1, 2)).transpose(1, 2)  # [B, H, d]
-        return self.out(y)  # [B, H, C']
+        return self.out(y).unflatten(-1, (self.core_channels, self.n_params))  # [B, H, C', P]
 
     def rsa_layers(self) -> list[tuple[str, int, nn.Module]]:
         """Every backbone module holding an :class:`~tsrec.nn.attention.RSAMixer` as ``rsa``, in

@@ -110,7 +110,7 @@ class EncoderDecoderForecaster(ForecastModel):
             [DecoderLayer(attention(c.attention, mix=c.mix), attention("full"),
                           c.d_model, c.d_ff, c.dropout, c.activation) for _ in range(c.d_layers)],
             c.d_model)
-        self.projection = nn.Linear(c.d_model, self.core_channels)
+        self.projection = nn.Linear(c.d_model, self.core_channels * self.n_params)
 
     def forecast(self, past_target: Tensor, past_time_feat: Tensor, future_time_feat: Tensor) -> Tensor:
         c = self.config
@@ -120,7 +120,7 @@ class EncoderDecoderForecaster(ForecastModel):
         memory, _ = self.encoder(self.enc_embedding(past_target, past_time_feat))  # [B, Lc', d]
         out = self.decoder(self.dec_embedding(dec_in, dec_time), memory, cross_offset=c.context_length - c.label_length,
                            keep_last=c.prediction_length)  # [B, H, d]: the label rows are only read as keys
-        return self.projection(out)  # [B, H, C]
+        return self.projection(out).unflatten(-1, (self.core_channels, self.n_params))  # [B, H, C, P]
 
     def rsa_layers(self) -> list[tuple[str, int, nn.Module]]:
         layers: list[tuple[str, int, Any]] = []

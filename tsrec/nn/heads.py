@@ -32,10 +32,18 @@ class RevIN(nn.Module):
         return y, (loc.detach(), scale.detach())
 
     def denormalize(self, y: Tensor, stats: tuple[Tensor, Tensor]) -> Tensor:
+        """Normalised ``y [B, H, C]`` back to the input's units."""
+        shift, scale = self.inverse_affine(stats)
+        return y * scale + shift
+
+    def inverse_affine(self, stats: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
+        """``(shift, scale)``, each ``[B, 1, C]``, with ``denormalize(y) = y * scale + shift``
+        (for outputs whose parameters map differently: :meth:`tsrec.nn.outputs.ForecastOutput.affine`)."""
         loc, scale = stats
-        if self.weight is not None:
-            y = (y - self.bias) / (self.weight + self.eps)
-        return y * scale + loc
+        if self.weight is None:
+            return loc, scale
+        scale = scale / (self.weight + self.eps)
+        return loc - self.bias * scale, scale
 
 
 class MovingAverage(nn.Module):
