@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -22,7 +23,6 @@ from tsrec.data import (
     time_feature_dim,
     time_features,
 )
-
 
 LONG = {"time_col": "ts", "id_col": "id"}
 
@@ -61,14 +61,14 @@ def test_wide_frame_is_one_multivariate_item():
     assert panel.item_ids == ("0",)
     series = panel.items[0]
     assert series.values.shape == series.observed.shape == (100, 2)
-    assert series.values.dtype == np.float32 and series.observed.all()
+    assert series.values.dtype == np.float64 and series.observed.all()
 
 
 def test_wide_frame_with_time_column_and_selected_targets():
     df = wide_frame(columns=("a", "b", "c")).rename_axis("when").reset_index()
     panel = canonicalize(df, time_col="when", target_col=["c", "a"])
     assert panel.columns == ("c", "a")
-    np.testing.assert_array_equal(panel.items[0].values[:, 0], df["c"].to_numpy(np.float32))
+    np.testing.assert_array_equal(panel.items[0].values[:, 0], df["c"].to_numpy())
 
 
 def test_long_frame_one_item_per_id_and_target_inferred():
@@ -89,7 +89,7 @@ def test_unsorted_input_is_sorted():
         np.testing.assert_array_equal(a.values, b.values)
     wide = wide_frame()
     np.testing.assert_array_equal(
-        canonicalize(wide.iloc[::-1]).items[0].values, wide.to_numpy(np.float32)
+        canonicalize(wide.iloc[::-1]).items[0].values, wide.to_numpy()
     )
 
 
@@ -442,3 +442,218 @@ def test_pipeline_from_panel_and_prediction_windows():
     assert list(out["timestamp"][:1]) == [panel.items[0].index[-1] + pd.Timedelta("1h")]
     with pytest.raises(ValueError, match="item 'x' has 30 time steps"):
         WindowDataset.for_prediction(panel, scaler, 31, 4)
+
+
+# --- precision: float64 values, float32 only once scaled --------------------------------------
+
+
+def level_and_swing(length: int = 24 * 20, level: float = 1e9) -> pd.DataFrame:
+    t = np.arange(length)
+    index = pd.date_range("2024-01-01", periods=length, freq="h")
+    return pd.DataFrame({"y": level + 10 * np.sin(2 * np.pi * t / 24)}, index=index)
+
+
+def test_a_small_swing_on_a_large_level_survives_scaling_and_windows():
+    df = level_and_swing()
+    panel = canonicalize(df)
+    np.testing.assert_array_equal(panel.items[0].values[:, 0], df["y"].to_numpy())  # float32 steps are 64 at 1e9
+    scaler = StandardScaler.fit(*arrays(panel))
+    assert scaler.loc.dtype == scaler.scale.dtype == np.float64
+    np.testing.assert_allclose(scaler.scale, [[10 / np.sqrt(2)]], rtol=1e-6)
+    window = WindowDataset.from_panel(panel, scaler, 24, 6, [(24, 25)])[0]
+    assert window["past_target"].dtype == torch.float32
+    np.testing.assert_allclose(window["past_target"][:, 0].numpy().std(), 1.0, rtol=1e-6)  # a whole cycle
+    restored = scaler.inverse_transform(window["past_target"].numpy(), 0)
+    np.testing.assert_allclose(restored[:, 0], df["y"].to_numpy()[:24], rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("value", [1e39, -1e300, 1e300, 1e-300, 5e-324])
+def test_finite_values_stay_finite_and_observed_at_any_magnitude(value):
+    df = wide_frame(length=40)
+    df.iloc[7, 0] = value
+    panel = canonicalize(df)
+    assert panel.items[0].observed.all() and panel.items[0].values[7, 0] == value
+    scaler = StandardScaler.fit(*arrays(panel))
+    assert np.isfinite(scaler.loc).all() and np.isfinite(scaler.scale).all()
+    window = WindowDataset.from_panel(panel, scaler, 10, 5, [(10, 11)])[0]
+    assert torch.isfinite(window["past_target"]).all() and window["past_observed"].all()
+
+
+def test_scaler_sums_do_not_overflow_and_constants_are_exact():
+    x = np.array([[1e200], [3e200], [2e200], [np.nan]])
+    scaler = StandardScaler.fit([x], [np.isfinite(x)])
+    np.testing.assert_allclose(scaler.loc, [[2e200]], rtol=1e-15)
+    np.testing.assert_allclose(scaler.scale, [[np.sqrt(2 / 3) * 1e200]], rtol=1e-15)
+    constant = np.full((7, 1), 0.1)  # seven additions of 0.1 are not 0.7 in floating point
+    fitted = StandardScaler.fit([constant], [np.ones((7, 1), bool)])
+    assert fitted.loc[0, 0] == 0.1 and fitted.scale[0, 0] == 1
+    assert not fitted.transform(constant, 0).any()
+
+
+def test_a_scaled_value_beyond_float32_is_an_error_naming_column_item_and_timestamp():
+    fit_frame = long_frame({"x": 30, "y": 30})
+    panel = canonicalize(fit_frame, **LONG)
+    scaler = StandardScaler.fit(*arrays(panel))
+    late = fit_frame.assign(y=lambda d: d["y"].where((d["id"] != "y") | (d.index != 52), 1e40))
+    with pytest.raises(ValueError) as info:
+        WindowDataset.for_prediction(canonicalize(late, **LONG), scaler, 8, 4)
+    for fragment in ["item 'y' (column 'y')", "2021-03-01 22:00:00", "1e+40", "float32", "fit on data that cover"]:
+        assert fragment in str(info.value)
+    wide = canonicalize(wide_frame(length=30))
+    wide_scaler = StandardScaler(loc=np.zeros((1, 2)), scale=np.full((1, 2), 1e-300))
+    with pytest.raises(ValueError, match=r"column 'a' at 2021-03-01 00:00:00: the value .* scales to"):
+        WindowDataset.from_panel(wide, wide_scaler, 8, 4, [(8, 9)])
+
+
+def test_window_dataset_refuses_observed_values_that_float32_cannot_hold():
+    for bad in (np.nan, 1e39):
+        values = np.zeros((20, 2))
+        values[5, 1] = bad
+        with pytest.raises(ValueError, match=r"item 0: the observed value .* at row 5, channel 1"):
+            WindowDataset([values], [np.ones((20, 2), bool)], [np.zeros((20, 0))], 4, 2, [(4, 5)])
+
+
+def test_non_real_and_beyond_float64_targets_are_errors():
+    with pytest.raises(TypeError, match="complex dtype"):
+        canonicalize(wide_frame().astype(complex))
+    if np.finfo(np.longdouble).max > np.finfo(np.float64).max:  # 80-bit long double (x86)
+        df = wide_frame(length=10).astype(np.longdouble)
+        df.iloc[3, 1] = np.longdouble("1e400")
+        with pytest.raises(ValueError, match=r"'b' has the value .* at 2021-03-01 03:00:00, beyond float64"):
+            canonicalize(df)
+
+
+def test_forecaster_keeps_a_small_swing_on_a_large_level_through_save_and_load(tmp_path, one_thread):
+    from tsrec import Forecaster
+
+    df = level_and_swing()
+    quiet = {"enable_progress_bar": False, "logger": False, "enable_model_summary": False}
+    model = Forecaster("dlinear", prediction_length=24, context_length=48, max_epochs=5, seed=0,
+                       trainer_kwargs=quiet).fit(df)
+    forecast = model.predict()["mean"].to_numpy()
+    t = len(df) + np.arange(24)
+    truth = 1e9 + 10 * np.sin(2 * np.pi * t / 24)
+    assert np.ptp(forecast) > 10  # a flat line when the values were float32
+    assert np.corrcoef(forecast, truth)[0, 1] > 0.95 and np.abs(forecast - truth).max() < 2
+    loaded = type(model).load(model.save(tmp_path / "model"))
+    for before, after in zip(model.panel.items, loaded.panel.items):
+        assert after.values.dtype == np.float64
+        np.testing.assert_array_equal(after.values, before.values)
+    np.testing.assert_array_equal(loaded.predict()["mean"].to_numpy(), forecast)
+
+
+# --- frequency, gaps and time zones -----------------------------------------------------------
+
+
+def hourly(length: int = 24 * 30, tz: str | None = None) -> pd.DataFrame:
+    index = pd.date_range("2021-03-01", periods=length, freq="h", tz=tz)
+    return pd.DataFrame({"y": np.arange(length, dtype=float)}, index=index)
+
+
+def with_typo(df: pd.DataFrame, row: int, shift: str) -> pd.DataFrame:
+    """``df`` with the timestamp of ``row`` moved by ``shift``."""
+    return df.rename(index={df.index[row]: df.index[row] + pd.Timedelta(shift)})
+
+
+def test_normal_sparse_missingness_passes_silently():
+    df = hourly()
+    missing_day = pd.date_range("2021-03-10", periods=24, freq="h")
+    df = df.drop(missing_day).drop(df.index[[3, 50, 51, 400]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        series = canonicalize(df).items[0]
+    assert len(series) == 24 * 30 and (~series.observed).sum() == 24 + 4
+
+
+def test_long_gap_limit_is_seven_seasons_of_the_usual_spacing():
+    # hourly: a season is 24 steps, so up to 7 * 24 = 168 missing steps in a row pass
+    df = hourly()
+    canonicalize(df.drop(df.index[100:268]))
+    with pytest.raises(ValueError, match="gap of 169 missing 'h' steps"):
+        canonicalize(df.drop(df.index[100:269]))
+    # rows usually 2 steps apart (freq given as 'h'): the limit doubles to 336
+    every_other = hourly(24 * 60).iloc[::2]
+    with pytest.warns(UserWarning) as record:  # half the grid is empty, but no long gap
+        canonicalize(every_other.drop(every_other.index[100:267]), freq="h", gaps="warn")
+    assert len(record) == 1 and str(record[0].message).startswith("freq 'h' leaves 61.6% of the grid")
+    with pytest.raises(ValueError, match="gap of 337 missing"):
+        canonicalize(every_other.drop(every_other.index[100:268]), freq="h")
+
+
+def test_a_timestamp_typed_a_year_late_is_an_error_naming_the_gap():
+    df = with_typo(hourly(), -1, "365D")
+    with pytest.raises(ValueError) as info:
+        canonicalize(df)
+    message = str(info.value)
+    for fragment in [
+        "the frame has a gap of 8,760 missing 'h' steps",
+        "between its rows at 2021-03-30 22:00:00 and 2022-03-30 23:00:00",
+        "usual spacing of 1 step",
+        "fix the timestamp 2022-03-30 23:00:00 if it is a typo",
+        "split the series",
+        "gaps='warn'",
+    ]:
+        assert fragment in message
+    long = pd.concat([long_frame({"a": 40}), with_typo(hourly(40), 0, "-365D").rename_axis("ts").reset_index()
+                      .assign(id="b")])
+    with pytest.raises(ValueError, match="item 'b' has a gap .* fix the timestamp 2020-03-01 00:00:00"):
+        canonicalize(long, **LONG)
+
+
+def test_gaps_warn_keeps_the_data_and_warns_with_the_same_text():
+    df = with_typo(hourly(), -1, "365D")
+    with pytest.raises(ValueError) as info:
+        canonicalize(df)
+    with pytest.warns(UserWarning) as record:
+        series = canonicalize(df, gaps="warn").items[0]
+    assert len(record) == 1
+    problem = str(info.value).split(";")[0]
+    assert str(record[0].message).startswith(problem) and "kept" in str(record[0].message)
+    assert len(series) == 24 * 29 + 8760 + 24 and series.observed.sum() == len(df)
+    assert series.values[-1, 0] == df["y"].iloc[-1] and series.index[-1] == df.index[-1]
+    with pytest.raises(ValueError, match="gaps must be one of"):
+        canonicalize(df, gaps="ignore")
+
+
+def test_a_freq_finer_than_the_data_is_an_error_naming_the_usual_step():
+    daily = wide_frame(length=60, freq="D")
+    with pytest.raises(ValueError) as info:
+        canonicalize(daily, freq="h")
+    for fragment in ["freq 'h' leaves 95.8% of the grid of the frame empty", "1,357 of 1,417 steps",
+                     "usually 24 step(s) apart (freq 'D')", "pass freq='D'", "gaps='warn'"]:
+        assert fragment in str(info.value)
+    bursts = hourly(100).iloc[np.arange(100) % 10 < 4]
+    with pytest.raises(ValueError, match=r"leaves 57.4% .* come in bursts; resample .*, e.g. df.resample\('2h'\)"):
+        canonicalize(bursts)
+    with pytest.warns(UserWarning, match="leaves 95.8%"):
+        assert len(canonicalize(daily, freq="h", gaps="warn").items[0]) == 1417
+
+
+def test_century_typos_are_reported_without_building_their_grid():
+    seconds = pd.DataFrame({"y": np.ones(100)}, index=pd.date_range("2021-01-01", periods=100, freq="s"))
+    with pytest.raises(ValueError, match="gap of 3,155,") as info:  # ~3.2e9 steps: 25 GB as a grid
+        canonicalize(with_typo(seconds, -1, "36524D"))
+    assert "2121-" in str(info.value)
+    early = hourly(10).rename(index={pd.Timestamp("2021-03-01"): pd.Timestamp("1700-03-01")})  # > 292 years of ns
+    with pytest.raises(ValueError, match="gap of 2,813,") as info:
+        canonicalize(early)
+    assert "fix the timestamp 1700-03-01 00:00:00 if it is a typo" in str(info.value)
+
+
+@pytest.mark.parametrize(("start", "freq", "length"), [("2021-03-27", "h", 48), ("2021-10-30", "h", 50),
+                                                        ("2021-03-20", "D", 20), ("2021-10-24", "15min", 300)])
+def test_a_named_time_zone_and_its_dst_changes_survive(start, freq, length):
+    index = pd.date_range(start, periods=length, freq=freq, tz="Europe/Berlin")
+    df = pd.DataFrame({"y": np.arange(length, dtype=float)}, index=index).drop(index[[5, 17]])
+    for frame, kwargs in [(df, {}), (df.rename_axis("ts").reset_index(), {"time_col": "ts"})]:
+        series = canonicalize(frame.sample(frac=1, random_state=0), **kwargs).items[0]
+        assert str(series.index.tz) == "Europe/Berlin" and series.index.equals(index)
+        np.testing.assert_array_equal(series.values[:, 0], np.where(np.isin(np.arange(length), [5, 17]), np.nan,
+                                                                    np.arange(length)))
+    if freq == "D":  # days follow the wall clock: midnight before and after the change
+        assert (series.index.hour == 0).all()
+
+
+def test_channel_labels_name_the_column_and_item():
+    assert canonicalize(wide_frame()).channel_label(0, 1) == "column 'b'"
+    assert canonicalize(long_frame(), **LONG).channel_label(1, 0) == "item 'y' (column 'y')"

@@ -230,6 +230,10 @@ class RSAConfig(Config):
         return sum(self.kinds)
 
 
+GAP_POLICIES = ("raise", "warn")
+MISSING_CONTEXT_POLICIES = ("nan", "raise")
+
+
 @dataclass(frozen=True)
 class WindowConfig(Config):
     """The forecast window and the validation part.
@@ -242,12 +246,20 @@ class WindowConfig(Config):
             frame. None: those whose targets are its last 10% of steps (at least one window;
             ``tsrec.data.split.default_val_windows``); 0 trains without validation, early
             stopping or weight restore.
+        gaps: ``"raise"`` (default) or ``"warn"``: what a frame whose frequency leaves most of its
+            grid empty, or with a gap far longer than its usual spacing, gets
+            (:func:`tsrec.data.canonicalize`); the error and the warning name the first gap.
+        missing_context: ``"nan"`` (default) or ``"raise"``: a series or column with no observed
+            value in a window's context gets NaN for its forecast and a warning naming it, or
+            an error. A forecast is only ever made from observed data.
     """
 
     prediction_length: int
     context_length: int | None = None
     freq: str | None = None
     val_windows: int | None = None
+    gaps: str = "raise"
+    missing_context: str = "nan"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "prediction_length", check_int("prediction_length", self.prediction_length, 1))
@@ -255,6 +267,8 @@ class WindowConfig(Config):
         object.__setattr__(self, "val_windows", check_optional_int("val_windows", self.val_windows, 0))
         if self.freq is not None and not isinstance(self.freq, str):
             raise TypeError(f"freq must be a pandas frequency string such as 'h', got {self.freq!r}")
+        check_choice("gaps", self.gaps, GAP_POLICIES)
+        check_choice("missing_context", self.missing_context, MISSING_CONTEXT_POLICIES)
 
     @property
     def context(self) -> int:

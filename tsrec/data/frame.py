@@ -8,24 +8,47 @@ Two input layouts (GluonTS / neuralforecast conventions):
 
 Rows may come in any order. Each item is put on its full regular grid at ``freq`` from its first to
 its last timestamp; grid steps without a row, and NaN or +-inf values, are missing
-(``observed`` False, value NaN).
+(``observed`` False, value NaN). Values are kept in float64, as given: every finite value stays
+finite and observed (tsrec scales them before anything is rounded to float32, see
+:class:`tsrec.data.windows.WindowDataset`).
+
+The grid keeps the timestamps' time zone (a named zone such as ``Europe/Berlin`` stays named): steps
+shorter than a day are exact durations across daylight-saving changes, days and longer steps follow
+the wall clock (as ``pd.date_range`` does).
+
+Spacing checks (``gaps="raise"``: ``ValueError``; ``gaps="warn"``: ``UserWarning``, data kept), per
+item, on the timestamps of its rows (NaN values do not matter):
+
+- long gap: more than ``LONG_GAP_SEASONS`` (7) seasons of the item's usual spacing of missing grid
+  steps between two consecutive rows. The usual spacing is the median number of grid steps between
+  consecutive rows (1 for regular data), a season is :func:`tsrec.data.time_features.seasonality`
+  of ``freq`` (a day of hourly or 15-minute steps, a week of days, a year of weeks, months or
+  quarters). So a week of hourly data may be missing, not more: a day missing passes, a timestamp
+  typed a year late (8,759 missing hourly steps) is caught.
+- mostly empty grid: more than half of the item's grid steps (its long gaps aside) have no row,
+  e.g. under a declared ``freq`` finer than the data's.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 import pandas as pd
-from pandas.api.types import is_numeric_dtype
+from pandas.api.types import is_complex_dtype, is_numeric_dtype
 from pandas.tseries.frequencies import to_offset
 
-from tsrec.data.time_features import future_index, normalize_freq
+from tsrec.config import GAP_POLICIES
+from tsrec.data.time_features import future_index, normalize_freq, seasonality
 
 Layout = Literal["wide", "long"]
 WIDE_ITEM_ID = "0"
+LONG_GAP_SEASONS = 7
+"""A run of missing grid steps between two rows longer than this many seasons of the item's usual
+spacing is a long gap (see the module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -33,7 +56,7 @@ class Series:
     """One item on a regular grid.
 
     index:    ``[T]`` timestamps, consecutive steps at the panel's ``freq``.
-    values:   ``[T, C]`` float32, NaN where missing.
+    values:   ``[T, C]`` float64, the given values, NaN where missing.
     observed: ``[T, C]`` bool, False where missing.
     """
 
@@ -68,6 +91,12 @@ class Panel:
     def item_label(self, position: int) -> str:
         """How error messages name ``items[position]``."""
         return "the series" if self.layout == "wide" else f"item {self.items[position].item_id!r}"
+
+    def channel_label(self, position: int, channel: int) -> str:
+        """How error messages name channel ``channel`` of ``items[position]``: ``"column 'a'"``
+        (wide) or ``"item 'x' (column 'y')"`` (long)."""
+        column = f"column {self.columns[channel]!r}"
+        return column if self.layout == "wide" else f"{self.item_label(position)} ({column})"
 
     def check_compatible(self, other: Panel) -> np.ndarray:
         """Check that ``other`` (e.g. the frame given to ``predict``) matches this fitted panel.
@@ -111,6 +140,7 @@ def canonicalize(
     time_col: Hashable | None = None,
     id_col: Hashable | None = None,
     target_col: Hashable | Sequence[Hashable] | None = None,
+    gaps: str = "raise",
 ) -> Panel:
     """Validate a user frame and put every item on its regular ``freq`` grid.
 
@@ -121,11 +151,15 @@ def canonicalize(
     id_col:     item id column; makes the frame long.
     target_col: long: the target column (None: the only column left besides id and time);
                 wide: a column or list of columns (None: every column except ``time_col``).
+    gaps:       ``"raise"`` or ``"warn"``: what a long gap or a mostly empty grid gets (module
+                docstring); with ``"warn"`` the data are kept, the empty steps missing.
 
     Raises ``TypeError`` / ``ValueError`` naming the column, the value and the fix.
     """
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"expected a pandas DataFrame, got {type(df).__name__}")
+    if gaps not in GAP_POLICIES:
+        raise ValueError(f"gaps must be one of {GAP_POLICIES}, got {gaps!r}")
     if len(df) == 0:
         raise ValueError("the frame is empty (0 rows); pass at least one row per series")
     if df.columns.has_duplicates:
@@ -147,14 +181,7 @@ def canonicalize(
         item_ids = [str(u) for u in uniques]
         time_key = "df.index" if time_col is None else repr(time_col)
         grouping = f"df.groupby([{id_col!r}, {time_key}]).mean()"
-    for column in targets:
-        if not is_numeric_dtype(df[column].dtype):
-            raise TypeError(
-                f"target column {column!r} has non-numeric dtype {df[column].dtype}; convert it, "
-                f"e.g. df[{column!r}] = pd.to_numeric(df[{column!r}], errors='coerce') "
-                "(unparseable values become missing)"
-            )
-    values = df[targets].to_numpy(dtype=np.float64, na_value=np.nan)  # [R, C]
+    values = _target_values(df, targets, timestamps)  # [R, C]
     order = np.lexsort((timestamps.asi8, codes))  # by item, then time
     groups = np.split(order, np.flatnonzero(np.diff(codes[order])) + 1)  # rows of each item
     indexes = [timestamps[g] for g in groups]
@@ -169,7 +196,7 @@ def canonicalize(
             )
     freq = normalize_freq(freq) if freq is not None else _infer_freq(indexes, where)
     items = tuple(
-        _regularize(item_id, place, index, values[rows], freq)
+        _regularize(item_id, place, index, values[rows], freq, gaps)
         for item_id, place, index, rows in zip(item_ids, where, indexes, groups)
     )
     return Panel(freq=freq, layout=layout, columns=tuple(str(t) for t in targets), items=items)
@@ -303,6 +330,37 @@ def _long_target(
     return target_col
 
 
+def _target_values(df: pd.DataFrame, targets: Sequence[Hashable], timestamps: pd.DatetimeIndex) -> np.ndarray:
+    """The ``[R, C]`` float64 values of the target columns, NaN where NA; ``TypeError`` for a column
+    that is not real numbers, ``ValueError`` for a finite value beyond float64's range."""
+    for column in targets:
+        dtype = df[column].dtype
+        if not is_numeric_dtype(dtype):
+            raise TypeError(
+                f"target column {column!r} has non-numeric dtype {dtype}; convert it, "
+                f"e.g. df[{column!r}] = pd.to_numeric(df[{column!r}], errors='coerce') "
+                "(unparseable values become missing)"
+            )
+        if is_complex_dtype(dtype):
+            raise TypeError(
+                f"target column {column!r} has complex dtype {dtype}; tsrec forecasts real values: "
+                f"pass the part to forecast, e.g. df[{column!r}] = np.real(df[{column!r}])"
+            )
+    with np.errstate(over="ignore"):  # a long double beyond float64 is reported below
+        values = df[targets].to_numpy(dtype=np.float64, na_value=np.nan)  # [R, C]
+    for c, column in enumerate(targets):
+        given = df[column].to_numpy()
+        if given.dtype.kind == "f" and given.dtype.itemsize > 8:  # e.g. longdouble: may exceed float64
+            lost = np.flatnonzero(np.isfinite(given) & ~np.isfinite(values[:, c]))
+            if lost.size:
+                raise ValueError(
+                    f"target column {column!r} has the value {given[lost[0]]} at {timestamps[lost[0]]}, "
+                    "beyond float64's range (about 1.8e308); rescale the column, e.g. divide it by a "
+                    "power of ten"
+                )
+    return values
+
+
 def _infer_freq(indexes: Sequence[pd.DatetimeIndex], where: Sequence[str]) -> str:
     """``pd.infer_freq`` per item (all must agree); otherwise the most common step."""
     inferred: dict[str, str] = {}
@@ -333,20 +391,115 @@ def _infer_freq(indexes: Sequence[pd.DatetimeIndex], where: Sequence[str]) -> st
     return normalize_freq(to_offset(pd.Timedelta(int(unique[counts.argmax()]))).freqstr)
 
 
-def _regularize(
-    item_id: str, place: str, index: pd.DatetimeIndex, values: np.ndarray, freq: str
-) -> Series:
-    """Reindex sorted unique ``index`` ``[n]`` and ``values`` ``[n, C]`` onto the ``freq`` grid."""
-    grid = pd.date_range(index[0], index[-1], freq=freq)  # [T]
-    positions = grid.get_indexer(index)  # [n], -1 where off the grid
-    off_grid = positions < 0
+def _grid_positions(place: str, index: pd.DatetimeIndex, freq: str) -> np.ndarray:
+    """``[n]`` int64 position of each timestamp of the sorted unique ``index`` on the ``freq`` grid
+    that starts at ``index[0]``; ``ValueError`` naming a timestamp off that grid.
+
+    Steps shorter than a day are computed from the timestamps (no grid is built, so a timestamp
+    typed centuries off is reported instead of allocating its grid); longer ones by ``pd.date_range``.
+    """
+    offset = to_offset(freq)
+    if isinstance(offset, pd.offsets.Tick) and not isinstance(offset, pd.offsets.Day):
+        steps, remainder = np.divmod(index.as_unit("ns").asi8, offset.nanos)  # [n], [n]: no overflow
+        positions, off_grid = steps - steps[0], remainder != remainder[0]
+    else:
+        positions = pd.date_range(index[0], index[-1], freq=offset).get_indexer(index)  # [n], -1 off the grid
+        off_grid = positions < 0
     if off_grid.any():
         raise ValueError(
             f"timestamp {index[off_grid][0]} in {place} does not match freq {freq!r} (steps of "
             f"{freq!r} from {index[0]}); resample first, e.g. df.resample({freq!r}).mean() (per id "
             "for a long frame), or pass the right freq=..."
         )
-    regular = np.full((len(grid), values.shape[1]), np.nan, dtype=np.float32)  # [T, C]
+    return positions.astype(np.int64)
+
+
+def _spacing_problems(
+    place: str, index: pd.DatetimeIndex, positions: np.ndarray, freq: str
+) -> list[tuple[str, str]]:
+    """``(problem, fix)`` messages for a long gap and for a mostly empty grid (module docstring) of
+    one item: sorted unique ``index`` ``[n]`` at grid ``positions`` ``[n]``."""
+    steps = np.diff(positions)  # [n - 1] grid steps between consecutive rows, >= 1
+    if steps.size == 0:
+        return []
+    usual = float(np.median(steps))
+    found = (_long_gap(place, index, steps, usual, freq), _mostly_empty(place, steps, usual, freq))
+    return [problem for problem in found if problem is not None]
+
+
+def _gap_limit(usual: float, freq: str) -> float:
+    """Missing steps in a row beyond which a gap is long: ``LONG_GAP_SEASONS`` seasons of ``freq``
+    times the usual (median) step ``usual`` between rows."""
+    return LONG_GAP_SEASONS * seasonality(freq) * usual
+
+
+def _long_gap(
+    place: str, index: pd.DatetimeIndex, steps: np.ndarray, usual: float, freq: str
+) -> tuple[str, str] | None:
+    """``(problem, fix)`` naming the first long gap of one item (``index`` ``[n]``, ``steps``
+    ``[n - 1]`` grid steps between its rows, median ``usual``); None without one."""
+    limit = _gap_limit(usual, freq)
+    gaps = np.flatnonzero(steps - 1 > limit)
+    if not gaps.size:
+        return None
+    k = gaps[0]
+    first = f" (the first of {gaps.size} such gaps)" if gaps.size > 1 else ""
+    suspect = index[k + 1] if len(index) - (k + 1) <= k + 1 else index[k]  # a typo isolates few rows
+    problem = (
+        f"{place} has a gap{first} of {steps[k] - 1:,} missing {freq!r} steps between its rows at "
+        f"{index[k]} and {index[k + 1]}, far longer than its usual spacing of {usual:g} step(s) (the "
+        f"limit is {LONG_GAP_SEASONS} seasons of {seasonality(freq)} usual steps: {limit:,.0f} steps)"
+    )
+    fix = (
+        f"fix the timestamp {suspect} if it is a typo, or split the series at the gap (e.g. keep the "
+        f"rows from {index[k + 1]} on)"
+    )
+    return problem, fix
+
+
+def _mostly_empty(place: str, steps: np.ndarray, usual: float, freq: str) -> tuple[str, str] | None:
+    """``(problem, fix)`` when more than half of the grid of one item (``steps`` ``[n - 1]`` grid
+    steps between its rows, median ``usual``) has no row, its long gaps aside; None otherwise. The
+    long gaps are left out so that a single mistyped timestamp is reported once, as a gap."""
+    kept = steps[steps - 1 <= _gap_limit(usual, freq)]
+    rows, empty = len(steps) + 1, int((kept - 1).sum())
+    if empty <= rows:
+        return None
+    length = empty + rows
+    problem = (
+        f"freq {freq!r} leaves {empty / length:.1%} of the grid of {place} empty ({empty:,} of "
+        f"{length:,} steps have no row); its rows are usually {usual:g} step(s) apart"
+    )
+    resample = "resample the rows onto one regular freq first, e.g. df.resample({!r}).mean() (per id for a long frame)"
+    if round(usual) > 1:
+        usual_freq = _multiple(freq, round(usual))
+        return f"{problem} (freq {usual_freq!r})", f"pass freq={usual_freq!r}, or {resample.format(usual_freq)}"
+    coarser = _multiple(freq, round(length / rows))  # a freq the rows would about fill
+    return f"{problem} but come in bursts", f"{resample.format(coarser)}, or drop the sparse part"
+
+
+def _multiple(freq: str, k: int) -> str:
+    """The alias of ``k`` steps of ``freq`` (``("h", 24)`` -> ``"D"``, ``("MS", 3)`` -> ``"3MS"``)."""
+    offset = to_offset(freq) * k
+    return to_offset(pd.Timedelta(offset)).freqstr if isinstance(offset, pd.offsets.Tick) else offset.freqstr
+
+
+def _regularize(
+    item_id: str, place: str, index: pd.DatetimeIndex, values: np.ndarray, freq: str, gaps: str
+) -> Series:
+    """Put one item's rows, sorted unique ``index`` ``[n]`` with ``values`` ``[n, C]``, on the
+    ``freq`` grid from ``index[0]`` (``[T]``, in ``index``'s time zone) after the spacing checks."""
+    positions = _grid_positions(place, index, freq)  # [n]
+    for problem, fix in _spacing_problems(place, index, positions, freq):
+        if gaps == "raise":
+            raise ValueError(
+                f"{problem}; {fix}, or pass gaps='warn' to keep the data as they are (the empty steps "
+                "become missing values)"
+            )
+        # stacklevel 4: the caller of canonicalize (through the generator expression)
+        warnings.warn(f"{problem}; kept, the empty steps are missing values (gaps='warn'); {fix}", stacklevel=4)
+    grid = pd.date_range(index[0], periods=int(positions[-1]) + 1, freq=freq)  # [T]
+    regular = np.full((len(grid), values.shape[1]), np.nan)  # [T, C] float64
     regular[positions] = values
     observed = np.isfinite(regular)  # [T, C]
     regular[~observed] = np.nan

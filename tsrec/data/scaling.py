@@ -2,6 +2,9 @@
 
 The statistics are explicit arrays (GluonTS style ``loc`` / ``scale``), and this is the one place
 where values are scaled and unscaled: ``scaled = (x - loc) / scale``, ``x = scaled * scale + loc``.
+Everything here is float64: a level of 1e9 with a swing of 10 keeps its swing (float32 would keep
+about 7 significant digits, i.e. steps of 64 at 1e9). Only scaled values are rounded to float32,
+for the model (:class:`tsrec.data.windows.WindowDataset`).
 """
 
 from __future__ import annotations
@@ -16,17 +19,19 @@ Items = int | Sequence[int] | np.ndarray
 
 @dataclass(frozen=True)
 class StandardScaler:
-    """Fitted statistics, one row per item.
+    """Fitted statistics, one row per item, in float64 (as the values they scale).
 
-    loc:   ``[N, C]`` float32 mean of the observed training values (0 for a fully missing channel).
-    scale: ``[N, C]`` float32 population standard deviation; 1 where it is (numerically) zero,
-           i.e. constant channels, channels with one observed value, fully missing channels.
+    loc:   ``[N, C]`` mean of the observed training values (0 for a channel with none).
+    scale: ``[N, C]`` population standard deviation; 1 for a constant channel (one whose observed
+           values are all equal, or that has at most one, or none).
     """
 
     loc: np.ndarray
     scale: np.ndarray
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "loc", np.asarray(self.loc, dtype=np.float64))
+        object.__setattr__(self, "scale", np.asarray(self.scale, dtype=np.float64))
         if self.loc.ndim != 2 or self.loc.shape != self.scale.shape:
             raise ValueError(
                 f"loc and scale must both have shape [N, C], got {self.loc.shape} and "
@@ -53,19 +58,9 @@ class StandardScaler:
             raise ValueError(
                 f"got {len(values)} value arrays, {len(observed)} masks and {len(ends)} train ends"
             )
-        locs, scales = [], []
-        for x, mask, end in zip(values, observed, ends):
-            mask = np.asarray(mask[:end], dtype=bool)  # [t, C]
-            x = np.where(mask, np.asarray(x[:end], dtype=np.float64), 0.0)  # [t, C]
-            count = np.maximum(mask.sum(axis=0), 1)  # [C]
-            loc = x.sum(axis=0) / count  # [C], 0 when nothing is observed
-            std = np.sqrt((np.where(mask, x - loc, 0.0) ** 2).sum(axis=0) / count)  # [C]
-            flat = ~(std > np.finfo(np.float32).eps * np.maximum(np.abs(loc), 1.0))
-            locs.append(loc)
-            scales.append(np.where(flat, 1.0, std))
-        return cls(
-            loc=np.asarray(locs, dtype=np.float32), scale=np.asarray(scales, dtype=np.float32)
-        )
+        stats = [_moments(np.asarray(x[:end], dtype=np.float64), np.asarray(m[:end], dtype=bool))
+                 for x, m, end in zip(values, observed, ends)]
+        return cls(loc=np.array([s[0] for s in stats]), scale=np.array([s[1] for s in stats]))
 
     def _params(self, items: Items, ndim: int) -> tuple[np.ndarray, np.ndarray]:
         """``loc``, ``scale`` of ``items`` shaped to broadcast against an ``ndim``-dim ``x``."""
@@ -76,24 +71,41 @@ class StandardScaler:
         return loc, scale
 
     def transform(self, x: np.ndarray, items: Items) -> np.ndarray:
-        """Scale ``x``: ``[..., C]`` for one item (``items`` an int), or ``[N, ..., C]`` with
-        ``items`` ``[N]`` (row ``n`` of ``x`` belongs to item ``items[n]``). NaN stays NaN."""
+        """Scale ``x`` in float64: ``[..., C]`` for one item (``items`` an int), or ``[N, ..., C]``
+        with ``items`` ``[N]`` (row ``n`` of ``x`` belongs to item ``items[n]``). NaN stays NaN."""
         loc, scale = self._params(items, np.ndim(x))
-        return ((np.asarray(x) - loc) / scale).astype(np.float32)
+        return (np.asarray(x, dtype=np.float64) - loc) / scale
 
     def inverse_transform(self, x: np.ndarray, items: Items) -> np.ndarray:
-        """Undo :meth:`transform`; same shapes."""
+        """Undo :meth:`transform` (float64, same shapes), e.g. on a model's float32 forecasts."""
         loc, scale = self._params(items, np.ndim(x))
-        return (np.asarray(x) * scale + loc).astype(np.float32)
+        return np.asarray(x, dtype=np.float64) * scale + loc
 
     def to_dict(self) -> dict[str, list[list[float]]]:
-        """JSON-serialisable ``{"loc": [[...]], "scale": [[...]]}`` (exact float32 round trip)."""
+        """JSON-serialisable ``{"loc": [[...]], "scale": [[...]]}`` (exact float64 round trip)."""
         return {"loc": self.loc.tolist(), "scale": self.scale.tolist()}
 
     @classmethod
     def from_dict(cls, state: dict[str, list[list[float]]]) -> StandardScaler:
         """Inverse of :meth:`to_dict`."""
-        return cls(
-            loc=np.asarray(state["loc"], dtype=np.float32),
-            scale=np.asarray(state["scale"], dtype=np.float32),
-        )
+        return cls(loc=np.asarray(state["loc"]), scale=np.asarray(state["scale"]))
+
+
+def _moments(x: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``loc``, ``scale`` ``[C]`` of the observed entries of ``x`` ``[t, C]`` float64 (``mask``
+    ``[t, C]``), as in :class:`StandardScaler`.
+
+    The sums run on ``x`` divided by a power of two near its largest magnitude (an exact division),
+    so they stay finite for any finite ``x``; squares of values above 1e154 would overflow float64.
+    """
+    x = np.where(mask, x, 0.0)
+    _, exponent = np.frexp(np.abs(x).max(axis=0, initial=0.0))  # [C]
+    unit = np.ldexp(1.0, exponent - 1)  # [C], <= max |x|, so |x / unit| < 2
+    y = x / unit  # [t, C]
+    count = np.maximum(mask.sum(axis=0), 1)  # [C]
+    mean = y.sum(axis=0) / count  # [C], 0 when nothing is observed
+    std = np.sqrt((np.where(mask, y - mean, 0.0) ** 2).sum(axis=0) / count) * unit  # [C]
+    high = x.max(axis=0, where=mask, initial=-np.inf)  # [C]
+    constant = ~(high > x.min(axis=0, where=mask, initial=np.inf))  # [C], True without observations
+    loc = np.where(constant, np.where(mask.any(axis=0), high, 0.0), mean * unit)  # a constant exactly
+    return loc, np.where(constant, 1.0, std)

@@ -14,6 +14,8 @@ from tsrec.data.scaling import StandardScaler
 from tsrec.data.split import OriginRange
 from tsrec.data.time_features import future_index, time_features
 
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
 
 class WindowDataset(Dataset):
     """Forecast windows over one or more items, indexed arithmetically.
@@ -21,6 +23,9 @@ class WindowDataset(Dataset):
     Window ``k`` enumerates items in order, and within item ``i`` the origins
     ``start, start + stride, ... < stop`` of ``origins[i]``; ``k -> (item, origin)`` is a
     ``searchsorted`` on cumulative per-item counts, so no window is ever materialised.
+
+    Values are stored scaled, in float32, the precision models compute in; an observed value
+    outside float32's finite range is an error, never silently infinite.
 
     Each window is a dict (``C`` channels, ``F`` time features, ``H = prediction_length``):
 
@@ -50,7 +55,9 @@ class WindowDataset(Dataset):
         with_future_target: bool = True,
     ) -> None:
         """
-        values:     per item ``[T_i, C]`` scaled values (anything where unobserved, e.g. NaN).
+        values:     per item ``[T_i, C]`` scaled values (anything where unobserved, e.g. NaN);
+                    observed ones must be finite in float32 (``ValueError`` naming the first that
+                    is not).
         observed:   per item ``[T_i, C]`` bool.
         time_feat:  per item ``[T_i, F]``, or ``[T_i + H, F]`` when windows forecast past the end.
         origins:    per item half-open origin range ``(start, stop)``; an empty range gives no
@@ -88,6 +95,11 @@ class WindowDataset(Dataset):
                         f"{self.context_length}, prediction_length={self.prediction_length}, "
                         f"{len(x)} time steps)"
                     )
+            if (bad := _first_unrepresentable(x, mask)) is not None:
+                raise ValueError(
+                    f"item {i}: the observed value {x[bad]} at row {bad[0]}, channel {bad[1]} is not "
+                    "finite in float32; pass scaled values (StandardScaler.transform), or mark it unobserved"
+                )
             self._target.append(np.where(mask, x, 0.0).astype(np.float32))  # [T, C]
             self._observed.append(mask.astype(np.float32))  # [T, C]
             self._time_feat.append(np.asarray(feat, dtype=np.float32))  # [T(+H), F]
@@ -111,9 +123,8 @@ class WindowDataset(Dataset):
         scaler_rows: per item, its row in ``scaler`` (default its position; ``Split.val_rows`` or
                      ``Panel.check_compatible`` for another panel).
         """
-        rows = range(len(panel.items)) if scaler_rows is None else scaler_rows
         return cls(
-            [scaler.transform(s.values, int(r)) for s, r in zip(panel.items, rows)],
+            scaled_values(panel, scaler, scaler_rows),
             [s.observed for s in panel.items],
             [time_features(s.index, panel.freq) for s in panel.items],
             context_length,
@@ -144,9 +155,8 @@ class WindowDataset(Dataset):
                     f"{panel.item_label(i)} has {len(series)} time steps but forecasting needs the "
                     f"last context_length={context_length}; pass more history"
                 )
-        rows = range(len(panel.items)) if scaler_rows is None else scaler_rows
         return cls(
-            [scaler.transform(s.values, int(r)) for s, r in zip(panel.items, rows)],
+            scaled_values(panel, scaler, scaler_rows),
             [s.observed for s in panel.items],
             [
                 time_features(
@@ -186,3 +196,36 @@ class WindowDataset(Dataset):
         window["item"] = item
         window["origin"] = origin
         return window
+
+
+def scaled_values(
+    panel: Panel, scaler: StandardScaler, scaler_rows: Sequence[int] | None = None
+) -> list[np.ndarray]:
+    """Per item ``[T_i, C]`` float64: ``panel``'s values scaled (in float64) with the ``scaler`` row
+    ``scaler_rows[i]`` (default ``i``), NaN where unobserved.
+
+    Raises ``ValueError`` naming the column (and item), the timestamp and the value of the first
+    observed value whose scaled value lies outside float32's finite range, which models compute in.
+    """
+    rows = range(len(panel.items)) if scaler_rows is None else scaler_rows
+    scaled = []
+    for position, (series, row) in enumerate(zip(panel.items, rows)):
+        x = scaler.transform(series.values, int(row))  # [T, C]
+        if (bad := _first_unrepresentable(x, series.observed)) is not None:
+            t, c = bad
+            raise ValueError(
+                f"{panel.channel_label(position, c)} at {series.index[t]}: the value {series.values[t, c]:.6g} "
+                f"scales to {x[t, c]:.6g} with the scaler fitted on the training data (loc "
+                f"{scaler.loc[int(row), c]:.6g}, scale {scaler.scale[int(row), c]:.6g}), beyond float32's "
+                f"range (+-{_FLOAT32_MAX:.3g}) that models compute in; check the value (a wrong unit or a "
+                "typo?), or fit on data that cover its range"
+            )
+        scaled.append(x)
+    return scaled
+
+
+def _first_unrepresentable(x: np.ndarray, observed: np.ndarray) -> tuple[int, int] | None:
+    """``(row, channel)`` of the first observed entry of ``x`` ``[T, C]`` that is not finite in
+    float32 (NaN, infinite, or beyond +-3.4e38); None if there is none."""
+    bad = np.argwhere(np.asarray(observed, dtype=bool) & ~(np.abs(x) <= _FLOAT32_MAX))  # [K, 2]
+    return (int(bad[0, 0]), int(bad[0, 1])) if len(bad) else None
