@@ -116,6 +116,13 @@ def test_plot_forecast_wide_with_quantile_band(fitted, data):
     assert len(mean.get_xdata()) == HORIZON
     bands = [c for c in ax.collections if isinstance(c, PolyCollection)]
     assert len(bands) == 1 and bands[0].get_label() == "0.1-0.9 quantiles"
+    forecast["0.25"], forecast["0.75"], forecast["0.5"] = forecast["mean"] - 0.5, forecast["mean"] + 0.5, forecast["mean"]
+    nested = [c for c in plot_forecast(data, forecast, max_items=1).axes[0].collections
+              if isinstance(c, PolyCollection)]
+    assert [band.get_label() for band in nested] == ["0.1-0.9 quantiles", "0.25-0.75 quantiles"]
+    assert nested[1].get_alpha() > nested[0].get_alpha()  # inner bands darker
+    single = plot_forecast(data, forecast, max_items=1, quantiles=(0.25, 0.9)).axes[0].collections
+    assert [band.get_label() for band in single] == ["0.25-0.9 quantiles"]
 
 
 def long_frame(ids=("a", "b", "c"), n=100):

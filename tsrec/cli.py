@@ -286,7 +286,8 @@ def _read_like_fit(path: str, columns: dict[str, Any]) -> pd.DataFrame:
 
 def cmd_predict(args: argparse.Namespace) -> int:
     forecaster, columns = _load(args.model_dir)
-    forecast = forecaster.predict(None if args.data is None else _read_like_fit(args.data, columns))
+    forecast = forecaster.predict(None if args.data is None else _read_like_fit(args.data, columns),
+                                  quantiles=args.quantiles, num_samples=args.num_samples)
     forecast.to_csv(args.output, index=False)
     print(f"wrote {len(forecast)} forecast rows ({forecast['item_id'].nunique()} items x "
           f"{forecaster.prediction_length} steps) to {args.output}")
@@ -365,7 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--id-col", help="series id column: makes the frame long (one series per id)")
     fit.add_argument("--target-col", help="long frames: the value column; wide frames: the one column to forecast")
     fit.add_argument("--model", default="rsa_patchtst",
-                     help="model name from `tsrec models` (default rsa_patchtst, as Forecaster's)")
+                     help="model name from tsrec.list_models() (default rsa_patchtst, as Forecaster's)")
     fit.add_argument("--prediction-length", type=_positive_int, required=True, help="steps to forecast")
     fit.add_argument("--context-length", type=_positive_int, help="past steps read (default 2 x prediction length)")
     fit.add_argument("--freq", help="pandas frequency, e.g. h or 15min (default: inferred)")
@@ -383,6 +384,11 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--model-dir", required=True, help="directory written by 'tsrec fit' or Forecaster.save")
     predict.add_argument("--data", help="CSV file to forecast from (default: the end of the fitted data)")
     predict.add_argument("--output", required=True, help="CSV file for the forecast (item_id, timestamp, mean)")
+    predict.add_argument("--quantiles", type=float, nargs="+", metavar="Q",
+                         help="add a column per quantile level, e.g. --quantiles 0.1 0.5 0.9 (a model fitted with "
+                              "--option output=quantile, normal or studentt)")
+    predict.add_argument("--num-samples", type=int, metavar="N",
+                         help="add N sample paths, sample_0 ... (a model fitted with output=normal or studentt)")
     predict.set_defaults(handler=cmd_predict)
 
     back = commands.add_parser(

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import torch
 
 from tsrec import metrics
 from tsrec.data import Panel, WindowDataset, canonicalize, seasonality
 from tsrec.forecaster import Forecaster
+from tsrec.models.base import DEFAULT_QUANTILE_LEVELS
+from tsrec.nn.outputs import check_levels
 
 __all__ = ["BacktestResult", "backtest", "step_errors"]
 
@@ -97,7 +101,8 @@ def _history_before(df: pd.DataFrame, panel: Panel, cut: list[pd.Timestamp], *, 
 
 def backtest(forecaster: Forecaster, df: pd.DataFrame, *, start: int | str | pd.Timestamp | None = None,
              n_windows: int | None = None, stride: int | None = None, refit_every: int | None = None,
-             batch_size: int | None = None, season_length: int | None = None, time_col: str | None = None,
+             batch_size: int | None = None, season_length: int | None = None,
+             quantiles: Sequence[float] | None = None, time_col: str | None = None,
              id_col: str | None = None, target_col: str | None = None) -> BacktestResult:
     """Forecast from rolling origins over ``df`` and score every window.
 
@@ -114,6 +119,10 @@ def backtest(forecaster: Forecaster, df: pd.DataFrame, *, start: int | str | pd.
             windows (default: never refit; the fitted forecaster is reused).
         batch_size: windows per inference batch (the last partial batch is kept).
         season_length: MASE's seasonal period (default: the frequency's natural season).
+        quantiles: for a probabilistic model, the levels scored (default: a quantile output's own
+            levels, else 0.1, ..., 0.9): ``errors`` gets ``y_q<level>`` (original units) and
+            ``y_q<level>_scaled`` per level, and ``summary`` the CRPS (from the quantiles, in both
+            units), ``mean_wQuantileLoss`` and ``coverage_<level>``, as GluonTS's ``Evaluator``.
     """
     if stride is not None and (not isinstance(stride, int) or stride < 1):
         raise ValueError(f"stride must be a positive int, got {stride!r}")
@@ -126,8 +135,9 @@ def backtest(forecaster: Forecaster, df: pd.DataFrame, *, start: int | str | pd.
 
         raise NotFittedError("the forecaster is not fitted: fit it first, or pass refit_every=k to fit it on the data "
                            "before each block of k windows")
+    levels = _levels(forecaster, quantiles)
     columns = dict(time_col=time_col, id_col=id_col, target_col=target_col)
-    panel = canonicalize(df, freq=forecaster.freq, **columns)
+    panel = canonicalize(df, freq=forecaster.freq, gaps=forecaster.settings.window.gaps, **columns)
     horizon, context = forecaster.prediction_length, forecaster.context_length
     origins = _origins(panel, context, horizon, start, n_windows, stride or horizon)
     n_blocks = max(len(r) for r in origins)
@@ -146,13 +156,14 @@ def backtest(forecaster: Forecaster, df: pd.DataFrame, *, start: int | str | pd.
         dataset = WindowDataset.from_panel(panel, forecaster.scaler, context, horizon, ranges,
                                            stride=block_origins[0].step if block_origins[0] else 1,
                                            scaler_rows=rows)
-        scaled = forecaster.forecast_windows(dataset, batch_size=batch_size)  # [N, H, C]
+        scaled, bands = _point_and_quantiles(forecaster, forecaster.forecast_windows(dataset, batch_size=batch_size),
+                                             levels)  # [N, H, C], [N, H, C, Q] or None
         seasons.append(forecaster.data_facts.cycle_within(context))
-        parts.append(_window_frame(panel, forecaster, dataset, scaled, rows, seasons[-1]))
+        parts.append(_window_frame(panel, forecaster, dataset, scaled, rows, seasons[-1], bands, levels))
     errors = pd.concat(parts, ignore_index=True)
     m = season_length or seasonality(panel.freq)
     skill = _skill(errors, seasons)
-    summary = pd.concat([_summary(errors, panel, origins, m), pd.DataFrame(
+    summary = pd.concat([_summary(errors, panel, origins, m), _probabilistic_summary(errors, levels), pd.DataFrame(
         [(f"{ratio}_{row.baseline}", "ratio", getattr(row, ratio)) for row in skill.itertuples()
          for ratio in ("mse_ratio", "mae_ratio")], columns=["metric", "units", "value"])], ignore_index=True)
     return BacktestResult(errors, summary, _by_step(errors), skill)
@@ -198,10 +209,37 @@ def _skill(errors: pd.DataFrame, seasons: list[int | None]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
+def _levels(forecaster: Forecaster, quantiles: Sequence[float] | None) -> tuple[float, ...]:
+    """The quantile levels a backtest scores: none for a point model; ``quantiles``, else a
+    quantile output's own levels, else 0.1, ..., 0.9."""
+    if forecaster.settings.network.output == "point":
+        if quantiles is not None:
+            raise ValueError(f"{forecaster.model_name} forecasts points (output='point'): it has no quantiles to "
+                             "score; refit with output='quantile', 'normal' or 'studentt'")
+        return ()
+    if quantiles is not None:
+        return check_levels("quantiles", quantiles)
+    if forecaster.settings.network.output == "quantile":
+        return forecaster.settings.network.quantile_levels
+    return DEFAULT_QUANTILE_LEVELS
+
+
+def _point_and_quantiles(forecaster: Forecaster, outputs: np.ndarray,
+                         levels: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray | None]:
+    """Scaled point forecasts ``[N, H, C]`` and, for a probabilistic model, its quantiles at
+    ``levels`` ``[N, H, C, Q]``, from :meth:`Forecaster.forecast_windows`' outputs."""
+    if not levels:
+        return outputs, None
+    output = forecaster.model.output
+    params = torch.from_numpy(outputs).double()
+    return output.mean(params).numpy(), output.quantiles(params, levels).numpy()
+
+
 def _window_frame(panel: Panel, forecaster: Forecaster, dataset: WindowDataset, scaled: np.ndarray,
-                  rows: np.ndarray, season: int | None) -> pd.DataFrame:
+                  rows: np.ndarray, season: int | None, bands: np.ndarray | None = None,
+                  levels: tuple[float, ...] = ()) -> pd.DataFrame:
     """Tidy per-window, per-step, per-channel rows for one block of windows, with the naive
-    baselines of the same windows."""
+    baselines of the same windows and, for a probabilistic model, its quantiles ``bands``."""
     n, horizon, channels = scaled.shape
     context = forecaster.context_length
     items = np.empty(n, dtype=np.int64)
@@ -225,6 +263,10 @@ def _window_frame(panel: Panel, forecaster: Forecaster, dataset: WindowDataset, 
     step_index = np.stack([panel.items[i].index[o:o + horizon] for i, o in zip(items, origin)]) if n else \
         np.empty((0, horizon), dtype="datetime64[ns]")  # [N, H]
     shape = (n, horizon, channels)
+    quantile_columns = {}
+    for i, level in enumerate(levels):
+        quantile_columns[f"y_q{level}"] = forecaster.scaler.inverse_transform(bands[..., i], scaler_rows).ravel()
+        quantile_columns[f"y_q{level}_scaled"] = bands[..., i].ravel()
     return pd.DataFrame({
         "item_id": np.broadcast_to(item_id[:, None, :], shape).ravel(),
         "origin": np.broadcast_to(step_index[:, :1, None], shape).ravel(),
@@ -239,6 +281,7 @@ def _window_frame(panel: Panel, forecaster: Forecaster, dataset: WindowDataset, 
         "y_seasonal_naive": forecaster.scaler.inverse_transform(seasonal, scaler_rows).ravel(),
         "y_naive_scaled": naive.ravel(),
         "y_seasonal_naive_scaled": seasonal.ravel(),
+        **quantile_columns,
     })
 
 
@@ -251,6 +294,24 @@ def _summary(errors: pd.DataFrame, panel: Panel, origins: list[range], m: int) -
             rows.append((name, units, fn(t, p, mask=obs)))
     rows.append(("smape", "scale-free", metrics.smape(errors.y_true.to_numpy(), errors.y_pred.to_numpy(), mask=obs)))
     rows.append(("mase", "scale-free", _mase(errors, panel, origins, m)))
+    return pd.DataFrame(rows, columns=["metric", "units", "value"])
+
+
+def _probabilistic_summary(errors: pd.DataFrame, levels: tuple[float, ...]) -> pd.DataFrame:
+    """CRPS (from the quantiles, original and scaled units), ``mean_wQuantileLoss`` and the
+    coverage of each level, over observed entries (empty for a point model)."""
+    rows: list[tuple[str, str, float]] = []
+    if levels:
+        obs = errors["observed"].to_numpy()
+        for units, suffix in (("original", ""), ("scaled", "_scaled")):
+            truth = errors[f"y_true{suffix}"].to_numpy()
+            bands = np.stack([errors[f"y_q{q}{suffix}"].to_numpy() for q in levels], axis=-1)
+            rows.append(("crps", units, metrics.crps_from_quantiles(truth, bands, levels, mask=obs)))
+            if units == "original":
+                rows.append(("mean_wQuantileLoss", "scale-free",
+                             metrics.mean_weighted_quantile_loss(truth, bands, levels, mask=obs)))
+                rows += [(f"coverage_{q}", "fraction", metrics.coverage(truth, bands[..., i], mask=obs))
+                         for i, q in enumerate(levels)]
     return pd.DataFrame(rows, columns=["metric", "units", "value"])
 
 

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import hashlib
 import json
 import logging
 import os
-import hashlib
 import pickle
 import shutil
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -19,6 +21,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from tsrec._checks import check_int
 from tsrec.config import DataFacts, TrainingConfig
 from tsrec.data import (
     Panel,
@@ -33,6 +36,7 @@ from tsrec.data import (
 )
 from tsrec.data.periods import dominant_periods
 from tsrec.models import ForecastModel, build_model, model_spec
+from tsrec.nn.outputs import check_levels
 from tsrec.settings import ForecasterSettings
 
 __all__ = ["DEFAULT_MODEL", "Forecaster"]
@@ -97,8 +101,9 @@ class Forecaster:
         val_windows: validation forecast origins taken from the end of each series of the fit frame
             (default: those whose targets are its last 10% of steps, at least one; 0 trains without
             validation, early stopping or weight restore).
-        output_dir: where Lightning writes its CSV logs (default: a new temporary directory,
-            never the working directory).
+        output_dir: where training writes its CSV logs and per-epoch checkpoints (kept after
+            ``fit``; what ``resume=True`` continues from). Default: a temporary folder, removed
+            when ``fit`` returns (never the working directory).
         trainer_kwargs: passed to ``lightning.pytorch.Trainer`` unchanged, over tsrec's defaults.
         **options: training settings (:class:`~tsrec.config.TrainingConfig` fields such as
             ``max_epochs``, ``batch_size``, ``learning_rate``, ``seed``, ``precision``) and model
@@ -197,11 +202,24 @@ class Forecaster:
 
     # ------------------------------------------------------------------ fit
     def fit(self, df: pd.DataFrame, *, time_col: str | None = None, id_col: str | None = None,
-            target_col: str | None = None, val_df: pd.DataFrame | None = None) -> Forecaster:
-        """Train on ``df`` (validation from its end, or on ``val_df``); returns ``self``."""
+            target_col: str | None = None, val_df: pd.DataFrame | None = None, resume: bool = False) -> Forecaster:
+        """Train on ``df`` (validation from its end, or on ``val_df``); returns ``self``.
+
+        With ``output_dir`` set, the complete training state of every finished epoch is written to
+        ``output_dir/checkpoints/last.ckpt`` (atomically: a kill leaves the previous or the new
+        one); it stays there after ``fit`` returns. ``resume=True`` continues the run that wrote it,
+        given the same data and settings (anything else is a ``ValueError`` naming the
+        differences), and trains exactly the model the uninterrupted run would have (on CPU; every
+        epoch's shuffling and dropout depend only on the seed and the epoch).
+
+        Raises :class:`tsrec.training.TrainingDiverged` (a ``ValueError`` naming the epoch, the
+        learning rate and the fix) when an epoch's training loss is not finite or explodes; no
+        model is fitted from that run (a new Forecaster stays unfitted).
+        """
         columns = {"time_col": time_col, "id_col": id_col, "target_col": target_col}
-        panel = canonicalize(df, freq=self.settings.window.freq, **columns)
-        val_panel = None if val_df is None else canonicalize(val_df, freq=panel.freq, **columns)
+        gaps = self.settings.window.gaps
+        panel = canonicalize(df, freq=self.settings.window.freq, gaps=gaps, **columns)
+        val_panel = None if val_df is None else canonicalize(val_df, freq=panel.freq, gaps=gaps, **columns)
         split = split_panel(panel, self.context_length, self.prediction_length,
                             val_windows=self.val_windows, val_panel=val_panel)
         scaler = StandardScaler.fit([s.values for s in panel.items], [s.observed for s in panel.items],
@@ -211,37 +229,19 @@ class Forecaster:
         facts = data_facts(panel.freq, n_channels=len(panel.columns) if panel.layout == "wide" else 1,
                            periods=periods)
         resolved = self.settings.resolved(facts, freq=panel.freq)
+        _require_observed(panel, split.train_end)
         started = time.perf_counter()
         import lightning.pytorch as pl
 
-        from tsrec.training import ForecastingModule, RestoreBestWeights, make_loader, make_trainer
-
         pl.seed_everything(self.training.seed, workers=True, verbose=False)
         model = build_model(resolved.model, resolved.network)
-        self.trainer = None
         history: list[dict[str, float]] = []
         best_epoch = None
         if self.trainable:
-            train_set = WindowDataset.from_panel(panel, scaler, self.context_length, self.prediction_length,
-                                                 split.train)
-            if len(train_set) == 0:
-                raise ValueError("no training window fits in the data; use a shorter context_length or "
-                                 "prediction_length, or fewer val_windows")
-            val_loader = None
-            if split.val is not None:
-                val_set = WindowDataset.from_panel(val_panel or panel, scaler, self.context_length,
-                                                   self.prediction_length, split.val, scaler_rows=split.val_rows)
-                val_loader = make_loader(val_set, self.training, train=False)
-            output_dir = self.output_dir or Path(tempfile.mkdtemp(prefix="tsrec-run-"))
-            self.output_dir = output_dir
-            module = ForecastingModule(model, self.training)
-            self.trainer = make_trainer(self.training, output_dir, validate=val_loader is not None,
-                                        trainer_kwargs=self.trainer_kwargs)
-            self.trainer.fit(module, make_loader(train_set, self.training, train=True), val_loader)
-            log.info("tsrec: training logs in %s", output_dir)
-            history = module.history
-            restore = next((c for c in self.trainer.callbacks if isinstance(c, RestoreBestWeights)), None)
-            best_epoch = None if restore is None or restore.best_epoch is None else restore.best_epoch + 1
+            history, best_epoch = self._train(model, resolved, panel, val_panel, split, scaler, resume=resume)
+        elif resume:
+            raise ValueError(f"{self.model_name!r} needs no training, so there is no run to resume; "
+                             "fit without resume=True")
         self.model = model.eval()
         self.training_summary = TrainingSummary(pd.DataFrame(history, columns=list(TrainingSummary.COLUMNS)),
                                                 best_epoch, time.perf_counter() - started)
@@ -252,6 +252,47 @@ class Forecaster:
         self._columns = columns
         return self
 
+    def _train(self, model: ForecastModel, resolved: ForecasterSettings, panel: Panel, val_panel: Panel | None,
+               split: Any, scaler: StandardScaler, *, resume: bool) -> tuple[list[dict[str, float]], int | None]:
+        """Train ``model`` in place through Lightning; returns the per-epoch history and the best
+        epoch (1-based; None without validation). Logs and checkpoints go to ``output_dir``, or to
+        a temporary folder removed on return."""
+        from tsrec.training import (
+            EpochCheckpoint,
+            ForecastingModule,
+            RestoreBestWeights,
+            describe_run,
+            make_loader,
+            make_trainer,
+            quiet_lightning,
+            resume_checkpoint,
+        )
+
+        train_set = WindowDataset.from_panel(panel, scaler, self.context_length, self.prediction_length, split.train)
+        if len(train_set) == 0:
+            raise ValueError("no training window fits in the data; use a shorter context_length or "
+                             "prediction_length, or fewer val_windows")
+        val_loader = None
+        if split.val is not None:
+            val_set = WindowDataset.from_panel(val_panel or panel, scaler, self.context_length,
+                                               self.prediction_length, split.val, scaler_rows=split.val_rows)
+            val_loader = make_loader(val_set, self.training, train=False)
+        checkpoints = None if self.output_dir is None else self.output_dir / "checkpoints"
+        run = None if checkpoints is None else describe_run(resolved.to_dict(), panel, val_panel)
+        ckpt_path = resume_checkpoint(checkpoints, run) if resume else None
+        with contextlib.ExitStack() as stack:
+            output_dir = self.output_dir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tsrec-run-")))
+            stack.enter_context(quiet_lightning())
+            module = ForecastingModule(model, self.training)
+            self.trainer = make_trainer(self.training, output_dir, validate=val_loader is not None,
+                                        trainer_kwargs=self.trainer_kwargs,
+                                        checkpoint=None if checkpoints is None else EpochCheckpoint(checkpoints, run))
+            self.trainer.fit(module, make_loader(train_set, self.training, train=True), val_loader,
+                             ckpt_path=ckpt_path, weights_only=True)
+        log.debug("tsrec: training logs in %s", output_dir)
+        restore = next((c for c in self.trainer.callbacks if isinstance(c, RestoreBestWeights)), None)
+        return module.history, None if restore is None or restore.best_epoch is None else restore.best_epoch + 1
+
     # ------------------------------------------------------------------ predict
     def _require_fitted(self) -> None:
         if self.model is None:
@@ -259,27 +300,61 @@ class Forecaster:
 
             raise NotFittedError("this Forecaster is not fitted yet: call fit(df) first, or Forecaster.load(path)")
 
-    def predict(self, df: pd.DataFrame | None = None, *, batch_size: int | None = None) -> pd.DataFrame:
+    def predict(self, df: pd.DataFrame | None = None, *, quantiles: Sequence[float] | None = None,
+                num_samples: int | None = None, batch_size: int | None = None) -> pd.DataFrame:
         """Forecast the ``prediction_length`` steps after the end of the fitted frame, or of ``df``
-        (same columns, or known ids, as the fitted frame; at least ``context_length`` steps)."""
+        (same columns, or known ids, as the fitted frame; at least ``context_length`` steps).
+
+        Returns a long frame with ``item_id``, ``timestamp`` and ``mean``, in original units. A
+        probabilistic model (``output="normal"``, ``"studentt"`` or ``"quantile"``) adds one column
+        per level of ``quantiles`` (named as GluonTS's ``QuantileForecast`` keys: ``"0.1"``,
+        ``"0.5"``, ...; never crossing) and, for a distribution, ``num_samples`` sample paths
+        (``sample_0``, ...); the scaling is undone on every one of them.
+        """
         self._require_fitted()
         if df is None:
             panel, rows = self.panel, np.arange(len(self.panel.items))
         else:
-            panel = canonicalize(df, freq=self.freq, **self._columns)
+            panel = canonicalize(df, freq=self.freq, gaps=self.settings.window.gaps, **self._columns)
             rows = self.panel.check_compatible(panel)
         dataset = WindowDataset.for_prediction(panel, self.scaler, self.context_length, self.prediction_length,
                                                scaler_rows=rows)
-        mean = self.scaler.inverse_transform(self.forecast_windows(dataset, batch_size=batch_size), rows)
-        return forecast_frame(panel, mean)
+        outputs = self.forecast_windows(dataset, batch_size=batch_size)
+        output = self.model.output
+        if not output.probabilistic:
+            if quantiles is not None or num_samples is not None:
+                raise ValueError(f"{self.model_name} was trained with output='point', so it has no quantiles or "
+                                 "samples; refit with output='quantile', 'normal' or 'studentt'")
+            return forecast_frame(panel, self.scaler.inverse_transform(outputs, rows))
+        params = self.original_units(outputs, rows)  # [N, H, C, P]
+        extra: dict[str, np.ndarray] = {}
+        if quantiles is not None:
+            levels = check_levels("quantiles", quantiles)
+            values = output.quantiles(params, levels).numpy()  # [N, H, C, Q]
+            extra.update({str(level): _long_order(values[..., i]) for i, level in enumerate(levels)})
+        if num_samples is not None:
+            paths = output.sample(params, check_int("num_samples", num_samples, 1)).numpy()  # [S, N, H, C]
+            extra.update({f"sample_{i}": _long_order(path) for i, path in enumerate(paths)})
+        frame = forecast_frame(panel, output.mean(params).numpy())
+        return pd.concat([frame, pd.DataFrame(extra, index=frame.index)], axis=1) if extra else frame
+
+    def original_units(self, outputs: np.ndarray, rows: np.ndarray) -> torch.Tensor:
+        """A probabilistic model's scaled output parameters ``[N, H, C, P]`` (from
+        :meth:`forecast_windows`) in the data's own units, float64; ``rows`` ``[N]`` are the
+        windows' scaler rows."""
+        shift = torch.from_numpy(self.scaler.loc[rows])[:, None, :]  # [N, 1, C]
+        scale = torch.from_numpy(self.scaler.scale[rows])[:, None, :]
+        return self.model.output.affine(torch.from_numpy(outputs).double(), shift, scale)
 
     def forecast_windows(self, dataset: WindowDataset, *, batch_size: int | None = None) -> np.ndarray:
-        """Scaled forecasts ``[N, H, C]`` for every window of ``dataset``, in order, batched (the
-        last partial batch included), through ``Trainer.predict`` on the accelerator the model
-        trains on (``trainer_kwargs``' ``accelerator``, default ``"auto"``)."""
+        """Scaled outputs for every window of ``dataset``, in order, batched (the last partial batch
+        included), through ``Trainer.predict`` on the accelerator the model trains on
+        (``trainer_kwargs``' ``accelerator``, default ``"auto"``): point forecasts ``[N, H, C]``,
+        or a probabilistic output's parameters ``[N, H, C, P]``."""
         self._require_fitted()
         if len(dataset) == 0:
-            return np.zeros((0, self.prediction_length, self.model.config.n_channels), dtype=np.float32)
+            shape = (0, self.prediction_length, self.model.config.n_channels)
+            return np.zeros(shape + ((self.model.n_params,) if self.model.output.probabilistic else ()), np.float32)
         from tsrec.training import ForecastingModule, make_predict_trainer, quiet_lightning
 
         loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size or self.training.batch_size)
@@ -406,6 +481,24 @@ class Forecaster:
         state = "fitted" if self.model is not None else "not fitted"
         return (f"Forecaster({self.model_name!r}, prediction_length={self.prediction_length}, "
                 f"context_length={self.context_length}, freq={self.freq!r}; {state})")
+
+
+def _require_observed(panel: Panel, train_end: Sequence[int]) -> None:
+    """A ``ValueError`` naming the first series and column with no observed value in its
+    training part: a model cannot learn, or forecast, a variable it has never seen."""
+    for item, end in zip(panel.items, train_end):
+        never = ~item.observed[:end].any(axis=0)  # [C]
+        if never.any():
+            column = panel.columns[int(np.argmax(never))] if panel.layout == "wide" else panel.columns[0]
+            where = "" if panel.layout == "wide" else f" of item {item.item_id!r}"
+            raise ValueError(f"column {column!r}{where} has no observed value in the training part (its first "
+                             f"{end} steps); drop it, or fit on a frame where it has data")
+
+
+def _long_order(values: np.ndarray) -> np.ndarray:
+    """``[N, H, C]`` values in the row order of :func:`~tsrec.data.forecast_frame` (forecast,
+    column, timestamp)."""
+    return values.transpose(0, 2, 1).ravel()
 
 
 def _tail(panel: Panel, length: int) -> Panel:

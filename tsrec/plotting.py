@@ -297,6 +297,17 @@ def plot_gate_history(source: Any) -> Figure:
 
 
 # ---------------------------------------------------------------------------------------- forecasts
+def _central_bands(levels: dict[float, str]) -> list[tuple[str, str]]:
+    """The central intervals among quantile columns, widest first: every pair ``(q, 1 - q)``
+    present, else the lowest and highest column (nothing with fewer than two columns)."""
+    by_level = {round(q, 9): column for q, column in levels.items()}
+    pairs = [(column, by_level[round(1 - q, 9)]) for q, column in levels.items()
+             if q < 0.5 and round(1 - q, 9) in by_level]
+    if pairs or len(levels) < 2:
+        return pairs
+    return [(levels[min(levels)], levels[max(levels)])]
+
+
 def _quantile_columns(frame: pd.DataFrame) -> dict[float, str]:
     """Quantile level -> column name for the columns named like ``"0.1"``."""
     levels = {}
@@ -315,7 +326,8 @@ def _history_series(history: pd.DataFrame, time_col: str | None, id_col: str | N
     """item_id (the wide frame's column, or the long frame's id) -> observed values on the time grid."""
     from tsrec.data import canonicalize
 
-    panel = canonicalize(history, time_col=time_col, id_col=id_col, target_col=target_col)
+    # a plot only shows the data: a long gap is worth a warning, not an error
+    panel = canonicalize(history, time_col=time_col, id_col=id_col, target_col=target_col, gaps="warn")
     out = {}
     for item in panel.items:
         names = panel.columns if panel.layout == "wide" else (item.item_id,)
@@ -337,13 +349,14 @@ def plot_forecast(history: pd.DataFrame, forecast: pd.DataFrame, *, item_id: str
         forecast: the frame of ``Forecaster.predict``: ``item_id``, ``timestamp``, ``mean`` and,
             when present, quantile columns (``"0.1"``, ``"0.9"``, ...).
         item_id: the item(s) to draw (default: the forecast's items in order, up to ``max_items``).
-        quantiles: the two quantile columns bounding the shaded band (default: the lowest and
-            highest present; no band without quantile columns).
+        quantiles: the two quantile columns bounding one shaded band (default: a band for every
+            central interval present, ``0.1``-``0.9``, ``0.2``-``0.8``, ..., nested and darker
+            inwards; else the lowest and highest column; no band without quantile columns).
         max_items: the most panels drawn.
         history_steps: observed steps drawn before the forecast start (default 4 horizons).
 
     Returns:
-        A figure with one axes per item: the observed line, the forecast mean line and the band.
+        A figure with one axes per item: the observed line, the forecast mean line and the bands.
     """
     missing = {"item_id", "timestamp", "mean"} - set(forecast.columns)
     if missing:
@@ -363,12 +376,13 @@ def plot_forecast(history: pd.DataFrame, forecast: pd.DataFrame, *, item_id: str
         items = items[:max_items]
     levels = _quantile_columns(forecast)
     if quantiles is None:
-        band = (levels[min(levels)], levels[max(levels)]) if len(levels) >= 2 else None
+        bands = _central_bands(levels)
     else:
         band = tuple(levels.get(float(q)) for q in quantiles)
         if None in band:
             raise ValueError(f"quantiles {quantiles!r} are not all forecast columns; quantile columns: "
                              f"{list(levels.values())}")
+        bands = [band]
     observed = _history_series(history, time_col, id_col, target_col)
     fig = Figure(figsize=(9.0, 2.6 * len(items) + 0.6), layout="constrained")
     axes = fig.subplots(len(items), 1, squeeze=False)[:, 0]
@@ -382,9 +396,9 @@ def plot_forecast(history: pd.DataFrame, forecast: pd.DataFrame, *, item_id: str
             shown = pd.concat([past, series[(series.index >= start) & (series.index <= end)]])
             ax.plot(shown.index, shown.to_numpy(), color="black", linewidth=1.0, label="observed")
         ax.plot(part["timestamp"], part["mean"], color="tab:blue", linewidth=1.5, label="forecast mean")
-        if band is not None:
-            ax.fill_between(part["timestamp"], part[band[0]], part[band[1]], color="tab:blue", alpha=0.25,
-                            label=f"{band[0]}-{band[1]} quantiles")
+        for depth, (low, high) in enumerate(bands):  # widest first, each inner band darker
+            ax.fill_between(part["timestamp"], part[low], part[high], color="tab:blue", alpha=0.18 + 0.1 * depth,
+                            linewidth=0, label=f"{low}-{high} quantiles")
         locator = AutoDateLocator()
         ax.xaxis.set_major_locator(locator)
         ax.xaxis.set_major_formatter(ConciseDateFormatter(locator))

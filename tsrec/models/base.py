@@ -148,10 +148,10 @@ class ForecastModel(nn.Module, abc.ABC):
         y = self.forecast(x, past_time_feat, future_time_feat)  # [B', H, C', P]
         if self.config.channel_independent and channels > 1:
             y = y.reshape(size, channels, *y.shape[1:]).squeeze(3).transpose(1, 2)  # [B, H, C, P]
-        params = self.output.params(y)
+        params = self.output.params(y)  # [B, H, C] for a point output
         if stats is not None:
             params = self.output.affine(params, *self.revin.inverse_affine(stats))
-        return params[..., 0] if not self.output.probabilistic else params
+        return params
 
     def rsa_layers(self) -> list[tuple[str, int, nn.Module]]:
         """``(attention name, layer index, AttentionLayer)`` for every layer with RSA (none by default)."""

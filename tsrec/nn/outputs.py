@@ -27,7 +27,8 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
-__all__ = ["OUTPUTS", "ForecastOutput", "PointOutput", "DistributionOutput", "QuantileOutput", "make_output"]
+__all__ = ["OUTPUTS", "ForecastOutput", "PointOutput", "DistributionOutput", "QuantileOutput", "make_output",
+           "masked_loss"]
 
 OUTPUTS = ("point", "normal", "studentt", "quantile")
 
@@ -84,8 +85,15 @@ def _masked_mean(values: Tensor, observed: Tensor) -> Tensor:
     return (values * observed).sum() / observed.sum().clamp_min(1.0)
 
 
+def masked_loss(prediction: Tensor, target: Tensor, observed: Tensor, kind: str = "mse") -> Tensor:
+    """Mean ``(prediction - target)^2`` (or ``|.|``) over observed entries; all ``[B, H, C]``."""
+    error = prediction - target
+    return _masked_mean(error.square() if kind == "mse" else error.abs(), observed)
+
+
 class PointOutput(ForecastOutput):
-    """One number per step: the forecast, trained by MSE or MAE."""
+    """One number per step, the forecast itself, trained by MSE or MAE. Its parameters are the
+    forecast without a trailing parameter axis: ``[...]``, not ``[..., 1]``."""
 
     roles = (LOCATION,)
 
@@ -94,14 +102,17 @@ class PointOutput(ForecastOutput):
         return False
 
     def params(self, raw: Tensor) -> Tensor:
-        return raw
+        """``raw [..., 1]`` -> the forecast ``[...]``."""
+        return raw[..., 0]
+
+    def affine(self, params: Tensor, shift: Tensor, scale: Tensor) -> Tensor:
+        return params * scale + shift
 
     def loss(self, params: Tensor, target: Tensor, observed: Tensor, point_loss: str) -> Tensor:
-        error = params[..., 0] - target
-        return _masked_mean(error.square() if point_loss == "mse" else error.abs(), observed)
+        return masked_loss(params, target, observed, point_loss)
 
     def mean(self, params: Tensor) -> Tensor:
-        return params[..., 0]
+        return params
 
     def quantiles(self, params: Tensor, levels: Sequence[float]) -> Tensor:
         raise ValueError("a point forecast has no quantiles: train with output='quantile', 'normal' or 'studentt'")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import Any
 
 import lightning.pytorch as pl
 import torch
@@ -13,13 +14,18 @@ from tsrec.batch import ForecastBatch
 from tsrec.config import TrainingConfig
 from tsrec.models.base import ForecastModel
 from tsrec.nn.attention import rsa_parameters
+from tsrec.training.trainer import epoch_seed
+
+#: Training has diverged when its typical error exceeds this many standard deviations of the
+#: training data: the targets are scaled to mean 0 and standard deviation 1, so forecasting zero
+#: scores about 1, and an epoch's mean MSE above ``DIVERGED_ERROR ** 2`` (MAE above ``DIVERGED_ERROR``)
+#: is far beyond any forecast that has learnt something.
+DIVERGED_ERROR = 100.0
 
 
-def masked_loss(prediction: Tensor, target: Tensor, observed: Tensor, kind: str = "mse") -> Tensor:
-    """Mean ``(prediction - target)^2`` (or ``|.|``) over observed entries; all ``[B, H, C]``."""
-    error = prediction - target
-    error = error.square() if kind == "mse" else error.abs()
-    return (error * observed).sum() / observed.sum().clamp_min(1.0)
+class TrainingDiverged(ValueError):
+    """The training loss became NaN or infinite, or exploded (see :data:`DIVERGED_ERROR`): the
+    learning rate is too high for the data. A ``ValueError``: the fix is another setting."""
 
 
 def informer_lr_factor(epoch: int) -> float:
@@ -37,7 +43,16 @@ class ForecastingModule(pl.LightningModule):
     ``history`` gets one row per finished epoch: ``epoch`` (1-based), ``train_loss`` and
     ``val_loss`` (means over the epoch's windows; NaN without validation), the backbone's
     ``learning_rate`` and the epoch's wall ``seconds`` (validation included). Under DDP the
-    losses are those of the rank the module lives on.
+    losses are those of the rank the module lives on. ``history`` is saved in checkpoints.
+
+    Every epoch's randomness (dropout, ProbSparse's key samples) comes from the global torch
+    generator reseeded at the epoch's start from ``(config.seed, epoch)``, so that a run resumed
+    from a checkpoint trains exactly as an uninterrupted one.
+
+    An epoch whose mean training loss is not finite (a NaN or infinite loss at any step makes it
+    so) or exceeds the :data:`DIVERGED_ERROR` bound raises :class:`TrainingDiverged` at the end of
+    that epoch, before it is checkpointed (checked per epoch, not per step, so that training never
+    waits for the accelerator to report a loss).
     """
 
     def __init__(self, model: ForecastModel, config: TrainingConfig) -> None:
@@ -58,21 +73,47 @@ class ForecastingModule(pl.LightningModule):
         return float(total) / count if count else math.nan
 
     def on_train_epoch_start(self) -> None:
+        torch.manual_seed(epoch_seed(self.config.seed, self.current_epoch))
         self._epoch_started = time.perf_counter()
         self._epoch_lr = self.trainer.optimizers[0].param_groups[0]["lr"]  # the scheduler steps before epoch end
 
     def on_train_epoch_end(self) -> None:
-        self.history.append({
+        trained = "train" in self._totals
+        row = {
             "epoch": self.current_epoch + 1, "train_loss": self._mean("train"), "val_loss": self._mean("val"),
             "learning_rate": self._epoch_lr,
             "seconds": time.perf_counter() - self._epoch_started,
-        })
+        }
+        if trained:
+            self._check_diverged(row["epoch"], row["train_loss"])
+        self.history.append(row)
+
+    def _check_diverged(self, epoch: int, train_loss: float) -> None:
+        """Raise :class:`TrainingDiverged` when the epoch's mean training loss is not finite or
+        beyond the :data:`DIVERGED_ERROR` bound."""
+        c = self.config
+        bound = DIVERGED_ERROR ** 2 if c.loss == "mse" else DIVERGED_ERROR
+        if math.isfinite(train_loss) and train_loss <= bound:
+            return
+        what = (f"the training loss became {train_loss}" if not math.isfinite(train_loss) else
+                f"the mean training loss reached {train_loss:.3g} ({c.loss} in scaled units, where forecasting "
+                f"zero scores about 1; the bound is {bound:g})")
+        clip = ("set gradient_clip_val (e.g. 1.0)" if c.gradient_clip_val is None else
+                f"a smaller gradient_clip_val than {c.gradient_clip_val:g}")
+        raise TrainingDiverged(f"training diverged in epoch {epoch} at learning_rate={c.learning_rate:g}: {what}. "
+                               f"Lower learning_rate (e.g. to {c.learning_rate / 10:g}) or {clip}")
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        checkpoint["tsrec_history"] = [dict(row) for row in self.history]
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        self.history = [dict(row) for row in checkpoint["tsrec_history"]]
 
     def forward(self, batch: ForecastBatch) -> Tensor:
         return self.model(batch)
 
     def _loss(self, batch: ForecastBatch) -> Tensor:
-        return masked_loss(self(batch), batch["future_target"], batch["future_observed"], self.config.loss)
+        return self.model.output.loss(self(batch), batch["future_target"], batch["future_observed"], self.config.loss)
 
     def training_step(self, batch: ForecastBatch, batch_idx: int) -> Tensor:
         loss = self._loss(batch)
@@ -105,7 +146,7 @@ class ForecastingModule(pl.LightningModule):
         if gates:
             self.log_dict(gates, on_step=False, on_epoch=True)
 
-    def configure_optimizers(self):  # noqa: ANN201 (Lightning's return type)
+    def configure_optimizers(self):  # Lightning's return type: an optimizer or a dict
         c = self.config
         rsa = list(rsa_parameters(self.model))
         rsa_ids = {id(p) for p in rsa}

@@ -10,45 +10,51 @@ from pathlib import Path
 from typing import Any
 
 import lightning.pytorch as pl
-from lightning.pytorch.callbacks import EarlyStopping
+import numpy as np
+import torch
+from lightning.pytorch.callbacks import Checkpoint, EarlyStopping
 from lightning.pytorch.loggers import CSVLogger
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, Sampler
 
-from tsrec.training.callbacks import RestoreBestWeights
 from tsrec.config import TrainingConfig
+from tsrec.training.callbacks import EpochCheckpoint, RestoreBestWeights
 
 
 def make_trainer(config: TrainingConfig, output_dir: str | Path, *, validate: bool,
-                 trainer_kwargs: dict[str, Any] | None = None) -> pl.Trainer:
+                 trainer_kwargs: dict[str, Any] | None = None, checkpoint: EpochCheckpoint | None = None) -> pl.Trainer:
     """A Trainer with tsrec's defaults, overridden key by key by ``trainer_kwargs``.
 
     Defaults: ``accelerator="auto"``, one device, CSV logs under ``output_dir``, early stopping on
-    ``val_loss`` with the best weights restored (when ``validate``), no checkpoint files, progress bar.
+    ``val_loss`` with the best weights restored (when ``validate``), progress bar, and no checkpoint
+    files but those of ``checkpoint`` (tsrec's per-epoch ``last.ckpt``; left out when
+    ``trainer_kwargs`` set ``enable_checkpointing=False``). Checkpointing is on exactly when a
+    :class:`~lightning.pytorch.callbacks.Checkpoint` callback is present.
     """
+    extra = dict(trainer_kwargs or {})
     callbacks: list[pl.Callback] = []
     if validate:
         callbacks.append(RestoreBestWeights("val_loss"))
         if config.patience is not None:
             callbacks.append(EarlyStopping("val_loss", patience=config.patience, mode="min"))
-    kwargs: dict[str, Any] = dict(
-        accelerator="auto",
-        devices=1,
-        max_epochs=config.max_epochs,
-        precision=config.precision,
-        deterministic=config.deterministic,
-        gradient_clip_val=config.gradient_clip_val,
-        default_root_dir=str(output_dir),
-        logger=CSVLogger(str(output_dir), name="logs"),
-        callbacks=callbacks,
-        enable_checkpointing=False,
-        enable_model_summary=False,
-        log_every_n_steps=10,
-        limit_val_batches=1.0 if validate else 0,
-        num_sanity_val_steps=0,
-    )
-    extra = dict(trainer_kwargs or {})
-    if "callbacks" in extra:
-        kwargs["callbacks"] = callbacks + list(extra.pop("callbacks"))
+    if checkpoint is not None and extra.get("enable_checkpointing", True):
+        callbacks.append(checkpoint)
+    callbacks += list(extra.pop("callbacks", []))
+    kwargs: dict[str, Any] = {
+        "accelerator": "auto",
+        "devices": 1,
+        "max_epochs": config.max_epochs,
+        "precision": config.precision,
+        "deterministic": config.deterministic,
+        "gradient_clip_val": config.gradient_clip_val,
+        "default_root_dir": str(output_dir),
+        "logger": CSVLogger(str(output_dir), name="logs"),
+        "callbacks": callbacks,
+        "enable_checkpointing": any(isinstance(c, Checkpoint) for c in callbacks),
+        "enable_model_summary": False,
+        "log_every_n_steps": 10,
+        "limit_val_batches": 1.0 if validate else 0,
+        "num_sanity_val_steps": 0,
+    }
     kwargs.update(extra)
     return pl.Trainer(**kwargs)
 
@@ -61,10 +67,45 @@ def make_predict_trainer(config: TrainingConfig, trainer_kwargs: dict[str, Any] 
                       enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=False)
 
 
+def epoch_seed(seed: int, epoch: int) -> int:
+    """The seed of one epoch's randomness, a function of ``(seed, epoch)`` only; NumPy's
+    ``SeedSequence`` mixes the two, so neighbouring seeds or epochs give unrelated streams."""
+    return int(np.random.SeedSequence((seed, epoch)).generate_state(1)[0])
+
+
+class EpochShuffleSampler(Sampler[int]):
+    """A random order of ``range(length)`` per epoch, a function of ``(seed, epoch)`` only.
+
+    Lightning calls :meth:`set_epoch` before every epoch, so a run resumed from a checkpoint draws
+    the same orders as an uninterrupted one. ``RandomSampler`` would take its order from a generator
+    whose state depends on everything drawn before (and on when the loader's iterator is created,
+    which differs between a fresh and a resumed run), and that state is not checkpointed.
+    """
+
+    def __init__(self, length: int, seed: int) -> None:
+        self.length = length
+        self.seed = seed
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __iter__(self) -> Iterator[int]:
+        generator = torch.Generator().manual_seed(epoch_seed(self.seed, self.epoch))
+        return iter(torch.randperm(self.length, generator=generator).tolist())
+
+
 def make_loader(dataset: Dataset, config: TrainingConfig, *, train: bool) -> DataLoader:
-    """Batches of windows; never drops the last partial batch."""
-    return DataLoader(dataset, batch_size=config.batch_size, shuffle=train and config.shuffle, drop_last=False,
-                      num_workers=config.num_workers, persistent_workers=config.num_workers > 0)
+    """Batches of windows; never drops the last partial batch. Training windows are shuffled (when
+    ``config.shuffle``) by an :class:`EpochShuffleSampler`; the loader draws its workers' base
+    seed from its own generator, never from the global one that dropout uses."""
+    sampler = EpochShuffleSampler(len(dataset), config.seed) if train and config.shuffle else None
+    return DataLoader(dataset, batch_size=config.batch_size, sampler=sampler, drop_last=False,
+                      num_workers=config.num_workers, persistent_workers=config.num_workers > 0,
+                      generator=torch.Generator().manual_seed(config.seed))
 
 
 @contextlib.contextmanager
