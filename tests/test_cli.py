@@ -138,7 +138,17 @@ def test_an_interrupted_refit_keeps_the_previous_model(tmp_path, monkeypatch):
     pd.testing.assert_frame_equal(Forecaster.load(tmp_path / "model").predict(), before)
     assert main(fit + ["--option", "seed=1"]) == 0  # a complete refit replaces it, logs included
     assert list((tmp_path / "model" / "training").glob("logs/version_*/metrics.csv"))
+    assert list((tmp_path / "model" / "training").glob("checkpoints/last.ckpt"))
     assert not (tmp_path / ".model.training").exists()
+
+
+def test_fit_resume_without_an_interrupted_run_says_so(tmp_path, capsys):
+    index = pd.date_range("2024-01-01", periods=150, freq="h")
+    pd.DataFrame({"date": index, "load": np.sin(np.arange(150) / 4)}).to_csv(tmp_path / "wide.csv", index=False)
+    assert main(["fit", "--data", str(tmp_path / "wide.csv"), "--model", "dlinear", "--prediction-length", "8",
+                 "--epochs", "1", "--output", str(tmp_path / "model"), "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "resume" in err and "checkpoint" in err
 
 
 def test_parse_options_reads_json_values():

@@ -294,3 +294,46 @@ def test_ddp_on_two_cpu_processes(tmp_path):
     assert abs(ranks[0]["seen"] - ranks[1]["seen"]) <= 1
     np.testing.assert_allclose(ranks[0]["forecast"], ranks[1]["forecast"], rtol=1e-5)
     assert np.isfinite(ranks[0]["forecast"]).all()
+
+
+# ------------------------------------------------------------------------------ only from data
+def test_a_column_without_data_in_its_context_gets_nan_and_a_warning(tmp_path):
+    df = wide_frame()
+    f = tiny("dlinear").fit(df)
+    outage = df.copy()
+    outage.iloc[-30:, 1] = np.nan  # the 'temp' sensor is out for longer than the 24-step context
+    with pytest.warns(UserWarning, match=r"1 series have no observed value in their last 24 steps.*column 'temp'"):
+        fc = f.predict(outage)
+    assert fc.loc[fc.item_id == "temp", "mean"].isna().all() and fc.loc[fc.item_id == "load", "mean"].notna().all()
+    strict = tiny("dlinear", missing_context="raise").fit(df)
+    with pytest.raises(ValueError, match=r"column 'temp'.*last context_length steps hold observations"):
+        strict.predict(outage)
+
+
+def test_a_column_never_observed_in_training_is_refused():
+    df = wide_frame()
+    df["dead"] = np.nan
+    with pytest.raises(ValueError, match=r"column 'dead' has no observed value in the training part"):
+        tiny("dlinear").fit(df)
+    long = long_frame()
+    long.loc[long.id == "b", "y"] = np.nan
+    with pytest.raises(ValueError, match=r"item 'b' \(column 'y'\) has no observed value"):
+        tiny("dlinear").fit(long, id_col="id", time_col="ds", target_col="y")
+
+
+def test_backtest_skips_and_counts_windows_without_context():
+    from tsrec.evaluation import backtest
+
+    df = wide_frame(n=300)
+    f = tiny("dlinear").fit(df.iloc[:200])
+    gap = df.copy()
+    gap.iloc[200:260, 1] = np.nan  # 'temp' unobserved over 60 steps: the windows reading only them get nothing
+    with pytest.warns(UserWarning, match="no observed value"):
+        pass_through = f.predict(gap.iloc[:260])
+    assert pass_through.loc[pass_through.item_id == "temp", "mean"].isna().all()
+    result = backtest(f, gap, start=230, stride=6)
+    counts = result.summary.set_index("metric")["value"]
+    blind = result.errors[~result.errors["forecast"]]
+    assert set(blind["item_id"]) == {"temp"} and blind["y_pred"].isna().all()
+    assert counts["windows_without_forecast"] == blind.groupby("origin").ngroups > 0
+    assert np.isfinite(result.metric("mse", "scaled"))

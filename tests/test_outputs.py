@@ -49,6 +49,12 @@ def test_every_trainable_model_forecasts_every_output(name, output):
     assert not silent, f"no gradient reaches {silent}"
 
 
+@pytest.mark.parametrize("kind", ["normal", "studentt"])
+def test_distribution_parameters_keep_a_single_channel_axis(kind):
+    out = make_output(kind, ())
+    assert out.params(torch.randn(2, 5, 1, out.n_params)).shape == (2, 5, 1, out.n_params)
+
+
 def test_seasonal_naive_refuses_a_probabilistic_output():
     with pytest.raises(ValueError, match="not trained, so it has only a point forecast"):
         build_model("seasonal_naive", data=DATA, context_length=LC, prediction_length=H, output="quantile")

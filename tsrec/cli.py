@@ -255,9 +255,10 @@ def cmd_fit(args: argparse.Namespace) -> int:
     # Training logs go beside the model folder while it trains and move into it once the model is
     # saved, so an existing model at --output is only replaced by a complete new one.
     logs = training_dir(output)
+    trainer_kwargs = None if args.progress is None else {"enable_progress_bar": args.progress}
     forecaster = Forecaster(args.model, prediction_length=args.prediction_length, context_length=args.context_length,
-                            freq=args.freq, output_dir=logs, **options)
-    forecaster.fit(df, time_col=time_col, id_col=args.id_col, target_col=args.target_col)
+                            freq=args.freq, output_dir=logs, trainer_kwargs=trainer_kwargs, **options)
+    forecaster.fit(df, time_col=time_col, id_col=args.id_col, target_col=args.target_col, resume=args.resume)
     forecaster.save(output)
     if logs.exists():  # models that need no training write no logs
         os.replace(logs, output / "training")
@@ -375,6 +376,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a model or training option, repeatable: d_model=64, learning_rate=1e-3, "
                           "rsa='{\"per_head_gate\": true}' (values are read as JSON when they parse)")
     fit.add_argument("--output", required=True, help="directory for the saved model and its training logs")
+    fit.add_argument("--resume", action="store_true",
+                     help="continue the interrupted 'tsrec fit' into the same --output with the same data and options "
+                          "from its last finished epoch (it trains in .OUTPUT.training beside --output)")
+    fit.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                     help="progress bar on stderr (default: only when stderr is a terminal)")
     fit.set_defaults(handler=cmd_fit)
 
     predict = commands.add_parser(

@@ -26,11 +26,14 @@ class BacktestResult:
         errors: one row per window, item (wide frames: per column), horizon step: ``item_id``,
             ``origin`` (timestamp of the window's first forecast step), ``step`` (1..H),
             ``timestamp``, ``y_true``, ``y_pred`` (original units), ``y_true_scaled``,
-            ``y_pred_scaled`` (the fitted scaler's units) and ``observed``. Unobserved targets
-            are kept, flagged, and left out of every metric.
+            ``y_pred_scaled`` (the fitted scaler's units), ``observed`` and ``forecast``.
+            Unobserved targets are kept, flagged, and left out of every metric; so are the windows
+            of a series or column whose context held no observed value (``forecast`` False,
+            ``y_pred`` NaN: a forecast is only made from data).
         summary: one row per ``metric`` and ``units``: ``mse``, ``mae``, ``rmse`` in ``"original"``
             and ``"scaled"`` units, ``mase`` and ``smape`` (``"scale-free"``), over observed entries,
-            and the skill ratios of :attr:`skill` (``mse_ratio_naive``, ``mae_ratio_naive``,
+            ``windows_without_forecast`` (``"count"``: the (series, window) pairs left out for an
+            empty context), and the skill ratios of :attr:`skill` (``mse_ratio_naive``, ``mae_ratio_naive``,
             ``mse_ratio_seasonal_naive``, ``mae_ratio_seasonal_naive``; units ``"ratio"``).
         by_step: ``mse`` and ``mae`` per horizon ``step`` in both units.
         skill: the model against the naive forecasts of the same windows, one row per
@@ -194,7 +197,7 @@ def _skill(errors: pd.DataFrame, seasons: list[int | None]) -> pd.DataFrame:
     truth, model = errors["y_true_scaled"].to_numpy(), errors["y_pred_scaled"].to_numpy()
     for baseline in ("naive", "seasonal_naive"):
         forecast = errors[f"y_{baseline}_scaled"].to_numpy()
-        both = errors["observed"].to_numpy() & np.isfinite(forecast)
+        both = _scored(errors) & np.isfinite(forecast)
         if not both.any():
             continue
         scores = {name: (fn(truth, model, mask=both), fn(truth, forecast, mask=both))
@@ -277,6 +280,7 @@ def _window_frame(panel: Panel, forecaster: Forecaster, dataset: WindowDataset, 
         "y_true_scaled": np.where(observed, truth, np.nan).ravel(),
         "y_pred_scaled": scaled.ravel(),
         "observed": observed.ravel(),
+        "forecast": np.isfinite(scaled).ravel(),
         "y_naive": forecaster.scaler.inverse_transform(naive, scaler_rows).ravel(),
         "y_seasonal_naive": forecaster.scaler.inverse_transform(seasonal, scaler_rows).ravel(),
         "y_naive_scaled": naive.ravel(),
@@ -286,7 +290,7 @@ def _window_frame(panel: Panel, forecaster: Forecaster, dataset: WindowDataset, 
 
 
 def _summary(errors: pd.DataFrame, panel: Panel, origins: list[range], m: int) -> pd.DataFrame:
-    obs = errors["observed"].to_numpy()
+    obs = _scored(errors)
     rows = []
     for units, true_col, pred_col in (("original", "y_true", "y_pred"), ("scaled", "y_true_scaled", "y_pred_scaled")):
         t, p = errors[true_col].to_numpy(), errors[pred_col].to_numpy()
@@ -294,7 +298,15 @@ def _summary(errors: pd.DataFrame, panel: Panel, origins: list[range], m: int) -
             rows.append((name, units, fn(t, p, mask=obs)))
     rows.append(("smape", "scale-free", metrics.smape(errors.y_true.to_numpy(), errors.y_pred.to_numpy(), mask=obs)))
     rows.append(("mase", "scale-free", _mase(errors, panel, origins, m)))
+    blind = errors[~errors["forecast"]].groupby(["item_id", "origin"]).ngroups
+    rows.append(("windows_without_forecast", "count", float(blind)))
     return pd.DataFrame(rows, columns=["metric", "units", "value"])
+
+
+def _scored(errors: pd.DataFrame) -> np.ndarray:
+    """The entries every metric scores: an observed target and a forecast (windows whose context
+    held no observed value get none, and are counted as ``windows_without_forecast``)."""
+    return (errors["observed"] & errors["forecast"]).to_numpy()
 
 
 def _probabilistic_summary(errors: pd.DataFrame, levels: tuple[float, ...]) -> pd.DataFrame:
@@ -302,7 +314,7 @@ def _probabilistic_summary(errors: pd.DataFrame, levels: tuple[float, ...]) -> p
     coverage of each level, over observed entries (empty for a point model)."""
     rows: list[tuple[str, str, float]] = []
     if levels:
-        obs = errors["observed"].to_numpy()
+        obs = _scored(errors)
         for units, suffix in (("original", ""), ("scaled", "_scaled")):
             truth = errors[f"y_true{suffix}"].to_numpy()
             bands = np.stack([errors[f"y_q{q}{suffix}"].to_numpy() for q in levels], axis=-1)
@@ -324,7 +336,7 @@ def _mase(errors: pd.DataFrame, panel: Panel, origins: list[range], m: int) -> f
             return float("nan")
         names = panel.columns if panel.layout == "wide" else (series.item_id,)
         for c, name in enumerate(names):
-            part = errors[(errors.item_id == name) & errors.observed]
+            part = errors[(errors.item_id == name) & errors.observed & errors.forecast]
             if part.empty:
                 continue
             value = metrics.mase(part.y_true.to_numpy(), part.y_pred.to_numpy(), history[:, c], m=m)

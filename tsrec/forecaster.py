@@ -12,6 +12,7 @@ import pickle
 import shutil
 import tempfile
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -320,6 +321,7 @@ class Forecaster:
         dataset = WindowDataset.for_prediction(panel, self.scaler, self.context_length, self.prediction_length,
                                                scaler_rows=rows)
         outputs = self.forecast_windows(dataset, batch_size=batch_size)
+        self._report_blind(panel, blind_windows(outputs))
         output = self.model.output
         if not output.probabilistic:
             if quantiles is not None or num_samples is not None:
@@ -337,6 +339,19 @@ class Forecaster:
             extra.update({f"sample_{i}": _long_order(path) for i, path in enumerate(paths)})
         frame = forecast_frame(panel, output.mean(params).numpy())
         return pd.concat([frame, pd.DataFrame(extra, index=frame.index)], axis=1) if extra else frame
+
+    def _report_blind(self, panel: Panel, blind: np.ndarray) -> None:
+        """Name the series and columns ``blind`` ``[N, C]`` marks (no observed value in their
+        context; their forecast is NaN): a warning, or with ``missing_context="raise"`` an error."""
+        if not blind.any():
+            return
+        names = [panel.channel_label(int(n), int(c)) for n, c in zip(*np.nonzero(blind))]
+        problem = (f"{len(names)} series have no observed value in their last {self.context_length} steps, so they "
+                   f"get no forecast: {', '.join(names[:5])}{' ...' if len(names) > 5 else ''}")
+        if self.settings.window.missing_context == "raise":
+            raise ValueError(problem + "; pass data whose last context_length steps hold observations")
+        warnings.warn(problem + "; their forecast is NaN (missing_context='raise' makes this an error)",
+                      UserWarning, stacklevel=3)
 
     def original_units(self, outputs: np.ndarray, rows: np.ndarray) -> torch.Tensor:
         """A probabilistic model's scaled output parameters ``[N, H, C, P]`` (from
@@ -483,16 +498,20 @@ class Forecaster:
                 f"context_length={self.context_length}, freq={self.freq!r}; {state})")
 
 
+def blind_windows(outputs: np.ndarray) -> np.ndarray:
+    """``[N, C]``: the windows and channels of :meth:`Forecaster.forecast_windows`' ``outputs``
+    that got no forecast (NaN: no observed value in their context)."""
+    return np.isnan(outputs[:, 0].reshape(outputs.shape[0], outputs.shape[2], -1)).any(axis=-1)
+
+
 def _require_observed(panel: Panel, train_end: Sequence[int]) -> None:
     """A ``ValueError`` naming the first series and column with no observed value in its
     training part: a model cannot learn, or forecast, a variable it has never seen."""
-    for item, end in zip(panel.items, train_end):
+    for position, (item, end) in enumerate(zip(panel.items, train_end)):
         never = ~item.observed[:end].any(axis=0)  # [C]
         if never.any():
-            column = panel.columns[int(np.argmax(never))] if panel.layout == "wide" else panel.columns[0]
-            where = "" if panel.layout == "wide" else f" of item {item.item_id!r}"
-            raise ValueError(f"column {column!r}{where} has no observed value in the training part (its first "
-                             f"{end} steps); drop it, or fit on a frame where it has data")
+            raise ValueError(f"{panel.channel_label(position, int(np.argmax(never)))} has no observed value in the "
+                             f"training part (its first {end} steps); drop it, or fit on a frame where it has data")
 
 
 def _long_order(values: np.ndarray) -> np.ndarray:

@@ -234,8 +234,9 @@ def _metrics_csv(source: Any) -> Path:
             raise TypeError(f"expected a metrics.csv path, an output directory or a fitted Forecaster, "
                             f"got {type(source).__name__}")
         if source.output_dir is None:
-            raise ValueError("this Forecaster has no output_dir with training logs (it was loaded or not "
-                             "fitted); pass the output directory it was trained with")
+            raise ValueError("this Forecaster has no output_dir with training logs (it was fitted without "
+                             "output_dir, loaded, or not fitted); fit with output_dir=... to keep its logs, or pass "
+                             "the output directory it was trained with")
         source = source.output_dir
     path = Path(source)
     if path.is_file():

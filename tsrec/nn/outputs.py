@@ -131,7 +131,8 @@ class DistributionOutput(ForecastOutput):
         self.roles = tuple(LOCATION if n == "loc" else SCALE if n == "scale" else SHAPE for n in self.names)
 
     def params(self, raw: Tensor) -> Tensor:
-        return torch.stack(self.gluonts.domain_map(*raw.unbind(-1)), dim=-1)
+        # GluonTS's domain maps take each argument as [..., 1] and squeeze that axis
+        return torch.stack(self.gluonts.domain_map(*raw.unsqueeze(-1).unbind(-2)), dim=-1)
 
     def distribution(self, params: Tensor) -> torch.distributions.Distribution:
         return self.gluonts.distr_cls(**dict(zip(self.names, params.unbind(-1))))

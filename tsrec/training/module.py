@@ -130,7 +130,14 @@ class ForecastingModule(pl.LightningModule):
                  batch_size=batch["past_target"].shape[0], sync_dist=True)
 
     def predict_step(self, batch: ForecastBatch, batch_idx: int, dataloader_idx: int = 0) -> Tensor:
-        return self(batch)
+        """The batch's scaled forecast, NaN for every channel of a window whose context holds no
+        observed value: a forecast is only ever made from data."""
+        out = self(batch)
+        observed = batch.get("past_observed")
+        if observed is None:
+            return out
+        blind = observed.sum(1) == 0  # [B, C]
+        return out.masked_fill(blind.view(blind.shape[0], 1, *blind.shape[1:], *(1,) * (out.dim() - 3)), float("nan"))
 
     def on_validation_epoch_end(self) -> None:
         if self.trainer.sanity_checking:

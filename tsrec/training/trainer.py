@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +13,8 @@ from typing import Any
 import lightning.pytorch as pl
 import numpy as np
 import torch
-from lightning.pytorch.callbacks import Checkpoint, EarlyStopping
+from lightning.pytorch.callbacks import Checkpoint, EarlyStopping, TQDMProgressBar
+from lightning.pytorch.callbacks.progress.tqdm_progress import Tqdm
 from lightning.pytorch.loggers import CSVLogger
 from torch.utils.data import DataLoader, Dataset, Sampler
 
@@ -25,7 +27,8 @@ def make_trainer(config: TrainingConfig, output_dir: str | Path, *, validate: bo
     """A Trainer with tsrec's defaults, overridden key by key by ``trainer_kwargs``.
 
     Defaults: ``accelerator="auto"``, one device, CSV logs under ``output_dir``, early stopping on
-    ``val_loss`` with the best weights restored (when ``validate``), progress bar, and no checkpoint
+    ``val_loss`` with the best weights restored (when ``validate``), a progress bar on stderr when
+    stderr is a terminal (``enable_progress_bar`` forces it on or off), and no checkpoint
     files but those of ``checkpoint`` (tsrec's per-epoch ``last.ckpt``; left out when
     ``trainer_kwargs`` set ``enable_checkpointing=False``). Checkpointing is on exactly when a
     :class:`~lightning.pytorch.callbacks.Checkpoint` callback is present.
@@ -38,6 +41,10 @@ def make_trainer(config: TrainingConfig, output_dir: str | Path, *, validate: bo
             callbacks.append(EarlyStopping("val_loss", patience=config.patience, mode="min"))
     if checkpoint is not None and extra.get("enable_checkpointing", True):
         callbacks.append(checkpoint)
+    # Progress on stderr (stdout carries results), by default only when stderr is a terminal.
+    progress = extra.pop("enable_progress_bar", sys.stderr.isatty())
+    if progress:
+        callbacks.append(StderrProgressBar())
     callbacks += list(extra.pop("callbacks", []))
     kwargs: dict[str, Any] = {
         "accelerator": "auto",
@@ -51,12 +58,33 @@ def make_trainer(config: TrainingConfig, output_dir: str | Path, *, validate: bo
         "callbacks": callbacks,
         "enable_checkpointing": any(isinstance(c, Checkpoint) for c in callbacks),
         "enable_model_summary": False,
+        "enable_progress_bar": bool(progress),
         "log_every_n_steps": 10,
         "limit_val_batches": 1.0 if validate else 0,
         "num_sanity_val_steps": 0,
     }
     kwargs.update(extra)
     return pl.Trainer(**kwargs)
+
+
+class StderrProgressBar(TQDMProgressBar):
+    """Lightning's tqdm progress bar, written to stderr instead of stdout."""
+
+    def init_sanity_tqdm(self) -> Tqdm:
+        with contextlib.redirect_stdout(sys.stderr):
+            return super().init_sanity_tqdm()
+
+    def init_train_tqdm(self) -> Tqdm:
+        with contextlib.redirect_stdout(sys.stderr):
+            return super().init_train_tqdm()
+
+    def init_validation_tqdm(self) -> Tqdm:
+        with contextlib.redirect_stdout(sys.stderr):
+            return super().init_validation_tqdm()
+
+    def init_predict_tqdm(self) -> Tqdm:
+        with contextlib.redirect_stdout(sys.stderr):
+            return super().init_predict_tqdm()
 
 
 def make_predict_trainer(config: TrainingConfig, trainer_kwargs: dict[str, Any] | None = None) -> pl.Trainer:
