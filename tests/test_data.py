@@ -657,3 +657,10 @@ def test_a_named_time_zone_and_its_dst_changes_survive(start, freq, length):
 def test_channel_labels_name_the_column_and_item():
     assert canonicalize(wide_frame()).channel_label(0, 1) == "column 'b'"
     assert canonicalize(long_frame(), **LONG).channel_label(1, 0) == "item 'y' (column 'y')"
+
+
+def test_a_long_frame_passed_without_id_col_is_told_to_pass_it():
+    df = pd.DataFrame({"id": ["a"] * 5 + ["b"] * 5, "ds": list(pd.date_range("2024", periods=5, freq="h")) * 2,
+                       "y": np.arange(10.0)})
+    with pytest.raises(TypeError, match=r"if 'id' names the series .* pass id_col='id'"):
+        canonicalize(df, time_col="ds")

@@ -181,7 +181,7 @@ def canonicalize(
         item_ids = [str(u) for u in uniques]
         time_key = "df.index" if time_col is None else repr(time_col)
         grouping = f"df.groupby([{id_col!r}, {time_key}]).mean()"
-    values = _target_values(df, targets, timestamps)  # [R, C]
+    values = _target_values(df, targets, timestamps, wide=layout == "wide")  # [R, C]
     order = np.lexsort((timestamps.asi8, codes))  # by item, then time
     groups = np.split(order, np.flatnonzero(np.diff(codes[order])) + 1)  # rows of each item
     indexes = [timestamps[g] for g in groups]
@@ -330,14 +330,18 @@ def _long_target(
     return target_col
 
 
-def _target_values(df: pd.DataFrame, targets: Sequence[Hashable], timestamps: pd.DatetimeIndex) -> np.ndarray:
+def _target_values(df: pd.DataFrame, targets: Sequence[Hashable], timestamps: pd.DatetimeIndex, *,
+                   wide: bool) -> np.ndarray:
     """The ``[R, C]`` float64 values of the target columns, NaN where NA; ``TypeError`` for a column
     that is not real numbers, ``ValueError`` for a finite value beyond float64's range."""
     for column in targets:
         dtype = df[column].dtype
         if not is_numeric_dtype(dtype):
+            # In a wide frame a text column is most often the series id of a long frame.
+            long_hint = (f"if {column!r} names the series (a long frame: id, time, value columns), pass "
+                         f"id_col={column!r}; if it holds numbers as text, " if wide else "")
             raise TypeError(
-                f"target column {column!r} has non-numeric dtype {dtype}; convert it, "
+                f"target column {column!r} has non-numeric dtype {dtype}; {long_hint}convert it, "
                 f"e.g. df[{column!r}] = pd.to_numeric(df[{column!r}], errors='coerce') "
                 "(unparseable values become missing)"
             )
