@@ -211,6 +211,9 @@ def _read_csv(path: str, time_col: str | None) -> tuple[pd.DataFrame, str]:
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
         raise ValueError(f"{path} is not a readable CSV file ({type(err).__name__}: {err}); pass a comma-separated "
                          "file with a header row") from err
+    if len(df.columns) == 1 and (separator := next((c for c in ";\t|" if c in str(df.columns[0])), None)):
+        raise ValueError(f"{path} looks {separator!r}-separated (its one column is {str(df.columns[0])!r}); tsrec "
+                         "reads comma-separated CSV: save it with commas, e.g. df.to_csv(path, index=False)")
     if time_col is None:
         time_col = next((c for c in TIME_COLUMNS if c in df.columns), None)
         if time_col is None:
@@ -258,7 +261,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
     trainer_kwargs = None if args.progress is None else {"enable_progress_bar": args.progress}
     forecaster = Forecaster(args.model, prediction_length=args.prediction_length, context_length=args.context_length,
                             freq=args.freq, output_dir=logs, trainer_kwargs=trainer_kwargs, **options)
-    forecaster.fit(df, time_col=time_col, id_col=args.id_col, target_col=args.target_col, resume=args.resume)
+    forecaster.fit(df, time_col=time_col, id_col=args.id_col, target_col=args.target_col, resume=args.resume,
+                   past_covariates=args.past_covariates, future_covariates=args.future_covariates,
+                   static_covariates=args.static_covariates)
     forecaster.save(output)
     if logs.exists():  # models that need no training write no logs
         os.replace(logs, output / "training")
@@ -287,8 +292,9 @@ def _read_like_fit(path: str, columns: dict[str, Any]) -> pd.DataFrame:
 
 def cmd_predict(args: argparse.Namespace) -> int:
     forecaster, columns = _load(args.model_dir)
+    future = None if args.future_covariates is None else _read_like_fit(args.future_covariates, columns)
     forecast = forecaster.predict(None if args.data is None else _read_like_fit(args.data, columns),
-                                  quantiles=args.quantiles, num_samples=args.num_samples)
+                                  future_covariates=future, quantiles=args.quantiles, num_samples=args.num_samples)
     forecast.to_csv(args.output, index=False)
     print(f"wrote {len(forecast)} forecast rows ({forecast['item_id'].nunique()} items x "
           f"{forecaster.prediction_length} steps) to {args.output}")
@@ -375,6 +381,10 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                      help="a model or training option, repeatable: d_model=64, learning_rate=1e-3, "
                           "rsa='{\"per_head_gate\": true}' (values are read as JSON when they parse)")
+    for kind, example in (("past", "measured temperature"), ("future", "a temperature forecast, holidays"),
+                          ("static", "one value per series, e.g. a region")):
+        fit.add_argument(f"--{kind}-covariates", nargs="+", metavar="COL",
+                         help=f"{kind} covariate columns ({example}): read, not forecast")
     fit.add_argument("--output", required=True, help="directory for the saved model and its training logs")
     fit.add_argument("--resume", action="store_true",
                      help="continue the interrupted 'tsrec fit' into the same --output with the same data and options "
@@ -390,6 +400,9 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--model-dir", required=True, help="directory written by 'tsrec fit' or Forecaster.save")
     predict.add_argument("--data", help="CSV file to forecast from (default: the end of the fitted data)")
     predict.add_argument("--output", required=True, help="CSV file for the forecast (item_id, timestamp, mean)")
+    predict.add_argument("--future-covariates", metavar="FILE",
+                         help="CSV file with the future covariates at every forecast step of every series (same "
+                              "time and id columns as the fit data); needed by a model fitted with them")
     predict.add_argument("--quantiles", type=float, nargs="+", metavar="Q",
                          help="add a column per quantile level, e.g. --quantiles 0.1 0.5 0.9 (a model fitted with "
                               "--option output=quantile, normal or studentt)")
