@@ -101,6 +101,7 @@ for _attention, _base in (("prob", "informer"), ("logsparse", "logsparse"), ("fu
              training=ENCODER_DECODER_TRAINING, attention=_attention, rsa=RSAConfig())
 register("dlinear", DLinear, "DLinear: moving-average decomposition + two linear maps")
 register("seasonal_naive", SeasonalNaive, "repeat the last season")
+register("naive", SeasonalNaive, "repeat the last value", season_length=1)
 register("patchtst", PatchTST, "PatchTST: channel-independent patches, RevIN, Transformer encoder")
 # Bidirectional REMs: every patch lies in the forecast's past, so a causal REM would only hide
 # from each patch its later neighbours, which the encoder's full attention sees anyway.
