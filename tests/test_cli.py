@@ -179,18 +179,14 @@ def bad_commands(csv: str, tmp: Path) -> dict[str, tuple[list[str], str]]:
                             "not a saved tsrec Forecaster"),
         "unknown dataset": (["quickstart", "--tiny", "--dataset", "mnist", "--output", str(tmp / "q")],
                             "unknown dataset 'mnist'"),
-        "semicolon-separated file": (["fit", "--data", str(semicolons(tmp)), "--prediction-length", "2", "--output",
-                                      str(tmp / "o")], "semi.csv looks ';'-separated"),
+        "semicolon-separated file": (["fit", "--data", str(tmp / "semi.csv"), "--prediction-length", "2",
+                                      "--output", str(tmp / "o")], "semi.csv looks ';'-separated"),
     }
-
-
-def semicolons(tmp: Path) -> Path:
-    (tmp / "semi.csv").write_text("date;y\n2024-01-01;1\n2024-01-02;2\n")
-    return tmp / "semi.csv"
 
 
 @pytest.mark.parametrize("case", list(bad_commands("x.csv", Path("."))))
 def test_errors_are_one_line_with_exit_status_2(case, long_csv, tmp_path, capsys):
+    (tmp_path / "semi.csv").write_text("date;y\n2024-01-01;1\n2024-01-02;2\n")
     argv, message = bad_commands(str(long_csv), tmp_path)[case]
     code, err = run_error(capsys, argv)
     assert code == 2

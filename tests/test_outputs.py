@@ -73,6 +73,11 @@ def test_distribution_parameters_follow_an_affine_map_of_the_data():
         torch.testing.assert_close(out.quantiles(mapped, levels), expected, rtol=1e-4, atol=1e-4)
 
 
+def test_zero_raw_quantile_outputs_are_the_standard_normal_quantiles():
+    out = QuantileOutput((0.1, 0.5, 0.9))
+    torch.testing.assert_close(out.params(torch.zeros(3)), torch.tensor([-1.2816, 0.0, 1.2816]), atol=1e-4, rtol=0)
+
+
 def test_quantiles_never_cross_even_under_a_negative_scale():
     out = QuantileOutput((0.1, 0.5, 0.9))
     params = out.params(torch.randn(100, 3) * 5)

@@ -154,14 +154,23 @@ class DistributionOutput(ForecastOutput):
 
 class QuantileOutput(ForecastOutput):
     """``Q`` quantiles per step at fixed ``levels`` (sorted), trained by the mean pinball loss;
-    the lowest is free and each next one adds a softplus, so they never cross."""
+    the lowest is free and each next one adds a softplus, so they never cross. Zero raw outputs
+    give the standard normal's quantiles (the lowest offset by ``Phi^-1(q_1)``, each gap by the
+    normal's gap), a prior on the scale the inputs are normalised to, so that training starts
+    from a calibrated band rather than from gaps of ``softplus(0) = 0.69`` each."""
 
     def __init__(self, levels: Sequence[float]) -> None:
         self.levels = tuple(float(q) for q in levels)
         self.roles = (LOCATION,) * len(self.levels)
+        normal = torch.distributions.Normal(0.0, 1.0).icdf(torch.tensor(self.levels, dtype=torch.float64))
+        gaps = normal.diff()
+        self._first = float(normal[0])
+        self._gap_offsets = torch.log(torch.expm1(gaps))  # softplus(offset) = the normal's gap
 
     def params(self, raw: Tensor) -> Tensor:
-        return torch.cat([raw[..., :1], raw[..., :1] + torch.cumsum(F.softplus(raw[..., 1:]), dim=-1)], dim=-1)
+        first = raw[..., :1] + self._first
+        gaps = F.softplus(raw[..., 1:] + self._gap_offsets.to(raw.dtype).to(raw.device))
+        return torch.cat([first, first + torch.cumsum(gaps, dim=-1)], dim=-1)
 
     def affine(self, params: Tensor, shift: Tensor, scale: Tensor) -> Tensor:
         return super().affine(params, shift, scale).sort(dim=-1).values  # a negative scale reverses the order
