@@ -197,3 +197,254 @@ def test_import_tsrec_does_not_import_gluonts() -> None:
     code = "import sys, tsrec, tsrec.interop, tsrec.metrics; print('gluonts' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.strip() == "False"
+
+
+# ------------------------------------------------------------------ TsrecEstimator / TsrecPredictor
+H = 8
+LEVELS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)  # the quantile output's default levels
+TINY = {"context_length": 24, "max_epochs": 2, "trainer_kwargs": {"enable_progress_bar": False}}
+
+
+def hourly_entries(length: int = 24 * 10, ids: tuple = ("a", "b")) -> list[dict]:
+    """Daily cycles with noise, one per id (fresh dicts: ListDataset rewrites its input entries)."""
+    rng = np.random.default_rng(0)
+    t = np.arange(length)
+    cycle = [np.sin(2 * np.pi * (t + 5 * k) / 24) for k in range(len(ids))]
+    return [
+        {"start": "2021-01-01 00:00", "target": 10 + wave + 0.2 * rng.standard_normal(length), "item_id": item_id}
+        for wave, item_id in zip(cycle, ids)
+    ]
+
+
+def datasets(ids: tuple = ("a", "b")) -> tuple:
+    """(full, train): the hourly series, and the same without their last ``H`` steps."""
+    from gluonts.dataset.common import ListDataset
+
+    full = ListDataset(hourly_entries(ids=ids), freq="h")
+    train = ListDataset([{**entry, "target": entry["target"][:-H]} for entry in hourly_entries(ids=ids)], freq="h")
+    return full, train
+
+
+@pytest.fixture(scope="module")
+def quantile_predictor():
+    import torch
+
+    from tsrec.interop.gluonts import TsrecEstimator
+
+    torch.set_num_threads(1)
+    _, train = datasets()
+    return TsrecEstimator("dlinear", prediction_length=H, **TINY).train(train)
+
+
+@pytest.fixture(scope="module")
+def studentt_predictor():
+    from tsrec.interop.gluonts import TsrecEstimator
+
+    _, train = datasets()
+    return TsrecEstimator("dlinear", prediction_length=H, output="studentt", **TINY).train(train)
+
+
+def evaluate(forecasts, series) -> tuple[dict, pd.DataFrame]:
+    from gluonts.evaluation import Evaluator
+
+    return Evaluator(quantiles=LEVELS, num_workers=0)(series, forecasts)
+
+
+def test_estimator_trains_a_predictor(quantile_predictor) -> None:
+    from gluonts.model.estimator import Estimator
+    from gluonts.model.predictor import Predictor
+
+    from tsrec.interop.gluonts import TsrecEstimator, TsrecPredictor
+
+    assert isinstance(TsrecEstimator("dlinear", prediction_length=H), Estimator)
+    assert isinstance(quantile_predictor, TsrecPredictor) and isinstance(quantile_predictor, Predictor)
+    forecaster = quantile_predictor.forecaster
+    assert quantile_predictor.prediction_length == H and quantile_predictor.freq == "h"
+    assert forecaster.panel.item_ids == ("a", "b") and forecaster.training_summary.epochs_run == 2
+
+
+def test_evaluator_scores_equal_tsrec_backtest(quantile_predictor) -> None:
+    from gluonts.evaluation import make_evaluation_predictions
+
+    from tsrec.evaluation import backtest
+
+    full, _ = datasets()
+    forecasts, series = make_evaluation_predictions(full, quantile_predictor, num_samples=100)
+    agg, per_item = evaluate(forecasts, series)
+    assert list(per_item.item_id) == ["a", "b"]
+    result = backtest(quantile_predictor.forecaster, to_tsrec_frame(full), quantiles=LEVELS, **LONG)  # last window
+    pairs = [("MSE", "mse", "original"), ("MASE", "mase", "scale-free"),
+             ("mean_wQuantileLoss", "mean_wQuantileLoss", "scale-free")]
+    pairs += [(f"Coverage[{q}]", f"coverage_{q}", "fraction") for q in LEVELS]
+    for gluonts_name, tsrec_name, units in pairs:
+        np.testing.assert_allclose(agg[gluonts_name], result.metric(tsrec_name, units), rtol=1e-6, err_msg=gluonts_name)
+
+
+def test_backtest_metrics_runs(studentt_predictor) -> None:
+    from gluonts.evaluation import Evaluator
+    from gluonts.evaluation.backtest import backtest_metrics
+
+    full, _ = datasets()
+    agg, per_item = backtest_metrics(full, studentt_predictor, evaluator=Evaluator(quantiles=(0.1, 0.9), num_workers=0))
+    assert len(per_item) == 2 and 0 < agg["mean_wQuantileLoss"] < 1 and np.isfinite(agg["MSE"])
+
+
+def test_quantile_forecasts(quantile_predictor) -> None:
+    from gluonts.model.forecast import QuantileForecast
+
+    full, _ = datasets()
+    forecasts = list(quantile_predictor.predict(full, num_samples=7))  # num_samples: not used for quantiles
+    expected = quantile_predictor.forecaster.predict(to_tsrec_frame(full), quantiles=LEVELS)
+    for forecast, item_id in zip(forecasts, ["a", "b"]):
+        assert isinstance(forecast, QuantileForecast) and forecast.item_id == item_id
+        assert forecast.forecast_keys == [str(q) for q in LEVELS] + ["mean"]
+        assert forecast.forecast_array.shape == (len(LEVELS) + 1, H)
+        assert forecast.start_date == pd.Period("2021-01-11 00:00", freq="h")  # the step after 240 hours
+        rows = expected[expected.item_id == item_id]
+        np.testing.assert_allclose(forecast.mean, rows["mean"])
+        np.testing.assert_allclose(forecast.quantile(0.9), rows["0.9"])
+        assert (np.diff(forecast.forecast_array[:-1], axis=0) >= 0).all()  # never crossing
+
+
+def test_sample_forecasts(studentt_predictor) -> None:
+    from gluonts.model.forecast import SampleForecast
+
+    from tsrec.interop.gluonts import DEFAULT_NUM_SAMPLES
+
+    full, _ = datasets()
+    first, second = studentt_predictor.predict(full, num_samples=5)
+    assert isinstance(first, SampleForecast) and first.samples.shape == (5, H)
+    assert (first.item_id, second.item_id) == ("a", "b")
+    assert first.start_date == second.start_date == pd.Period("2021-01-11 00:00", freq="h")
+    default = next(iter(studentt_predictor.predict(full)))
+    assert default.samples.shape == (DEFAULT_NUM_SAMPLES, H) and np.isfinite(default.samples).all()
+
+
+def test_rolling_windows_repeat_item_ids(quantile_predictor) -> None:
+    """generate_instances' windows share their item ids: each is forecast from its own history,
+    as tsrec's backtest forecasts the same windows."""
+    from gluonts.dataset.split import split
+
+    from tsrec.evaluation import backtest
+
+    full, _ = datasets()
+    _, template = split(full, offset=-3 * H)
+    pairs = list(template.generate_instances(prediction_length=H, windows=3, distance=H))
+    forecasts = list(quantile_predictor.predict([entry for entry, _ in pairs]))
+    assert [f.item_id for f in forecasts] == ["a", "a", "a", "b", "b", "b"]
+    assert [f.start_date for f in forecasts] == [label["start"] for _, label in pairs]
+    errors = backtest(quantile_predictor.forecaster, to_tsrec_frame(full), n_windows=3, **LONG).errors
+    for forecast in forecasts:
+        window = errors[(errors.item_id == forecast.item_id) & (errors.origin == forecast.start_date.start_time)]
+        np.testing.assert_allclose(forecast.quantile(0.1), window["y_q0.1"], rtol=1e-6)
+
+
+def test_entries_without_item_id() -> None:
+    """Named by position as in training; one fitted series takes every entry without an id."""
+    from gluonts.dataset.common import ListDataset
+
+    from tsrec.interop.gluonts import TsrecEstimator
+
+    def unnamed(entries: list[dict]) -> ListDataset:
+        return ListDataset([{k: v for k, v in e.items() if k != "item_id"} for e in entries], freq="h")
+
+    entries = hourly_entries(ids=("a", "b"))
+    predictor = TsrecEstimator("dlinear", prediction_length=H, **TINY).train(unnamed(entries))
+    assert predictor.forecaster.panel.item_ids == ("0", "1")
+    forecasts = list(predictor.predict(unnamed(entries)))
+    assert [f.item_id for f in forecasts] == [None, None]
+    assert not np.allclose(forecasts[0].mean, forecasts[1].mean)
+    single = TsrecEstimator("dlinear", prediction_length=H, **TINY).train(unnamed(entries[:1]))
+    assert len(list(single.predict(unnamed(entries[:1] * 3)))) == 3
+    with pytest.raises(ValueError, match=r"unknown item ids \['2', '3'\]"):
+        list(predictor.predict(unnamed(entries * 2)))
+
+
+def test_validation_data_picks_the_best_epoch() -> None:
+    from tsrec.interop.gluonts import TsrecEstimator
+
+    full, train = datasets()
+    predictor = TsrecEstimator("dlinear", prediction_length=H, **TINY).train(train, validation_data=full)
+    assert predictor.forecaster.training_summary.best_epoch in (1, 2)
+
+
+def test_serialize_round_trip(quantile_predictor, tmp_path) -> None:
+    from gluonts.model.predictor import Predictor
+
+    from tsrec.interop.gluonts import TsrecPredictor
+
+    quantile_predictor.serialize(tmp_path)
+    loaded = Predictor.deserialize(tmp_path, device="cpu")
+    assert isinstance(loaded, TsrecPredictor) and loaded.forecaster.trainer_kwargs["accelerator"] == "cpu"
+    full, _ = datasets()
+    for before, after in zip(quantile_predictor.predict(full), loaded.predict(full)):
+        np.testing.assert_allclose(after.forecast_array, before.forecast_array)
+        assert (after.start_date, after.item_id) == (before.start_date, before.item_id)
+
+
+def test_wrapping_a_forecaster_with_other_column_names() -> None:
+    from tsrec import Forecaster
+    from tsrec.interop.gluonts import TsrecPredictor
+
+    full, train = datasets()
+    frame = to_tsrec_frame(train).rename(columns={"item_id": "site", "timestamp": "time", "target": "load"})
+    forecaster = Forecaster("dlinear", prediction_length=H, output="normal", **TINY)
+    forecaster.fit(frame, id_col="site", time_col="time", target_col="load")
+    forecasts = list(TsrecPredictor(forecaster).predict(full, num_samples=3))
+    assert [f.samples.shape for f in forecasts] == [(3, H), (3, H)]
+
+
+def test_multivariate_entries_are_refused(quantile_predictor) -> None:
+    from tsrec.interop.gluonts import TsrecEstimator
+
+    multivariate = [{"start": pd.Period("2021-01-01 00:00", "h"), "target": np.ones((2, 60)), "item_id": "m"}]
+    with pytest.raises(ValueError, match=r"entry 0 of training_data \(item_id 'm'\) has a multivariate target"):
+        TsrecEstimator("dlinear", prediction_length=H, **TINY).train(multivariate)
+    full, _ = datasets()
+    with pytest.raises(ValueError, match=r"entry 2 of the dataset .* shape \(2, 60\); .* forecast univariate"):
+        list(quantile_predictor.predict([*full, *multivariate]))
+
+
+def test_frequency_errors(quantile_predictor) -> None:
+    from gluonts.dataset.common import ListDataset
+
+    from tsrec.interop.gluonts import TsrecEstimator
+
+    with pytest.raises(ValueError, match="invalid freq 'fortnightly'"):
+        TsrecEstimator("dlinear", prediction_length=H, freq="fortnightly")
+    timestamps = ListDataset(hourly_entries(), freq="h", use_timestamp=True)
+    with pytest.raises(ValueError, match=r"not a pandas Period; pass freq=\.\.\."):
+        TsrecEstimator("dlinear", prediction_length=H, **TINY).train(timestamps)
+    daily = ListDataset(hourly_entries(), freq="D")
+    with pytest.raises(ValueError, match="periods of frequency 'D', which freq='h' does not match"):
+        list(quantile_predictor.predict(daily))
+    assert len(list(quantile_predictor.predict(timestamps))) == 2  # timestamps are read at the fitted freq
+
+
+@pytest.mark.parametrize(
+    ("model", "options", "match"),
+    [
+        ("dlinear", {"output": "point"}, r"output='point' forecasts a mean only.*'Forecast contains NaN values'"),
+        ("seasonal_naive", {}, "'seasonal_naive' is not trained and forecasts points only"),
+    ],
+)
+def test_point_forecasters_are_refused(model, options, match) -> None:
+    from tsrec.interop.gluonts import TsrecEstimator
+
+    with pytest.raises(ValueError, match=match):
+        TsrecEstimator(model, prediction_length=H, **options)
+
+
+def test_predictor_argument_errors() -> None:
+    from tsrec import Forecaster
+    from tsrec.interop.gluonts import TsrecPredictor
+
+    with pytest.raises(TypeError, match="wraps a fitted tsrec Forecaster, got str"):
+        TsrecPredictor("dlinear")
+    with pytest.raises(ValueError, match="not fitted"):
+        TsrecPredictor(Forecaster("dlinear", prediction_length=H, output="quantile"))
+    index = pd.date_range("2021-01-01", periods=60, freq="h")
+    frame = pd.DataFrame({"x": np.arange(60.0), "y": np.ones(60)}, index=index)
+    wide = Forecaster("dlinear", prediction_length=H, output="quantile", **TINY).fit(frame)
+    with pytest.raises(ValueError, match="fitted on a wide frame"):
+        TsrecPredictor(wide)

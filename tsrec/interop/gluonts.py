@@ -1,4 +1,4 @@
-"""Converters between GluonTS datasets and tsrec frames.
+"""GluonTS interoperability: converters between GluonTS datasets and tsrec frames, and models.
 
 GluonTS side: an iterable of entries (``ListDataset``, ``PandasDataset``, or plain dicts), each with
 
@@ -14,22 +14,39 @@ Timestamps and periods: a tsrec timestamp belongs to the GluonTS period that con
 ``DatetimeIndex.to_period``: ``'MS'`` and ``'ME'`` both give ``'M'``). Back from periods, timestamps
 are the periods' starts, or with ``freq=`` the first step of ``freq`` inside each period
 (``freq='ME'``: month ends, ``freq='W-SUN'``: Sundays).
+
+Models: :class:`TsrecEstimator` trains a tsrec model on a GluonTS dataset and returns a
+:class:`TsrecPredictor`, which forecasts GluonTS datasets as GluonTS ``Forecast`` objects, so tsrec
+models run in ``make_evaluation_predictions``, ``backtest_metrics`` and ``Evaluator`` (docs/gluonts.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+import itertools
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 from gluonts.dataset.common import ListDataset
+from gluonts.model.estimator import Estimator
+from gluonts.model.forecast import Forecast, QuantileForecast, SampleForecast
+from gluonts.model.predictor import Predictor
 from pandas.tseries.frequencies import to_offset
 
 from tsrec.data.frame import canonicalize
 from tsrec.data.time_features import normalize_freq
+from tsrec.forecaster import DEFAULT_MODEL, Forecaster
 
-__all__ = ["from_tsrec_frame", "to_tsrec_frame"]
+__all__ = ["DEFAULT_NUM_SAMPLES", "TsrecEstimator", "TsrecPredictor", "from_tsrec_frame", "to_tsrec_frame"]
+
+#: Sample paths per forecast of a distribution output when ``predict`` is given no ``num_samples``
+#: (GluonTS's own default).
+DEFAULT_NUM_SAMPLES = 100
+_FRAME_COLUMNS = {"id_col": "item_id", "time_col": "timestamp", "target_col": "target"}  # to_tsrec_frame's
+_FORECASTER_DIR = "tsrec-forecaster"  # where TsrecPredictor.serialize saves the Forecaster
+_ENTRIES_PER_CALL = 256  # dataset entries TsrecPredictor.predict reads at a time
 
 
 class _Item(NamedTuple):
@@ -63,18 +80,7 @@ def to_tsrec_frame(
             grid or periods of another frequency, repeated item ids, or several (or mixed)
             multivariate items.
     """
-    if isinstance(dataset, pd.DataFrame):
-        raise TypeError(
-            "to_tsrec_frame takes a GluonTS dataset (an iterable of entries), got a DataFrame; a "
-            "DataFrame is already a tsrec frame, or wrap it with gluonts.dataset.pandas.PandasDataset"
-        )
-    if not isinstance(dataset, Iterable):
-        raise TypeError(f"expected a GluonTS dataset (an iterable of entries), got {type(dataset).__name__}")
-    freq = None if freq is None else normalize_freq(freq)
-    items = [_read_entry(position, entry, freq) for position, entry in enumerate(dataset)]
-    if not items:
-        raise ValueError("the dataset has no entries; pass at least one series")
-    _check_same_freq(items)
+    items = _read_dataset(dataset, freq)
     ranks = {item.target.ndim for item in items}
     if ranks == {1}:
         if columns is not None:
@@ -127,6 +133,23 @@ def from_tsrec_frame(
 def _period_freq(freq: str) -> str:
     """The ``pd.Period`` frequency of the offset alias ``freq`` (``'MS'``, ``'ME'`` -> ``'M'``; ``'h'`` -> ``'h'``)."""
     return pd.date_range("2000-01-01", periods=1, freq=freq).to_period().freqstr
+
+
+def _read_dataset(dataset: Iterable[Mapping[str, Any]], freq: str | None) -> list[_Item]:
+    """Every entry of ``dataset``, validated: at least one, all at one frequency."""
+    if isinstance(dataset, pd.DataFrame):
+        raise TypeError(
+            "to_tsrec_frame takes a GluonTS dataset (an iterable of entries), got a DataFrame; a "
+            "DataFrame is already a tsrec frame, or wrap it with gluonts.dataset.pandas.PandasDataset"
+        )
+    if not isinstance(dataset, Iterable):
+        raise TypeError(f"expected a GluonTS dataset (an iterable of entries), got {type(dataset).__name__}")
+    freq = None if freq is None else normalize_freq(freq)
+    items = [_read_entry(position, entry, freq) for position, entry in enumerate(dataset)]
+    if not items:
+        raise ValueError("the dataset has no entries; pass at least one series")
+    _check_same_freq(items)
+    return items
 
 
 def _read_entry(position: int, entry: object, freq: str | None) -> _Item:
@@ -220,3 +243,214 @@ def _wide_frame(index: pd.DatetimeIndex, target: np.ndarray, columns: Sequence[s
     if len(names) != target.shape[0]:
         raise ValueError(f"columns has {len(names)} names for a target of {target.shape[0]} variables ([C, T])")
     return pd.DataFrame(target.T, index=index.rename("timestamp"), columns=names)
+
+
+# ---------------------------------------------------------------------------------------- models
+class TsrecEstimator(Estimator):
+    """A GluonTS ``Estimator`` that trains a tsrec model: ``train`` returns a :class:`TsrecPredictor`.
+
+    Univariate only: every entry has a ``[T]`` target, one series per ``item_id`` (entries without
+    one are named by their position, as :func:`to_tsrec_frame` names them).
+
+    Args:
+        model: a name from :func:`tsrec.list_models` (default ``rsa_patchtst``); a trainable one.
+        prediction_length: steps to forecast.
+        freq: pandas offset alias of the data. None: the frequency of the entries' ``pd.Period``
+            starts; required when the starts are timestamps.
+        context_length: past steps the model reads (default ``2 * prediction_length``).
+        output: ``"quantile"`` (default: the levels ``quantile_levels``, 0.1, ..., 0.9 unless set;
+            forecasts are ``QuantileForecast``), ``"normal"`` or ``"studentt"`` (forecasts are
+            ``SampleForecast``). ``"point"`` is refused: a forecast with a mean only has no
+            quantiles, and GluonTS's ``Evaluator`` stops at it ("Forecast contains NaN values").
+        **options: the other :class:`~tsrec.Forecaster` arguments (``max_epochs``, ``batch_size``,
+            ``seed``, ``val_windows``, ``trainer_kwargs``, model options, ...).
+
+    Raises:
+        TypeError: an unknown option (the message lists the known ones).
+        ValueError: an invalid option or ``freq``, ``output="point"``, or a model that is not trained.
+    """
+
+    def __init__(self, model: str = DEFAULT_MODEL, *, prediction_length: int, freq: str | None = None,
+                 context_length: int | None = None, output: str = "quantile", **options: Any) -> None:
+        super().__init__(lead_time=0)
+        self.forecaster = Forecaster(model, prediction_length=prediction_length, context_length=context_length,
+                                     freq=freq, output=output, **options)
+        _require_probabilistic(self.forecaster)
+        self.prediction_length = self.forecaster.prediction_length
+        self.freq = self.forecaster.freq
+
+    def train(self, training_data: Iterable[Mapping[str, Any]],
+              validation_data: Iterable[Mapping[str, Any]] | None = None) -> TsrecPredictor:
+        """Fit a new Forecaster on ``training_data`` and return its predictor.
+
+        Without ``validation_data`` the Forecaster validates on the end of each training series
+        (its ``val_windows``); with it, on every window of ``validation_data`` (one entry per
+        training ``item_id``, holding at least ``context_length`` steps before its targets), or on
+        the last ``val_windows`` of each entry when that option is set.
+        """
+        forecaster = self.forecaster.unfitted_copy()
+        val_df = None if validation_data is None else _univariate_frame(validation_data, self.freq, "validation_data")
+        forecaster.fit(_univariate_frame(training_data, self.freq, "training_data"), val_df=val_df, **_FRAME_COLUMNS)
+        return TsrecPredictor(forecaster)
+
+
+class _Request(NamedTuple):
+    """One entry to forecast: its own ``item_id`` (None without one), and the entry read, named
+    by the fitted series it continues."""
+
+    item_id: Any
+    series: _Item
+
+
+class TsrecPredictor(Predictor):
+    """A GluonTS ``Predictor`` backed by a fitted, probabilistic :class:`~tsrec.Forecaster`.
+
+    Made by :meth:`TsrecEstimator.train`, or around a Forecaster fitted on a long frame (one
+    univariate series per id; any column names) with ``output="quantile"``, ``"normal"`` or
+    ``"studentt"``.
+
+    Each entry of a dataset given to :meth:`predict` continues a fitted series (tsrec scales each
+    series with its statistics from fit): the one named by its ``item_id``. An entry without
+    ``item_id`` is the fitted series at its position in the dataset, as in training; a model fitted
+    on a single series takes every such entry as that series (so rolling windows of one series need
+    no ids). Entries repeating an ``item_id`` (rolling windows, as ``generate_instances`` makes) are
+    forecast separately.
+    """
+
+    def __init__(self, forecaster: Forecaster) -> None:
+        if not isinstance(forecaster, Forecaster):
+            raise TypeError(f"TsrecPredictor wraps a fitted tsrec Forecaster, got {type(forecaster).__name__}")
+        if forecaster.model is None:
+            raise ValueError("the Forecaster is not fitted: fit it first (or train a TsrecEstimator)")
+        if forecaster.panel.layout != "long":
+            raise ValueError(
+                "the Forecaster was fitted on a wide frame (one multivariate series); TsrecPredictor forecasts "
+                "univariate series: fit on a long frame (id_col, time_col, target_col), as TsrecEstimator does"
+            )
+        _require_probabilistic(forecaster)
+        super().__init__(prediction_length=forecaster.prediction_length)
+        self.forecaster = forecaster
+
+    @property
+    def freq(self) -> str:
+        """The pandas frequency of the fitted data."""
+        return self.forecaster.freq
+
+    def predict(self, dataset: Iterable[Mapping[str, Any]], num_samples: int | None = None) -> Iterator[Forecast]:
+        """One forecast of the ``prediction_length`` steps after each entry's target, in dataset order.
+
+        A quantile output gives a ``QuantileForecast`` with keys ``"0.1"``, ... (the model's
+        ``quantile_levels``) and ``"mean"`` (``num_samples`` is not used); a distribution output a
+        ``SampleForecast`` of ``num_samples`` (default :data:`DEFAULT_NUM_SAMPLES`) paths ``[S, H]``.
+        ``start_date`` is the ``pd.Period`` of the first forecast step and ``item_id`` the entry's.
+
+        Raises (while iterating) ``ValueError`` for a multivariate entry, an entry of another
+        frequency, an ``item_id`` the model was not fitted on, or fewer than ``context_length``
+        steps, and the errors of :func:`to_tsrec_frame` for malformed entries.
+        """
+        samples = self._num_samples(num_samples)
+        entries = enumerate(dataset)
+        while chunk := list(itertools.islice(entries, _ENTRIES_PER_CALL)):
+            yield from self._forecast([self._request(position, entry) for position, entry in chunk], samples)
+
+    def _num_samples(self, num_samples: int | None) -> int | None:
+        """The sample paths to draw: None for a quantile output."""
+        if self.forecaster.settings.network.output == "quantile":
+            return None
+        return DEFAULT_NUM_SAMPLES if num_samples is None else num_samples
+
+    def _request(self, position: int, entry: Mapping[str, Any]) -> _Request:
+        """``entry`` (at ``position`` in the dataset) read at the fitted frequency, checked
+        univariate, cut to the ``context_length`` steps the forecast reads and named by its
+        fitted series."""
+        series = _read_entry(position, entry, self.freq)
+        _require_univariate(position, series, "the dataset")
+        fitted = self.forecaster.panel.item_ids
+        if "item_id" not in entry:
+            series = series._replace(item_id=fitted[0] if len(fitted) == 1 else str(position))
+        context = self.forecaster.context_length
+        return _Request(entry.get("item_id"), series._replace(index=series.index[-context:],
+                                                              target=series.target[-context:]))
+
+    def _forecast(self, requests: Sequence[_Request], num_samples: int | None) -> list[Forecast]:
+        """The forecasts of ``requests``, in order: one ``Forecaster.predict`` per round of entries
+        with distinct series (the k-th entry of each series is in round k)."""
+        rounds: dict[int, list[int]] = {}
+        seen: dict[str, int] = {}
+        for index, request in enumerate(requests):
+            seen[request.series.item_id] = seen.get(request.series.item_id, -1) + 1
+            rounds.setdefault(seen[request.series.item_id], []).append(index)
+        forecasts: dict[int, Forecast] = {}
+        for indices in rounds.values():
+            rows = self._predict_frame([requests[i].series for i in indices], num_samples)
+            for i in indices:
+                forecasts[i] = self._to_forecast(rows[requests[i].series.item_id], requests[i].item_id)
+        return [forecasts[i] for i in range(len(requests))]
+
+    def _predict_frame(self, series: list[_Item], num_samples: int | None) -> dict[str, pd.DataFrame]:
+        """``Forecaster.predict`` of series with distinct ids: each id's forecast rows."""
+        columns = self.forecaster.columns
+        frame = _long_frame(series).rename(columns={
+            "item_id": columns["id_col"], "timestamp": columns["time_col"], "target": columns["target_col"]})
+        levels = self.forecaster.settings.network.quantile_levels if num_samples is None else None
+        predicted = self.forecaster.predict(frame, quantiles=levels, num_samples=num_samples)
+        return {str(item_id): rows for item_id, rows in predicted.groupby("item_id", sort=False)}
+
+    def _to_forecast(self, rows: pd.DataFrame, item_id: Any) -> Forecast:
+        """One series' forecast rows (``Forecaster.predict``'s columns) as a GluonTS ``Forecast``."""
+        start = pd.Period(rows["timestamp"].iloc[0], freq=_period_freq(self.freq))
+        sample_columns = [c for c in rows.columns if str(c).startswith("sample_")]
+        if sample_columns:
+            return SampleForecast(rows[sample_columns].to_numpy().T, start_date=start, item_id=item_id)  # [S, H]
+        keys = [str(level) for level in self.forecaster.settings.network.quantile_levels] + ["mean"]
+        return QuantileForecast(rows[keys].to_numpy().T, start_date=start, forecast_keys=keys, item_id=item_id)
+
+    def serialize(self, path: Path) -> None:
+        """Write the predictor into the existing folder ``path``: GluonTS's ``gluonts-config.json``
+        and the Forecaster (:meth:`~tsrec.Forecaster.save`) in ``path/tsrec-forecaster``."""
+        super().serialize(Path(path))
+        self.forecaster.save(Path(path) / _FORECASTER_DIR)
+
+    @classmethod
+    def deserialize(cls, path: Path, device: str | None = None) -> TsrecPredictor:
+        """A predictor written by :meth:`serialize` (also through ``Predictor.deserialize(path)``).
+
+        ``device``: the Lightning accelerator that predicts (``"cpu"``, ``"cuda"``; default
+        ``"auto"``: a GPU when there is one).
+        """
+        forecaster = Forecaster.load(Path(path) / _FORECASTER_DIR)
+        if device is not None:
+            forecaster.trainer_kwargs["accelerator"] = device
+        return cls(forecaster)
+
+
+def _require_probabilistic(forecaster: Forecaster) -> None:
+    """``ValueError`` unless ``forecaster`` is trained with a probabilistic output."""
+    if not forecaster.trainable:
+        raise ValueError(
+            f"{forecaster.model_name!r} is not trained and forecasts points only; GluonTS forecasts need quantiles "
+            "or samples: use a trainable model (tsrec.list_models()) with output='quantile', 'normal' or 'studentt'"
+        )
+    if forecaster.settings.network.output == "point":
+        raise ValueError(
+            "output='point' forecasts a mean only, which has no quantiles for GluonTS's Evaluator (it stops at "
+            "'Forecast contains NaN values'); use output='quantile', 'normal' or 'studentt'"
+        )
+
+
+def _require_univariate(position: int, item: _Item, role: str) -> None:
+    """``ValueError`` for an entry (at ``position`` in ``role``) with a ``[C, T]`` target."""
+    if item.target.ndim == 2:
+        raise ValueError(
+            f"entry {position} of {role} (item_id {item.item_id!r}) has a multivariate target of shape "
+            f"{item.target.shape}; TsrecEstimator and TsrecPredictor forecast univariate series (target [T]): make "
+            "one entry per row of the target, or fit tsrec's Forecaster on the wide frame to_tsrec_frame([entry])"
+        )
+
+
+def _univariate_frame(dataset: Iterable[Mapping[str, Any]], freq: str | None, role: str) -> pd.DataFrame:
+    """A univariate GluonTS dataset (``role`` names it in errors) as a long tsrec frame."""
+    items = _read_dataset(dataset, freq)
+    for position, item in enumerate(items):
+        _require_univariate(position, item, role)
+    return _long_frame(items)
