@@ -51,7 +51,8 @@ def test_metrics_are_labelled_and_consistent(fitted):
     e = result.errors
     assert result.metric("mse", "original") == pytest.approx(float(np.mean((e.y_true - e.y_pred) ** 2)))
     assert result.metric("mse", "scaled") == pytest.approx(float(np.mean((e.y_true_scaled - e.y_pred_scaled) ** 2)))
-    assert set(result.summary.units) == {"original", "scaled", "scale-free", "ratio"}
+    assert set(result.summary.units) == {"original", "scaled", "scale-free", "ratio", "count"}
+    assert result.metric("windows_without_forecast", "count") == 0
     assert {"mse", "mae", "rmse", "mase", "smape", "mse_ratio_naive", "mae_ratio_naive"} <= set(result.summary.metric)
     assert result.metric("mse_ratio_naive", "ratio") == pytest.approx(
         result.metric("mse", "scaled") / float(np.mean((e.y_true_scaled - e.y_naive_scaled) ** 2)))

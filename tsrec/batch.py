@@ -3,7 +3,8 @@
 :class:`~tsrec.data.windows.WindowDataset` yields these fields per window; the default
 ``DataLoader`` collate stacks them into a batch, which every model's ``forward`` takes whole.
 Shapes per batch (``B`` windows, ``Lc = context_length``, ``H = prediction_length``, ``C``
-channels, ``F`` time features), all float32 unless noted; targets are scaled and 0 where
+channels, ``F`` time features: the calendar's, then the covariates' (:mod:`tsrec.data.covariates`),
+``Kc`` categorical static covariates), all float32 unless noted; targets are scaled and 0 where
 unobserved.
 """
 
@@ -19,7 +20,8 @@ class ForecastBatch(TypedDict, total=False):
     past_target: Tensor  # [B, Lc, C]
     past_observed: Tensor  # [B, Lc, C], 1 observed / 0 missing
     past_time_feat: Tensor  # [B, Lc, F]
-    future_time_feat: Tensor  # [B, H, F]
+    future_time_feat: Tensor  # [B, H, F], 0 in the columns of past-only covariates
+    static_cat: Tensor  # [B, Kc] int64 category codes (only with categorical static covariates)
     future_target: Tensor  # [B, H, C] (training and validation windows only)
     future_observed: Tensor  # [B, H, C] (training and validation windows only)
     item: Tensor  # [B] int64, position of the window's item

@@ -22,11 +22,13 @@ from tsrec._checks import check_choice, check_int, check_optional_int
 
 __all__ = [
     "Config",
+    "CovariateConfig",
     "DataFacts",
     "RSAConfig",
     "TrainingConfig",
     "WindowConfig",
     "default_rem_kinds",
+    "static_embedding_dim",
 ]
 
 C = TypeVar("C", bound="Config")
@@ -91,9 +93,13 @@ class DataFacts:
         season: steps per natural season of the frequency (24 for hourly data, 7 for daily).
         sub_daily: one step is shorter than a day, so one season (and one dilated REM step) is a day.
         n_channels: target variables the network sees jointly (``C``).
-        n_time_features: calendar features per step (``F``).
+        n_time_features: features per step the network reads (``F``): the calendar features, then
+            the ``n_covariate_features`` covariate features.
         periods: dominant cycle lengths found in the training part, in steps, strongest first
             (empty when none was looked for or found).
+        n_covariate_features: the trailing features that come from covariates (dynamic, numeric
+            static and the embeddings of categorical static covariates; 0 without covariates).
+        static_cardinalities: categories of each categorical static covariate (embedded by the network).
     """
 
     season: int
@@ -101,12 +107,17 @@ class DataFacts:
     n_channels: int = 1
     n_time_features: int = 0
     periods: tuple[float, ...] = ()
+    n_covariate_features: int = 0
+    static_cardinalities: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         check_int("season", self.season, 1)
         check_int("n_channels", self.n_channels, 1)
         check_int("n_time_features", self.n_time_features, 0)
+        check_int("n_covariate_features", self.n_covariate_features, 0)
         object.__setattr__(self, "periods", tuple(float(p) for p in self.periods))
+        object.__setattr__(self, "static_cardinalities",
+                           tuple(check_int("static cardinality", c, 1) for c in self.static_cardinalities))
 
     def cycle_within(self, length: int) -> int | None:
         """The strongest cycle found, rounded to whole steps, if ``length`` steps hold it; None
@@ -230,6 +241,57 @@ class RSAConfig(Config):
         return sum(self.kinds)
 
 
+def static_embedding_dim(cardinality: int) -> int:
+    """Width of the learned embedding of a categorical static covariate with ``cardinality``
+    categories: GluonTS's rule, ``min(50, (cardinality + 1) // 2)``."""
+    return min(50, (check_int("cardinality", cardinality, 1) + 1) // 2)
+
+
+@dataclass(frozen=True)
+class CovariateConfig(Config):
+    """Which columns of the frame are covariates: inputs the model reads, never forecasts.
+
+    Each field is a tuple of column names (a single name is taken as a one-name tuple). GluonTS
+    calls them ``past_feat_dynamic_real``, ``feat_dynamic_real`` and ``feat_static_real`` /
+    ``feat_static_cat``; tsrec takes the names below only.
+
+    Attributes:
+        past: dynamic covariates known only up to the forecast origin (e.g. measured temperature).
+        future: dynamic covariates known for the forecast horizon too (a temperature forecast,
+            holidays, prices); ``predict`` needs their values for every forecast step.
+        static: one value per series (constant within each id of a long frame): numeric columns
+            are scaled, any other dtype is categorical and embedded.
+    """
+
+    past: tuple[str, ...] = ()
+    future: tuple[str, ...] = ()
+    static: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        seen: dict[str, str] = {}
+        for kind in ("past", "future", "static"):
+            names = getattr(self, kind)
+            names = () if names is None else (names,) if isinstance(names, str) else tuple(names)
+            for name in names:
+                if not isinstance(name, str):
+                    raise TypeError(f"{kind} covariate names must be column names (str), got {name!r}")
+                if name in seen:
+                    raise ValueError(f"column {name!r} is named twice as a covariate ({seen[name]} and {kind}); "
+                                     "name each covariate once")
+                seen[name] = kind
+            object.__setattr__(self, kind, names)
+
+    @property
+    def dynamic(self) -> tuple[str, ...]:
+        """The dynamic covariates in feature order: the past ones, then the future ones."""
+        return self.past + self.future
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """Every covariate column."""
+        return self.dynamic + self.static
+
+
 GAP_POLICIES = ("raise", "warn")
 MISSING_CONTEXT_POLICIES = ("nan", "raise")
 
@@ -300,6 +362,11 @@ class TrainingConfig(Config):
         rsa_lr_multiplier: REM scalars and gates train in their own Adam group at
             ``learning_rate * rsa_lr_multiplier`` (at the backbone's rate they barely move; see
             RSA_SPEC section 4.6), following the same schedule.
+        covariate_lr_multiplier: the covariate path (covariate head and static embeddings,
+            :mod:`tsrec.nn.covariates`) trains in its own Adam group at ``learning_rate *
+            covariate_lr_multiplier``, following the same schedule: its weights start random and
+            must reach the covariates' effect, and Adam moves a weight by about the learning rate
+            per step, too slowly at the backbone's rate for the few steps of a small data set.
         patience: early-stopping patience in epochs on the validation loss; the best weights are
             restored at the end. ``None`` disables early stopping.
         loss: ``"mse"`` or ``"mae"``, over observed future values only.
@@ -316,6 +383,7 @@ class TrainingConfig(Config):
     learning_rate: float = 1e-3
     lr_schedule: str = "constant"
     rsa_lr_multiplier: float = 10.0
+    covariate_lr_multiplier: float = 10.0
     patience: int | None = 3
     loss: str = "mse"
     shuffle: bool = True
@@ -329,7 +397,7 @@ class TrainingConfig(Config):
         for name, minimum in (("max_epochs", 1), ("batch_size", 1), ("seed", 0), ("num_workers", 0)):
             object.__setattr__(self, name, check_int(name, getattr(self, name), minimum))
         object.__setattr__(self, "patience", check_optional_int("patience", self.patience, 1))
-        for name in ("learning_rate", "rsa_lr_multiplier"):
+        for name in ("learning_rate", "rsa_lr_multiplier", "covariate_lr_multiplier"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
                 raise ValueError(f"{name} must be a positive number, got {value!r}")

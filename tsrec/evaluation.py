@@ -10,7 +10,9 @@ import pandas as pd
 import torch
 
 from tsrec import metrics
-from tsrec.data import Panel, WindowDataset, canonicalize, seasonality
+from tsrec.config import CovariateConfig
+from tsrec.data import Panel, WindowDataset, seasonality
+from tsrec.data.covariates import read_frame
 from tsrec.forecaster import Forecaster
 from tsrec.models.base import DEFAULT_QUANTILE_LEVELS
 from tsrec.nn.outputs import check_levels
@@ -113,6 +115,9 @@ def backtest(forecaster: Forecaster, df: pd.DataFrame, *, start: int | str | pd.
         forecaster: a fitted Forecaster (or an unfitted one with ``refit_every``).
         df: the frame to backtest on, in the layout the forecaster was fitted with; windows read
             their context from it, so it must hold ``context_length`` steps before the first origin.
+            A forecaster fitted with covariates reads them from it too, the future covariates of
+            each window included (a missing value reads as the training mean, as in ``fit``);
+            refits use the same covariate columns.
         start: the first forecast origin: a grid position (int) or a timestamp. Default: the
             last ``n_windows`` origins, ``stride`` apart, ending with the window that forecasts
             the frame's last ``prediction_length`` steps.
@@ -140,7 +145,10 @@ def backtest(forecaster: Forecaster, df: pd.DataFrame, *, start: int | str | pd.
                            "before each block of k windows")
     levels = _levels(forecaster, quantiles)
     columns = dict(time_col=time_col, id_col=id_col, target_col=target_col)
-    panel = canonicalize(df, freq=forecaster.freq, gaps=forecaster.settings.window.gaps, **columns)
+    fitted = forecaster.covariates
+    covariates = CovariateConfig() if fitted is None else fitted.config
+    panel, values = read_frame(df, covariates, () if fitted is None else fitted.categorical, freq=forecaster.freq,
+                               gaps=forecaster.settings.window.gaps, **columns)
     horizon, context = forecaster.prediction_length, forecaster.context_length
     origins = _origins(panel, context, horizon, start, n_windows, stride or horizon)
     n_blocks = max(len(r) for r in origins)
@@ -153,12 +161,13 @@ def backtest(forecaster: Forecaster, df: pd.DataFrame, *, start: int | str | pd.
             cut = [s.index[r[0]] if len(r) else s.index[-1] + pd.tseries.frequencies.to_offset(panel.freq)
                    for s, r in zip(panel.items, block_origins)]
             forecaster = forecaster.unfitted_copy().fit(_history_before(df, panel, cut, **{
-                k: v for k, v in columns.items() if k != "target_col"}), **columns)
+                k: v for k, v in columns.items() if k != "target_col"}), **columns, past_covariates=covariates.past,
+                future_covariates=covariates.future, static_covariates=covariates.static)
         rows = forecaster.panel.check_compatible(panel)
         ranges = [(r.start, r.stop) if len(r) else (context, context) for r in block_origins]
         dataset = WindowDataset.from_panel(panel, forecaster.scaler, context, horizon, ranges,
                                            stride=block_origins[0].step if block_origins[0] else 1,
-                                           scaler_rows=rows)
+                                           scaler_rows=rows, covariates=forecaster.covariates.encode(panel, values))
         scaled, bands = _point_and_quantiles(forecaster, forecaster.forecast_windows(dataset, batch_size=batch_size),
                                              levels)  # [N, H, C], [N, H, C, Q] or None
         seasons.append(forecaster.data_facts.cycle_within(context))
@@ -166,9 +175,10 @@ def backtest(forecaster: Forecaster, df: pd.DataFrame, *, start: int | str | pd.
     errors = pd.concat(parts, ignore_index=True)
     m = season_length or seasonality(panel.freq)
     skill = _skill(errors, seasons)
-    summary = pd.concat([_summary(errors, panel, origins, m), _probabilistic_summary(errors, levels), pd.DataFrame(
-        [(f"{ratio}_{row.baseline}", "ratio", getattr(row, ratio)) for row in skill.itertuples()
-         for ratio in ("mse_ratio", "mae_ratio")], columns=["metric", "units", "value"])], ignore_index=True)
+    ratios = pd.DataFrame([(f"{ratio}_{row.baseline}", "ratio", getattr(row, ratio)) for row in skill.itertuples()
+                           for ratio in ("mse_ratio", "mae_ratio")], columns=["metric", "units", "value"])
+    parts = [_summary(errors, panel, origins, m), _probabilistic_summary(errors, levels), ratios]
+    summary = pd.concat([part for part in parts if not part.empty], ignore_index=True)
     return BacktestResult(errors, summary, _by_step(errors), skill)
 
 

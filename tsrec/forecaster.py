@@ -23,18 +23,22 @@ import pandas as pd
 import torch
 
 from tsrec._checks import check_int
-from tsrec.config import DataFacts, TrainingConfig
+from tsrec.config import CovariateConfig, DataFacts, TrainingConfig
 from tsrec.data import (
+    CovariateEncoder,
+    CovariateValues,
     Panel,
     Series,
     StandardScaler,
+    WindowCovariates,
     WindowDataset,
-    canonicalize,
     data_facts,
     forecast_frame,
+    future_index,
     normalize_freq,
     split_panel,
 )
+from tsrec.data.covariates import categorical_statics, check_context, read_frame, read_future
 from tsrec.data.periods import dominant_periods
 from tsrec.models import ForecastModel, build_model, model_spec
 from tsrec.nn.outputs import check_levels
@@ -49,7 +53,7 @@ DEFAULT_MODEL = "rsa_patchtst"
 log = logging.getLogger(__name__)
 
 FORMAT = "tsrec-forecaster"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 _CONFIG_FILE = "forecaster.json"
 _WEIGHTS_FILE = "weights.pt"
 
@@ -116,8 +120,10 @@ class Forecaster:
     scikit-learn estimator protocol: ``get_params``, ``set_params`` and ``sklearn.base.clone``.
 
     ``fit`` accepts a wide frame (DatetimeIndex or ``time_col``, one numeric column per variable,
-    forecast jointly) or a long frame (``id_col``, ``time_col``, ``target_col``; many series).
-    ``predict`` returns a long frame with columns ``item_id``, ``timestamp``, ``mean``.
+    forecast jointly) or a long frame (``id_col``, ``time_col``, ``target_col``; many series),
+    with covariate columns named by ``past_covariates``, ``future_covariates`` and
+    ``static_covariates``. ``predict`` returns a long frame with columns ``item_id``,
+    ``timestamp``, ``mean``.
     """
 
     def __init__(self, model: str = DEFAULT_MODEL, *, prediction_length: int, context_length: int | None = None,
@@ -144,6 +150,8 @@ class Forecaster:
         self.data_facts: DataFacts | None = None
         self.panel: Panel | None = None
         self.scaler: StandardScaler | None = None
+        self.covariates: CovariateEncoder | None = None
+        self._covariate_values: CovariateValues | None = None
         self.trainer = None
         self._columns: dict[str, Any] = {"time_col": None, "id_col": None, "target_col": None}
 
@@ -203,8 +211,20 @@ class Forecaster:
 
     # ------------------------------------------------------------------ fit
     def fit(self, df: pd.DataFrame, *, time_col: str | None = None, id_col: str | None = None,
-            target_col: str | None = None, val_df: pd.DataFrame | None = None, resume: bool = False) -> Forecaster:
+            target_col: str | None = None, val_df: pd.DataFrame | None = None, resume: bool = False,
+            past_covariates: Sequence[str] | None = None, future_covariates: Sequence[str] | None = None,
+            static_covariates: Sequence[str] | None = None) -> Forecaster:
         """Train on ``df`` (validation from its end, or on ``val_df``); returns ``self``.
+
+        Covariates are columns of ``df`` (and ``val_df``) that the model reads and does not
+        forecast (:class:`~tsrec.config.CovariateConfig`): ``past_covariates`` are known up to the
+        forecast origin only, ``future_covariates`` also over the horizon (``predict`` then needs
+        their values: its ``future_covariates`` frame), ``static_covariates`` have one value per
+        series (constant within each id of a long frame; numeric ones are scaled, others are
+        categories, embedded, fixed at ``fit``). Numeric covariates are scaled per column with
+        statistics of the training part only; a missing dynamic value in training reads as the
+        training mean. They are saved with the model and listed in
+        ``resolved_settings.covariates``; ``self.covariates`` is the fitted encoding.
 
         With ``output_dir`` set, the complete training state of every finished epoch is written to
         ``output_dir/checkpoints/last.ckpt`` (atomically: a kill leaves the previous or the new
@@ -218,19 +238,24 @@ class Forecaster:
         model is fitted from that run (a new Forecaster stays unfitted).
         """
         columns = {"time_col": time_col, "id_col": id_col, "target_col": target_col}
+        covariates = CovariateConfig(past=past_covariates, future=future_covariates, static=static_covariates)
+        categorical = categorical_statics(df, covariates)
         gaps = self.settings.window.gaps
-        panel = canonicalize(df, freq=self.settings.window.freq, gaps=gaps, **columns)
-        val_panel = None if val_df is None else canonicalize(val_df, freq=panel.freq, gaps=gaps, **columns)
+        panel, values = read_frame(df, covariates, categorical, freq=self.settings.window.freq, gaps=gaps, **columns)
+        val_panel, val_values = (None, None) if val_df is None else \
+            read_frame(val_df, covariates, categorical, freq=panel.freq, gaps=gaps, **columns)
         split = split_panel(panel, self.context_length, self.prediction_length,
                             val_windows=self.val_windows, val_panel=val_panel)
         scaler = StandardScaler.fit([s.values for s in panel.items], [s.observed for s in panel.items],
                                     split.train_end)
+        _require_observed(panel, split.train_end)
+        encoder = CovariateEncoder.fit(covariates, categorical, values, panel, split.train_end)
         periods = dominant_periods([s.values[:end] for s, end in zip(panel.items, split.train_end)],
                                    [s.observed[:end] for s, end in zip(panel.items, split.train_end)])
         facts = data_facts(panel.freq, n_channels=len(panel.columns) if panel.layout == "wide" else 1,
-                           periods=periods)
-        resolved = self.settings.resolved(facts, freq=panel.freq)
-        _require_observed(panel, split.train_end)
+                           periods=periods, n_covariate_features=encoder.n_features,
+                           static_cardinalities=encoder.cardinalities)
+        resolved = self.settings.resolved(facts, freq=panel.freq, covariates=covariates)
         started = time.perf_counter()
         import lightning.pytorch as pl
 
@@ -239,7 +264,10 @@ class Forecaster:
         history: list[dict[str, float]] = []
         best_epoch = None
         if self.trainable:
-            history, best_epoch = self._train(model, resolved, panel, val_panel, split, scaler, resume=resume)
+            train_covariates = encoder.encode(panel, values)
+            val_covariates = train_covariates if val_panel is None else encoder.encode(val_panel, val_values)
+            history, best_epoch = self._train(model, resolved, panel, val_panel, split, scaler,
+                                              (train_covariates, val_covariates), resume=resume)
         elif resume:
             raise ValueError(f"{self.model_name!r} needs no training, so there is no run to resume; "
                              "fit without resume=True")
@@ -250,14 +278,18 @@ class Forecaster:
         self.resolved_settings = resolved
         self.panel = _tail(panel, self.context_length)
         self.scaler = scaler
+        self.covariates = encoder
+        self._covariate_values = values.tail(self.context_length)
         self._columns = columns
         return self
 
     def _train(self, model: ForecastModel, resolved: ForecasterSettings, panel: Panel, val_panel: Panel | None,
-               split: Any, scaler: StandardScaler, *, resume: bool) -> tuple[list[dict[str, float]], int | None]:
+               split: Any, scaler: StandardScaler, covariates: tuple[WindowCovariates, WindowCovariates], *,
+               resume: bool) -> tuple[list[dict[str, float]], int | None]:
         """Train ``model`` in place through Lightning; returns the per-epoch history and the best
-        epoch (1-based; None without validation). Logs and checkpoints go to ``output_dir``, or to
-        a temporary folder removed on return."""
+        epoch (1-based; None without validation). ``covariates``: the encoded covariates of the
+        training panel and of the validation panel. Logs and checkpoints go to ``output_dir``, or
+        to a temporary folder removed on return."""
         from tsrec.training import (
             EpochCheckpoint,
             ForecastingModule,
@@ -269,14 +301,16 @@ class Forecaster:
             resume_checkpoint,
         )
 
-        train_set = WindowDataset.from_panel(panel, scaler, self.context_length, self.prediction_length, split.train)
+        train_set = WindowDataset.from_panel(panel, scaler, self.context_length, self.prediction_length, split.train,
+                                             covariates=covariates[0])
         if len(train_set) == 0:
             raise ValueError("no training window fits in the data; use a shorter context_length or "
                              "prediction_length, or fewer val_windows")
         val_loader = None
         if split.val is not None:
             val_set = WindowDataset.from_panel(val_panel or panel, scaler, self.context_length,
-                                               self.prediction_length, split.val, scaler_rows=split.val_rows)
+                                               self.prediction_length, split.val, scaler_rows=split.val_rows,
+                                               covariates=covariates[1])
             val_loader = make_loader(val_set, self.training, train=False)
         checkpoints = None if self.output_dir is None else self.output_dir / "checkpoints"
         run = None if checkpoints is None else describe_run(resolved.to_dict(), panel, val_panel)
@@ -301,10 +335,18 @@ class Forecaster:
 
             raise NotFittedError("this Forecaster is not fitted yet: call fit(df) first, or Forecaster.load(path)")
 
-    def predict(self, df: pd.DataFrame | None = None, *, quantiles: Sequence[float] | None = None,
-                num_samples: int | None = None, batch_size: int | None = None) -> pd.DataFrame:
+    def predict(self, df: pd.DataFrame | None = None, *, future_covariates: pd.DataFrame | None = None,
+                quantiles: Sequence[float] | None = None, num_samples: int | None = None,
+                batch_size: int | None = None) -> pd.DataFrame:
         """Forecast the ``prediction_length`` steps after the end of the fitted frame, or of ``df``
         (same columns, or known ids, as the fitted frame; at least ``context_length`` steps).
+
+        A model fitted with future covariates needs ``future_covariates``: a frame in the fit
+        frame's layout (its time column or a DatetimeIndex, and ``id_col`` for a long frame) with a
+        finite value of every future covariate at every forecast step of every series (other rows
+        are ignored). A missing, short, misaligned or NaN future covariate, and a dynamic covariate
+        missing in the context, is a ``ValueError`` naming the series, the column and the first
+        such timestamp.
 
         Returns a long frame with ``item_id``, ``timestamp`` and ``mean``, in original units. A
         probabilistic model (``output="normal"``, ``"studentt"`` or ``"quantile"``) adds one column
@@ -314,12 +356,14 @@ class Forecaster:
         """
         self._require_fitted()
         if df is None:
-            panel, rows = self.panel, np.arange(len(self.panel.items))
+            panel, values, rows = self.panel, self._covariate_values, np.arange(len(self.panel.items))
         else:
-            panel = canonicalize(df, freq=self.freq, gaps=self.settings.window.gaps, **self._columns)
+            panel, values = read_frame(df, self.covariates.config, self.covariates.categorical, freq=self.freq,
+                                       gaps=self.settings.window.gaps, **self._columns)
             rows = self.panel.check_compatible(panel)
         dataset = WindowDataset.for_prediction(panel, self.scaler, self.context_length, self.prediction_length,
-                                               scaler_rows=rows)
+                                               scaler_rows=rows,
+                                               covariates=self._prediction_covariates(panel, values, future_covariates))
         outputs = self.forecast_windows(dataset, batch_size=batch_size)
         self._report_blind(panel, blind_windows(outputs))
         output = self.model.output
@@ -339,6 +383,29 @@ class Forecaster:
             extra.update({f"sample_{i}": _long_order(path) for i, path in enumerate(paths)})
         frame = forecast_frame(panel, output.mean(params).numpy())
         return pd.concat([frame, pd.DataFrame(extra, index=frame.index)], axis=1) if extra else frame
+
+    def _prediction_covariates(self, panel: Panel, values: CovariateValues,
+                               future_covariates: pd.DataFrame | None) -> WindowCovariates:
+        """The covariates of the prediction windows of ``panel``: its ``values`` (every dynamic
+        covariate known over the context) and the future covariates of the horizon, from
+        ``future_covariates``."""
+        config = self.covariates.config
+        horizon = self.prediction_length
+        if future_covariates is not None and not config.future:
+            raise ValueError(f"{self.model_name} was fitted without future covariates, so it reads no "
+                             "future_covariates; leave them out, or refit with future_covariates=[<columns>]")
+        if future_covariates is None and config.future:
+            steps = future_index(panel.items[0].index[-1], panel.freq, horizon)
+            raise ValueError(f"{self.model_name} was fitted with the future covariates {list(config.future)}: pass "
+                             f"predict(future_covariates=<frame>) with their values at the {horizon} forecast steps "
+                             f"of every series ({steps[0]} .. {steps[-1]} for {panel.item_label(0)})")
+        check_context(panel, values, config, self.context_length)
+        if config.future:
+            future = read_future(future_covariates, panel, config, horizon, time_col=self._columns["time_col"],
+                                 id_col=self._columns["id_col"])
+        else:
+            future = tuple(np.zeros((horizon, 0)) for _ in panel.items)
+        return self.covariates.encode(panel, values, future)
 
     def _report_blind(self, panel: Panel, blind: np.ndarray) -> None:
         """Name the series and columns ``blind`` ``[N, C]`` marks (no observed value in their
@@ -408,6 +475,7 @@ class Forecaster:
             "state_dict": self.model.state_dict(),
             "history_values": [torch.from_numpy(s.values) for s in self.panel.items],
             "history_observed": [torch.from_numpy(s.observed) for s in self.panel.items],
+            "history_covariates": [torch.from_numpy(d) for d in self._covariate_values.dynamic],
         }
         path.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.saving-", dir=path.parent))
@@ -441,6 +509,9 @@ class Forecaster:
                 "tz": None if tz is None else str(tz),
             },
             "scaler": self.scaler.to_dict(),
+            "covariates": {"encoder": self.covariates.to_dict(),
+                           "static_real": self._covariate_values.static_real.tolist(),
+                           "static_cat": self._covariate_values.static_cat.tolist()},
         }
 
     @classmethod
@@ -482,6 +553,11 @@ class Forecaster:
             self.panel = Panel(freq=data["freq"], layout=data["layout"], columns=tuple(data["targets"]),
                                items=tuple(items))
             self.scaler = StandardScaler.from_dict(meta["scaler"])
+            self.covariates = CovariateEncoder.from_dict(meta["covariates"]["encoder"])
+            self._covariate_values = CovariateValues(
+                tuple(d.numpy() for d in tensors["history_covariates"]),
+                np.array(meta["covariates"]["static_real"], dtype=np.float64),  # [N, Ks]
+                np.array(meta["covariates"]["static_cat"], dtype=object))  # [N, Kc]
             self._columns = meta["columns"]
         except (KeyError, TypeError, RuntimeError, EOFError, ValueError, OSError, pickle.UnpicklingError) as err:
             raise ValueError(f"{path} is corrupted or incomplete ({type(err).__name__}: {err}); "

@@ -8,6 +8,8 @@
       network   the model's own config class (TransformerConfig, DLinearConfig, ...),
                 with its RSA section (tsrec.config.RSAConfig) where the model has one
       training  TrainingConfig: epochs, batch, learning rates, schedule, seed, ...
+      covariates CovariateConfig: the frame's past, future and static covariate columns
+                (given to ``fit``; empty in the user's settings, recorded in the resolved ones)
 
 Every field has one default, in its config class. Fields that depend on the data (the network's
 shape, ``label_length``, ``season_length``, the REM head mix, dilations and initial periods) are
@@ -22,7 +24,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from tsrec.config import Config, DataFacts, TrainingConfig, WindowConfig
+from tsrec.config import Config, CovariateConfig, DataFacts, TrainingConfig, WindowConfig
 from tsrec.models.base import ModelConfig
 from tsrec.models.registry import model_config, model_spec
 
@@ -40,6 +42,7 @@ class ForecasterSettings(Config):
     window: WindowConfig
     network: ModelConfig
     training: TrainingConfig
+    covariates: CovariateConfig = dataclasses.field(default_factory=CovariateConfig)
 
     def __post_init__(self) -> None:
         expected = model_spec(self.model).model_class.config_class
@@ -87,20 +90,25 @@ class ForecasterSettings(Config):
     def unresolved(self) -> list[str]:
         return self.network.unresolved()
 
-    def resolved(self, data: DataFacts, *, freq: str) -> ForecasterSettings:
-        """The complete settings for data with these facts at ``freq``: the window's context and
-        frequency, the network's shape and every data-dependent field still ``None``."""
+    def resolved(self, data: DataFacts, *, freq: str, covariates: CovariateConfig | None = None) -> ForecasterSettings:
+        """The complete settings for data with these facts at ``freq`` and these ``covariates``
+        (default: those of these settings): the window's context and frequency, the network's
+        shape and every data-dependent field still ``None``."""
         window = dataclasses.replace(self.window, context_length=self.window.context, freq=freq)
         network = dataclasses.replace(self.network, context_length=window.context_length,
                                       prediction_length=window.prediction_length)
-        return dataclasses.replace(self, window=window, network=network.resolved(data))
+        return dataclasses.replace(self, window=window, network=network.resolved(data),
+                                   covariates=self.covariates if covariates is None else covariates)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ForecasterSettings:
-        if not isinstance(data, dict) or set(data) != {"model", "window", "network", "training"}:
-            raise TypeError(f"settings must be a dict with the keys model, window, network and training, "
-                            f"got {sorted(data) if isinstance(data, dict) else type(data).__name__}")
+        required = {"model", "window", "network", "training"}
+        if not isinstance(data, dict) or not required <= set(data) <= required | {"covariates"}:
+            got = sorted(data) if isinstance(data, dict) else type(data).__name__
+            raise TypeError(f"settings must be a dict with the keys model, window, network and training (and "
+                            f"optionally covariates), got {got}")
         config_class = model_spec(data["model"]).model_class.config_class
         return cls(model=data["model"], window=WindowConfig.from_dict(data["window"]),
                    network=config_class.from_dict(data["network"]),
-                   training=TrainingConfig.from_dict(data["training"]))
+                   training=TrainingConfig.from_dict(data["training"]),
+                   covariates=CovariateConfig.from_dict(data.get("covariates", {})))

@@ -2,9 +2,11 @@
 
 Flow: ``canonicalize(df)`` -> ``Panel`` -> ``split_panel`` -> ``StandardScaler.fit`` on the
 training part -> ``WindowDataset.from_panel`` / ``WindowDataset.for_prediction`` -> model ->
-``StandardScaler.inverse_transform`` -> ``forecast_frame``.
+``StandardScaler.inverse_transform`` -> ``forecast_frame``; covariates join the windows' time features
+(:mod:`tsrec.data.covariates`).
 """
 
+from tsrec.data.covariates import CovariateEncoder, CovariateValues
 from tsrec.data.frame import Panel, Series, canonicalize, forecast_frame
 from tsrec.data.scaling import StandardScaler
 from tsrec.data.split import OriginRange, Split, split_panel
@@ -17,14 +19,17 @@ from tsrec.data.time_features import (
     time_feature_dim,
     time_features,
 )
-from tsrec.data.windows import WindowDataset
+from tsrec.data.windows import WindowCovariates, WindowDataset
 
 __all__ = [
+    "CovariateEncoder",
+    "CovariateValues",
     "OriginRange",
     "Panel",
     "Series",
     "Split",
     "StandardScaler",
+    "WindowCovariates",
     "WindowDataset",
     "canonicalize",
     "data_facts",

@@ -84,10 +84,15 @@ def seasonality(freq: str) -> int:
     return max(int(get_seasonality(offset.freqstr)), 2)
 
 
-def data_facts(freq: str, n_channels: int, periods: tuple[float, ...] = ()) -> DataFacts:
+def data_facts(freq: str, n_channels: int, periods: tuple[float, ...] = (), *, n_covariate_features: int = 0,
+               static_cardinalities: tuple[int, ...] = ()) -> DataFacts:
     """What the settings resolver needs to know of data at ``freq`` with ``n_channels`` channels
-    per window: the season, whether one step is shorter than a day, the feature counts, and the
+    per window: the season, whether one step is shorter than a day, the feature counts (the
+    calendar's and the ``n_covariate_features`` of the covariates, with ``static_cardinalities``:
+    :attr:`tsrec.data.covariates.CovariateEncoder.n_features` and ``.cardinalities``), and the
     dominant ``periods`` found in the training part (:func:`tsrec.data.periods.dominant_periods`)."""
     step = step_duration(freq)
     return DataFacts(season=seasonality(freq), sub_daily=step is not None and step < pd.Timedelta(days=1),
-                     n_channels=n_channels, n_time_features=time_feature_dim(freq), periods=periods)
+                     n_channels=n_channels, n_time_features=time_feature_dim(freq) + n_covariate_features,
+                     periods=periods, n_covariate_features=n_covariate_features,
+                     static_cardinalities=static_cardinalities)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -12,9 +13,27 @@ from tsrec._checks import check_int
 from tsrec.data.frame import Panel
 from tsrec.data.scaling import StandardScaler
 from tsrec.data.split import OriginRange
-from tsrec.data.time_features import future_index, time_features
+from tsrec.data.time_features import future_index, time_feature_dim, time_features
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+@dataclass(frozen=True)
+class WindowCovariates:
+    """A panel's encoded covariates, as :class:`WindowDataset` appends them to its calendar features
+    (:meth:`tsrec.data.covariates.CovariateEncoder.encode` makes them).
+
+    features:   per item ``[T_i, K]`` float (``[T_i + H, K]`` for prediction windows), scaled, 0
+                where missing: the ``past_only`` columns first, then the others (future and
+                numeric static covariates).
+    past_only:  leading columns of ``features`` known only up to a window's origin (the past
+                covariates and their flag): zero in every ``future_time_feat``.
+    static_cat: ``[N, Kc]`` int64 codes of each item's categorical static covariates.
+    """
+
+    features: tuple[np.ndarray, ...]
+    past_only: int
+    static_cat: np.ndarray
 
 
 class WindowDataset(Dataset):
@@ -27,12 +46,14 @@ class WindowDataset(Dataset):
     Values are stored scaled, in float32, the precision models compute in; an observed value
     outside float32's finite range is an error, never silently infinite.
 
-    Each window is a dict (``C`` channels, ``F`` time features, ``H = prediction_length``):
+    Each window is a dict (``C`` channels, ``F`` time features: the calendar's, then the
+    covariates', ``H = prediction_length``):
 
     - ``past_target``      ``[context_length, C]`` float32, scaled, 0 where unobserved
     - ``past_observed``    ``[context_length, C]`` float32, 1 observed / 0 missing
     - ``past_time_feat``   ``[context_length, F]`` float32
-    - ``future_time_feat`` ``[H, F]`` float32
+    - ``future_time_feat`` ``[H, F]`` float32, 0 in the ``past_only`` columns
+    - ``static_cat``       ``[Kc]`` int64 (only with categorical static covariates)
     - ``future_target``    ``[H, C]`` float32, 0 where unobserved (only ``with_future_target``)
     - ``future_observed``  ``[H, C]`` float32 (only ``with_future_target``)
     - ``item``             int, position of the item in the inputs
@@ -53,6 +74,8 @@ class WindowDataset(Dataset):
         *,
         stride: int = 1,
         with_future_target: bool = True,
+        past_only: slice = slice(0, 0),
+        static_cat: np.ndarray | None = None,
     ) -> None:
         """
         values:     per item ``[T_i, C]`` scaled values (anything where unobserved, e.g. NaN);
@@ -65,6 +88,10 @@ class WindowDataset(Dataset):
                     future target) or ``origin <= T_i`` and ``origin + H <= len(time_feat[i])``.
         stride:     step between consecutive origins of an item.
         with_future_target: False for prediction windows (no ``future_target``/``future_observed``).
+        past_only:  the columns of ``time_feat`` known only up to each window's origin (past
+                    covariates): zeroed in ``future_time_feat``.
+        static_cat: ``[N, Kc]`` int64 codes of each item's categorical static covariates (None or
+                    ``Kc = 0``: windows get no ``static_cat``).
         """
         self.context_length = check_int("context_length", context_length, 1)
         self.prediction_length = check_int("prediction_length", prediction_length, 1)
@@ -75,6 +102,8 @@ class WindowDataset(Dataset):
                 f"time-feature arrays and {len(origins)} origin ranges; pass one of each per item"
             )
         self.with_future_target = with_future_target
+        self._past_only = past_only
+        self._static_cat = None if static_cat is None or not static_cat.shape[1] else static_cat.astype(np.int64)
         self._target, self._observed, self._time_feat, self._origins = [], [], [], []
         for i, (x, mask, feat, (start, stop)) in enumerate(
             zip(values, observed, time_feat, origins)
@@ -117,20 +146,23 @@ class WindowDataset(Dataset):
         *,
         stride: int = 1,
         scaler_rows: Sequence[int] | None = None,
+        covariates: WindowCovariates | None = None,
     ) -> WindowDataset:
         """Training / validation windows of ``panel`` (e.g. ``Split.train`` or ``Split.val``).
 
         scaler_rows: per item, its row in ``scaler`` (default its position; ``Split.val_rows`` or
                      ``Panel.check_compatible`` for another panel).
+        covariates:  ``panel``'s encoded covariates (features ``[T_i, K]``), appended to the calendar features.
         """
         return cls(
             scaled_values(panel, scaler, scaler_rows),
             [s.observed for s in panel.items],
-            [time_features(s.index, panel.freq) for s in panel.items],
+            _with_covariates([time_features(s.index, panel.freq) for s in panel.items], covariates),
             context_length,
             prediction_length,
             origins,
             stride=stride,
+            **_covariate_options(panel, covariates),
         )
 
     @classmethod
@@ -142,9 +174,12 @@ class WindowDataset(Dataset):
         prediction_length: int,
         *,
         scaler_rows: Sequence[int] | None = None,
+        covariates: WindowCovariates | None = None,
     ) -> WindowDataset:
         """One window per item forecasting the ``prediction_length`` steps after its last timestamp
-        (``origin = len(item)``); future time features come from :func:`future_index`.
+        (``origin = len(item)``); future time features come from :func:`future_index`, and
+        ``covariates`` (features ``[T_i + H, K]``: the forecast steps' future covariates included)
+        are appended to them.
 
         Raises ``ValueError`` naming an item with fewer than ``context_length`` time steps.
         """
@@ -155,20 +190,19 @@ class WindowDataset(Dataset):
                     f"{panel.item_label(i)} has {len(series)} time steps but forecasting needs the "
                     f"last context_length={context_length}; pass more history"
                 )
+        calendar = [
+            time_features(s.index.append(future_index(s.index[-1], panel.freq, prediction_length)), panel.freq)
+            for s in panel.items
+        ]  # [T + H, F] each
         return cls(
             scaled_values(panel, scaler, scaler_rows),
             [s.observed for s in panel.items],
-            [
-                time_features(
-                    s.index.append(future_index(s.index[-1], panel.freq, prediction_length)),
-                    panel.freq,
-                )  # [T + H, F]
-                for s in panel.items
-            ],
+            _with_covariates(calendar, covariates),
             context_length,
             prediction_length,
             [(len(s), len(s) + 1) for s in panel.items],
             with_future_target=False,
+            **_covariate_options(panel, covariates),
         )
 
     def __len__(self) -> int:
@@ -190,12 +224,30 @@ class WindowDataset(Dataset):
             "past_time_feat": torch.tensor(self._time_feat[item][past]),
             "future_time_feat": torch.tensor(self._time_feat[item][future]),
         }
+        window["future_time_feat"][:, self._past_only] = 0.0
+        if self._static_cat is not None:
+            window["static_cat"] = torch.tensor(self._static_cat[item])
         if self.with_future_target:
             window["future_target"] = torch.tensor(self._target[item][future])
             window["future_observed"] = torch.tensor(self._observed[item][future])
         window["item"] = item
         window["origin"] = origin
         return window
+
+
+def _with_covariates(calendar: list[np.ndarray], covariates: WindowCovariates | None) -> list[np.ndarray]:
+    """Per item the calendar features ``[T_i, F]`` followed by the covariate features ``[T_i, K]``."""
+    if covariates is None:
+        return calendar
+    return [np.concatenate([c, k.astype(np.float32)], axis=1) for c, k in zip(calendar, covariates.features)]
+
+
+def _covariate_options(panel: Panel, covariates: WindowCovariates | None) -> dict[str, object]:
+    """The ``past_only`` and ``static_cat`` arguments of :class:`WindowDataset` for ``covariates``."""
+    if covariates is None:
+        return {}
+    calendar = time_feature_dim(panel.freq)
+    return {"past_only": slice(calendar, calendar + covariates.past_only), "static_cat": covariates.static_cat}
 
 
 def scaled_values(

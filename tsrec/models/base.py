@@ -10,9 +10,10 @@ from typing import ClassVar, Self
 import torch
 from torch import Tensor, nn
 
-from tsrec._checks import check_choice, check_optional_int
+from tsrec._checks import check_choice, check_int, check_optional_int
 from tsrec.batch import ForecastBatch
-from tsrec.config import Config, DataFacts, RSAConfig
+from tsrec.config import Config, DataFacts, RSAConfig, static_embedding_dim
+from tsrec.nn.covariates import CovariateHead, StaticEmbedding
 from tsrec.nn.heads import RevIN
 from tsrec.nn.outputs import OUTPUTS, check_levels, make_output
 
@@ -31,7 +32,13 @@ class ModelConfig(Config):
         context_length: past steps the model reads (``Lc``).
         prediction_length: future steps it forecasts (``H``).
         n_channels: target variables forecast jointly (``C``).
-        n_time_features: calendar features per step (``F``).
+        n_time_features: features per step the core reads (``F``): the calendar features, then the
+            ``n_covariate_features`` covariate features.
+        n_covariate_features: the trailing time features that come from covariates (``K``): the
+            batch's dynamic and numeric static covariates, then the embeddings of the categorical
+            static covariates (``static_cardinalities``), which the network appends itself.
+        static_cardinalities: categories of each categorical static covariate (the batch's
+            ``static_cat`` codes); each gets a learned embedding of ``static_embedding_dim`` features.
         revin: reversible instance normalisation of each input window.
         channel_independent: run the core on each channel separately (``C = 1``), sharing weights.
         output: what the network forecasts per step and channel (:mod:`tsrec.nn.outputs`):
@@ -44,20 +51,43 @@ class ModelConfig(Config):
     prediction_length: int | None = None
     n_channels: int | None = None
     n_time_features: int | None = None
+    n_covariate_features: int = 0
+    static_cardinalities: tuple[int, ...] = ()
     revin: bool = False
     channel_independent: bool = False
     output: str = "point"
     quantile_levels: tuple[float, ...] = DEFAULT_QUANTILE_LEVELS
 
     #: Fields the estimator fills from its window settings and the data; never user options there.
-    SHAPE_FIELDS: ClassVar[tuple[str, ...]] = ("context_length", "prediction_length", "n_channels", "n_time_features")
+    SHAPE_FIELDS: ClassVar[tuple[str, ...]] = ("context_length", "prediction_length", "n_channels", "n_time_features",
+                                               "n_covariate_features", "static_cardinalities")
 
     def __post_init__(self) -> None:
         for name in ("context_length", "prediction_length", "n_channels"):
             object.__setattr__(self, name, check_optional_int(name, getattr(self, name), 1))
         object.__setattr__(self, "n_time_features", check_optional_int("n_time_features", self.n_time_features, 0))
+        self._check_covariates()
         check_choice("output", self.output, OUTPUTS)
         object.__setattr__(self, "quantile_levels", check_levels("quantile_levels", self.quantile_levels))
+
+    def _check_covariates(self) -> None:
+        """The covariate features fit in the time features, and the embeddings in the covariate features."""
+        object.__setattr__(self, "n_covariate_features",
+                           check_int("n_covariate_features", self.n_covariate_features, 0))
+        object.__setattr__(self, "static_cardinalities",
+                           tuple(check_int("static cardinality", c, 1) for c in self.static_cardinalities))
+        if self.n_time_features is not None and self.n_covariate_features > self.n_time_features:
+            raise ValueError(f"n_covariate_features ({self.n_covariate_features}) exceeds n_time_features "
+                             f"({self.n_time_features}): covariates are part of the time features")
+        if self.embedding_width > self.n_covariate_features:
+            raise ValueError(f"the embeddings of static_cardinalities {self.static_cardinalities} take "
+                             f"{self.embedding_width} features, more than n_covariate_features "
+                             f"({self.n_covariate_features})")
+
+    @property
+    def embedding_width(self) -> int:
+        """Features the embeddings of the categorical static covariates take (``E``)."""
+        return sum(static_embedding_dim(c) for c in self.static_cardinalities)
 
     def unresolved(self) -> list[str]:
         """Fields still ``None`` that the network needs (empty for a buildable config), those of an
@@ -85,12 +115,14 @@ class ModelConfig(Config):
                              f"{self.n_heads}; every head needs a REM kind")  # type: ignore[attr-defined]
 
     def resolved(self, data: DataFacts) -> Self:
-        """A copy with every ``None`` data-dependent field filled from ``data`` (here the channel
-        and time-feature counts; subclasses add theirs). Fields already set are kept."""
+        """A copy with every ``None`` data-dependent field filled from ``data`` (here the channel,
+        time-feature and covariate counts; subclasses add theirs). Fields already set are kept."""
         return dataclasses.replace(
             self,
             n_channels=self.n_channels if self.n_channels is not None else data.n_channels,
             n_time_features=self.n_time_features if self.n_time_features is not None else data.n_time_features,
+            n_covariate_features=self.n_covariate_features or data.n_covariate_features,
+            static_cardinalities=self.static_cardinalities or data.static_cardinalities,
         )
 
 
@@ -99,7 +131,15 @@ class ForecastModel(nn.Module, abc.ABC):
 
     ``forward(batch) -> [B, H, C]``: the named :class:`~tsrec.batch.ForecastBatch` in, the
     (scaled) forecast out. Subclasses implement :meth:`forecast` on ``core_channels`` channels;
-    RevIN and channel independence are applied here, once for every model.
+    RevIN, channel independence and the covariate path are applied here, once for every model.
+
+    Covariates (``config.n_covariate_features > 0``, trainable models): the embeddings of the
+    categorical static covariates are appended to every step's time features, which
+    :meth:`forecast` receives whole, and a :class:`~tsrec.nn.covariates.CovariateHead` on the
+    covariate features adds its forecast to the core's (before RevIN is undone; one head per core
+    channel, so channel-independent networks share it across channels). A network that reads time
+    features thus sees the covariates twice; one that ignores them (PatchTST, DLinear) or the
+    horizon's (the sequence backbones) still forecasts from them.
     """
 
     config_class: ClassVar[type[ModelConfig]] = ModelConfig
@@ -120,6 +160,12 @@ class ForecastModel(nn.Module, abc.ABC):
             raise ValueError(f"{type(self).__name__} is not trained, so it has only a point forecast: "
                              f"use output='point', or a trainable model for output={config.output!r}")
         self.output = make_output(config.output, config.quantile_levels)
+        covariates = self.trainable and config.n_covariate_features > 0
+        self.static_embedding = StaticEmbedding(config.static_cardinalities) \
+            if covariates and config.static_cardinalities else None
+        self.covariate_head = CovariateHead(config.context_length, config.prediction_length,
+                                            config.n_covariate_features, self.core_channels * self.n_params) \
+            if covariates else None
 
     @property
     def n_params(self) -> int:
@@ -133,10 +179,10 @@ class ForecastModel(nn.Module, abc.ABC):
 
     def forward(self, batch: ForecastBatch) -> Tensor:
         """``batch`` (``past_target``, ``past_time_feat``, ``future_time_feat``, optionally
-        ``past_observed``) -> the forecast ``[B, H, C]`` for a point output, else the output's
-        parameters ``[B, H, C, P]`` (:mod:`tsrec.nn.outputs`), in the batch's (scaled) units."""
+        ``past_observed`` and ``static_cat``) -> the forecast ``[B, H, C]`` for a point output, else
+        the output's parameters ``[B, H, C, P]`` (:mod:`tsrec.nn.outputs`), in the batch's (scaled) units."""
         x = batch["past_target"]  # [B, Lc, C]
-        past_time_feat, future_time_feat = batch["past_time_feat"], batch["future_time_feat"]
+        past_time_feat, future_time_feat = self.time_features(batch)  # [B, Lc, F], [B, H, F]
         stats = None
         if self.revin is not None:
             x, stats = self.revin.normalize(x, batch.get("past_observed"))
@@ -146,12 +192,30 @@ class ForecastModel(nn.Module, abc.ABC):
             past_time_feat = past_time_feat.repeat_interleave(channels, dim=0)
             future_time_feat = future_time_feat.repeat_interleave(channels, dim=0)
         y = self.forecast(x, past_time_feat, future_time_feat)  # [B', H, C', P]
+        if self.covariate_head is not None:
+            k = self.config.n_covariate_features
+            effect = self.covariate_head(past_time_feat[..., -k:], future_time_feat[..., -k:])  # [B', H, C'*P]
+            y = y + effect.unflatten(-1, (self.core_channels, self.n_params))
         if self.config.channel_independent and channels > 1:
             y = y.reshape(size, channels, *y.shape[1:]).squeeze(3).transpose(1, 2)  # [B, H, C, P]
         params = self.output.params(y)  # [B, H, C] for a point output
         if stats is not None:
             params = self.output.affine(params, *self.revin.inverse_affine(stats))
         return params
+
+    def time_features(self, batch: ForecastBatch) -> tuple[Tensor, Tensor]:
+        """The batch's ``past_time_feat`` ``[B, Lc, F - E]`` and ``future_time_feat`` ``[B, H, F - E]``
+        with the embeddings ``[B, E]`` of its categorical static covariates (``static_cat``
+        ``[B, Kc]``) appended to every step: ``[B, Lc, F]``, ``[B, H, F]``."""
+        past, future = batch["past_time_feat"], batch["future_time_feat"]
+        if self.static_embedding is None:
+            return past, future
+        if "static_cat" not in batch:
+            raise ValueError(f"{type(self).__name__} embeds {len(self.config.static_cardinalities)} categorical "
+                             "static covariates: the batch needs their codes as static_cat [B, Kc]")
+        embedded = self.static_embedding(batch["static_cat"])[:, None]  # [B, 1, E]
+        return (torch.cat([past, embedded.expand(-1, past.shape[1], -1)], dim=-1),
+                torch.cat([future, embedded.expand(-1, future.shape[1], -1)], dim=-1))
 
     def rsa_layers(self) -> list[tuple[str, int, nn.Module]]:
         """``(attention name, layer index, AttentionLayer)`` for every layer with RSA (none by default)."""

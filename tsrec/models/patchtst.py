@@ -55,7 +55,8 @@ class PatchTSTConfig(ModelConfig):
 
     PatchTST is channel-independent with RevIN by design, so ``revin`` and
     ``channel_independent`` default to True here; ``channel_independent=False`` is refused.
-    Calendar features are not used (``n_time_features`` is read but ignored).
+    Calendar features are not used (``n_time_features`` is read but ignored); covariates reach
+    the forecast through the covariate head every model shares (:class:`~tsrec.models.base.ForecastModel`).
 
     Attributes:
         patch_len: steps per patch (one encoder token).
@@ -191,7 +192,8 @@ class PatchTST(ForecastModel):
         return self.config.stride
 
     def forecast(self, past_target: Tensor, past_time_feat: Tensor, future_time_feat: Tensor) -> Tensor:
-        """``past_target [B, Lc, C']`` -> ``[B, H, C', P]``; the calendar features are not used."""
+        """``past_target [B, Lc, C']`` -> ``[B, H, C', P]``; the time features are not used here (the
+        base class adds the covariate head's forecast)."""
         c = self.config
         size, _, channels = past_target.shape
         x = past_target.transpose(1, 2).reshape(size * channels, -1)  # [B*C', Lc]

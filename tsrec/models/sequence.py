@@ -81,7 +81,8 @@ class SequenceForecaster(ForecastModel):
         """The backbone: a module mapping ``[B, Lc, d_model] -> [B, Lc, d_model]``."""
 
     def forecast(self, past_target: Tensor, past_time_feat: Tensor, future_time_feat: Tensor) -> Tensor:
-        """The calendar features of the horizon are not used (the head is direct)."""
+        """The time features of the horizon are not used here (the head is direct; the base class
+        adds the covariate head's forecast from the horizon's covariates)."""
         h = self.backbone(self.embedding(past_target, past_time_feat))  # [B, Lc, d]
         y = self.time_head(h.transpose(1, 2)).transpose(1, 2)  # [B, H, d]
         return self.out(y).unflatten(-1, (self.core_channels, self.n_params))  # [B, H, C', P]

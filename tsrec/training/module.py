@@ -14,6 +14,7 @@ from tsrec.batch import ForecastBatch
 from tsrec.config import TrainingConfig
 from tsrec.models.base import ForecastModel
 from tsrec.nn.attention import rsa_parameters
+from tsrec.nn.covariates import covariate_parameters
 from tsrec.training.trainer import epoch_seed
 
 #: Training has diverged when its typical error exceeds this many standard deviations of the
@@ -155,12 +156,13 @@ class ForecastingModule(pl.LightningModule):
 
     def configure_optimizers(self):  # Lightning's return type: an optimizer or a dict
         c = self.config
-        rsa = list(rsa_parameters(self.model))
-        rsa_ids = {id(p) for p in rsa}
-        backbone = [p for p in self.model.parameters() if p.requires_grad and id(p) not in rsa_ids]
+        # Their own groups, in this order after the backbone's: REM scalars and gates, the covariate path.
+        fast = [(list(rsa_parameters(self.model)), c.rsa_lr_multiplier),
+                (list(covariate_parameters(self.model)), c.covariate_lr_multiplier)]
+        taken = {id(p) for params, _ in fast for p in params}
+        backbone = [p for p in self.model.parameters() if p.requires_grad and id(p) not in taken]
         groups = [{"params": backbone, "lr": c.learning_rate}]
-        if rsa:
-            groups.append({"params": rsa, "lr": c.learning_rate * c.rsa_lr_multiplier})
+        groups += [{"params": params, "lr": c.learning_rate * multiplier} for params, multiplier in fast if params]
         # One fused kernel for every tensor (CPU and CUDA) instead of a loop of small per-tensor ops.
         optimizer = torch.optim.Adam(groups, fused=True)
         if c.lr_schedule == "constant":

@@ -1,0 +1,389 @@
+"""Covariates: columns of the user's frame that the model reads but does not forecast.
+
+Three kinds (:class:`~tsrec.config.CovariateConfig`): past-only and known-future dynamic
+covariates (numbers per step) and static covariates (one value per series; numeric ones scaled,
+others categorical and embedded by the network). They come in the frame of the targets: a wide
+frame's covariate columns are not targets, a long frame has them per row.
+
+Flow (:class:`~tsrec.forecaster.Forecaster` drives it)::
+
+    frame --without_covariates--> canonicalize --> Panel (targets only)
+    frame + Panel --read_covariates--> CovariateValues (raw, on each item's grid)
+        --CovariateEncoder.fit (training rows only)--> scalers, categories
+        --CovariateEncoder.encode--> WindowCovariates --> WindowDataset time features
+    predict: + read_future(future_covariates frame) for the forecast steps, check_context
+
+Feature layout appended to each step's calendar features (all scaled with training statistics,
+float64 until the windows round them to float32): the ``Kp`` past covariates, a flag that is 1
+where they are known (the flag and the past covariates are 0 in every window's future part), the
+``Kf`` future covariates, the ``Ks`` numeric static covariates broadcast over time; the network
+appends the embeddings of the categorical static covariates. A missing dynamic value (NaN, inf,
+or a grid step without a row) in training and backtest windows reads as its training mean (0
+once scaled); ``predict`` instead requires every covariate over the context and every future
+covariate over the horizon (:func:`check_context`, :func:`read_future`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pandas.api.types import is_bool_dtype, is_complex_dtype, is_numeric_dtype
+
+from tsrec.config import CovariateConfig, static_embedding_dim
+from tsrec.data.frame import Panel, _timestamps, canonicalize
+from tsrec.data.scaling import StandardScaler
+from tsrec.data.time_features import future_index
+from tsrec.data.windows import _FLOAT32_MAX, WindowCovariates
+
+__all__ = ["CovariateEncoder", "CovariateValues", "categorical_statics", "check_context", "read_covariates",
+           "read_frame", "read_future", "without_covariates"]
+
+
+@dataclass(frozen=True)
+class CovariateValues:
+    """A panel's covariates on its items' grids, as given (before scaling).
+
+    dynamic:     per item ``[T_i, Kp + Kf]`` float64: the past, then the future covariates, NaN
+                 where missing (NaN or inf in the frame, or a grid step without a row).
+    static_real: ``[N, Ks]`` float64, each item's numeric static covariates.
+    static_cat:  ``[N, Kc]`` str (object), each item's categorical static covariates.
+    """
+
+    dynamic: tuple[np.ndarray, ...]
+    static_real: np.ndarray
+    static_cat: np.ndarray
+
+    def tail(self, length: int) -> CovariateValues:
+        """The last ``length`` steps of every item (what ``predict()`` needs of the fit frame)."""
+        return CovariateValues(tuple(d[-length:] for d in self.dynamic), self.static_real, self.static_cat)
+
+
+def without_covariates(df: pd.DataFrame, config: CovariateConfig, *, time_col: Hashable | None,
+                       id_col: Hashable | None, target_col: Any) -> pd.DataFrame:
+    """``df`` without its covariate columns (for :func:`~tsrec.data.canonicalize`, which then
+    takes the remaining columns as targets). ``ValueError`` naming a covariate that is not a
+    column of ``df``, or that is also its time, id or target column."""
+    if not config.columns:
+        return df
+    _require_columns(df, config.columns, "the frame")
+    targets = target_col if isinstance(target_col, (list, tuple)) else [target_col]
+    for role, names in (("time_col", [time_col]), ("id_col", [id_col]), ("target_col", targets)):
+        clash = [name for name in names if name is not None and name in config.columns]
+        if clash:
+            raise ValueError(f"column {clash[0]!r} is both the {role} and a covariate; a covariate is an input "
+                             "the model reads, not the target or an index: name it once")
+    return df.drop(columns=list(config.columns))
+
+
+def read_frame(df: pd.DataFrame, config: CovariateConfig, categorical: Sequence[str], *, freq: str | None,
+               gaps: str, time_col: Hashable | None, id_col: Hashable | None,
+               target_col: Any) -> tuple[Panel, CovariateValues]:
+    """``df`` as a panel of its targets (:func:`~tsrec.data.canonicalize` of every column but the
+    covariates) and its covariates on the panel's grids (:func:`read_covariates`)."""
+    columns = {"time_col": time_col, "id_col": id_col, "target_col": target_col}
+    panel = canonicalize(without_covariates(df, config, **columns), freq=freq, gaps=gaps, **columns)
+    return panel, read_covariates(df, panel, config, categorical, time_col=time_col, id_col=id_col)
+
+
+def categorical_statics(df: pd.DataFrame, config: CovariateConfig) -> tuple[str, ...]:
+    """The static covariates of ``df`` that are categorical: every column whose dtype is not a
+    real number (strings, ``category``; booleans are numbers 0/1)."""
+    _require_columns(df, config.static, "the frame")
+    return tuple(name for name in config.static
+                 if not is_numeric_dtype(df[name].dtype) or is_complex_dtype(df[name].dtype))
+
+
+def read_covariates(df: pd.DataFrame, panel: Panel, config: CovariateConfig, categorical: Sequence[str], *,
+                    time_col: Hashable | None, id_col: Hashable | None) -> CovariateValues:
+    """The covariates of ``df`` on the grids of ``panel`` (``canonicalize`` of
+    :func:`without_covariates` of the same ``df``); ``categorical`` names the static covariates
+    read as categories (:func:`categorical_statics` at fit, the fitted ones later).
+
+    Raises ``TypeError`` for a non-numeric dynamic or numeric static covariate, ``ValueError``
+    for a missing column and for a static covariate that is missing or not constant within a
+    series (naming the series, the column and the timestamps).
+    """
+    _require_columns(df, config.columns, "the frame")
+    times = _timestamps(df, time_col)  # [R], validated by canonicalize
+    rows = _item_rows(df, panel, id_col)
+    values = _numeric(df, config.dynamic, "dynamic")  # [R, Kd]
+    dynamic = tuple(_on_grid(item.index, times[r], values[r]) for item, r in zip(panel.items, rows))
+    real = [name for name in config.static if name not in categorical]
+    return CovariateValues(dynamic, _statics(df, panel, rows, times, real, numeric=True),
+                           _statics(df, panel, rows, times, list(categorical), numeric=False))
+
+
+def read_future(frame: Any, panel: Panel, config: CovariateConfig, horizon: int, *, time_col: Hashable | None,
+                id_col: Hashable | None) -> tuple[np.ndarray, ...]:
+    """Per item of ``panel`` its future covariates ``[H, Kf]`` float64 at the ``horizon`` steps
+    after its last timestamp, from ``frame`` (the layout of the fit frame: ``time_col`` or a
+    DatetimeIndex, ``id_col`` for a long frame; rows outside the horizon are ignored).
+
+    A missing column, and a missing, short, misaligned or NaN future covariate is a ``ValueError``
+    naming the series, the column and the first forecast step without a finite value.
+    """
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"future_covariates must be a pandas DataFrame, got {type(frame).__name__}")
+    _require_columns(frame, config.future, "future_covariates")
+    if id_col is not None:
+        _require_columns(frame, [id_col], "future_covariates", kind="id column")
+    times = _timestamps(frame, time_col)  # [R]
+    _require_time_zone(times, panel)
+    values = _numeric(frame, config.future, "future")  # [R, Kf]
+    rows = _item_rows(frame, panel, id_col, every=False)
+    future = []
+    for position, (item, r) in enumerate(zip(panel.items, rows)):
+        steps = future_index(item.index[-1], panel.freq, horizon)  # [H]
+        label = panel.item_label(position)
+        given = times[r]
+        if given.has_duplicates:
+            raise ValueError(f"future_covariates has several rows for {label} at {given[given.duplicated()][0]}; "
+                             "pass one row per series and forecast step")
+        at = steps.get_indexer(given)  # [r], -1 outside the horizon
+        ahead = np.full((horizon, len(config.future)), np.nan)
+        ahead[at[at >= 0]] = values[r][at >= 0]
+        _require_finite_future(ahead, steps, given, label, config.future, panel.freq)
+        future.append(ahead)
+    return tuple(future)
+
+
+def check_context(panel: Panel, values: CovariateValues, config: CovariateConfig, context_length: int) -> None:
+    """``ValueError`` naming the series, the column and the first timestamp where a dynamic
+    covariate is missing in the last ``context_length`` steps of an item (what a forecast reads)."""
+    for position, (item, dynamic) in enumerate(zip(panel.items, values.dynamic)):
+        missing = ~np.isfinite(dynamic[-context_length:])  # [Lc, Kd]
+        if missing.any():
+            t, k = np.argwhere(missing)[0]  # the first step (row-major order)
+            kind = "past" if k < len(config.past) else "future"
+            context = item.index[-context_length:]
+            raise ValueError(f"{kind} covariate {config.dynamic[k]!r} of {panel.item_label(position)} is missing at "
+                             f"{context[t]}, in the forecast's context (its last {len(context)} steps, {context[0]} .. "
+                             f"{context[-1]}); pass data whose covariates have a value at every step of the context")
+
+
+@dataclass(frozen=True)
+class CovariateEncoder:
+    """How covariates become features: scaled with training statistics only (per column, float64),
+    categories fixed at ``fit``. Saved with the model (:meth:`to_dict`).
+
+    config:      the covariate columns.
+    categorical: the static covariates that are categorical (embedded by the network).
+    dynamic:     ``StandardScaler`` with one row ``[1, Kp + Kf]``: the dynamic covariates over
+                 every item's training part.
+    static:      ``StandardScaler`` ``[1, Ks]``: the numeric static covariates over the items.
+    categories:  per categorical static covariate, its categories, sorted (a code is a position).
+    """
+
+    config: CovariateConfig
+    categorical: tuple[str, ...]
+    dynamic: StandardScaler
+    static: StandardScaler
+    categories: tuple[tuple[str, ...], ...]
+
+    @classmethod
+    def fit(cls, config: CovariateConfig, categorical: Sequence[str], values: CovariateValues, panel: Panel,
+            train_end: Sequence[int]) -> CovariateEncoder:
+        """Fit on ``values`` of ``panel``: dynamic covariates on each item's rows ``[0, train_end[i])``.
+        ``ValueError`` naming a dynamic covariate with no observed value there."""
+        training = np.concatenate([d[:end] for d, end in zip(values.dynamic, train_end)])  # [sum, Kd]
+        observed = np.isfinite(training)
+        never = [name for name, seen in zip(config.dynamic, observed.any(axis=0)) if not seen]
+        if never:
+            where = "the series" if panel.layout == "wide" else "any series"
+            raise ValueError(f"covariate {never[0]!r} has no observed value in the training part of {where}; drop it, "
+                             "or fit on a frame where it has data")
+        static = values.static_real
+        return cls(config, tuple(categorical), StandardScaler.fit([training], [observed]),
+                   StandardScaler.fit([static], [np.isfinite(static)]),
+                   tuple(tuple(sorted(set(column))) for column in values.static_cat.T))
+
+    @property
+    def real(self) -> tuple[str, ...]:
+        """The numeric static covariates."""
+        return tuple(name for name in self.config.static if name not in self.categorical)
+
+    @property
+    def past_only(self) -> int:
+        """Leading covariate features known only up to a window's origin: the past covariates and their flag."""
+        return len(self.config.past) + 1 if self.config.past else 0
+
+    @property
+    def cardinalities(self) -> tuple[int, ...]:
+        return tuple(len(c) for c in self.categories)
+
+    @property
+    def n_features(self) -> int:
+        """Covariate features per step the network reads (``K``), the embeddings included."""
+        return (self.past_only + len(self.config.future) + len(self.real)
+                + sum(static_embedding_dim(c) for c in self.cardinalities))
+
+    def encode(self, panel: Panel, values: CovariateValues,
+               future: Sequence[np.ndarray] | None = None) -> WindowCovariates:
+        """``values`` of ``panel`` as window features (module docstring), followed by ``future``
+        (per item ``[H, Kf]``, from :func:`read_future`) for prediction windows."""
+        n_past = len(self.config.past)
+        static = self.static.transform(values.static_real, 0)  # [N, Ks]
+        features = []
+        for position, dynamic in enumerate(values.dynamic):
+            if future is not None:
+                ahead = np.full((len(future[position]), dynamic.shape[1]), np.nan)  # [H, Kd]
+                ahead[:, n_past:] = future[position]
+                dynamic = np.concatenate([dynamic, ahead])
+            scaled = self._scaled(panel, position, dynamic)  # [T', Kd]
+            flag = np.ones((len(scaled), 1 if n_past else 0))
+            features.append(np.concatenate([scaled[:, :n_past], flag, scaled[:, n_past:],
+                                            np.broadcast_to(static[position], (len(scaled), static.shape[1]))], axis=1))
+        return WindowCovariates(tuple(features), self.past_only, self._codes(panel, values.static_cat))
+
+    def _scaled(self, panel: Panel, position: int, dynamic: np.ndarray) -> np.ndarray:
+        """``dynamic`` ``[T', Kd]`` of item ``position`` scaled, 0 where missing; ``ValueError``
+        naming a value that scales beyond float32's range."""
+        scaled = self.dynamic.transform(dynamic, 0)  # [T', Kd]
+        beyond = np.argwhere(np.abs(scaled) > _FLOAT32_MAX)
+        if len(beyond):
+            t, k = beyond[0]
+            item = panel.items[position]
+            stamps = item.index.append(future_index(item.index[-1], panel.freq, len(dynamic) - len(item)))
+            raise ValueError(f"covariate {self.config.dynamic[k]!r} of {panel.item_label(position)} at {stamps[t]}: "
+                             f"the value {dynamic[t, k]:.6g} scales to {scaled[t, k]:.6g} with the training "
+                             "statistics, beyond float32's range; check the value (a wrong unit or a typo?)")
+        return np.nan_to_num(scaled, nan=0.0)
+
+    def _codes(self, panel: Panel, static_cat: np.ndarray) -> np.ndarray:
+        """``[N, Kc]`` int64 codes of ``static_cat``; ``ValueError`` naming an unknown category."""
+        codes = np.zeros(static_cat.shape, dtype=np.int64)
+        for k, (name, known) in enumerate(zip(self.categorical, self.categories)):
+            lookup = {category: code for code, category in enumerate(known)}
+            for position, value in enumerate(static_cat[:, k]):
+                if value not in lookup:
+                    shown = ", ".join(repr(c) for c in known[:10]) + (" ..." if len(known) > 10 else "")
+                    raise ValueError(f"static covariate {name!r} of {panel.item_label(position)} is {value!r}, a "
+                                     f"category the model did not see in fit (it knows {shown}); use a known "
+                                     "category, or refit on data that include it")
+                codes[position, k] = lookup[value]
+        return codes
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable state (exact float64 round trip)."""
+        return {"config": self.config.to_dict(), "categorical": list(self.categorical),
+                "dynamic": self.dynamic.to_dict(), "static": self.static.to_dict(),
+                "categories": [list(c) for c in self.categories]}
+
+    @classmethod
+    def from_dict(cls, state: dict[str, Any]) -> CovariateEncoder:
+        """Inverse of :meth:`to_dict`."""
+        return cls(CovariateConfig.from_dict(state["config"]), tuple(state["categorical"]),
+                   _scaler(state["dynamic"]), _scaler(state["static"]),
+                   tuple(tuple(c) for c in state["categories"]))
+
+
+def _scaler(state: dict[str, Any]) -> StandardScaler:
+    """:meth:`StandardScaler.from_dict`, keeping the ``[1, 0]`` shape of a scaler of no column."""
+    return StandardScaler(np.reshape(state["loc"], (1, -1)), np.reshape(state["scale"], (1, -1)))
+
+
+def _require_columns(df: pd.DataFrame, names: Sequence[Hashable], where: str, *, kind: str = "covariate") -> None:
+    missing = [name for name in names if name not in df.columns]
+    if missing:
+        raise ValueError(f"{kind} {missing[0]!r} is not a column of {where} (its columns: {list(df.columns)[:20]}); "
+                         f"pass a frame with every {kind} the model reads")
+
+
+def _require_time_zone(times: pd.DatetimeIndex, panel: Panel) -> None:
+    expected = panel.items[0].index.tz
+    if str(times.tz) != str(expected):
+        raise ValueError(f"future_covariates has timestamps in time zone {times.tz}, the data in {expected}; convert "
+                         "them, e.g. with tz_localize or tz_convert")
+
+
+def _item_rows(df: pd.DataFrame, panel: Panel, id_col: Hashable | None, *, every: bool = True) -> list[np.ndarray]:
+    """Per item of ``panel``, the positions of its rows in ``df`` (a wide frame: every row); with
+    ``every=False`` an id without rows gets none, instead of a ``KeyError``."""
+    if id_col is None:
+        return [np.arange(len(df))] * len(panel.items)
+    ids = df[id_col].astype(str).to_numpy()  # [R]
+    groups = pd.Series(ids).groupby(ids).indices
+    empty = np.zeros(0, dtype=np.int64)
+    return [groups[i] if every else groups.get(i, empty) for i in panel.item_ids]
+
+
+def _numeric(df: pd.DataFrame, names: Sequence[str], kind: str) -> np.ndarray:
+    """``[R, K]`` float64 values of the covariate columns ``names``, NaN where NA or infinite;
+    ``TypeError`` naming a column that is not real numbers."""
+    for name in names:
+        dtype = df[name].dtype
+        if not is_numeric_dtype(dtype) or is_complex_dtype(dtype):
+            hint = " (a categorical covariate can only be static; encode a dynamic one, e.g. with pd.get_dummies)" \
+                if kind != "numeric static" else " (it was numeric when the model was fitted)"
+            raise TypeError(f"{kind} covariate {name!r} has dtype {dtype}, not real numbers{hint}; convert it, e.g. "
+                            f"df[{name!r}] = pd.to_numeric(df[{name!r}], errors='coerce')")
+    frame = df[list(names)]
+    if any(is_bool_dtype(frame[name].dtype) for name in names):
+        frame = frame.astype(np.float64)
+    values = frame.to_numpy(dtype=np.float64, na_value=np.nan)  # [R, K]
+    values[~np.isfinite(values)] = np.nan
+    return values
+
+
+def _on_grid(index: pd.DatetimeIndex, times: pd.DatetimeIndex, values: np.ndarray) -> np.ndarray:
+    """``values`` ``[r, K]`` of rows at ``times`` placed on the grid ``index`` ``[T]`` (which holds
+    every one of them): ``[T, K]``, NaN at steps without a row."""
+    grid = np.full((len(index), values.shape[1]), np.nan)
+    grid[index.get_indexer(times)] = values
+    return grid
+
+
+def _statics(df: pd.DataFrame, panel: Panel, rows: list[np.ndarray], times: pd.DatetimeIndex, names: list[str], *,
+             numeric: bool) -> np.ndarray:
+    """``[N, K]`` each item's value of each static covariate in ``names``: float64 (``numeric``),
+    else the values as ``str`` (object); ``ValueError`` naming a series where one is missing or
+    takes several values."""
+    out = np.empty((len(panel.items), len(names)), dtype=np.float64 if numeric else object)
+    for k, name in enumerate(names):
+        if numeric:
+            given = _numeric(df, [name], "numeric static")[:, 0]  # [R]
+            missing = np.isnan(given)
+        else:
+            given, missing = df[name].astype(str).to_numpy(), df[name].isna().to_numpy()
+        for position, r in enumerate(rows):
+            label = panel.item_label(position)
+            if missing[r].any():
+                raise ValueError(f"static covariate {name!r} of {label} is missing at {times[r][missing[r]][0]}; give "
+                                 "it a value in every row of the series")
+            first = given[r][0]
+            other = np.flatnonzero(given[r] != first)
+            if other.size:
+                raise ValueError(f"static covariate {name!r} is not constant within {label}: {first!r} at "
+                                 f"{times[r][0]} but {given[r][other[0]]!r} at {times[r][other[0]]}; a static "
+                                 "covariate has one value per series: fix the rows, or pass the column as a past or "
+                                 "future covariate")
+            out[position, k] = first
+    return out
+
+
+def _require_finite_future(ahead: np.ndarray, steps: pd.DatetimeIndex, given: pd.DatetimeIndex, label: str,
+                           names: Sequence[str], freq: str) -> None:
+    """``ValueError`` naming the column and the first forecast step of ``steps`` ``[H]`` where
+    ``ahead`` ``[H, Kf]`` has no finite value, and why (NaN, no row, rows off the grid or short)."""
+    bad = ~np.isfinite(ahead)  # [H, Kf]
+    if not bad.any():
+        return
+    h, k = np.argwhere(bad)[0]  # the first step (row-major order)
+    where = f"at {steps[h]}, forecast step {h + 1} of {len(steps)} ({steps[0]} .. {steps[-1]})"
+    if steps[h] in given:
+        problem = f"is missing (NaN) {where}"
+    else:
+        inside = given[(given > steps[0]) & (given < steps[-1]) & ~given.isin(steps)]
+        if len(inside):
+            why = f"its rows at {inside[0]} ... are off the {freq!r} grid of the forecast steps"
+        elif len(given):
+            why = f"its rows for this series run from {given.min()} to {given.max()}"
+        else:
+            why = "it has no row for this series"
+        problem = f"has no value {where}: {why}"
+    raise ValueError(f"future covariate {names[k]!r} of {label} {problem}; pass future_covariates with a finite value "
+                     "of every future covariate at every forecast step of every series")
