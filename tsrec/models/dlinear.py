@@ -10,6 +10,7 @@ from torch import Tensor, nn
 from tsrec._checks import check_int
 from tsrec.models.base import ForecastModel, ModelConfig
 from tsrec.nn.heads import MovingAverage
+from tsrec.nn.outputs import LOCATION
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,12 @@ class DLinear(ForecastModel):
         self.trend = MovingAverage(config.moving_average)
         self.seasonal_map = TimeLinear(config.context_length, outputs, maps)
         self.trend_map = TimeLinear(config.context_length, outputs, maps)
+        # Only the forecast's location starts as the window mean; a distribution's other
+        # parameters and a quantile output's gaps start at zero (their output's own prior).
+        others = torch.arange(outputs) % self.n_params != self.output.roles.index(LOCATION)
+        with torch.no_grad():
+            for linear in (self.seasonal_map, self.trend_map):
+                linear.weight[:, others] = 0.0
 
     def forecast(self, past_target: Tensor, past_time_feat: Tensor, future_time_feat: Tensor) -> Tensor:
         trend = self.trend(past_target)  # [B, Lc, C]
