@@ -35,7 +35,6 @@ TRAINING = dict(max_epochs=10, seed=0)
 def calendar_rsa(model: str) -> dict[str, Any]:
     """The calendar's REM settings for hourly data, in the model's token units: dilation one day,
     plain cycles at a day and its half, dilated cycles at a week and its half (in days)."""
-    from tsrec.config import DataFacts
     from tsrec.models import model_config
 
     per_token = model_config(model).to_dict().get("stride", 1)
@@ -60,7 +59,8 @@ def resolved_on_datasets(model: str, data_dir: str | None) -> pd.DataFrame:
         periods = dominant_periods([s.values for s in panel.items], [s.observed for s in panel.items])
         facts = data_facts(panel.freq, n_channels=len(panel.columns), periods=periods)
         rsa = model_config(model, context_length=CONTEXT, prediction_length=96).resolved(facts).rsa
-        rows.append({"dataset": name, "freq": panel.freq, "periods found (steps)": ", ".join(f"{p:.2f}" for p in periods),
+        found = ", ".join(f"{p:.2f}" for p in periods)
+        rows.append({"dataset": name, "freq": panel.freq, "periods found (steps)": found,
                      "calendar season": facts.season, "dilation": rsa.dilation,
                      "periods (tokens)": ", ".join(f"{p:.3f}" for p in rsa.periods)})
     return pd.DataFrame(rows)

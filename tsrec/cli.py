@@ -186,7 +186,8 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
 
     print(f"\ntsrec quickstart done in {time.perf_counter() - started:.0f} s; files in {output}:")
     print("  forecast.csv forecast.png gates.csv gates.png gate_history.png metrics.json model/ training/")
-    print(f"  holdout ({horizon} steps, original units): {DEFAULT_MODEL} MSE {scores['mse']:.4f} MAE {scores['mae']:.4f}")
+    print(f"  holdout ({horizon} steps, original units): {DEFAULT_MODEL} MSE {scores['mse']:.4f} "
+          f"MAE {scores['mae']:.4f}")
     print("  skill, the model's MSE over the baseline's on the holdout (below 1 beats it): " + " | ".join(
         f"{row.baseline.replace('_', ' ')}" + (f" ({row.season} steps)" if row.baseline != "naive" else "")
         + f" {row.mse_ratio:.2f}" for row in skill.itertuples()))

@@ -59,9 +59,10 @@ def split_panel(
 
     Without ``val_panel``: the last ``val_windows`` origins of each item are validation origins
     (default :func:`default_val_windows`: the windows whose targets are the item's last 10% of
-    steps; 0 disables validation) and training uses the rows before the first validation target. With ``val_panel`` (e.g. canonicalised ``val_df``; same layout and
-    known ids): training uses all of ``panel`` and validation the last ``val_windows`` origins of
-    each ``val_panel`` item (default all of its windows).
+    steps; 0 disables validation) and training uses the rows before the first validation target.
+    With ``val_panel`` (e.g. canonicalised ``val_df``; same layout and known ids): training uses
+    all of ``panel`` and validation the last ``val_windows`` origins of each ``val_panel`` item
+    (default all of its windows).
 
     Raises ``ValueError`` for non-positive lengths and for a series too short to hold one training
     window plus its validation windows (naming the item, its length and the required length).

@@ -82,7 +82,8 @@ class EpochCheckpoint(Checkpoint):
         staging = self.dirpath / f".{self.FILENAME}.partial"
         if trainer.is_global_zero:
             self.dirpath.mkdir(parents=True, exist_ok=True)
-        trainer.save_checkpoint(staging, weights_only=False)  # every rank takes part; the strategy writes on rank 0 only
+        # every rank takes part; the strategy writes on rank 0 only
+        trainer.save_checkpoint(staging, weights_only=False)
         if trainer.is_global_zero:
             with staging.open("rb+") as file:  # flushed to disk before it replaces the previous epoch's
                 os.fsync(file.fileno())
@@ -133,7 +134,8 @@ def resume_checkpoint(dirpath: str | os.PathLike | None, run: dict[str, Any]) ->
         raise ValueError(f"no checkpoint to resume from: {path} does not exist (a fit writes it at the end of "
                          "its first epoch when output_dir is set); fit without resume=True to start training")
     try:
-        saved = torch.load(path, map_location="cpu", weights_only=True)["callbacks"][EpochCheckpoint.__qualname__]["run"]
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        saved = state["callbacks"][EpochCheckpoint.__qualname__]["run"]
     except (OSError, RuntimeError, EOFError, KeyError, TypeError, pickle.UnpicklingError) as err:
         raise ValueError(f"{path} is not a readable tsrec training checkpoint ({type(err).__name__}: {err}); "
                          "fit without resume=True to start again") from err
