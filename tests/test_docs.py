@@ -1,0 +1,17 @@
+"""Every page in docs/ runs as written: its Python blocks, in order, in one namespace."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+PAGES = sorted(page for page in DOCS.glob("*.md") if "```python" in page.read_text())
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[page.name for page in PAGES])
+def test_doc_page_runs(page, tmp_path, monkeypatch, one_thread):
+    monkeypatch.chdir(tmp_path)
+    namespace = {"__name__": f"__{page.stem}__"}
+    for index, snippet in enumerate(re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S)):
+        exec(compile(snippet, f"{page.name}[python #{index}]", "exec"), namespace)
