@@ -121,7 +121,7 @@ def test_fit_a_wide_csv_with_one_target_column(tmp_path):
     assert set(pd.read_csv(tmp_path / "fc.csv")["item_id"]) == {"load"}
 
 
-def test_an_interrupted_refit_keeps_the_previous_model(tmp_path, monkeypatch):
+def test_an_interrupted_refit_keeps_the_previous_model(tmp_path, monkeypatch, capsys):
     index = pd.date_range("2024-01-01", periods=150, freq="h")
     pd.DataFrame({"date": index, "load": np.sin(np.arange(150) / 4)}).to_csv(tmp_path / "wide.csv", index=False)
     fit = ["fit", "--data", str(tmp_path / "wide.csv"), "--model", "dlinear", "--prediction-length", "8",
@@ -136,6 +136,11 @@ def test_an_interrupted_refit_keeps_the_previous_model(tmp_path, monkeypatch):
     assert main(fit + ["--option", "seed=1"]) == 130
     monkeypatch.undo()
     pd.testing.assert_frame_equal(Forecaster.load(tmp_path / "model").predict(), before)
+    (tmp_path / ".model.training").mkdir()  # what a killed fit leaves: predict still works, and says so
+    capsys.readouterr()
+    assert main(["predict", "--model-dir", str(tmp_path / "model"), "--output", str(tmp_path / "fc.csv")]) == 0
+    assert "interrupted 'tsrec fit'" in capsys.readouterr().err
+    (tmp_path / ".model.training").rmdir()
     assert main(fit + ["--option", "seed=1"]) == 0  # a complete refit replaces it, logs included
     assert list((tmp_path / "model" / "training").glob("logs/version_*/metrics.csv"))
     assert list((tmp_path / "model" / "training").glob("checkpoints/last.ckpt"))

@@ -281,6 +281,11 @@ def _load(model_dir: str) -> tuple[Any, dict[str, Any]]:
     from tsrec import Forecaster
 
     forecaster = Forecaster.load(_existing(model_dir, "model directory"))
+    unfinished = training_dir(Path(model_dir))
+    if unfinished.exists():
+        print(f"tsrec: warning: an interrupted 'tsrec fit' into {model_dir} left {unfinished}: this is the model "
+              f"saved before it; finish that fit with 'tsrec fit ... --output {model_dir} --resume', or delete "
+              f"{unfinished}", file=sys.stderr)
     return forecaster, forecaster.columns
 
 
