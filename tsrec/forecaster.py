@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import json
 import logging
 import os
@@ -40,14 +39,16 @@ from tsrec.data import (
 )
 from tsrec.data.covariates import categorical_statics, check_context, read_frame, read_future
 from tsrec.data.periods import dominant_periods
+from tsrec.datasets.loading import sha256_of
 from tsrec.models import ForecastModel, build_model, model_spec
 from tsrec.nn.outputs import check_levels
 from tsrec.settings import ForecasterSettings
 
 __all__ = ["DEFAULT_MODEL", "Forecaster"]
 
-#: The model ``Forecaster`` and ``tsrec fit`` train when none is named: the one measured best
-#: across the long-horizon benchmark (benchmarks/README.md).
+#: The model ``Forecaster`` and ``tsrec fit`` train when none is named: RSA in the backbone with the
+#: lowest long-horizon error measured here (RSA-PatchTST ties PatchTST and beats DLinear, the zoo
+#: backbones and the naive forecasts on ETTh1/ETTh2; benchmarks/README.md).
 DEFAULT_MODEL = "rsa_patchtst"
 
 log = logging.getLogger(__name__)
@@ -99,7 +100,8 @@ class Forecaster:
 
     Args:
         model: a name from :func:`tsrec.list_models`; default :data:`DEFAULT_MODEL`
-            (``rsa_patchtst``), the model measured best across the long-horizon benchmark.
+            (``rsa_patchtst``): RSA in the backbone with the lowest long-horizon error measured
+            (tied with PatchTST on ETTh1/ETTh2; ``benchmarks/README.md``).
         prediction_length: steps to forecast.
         context_length: past steps the model reads (default ``2 * prediction_length``).
         freq: pandas frequency of the data (inferred from the timestamps at every ``fit`` when None).
@@ -365,19 +367,19 @@ class Forecaster:
                                                scaler_rows=rows,
                                                covariates=self._prediction_covariates(panel, values, future_covariates))
         outputs = self.forecast_windows(dataset, batch_size=batch_size)
-        self._report_blind(panel, blind_windows(outputs))
+        self._report_blind(panel, _blind_windows(outputs))
         output = self.model.output
         if not output.probabilistic:
             if quantiles is not None or num_samples is not None:
                 raise ValueError(f"{self.model_name} was trained with output='point', so it has no quantiles or "
                                  "samples; refit with output='quantile', 'normal' or 'studentt'")
             return forecast_frame(panel, self.scaler.inverse_transform(outputs, rows))
-        params = self.original_units(outputs, rows)  # [N, H, C, P]
+        params = self._original_units(outputs, rows)  # [N, H, C, P]
         extra: dict[str, np.ndarray] = {}
         if quantiles is not None:
             levels = check_levels("quantiles", quantiles)
-            values = output.quantiles(params, levels).numpy()  # [N, H, C, Q]
-            extra.update({str(level): _long_order(values[..., i]) for i, level in enumerate(levels)})
+            bands = output.quantiles(params, levels).numpy()  # [N, H, C, Q]
+            extra.update({str(level): _long_order(bands[..., i]) for i, level in enumerate(levels)})
         if num_samples is not None:
             paths = output.sample(params, check_int("num_samples", num_samples, 1)).numpy()  # [S, N, H, C]
             extra.update({f"sample_{i}": _long_order(path) for i, path in enumerate(paths)})
@@ -420,7 +422,7 @@ class Forecaster:
         warnings.warn(problem + "; their forecast is NaN (missing_context='raise' makes this an error)",
                       UserWarning, stacklevel=3)
 
-    def original_units(self, outputs: np.ndarray, rows: np.ndarray) -> torch.Tensor:
+    def _original_units(self, outputs: np.ndarray, rows: np.ndarray) -> torch.Tensor:
         """A probabilistic model's scaled output parameters ``[N, H, C, P]`` (from
         :meth:`forecast_windows`) in the data's own units, float64; ``rows`` ``[N]`` are the
         windows' scaler rows."""
@@ -481,7 +483,7 @@ class Forecaster:
         staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.saving-", dir=path.parent))
         try:
             torch.save(tensors, staging / _WEIGHTS_FILE)
-            meta = self._metadata(_sha256(staging / _WEIGHTS_FILE))
+            meta = self._metadata(sha256_of(staging / _WEIGHTS_FILE))
             (staging / _CONFIG_FILE).write_text(json.dumps(meta, indent=2))
             _replace_folder(staging, path)
         finally:
@@ -533,7 +535,7 @@ class Forecaster:
         if meta.get("format_version") != FORMAT_VERSION:
             raise ValueError(f"{path} has format version {meta.get('format_version')!r}; this tsrec reads version "
                              f"{FORMAT_VERSION}. Use the tsrec version that saved it, or refit")
-        if meta.get("weights_sha256") != _sha256(weights_file):
+        if meta.get("weights_sha256") != sha256_of(weights_file):
             raise ValueError(f"{weights_file} does not match the checksum in {_CONFIG_FILE}: the weights were "
                              "corrupted or replaced after saving; save the model again")
         try:
@@ -574,7 +576,7 @@ class Forecaster:
                 f"context_length={self.context_length}, freq={self.freq!r}; {state})")
 
 
-def blind_windows(outputs: np.ndarray) -> np.ndarray:
+def _blind_windows(outputs: np.ndarray) -> np.ndarray:
     """``[N, C]``: the windows and channels of :meth:`Forecaster.forecast_windows`' ``outputs``
     that got no forecast (NaN: no observed value in their context)."""
     return np.isnan(outputs[:, 0].reshape(outputs.shape[0], outputs.shape[2], -1)).any(axis=-1)
@@ -601,14 +603,6 @@ def _tail(panel: Panel, length: int) -> Panel:
     items = tuple(Series(s.item_id, s.index[-length:], s.values[-length:], s.observed[-length:])
                   for s in panel.items)
     return dataclasses.replace(panel, items=items)
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _is_replaceable(path: Path) -> bool:

@@ -37,7 +37,7 @@ from tsrec.config import CovariateConfig, static_embedding_dim
 from tsrec.data.frame import Panel, _timestamps, canonicalize
 from tsrec.data.scaling import StandardScaler
 from tsrec.data.time_features import future_index
-from tsrec.data.windows import _FLOAT32_MAX, WindowCovariates
+from tsrec.data.windows import WindowCovariates, first_unrepresentable
 
 __all__ = ["CovariateEncoder", "CovariateValues", "categorical_statics", "check_context", "read_covariates",
            "read_frame", "read_future", "without_covariates"]
@@ -243,9 +243,8 @@ class CovariateEncoder:
         """``dynamic`` ``[T', Kd]`` of item ``position`` scaled, 0 where missing; ``ValueError``
         naming a value that scales beyond float32's range."""
         scaled = self.dynamic.transform(dynamic, 0)  # [T', Kd]
-        beyond = np.argwhere(np.abs(scaled) > _FLOAT32_MAX)
-        if len(beyond):
-            t, k = beyond[0]
+        if (beyond := first_unrepresentable(scaled, np.isfinite(dynamic))) is not None:
+            t, k = beyond
             item = panel.items[position]
             stamps = item.index.append(future_index(item.index[-1], panel.freq, len(dynamic) - len(item)))
             raise ValueError(f"covariate {self.config.dynamic[k]!r} of {panel.item_label(position)} at {stamps[t]}: "
@@ -277,13 +276,8 @@ class CovariateEncoder:
     def from_dict(cls, state: dict[str, Any]) -> CovariateEncoder:
         """Inverse of :meth:`to_dict`."""
         return cls(CovariateConfig.from_dict(state["config"]), tuple(state["categorical"]),
-                   _scaler(state["dynamic"]), _scaler(state["static"]),
+                   StandardScaler.from_dict(state["dynamic"]), StandardScaler.from_dict(state["static"]),
                    tuple(tuple(c) for c in state["categories"]))
-
-
-def _scaler(state: dict[str, Any]) -> StandardScaler:
-    """:meth:`StandardScaler.from_dict`, keeping the ``[1, 0]`` shape of a scaler of no column."""
-    return StandardScaler(np.reshape(state["loc"], (1, -1)), np.reshape(state["scale"], (1, -1)))
 
 
 def _require_columns(df: pd.DataFrame, names: Sequence[Hashable], where: str, *, kind: str = "covariate") -> None:

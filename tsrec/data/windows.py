@@ -15,7 +15,7 @@ from tsrec.data.scaling import StandardScaler
 from tsrec.data.split import OriginRange
 from tsrec.data.time_features import future_index, time_feature_dim, time_features
 
-_FLOAT32_MAX = float(np.finfo(np.float32).max)
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ class WindowDataset(Dataset):
                         f"{self.context_length}, prediction_length={self.prediction_length}, "
                         f"{len(x)} time steps)"
                     )
-            if (bad := _first_unrepresentable(x, mask)) is not None:
+            if (bad := first_unrepresentable(x, mask)) is not None:
                 raise ValueError(
                     f"item {i}: the observed value {x[bad]} at row {bad[0]}, channel {bad[1]} is not "
                     "finite in float32; pass scaled values (StandardScaler.transform), or mark it unobserved"
@@ -263,21 +263,21 @@ def scaled_values(
     scaled = []
     for position, (series, row) in enumerate(zip(panel.items, rows)):
         x = scaler.transform(series.values, int(row))  # [T, C]
-        if (bad := _first_unrepresentable(x, series.observed)) is not None:
+        if (bad := first_unrepresentable(x, series.observed)) is not None:
             t, c = bad
             raise ValueError(
                 f"{panel.channel_label(position, c)} at {series.index[t]}: the value {series.values[t, c]:.6g} "
                 f"scales to {x[t, c]:.6g} with the scaler fitted on the training data (loc "
                 f"{scaler.loc[int(row), c]:.6g}, scale {scaler.scale[int(row), c]:.6g}), beyond float32's "
-                f"range (+-{_FLOAT32_MAX:.3g}) that models compute in; check the value (a wrong unit or a "
+                f"range (+-{FLOAT32_MAX:.3g}) that models compute in; check the value (a wrong unit or a "
                 "typo?), or fit on data that cover its range"
             )
         scaled.append(x)
     return scaled
 
 
-def _first_unrepresentable(x: np.ndarray, observed: np.ndarray) -> tuple[int, int] | None:
+def first_unrepresentable(x: np.ndarray, observed: np.ndarray) -> tuple[int, int] | None:
     """``(row, channel)`` of the first observed entry of ``x`` ``[T, C]`` that is not finite in
     float32 (NaN, infinite, or beyond +-3.4e38); None if there is none."""
-    bad = np.argwhere(np.asarray(observed, dtype=bool) & ~(np.abs(x) <= _FLOAT32_MAX))  # [K, 2]
+    bad = np.argwhere(np.asarray(observed, dtype=bool) & ~(np.abs(x) <= FLOAT32_MAX))  # [K, 2]
     return (int(bad[0, 0]), int(bad[0, 1])) if len(bad) else None

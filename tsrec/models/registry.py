@@ -91,7 +91,7 @@ def build_model(name: str, config: ModelConfig | None = None, *, data: DataFacts
 # The encoder-decoder family trains at its reference recipe (Informer's code and
 # Time-Series-Library: Adam at 1e-4, halved every epoch after the second), its REM scalars at
 # 100x that (RSA_SPEC 4.6); the other models at TrainingConfig's defaults (1e-3 held constant,
-# REM scalars at 10x), the recipe measured across the long-horizon benchmark (benchmarks/README.md).
+# REM scalars at 10x), the long-horizon benchmark's recipe (benchmarks/README.md).
 # Both put the REM scalars at 1e-2.
 ENCODER_DECODER_TRAINING = dict(learning_rate=1e-4, lr_schedule="halve", rsa_lr_multiplier=100.0)
 for _attention, _base in (("prob", "informer"), ("logsparse", "logsparse"), ("full", "transformer")):

@@ -27,10 +27,6 @@ class StaticEmbedding(nn.Module):
         super().__init__()
         self.tables = nn.ModuleList(nn.Embedding(c, static_embedding_dim(c)) for c in cardinalities)
 
-    @property
-    def width(self) -> int:
-        return sum(table.embedding_dim for table in self.tables)
-
     def forward(self, codes: Tensor) -> Tensor:
         return torch.cat([table(codes[:, k]) for k, table in enumerate(self.tables)], dim=-1)  # [B, E]
 

@@ -10,7 +10,8 @@ from torch.nn import functional as F
 class RevIN(nn.Module):
     """Reversible instance normalisation (Kim et al., 2022) over the time axis of ``[B, L, C]``.
 
-    ``normalize`` stores the per-window statistics; ``denormalize`` undoes it on ``[B, H, C]``.
+    ``normalize`` returns the per-window statistics; ``inverse_affine`` gives the map that undoes it,
+    which :meth:`tsrec.nn.outputs.ForecastOutput.affine` applies to each output parameter by its role.
     Unobserved steps (``observed == 0``) are left out of the statistics.
     """
 
@@ -31,14 +32,9 @@ class RevIN(nn.Module):
             y = y * self.weight + self.bias
         return y, (loc.detach(), scale.detach())
 
-    def denormalize(self, y: Tensor, stats: tuple[Tensor, Tensor]) -> Tensor:
-        """Normalised ``y [B, H, C]`` back to the input's units."""
-        shift, scale = self.inverse_affine(stats)
-        return y * scale + shift
-
     def inverse_affine(self, stats: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
-        """``(shift, scale)``, each ``[B, 1, C]``, with ``denormalize(y) = y * scale + shift``
-        (for outputs whose parameters map differently: :meth:`tsrec.nn.outputs.ForecastOutput.affine`)."""
+        """``(shift, scale)``, each ``[B, 1, C]``: a normalised value ``y`` is ``y * scale + shift``
+        in the input's units."""
         loc, scale = stats
         if self.weight is None:
             return loc, scale
