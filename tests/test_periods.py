@@ -85,3 +85,15 @@ def test_the_paper_preset_stays_the_hand_picked_calendar_setting():
     assert paper_rsa_settings("ETTh1", 48) == RSAConfig(kinds=(0, 2, 2, 2, 1, 1), dilation=24, periods=(24.0, 12.0),
                                                         dilated_periods=(7.0, 3.5))
     assert paper_rsa_settings("ETTm1", 48).resolved(8, DataFacts(season=96, periods=(50.0,))).dilation == 96
+
+
+def test_paper_options_give_the_paper_rem_settings_to_the_paper_models_only():
+    """The paper's REM heads are counted for its 8-head encoder-decoders; RSA in another backbone
+    (SRU++, StarSaber, PatchTST) under the paper's protocol keeps the settings found in the data."""
+    from tsrec.models.presets import PAPER_RSA_MODELS, paper_options, paper_rsa_settings
+
+    for model in PAPER_RSA_MODELS:
+        assert paper_options("ETTh1", 24, model)["rsa"] == paper_rsa_settings("ETTh1", 24)
+    for model in ("rsa_srupp", "rsa_starsaber", "rsa_patchtst", "informer"):
+        options = paper_options("ETTh1", 24, model)
+        assert "rsa" not in options and options["context_length"] == 48

@@ -26,6 +26,9 @@ PAPER_REM_KINDS: dict[tuple[str, int], tuple[int, int, int, int, int, int]] = {
     ("ETTm1", 24): (0, 0, 0, 0, 4, 4),
     ("WTH", 24): (0, 0, 0, 0, 4, 4),
 }
+#: The paper's RSA models (Table 1's backbones); :func:`paper_options` gives them the paper's REM
+#: settings. RSA in any other backbone keeps the REM settings derived from the data.
+PAPER_RSA_MODELS = ("rsa_informer", "rsa_logsparse", "rsa_transformer")
 PAPER_HORIZONS: dict[str, tuple[int, ...]] = {
     "ETTh1": (24, 48, 168, 336),
     "ETTh2": (24, 48, 168, 336),
@@ -49,13 +52,14 @@ def paper_rsa_settings(dataset: str, horizon: int) -> RSAConfig:
 
 def paper_options(dataset: str, horizon: int, model: str) -> dict[str, Any]:
     """Forecaster options of a Table 1 setting: Informer's input lengths for it, the paper's
-    training recipe (:data:`PAPER_TRAINING`) and, for ``rsa_*`` models, :func:`paper_rsa_settings`.
-    Distilling is off (the paper removes it)."""
+    training recipe (:data:`PAPER_TRAINING`) and, for the paper's RSA models
+    (:data:`PAPER_RSA_MODELS`), :func:`paper_rsa_settings`. Distilling is off (the paper removes
+    it)."""
     from tsrec.datasets import paper_setting
 
     context, label, prediction = paper_setting(dataset, horizon)
     options: dict[str, Any] = dict(context_length=context, label_length=label, prediction_length=prediction,
                                    distil=False, **PAPER_TRAINING)
-    if model.startswith("rsa_"):
+    if model in PAPER_RSA_MODELS:
         options["rsa"] = paper_rsa_settings(dataset, horizon)
     return options
