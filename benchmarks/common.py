@@ -16,12 +16,16 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 ROOT = Path(__file__).resolve().parents[1]
+#: Environment variable naming the commit of a copy of the checkout without its git history (a GPU
+#: machine's: ``benchmarks/gpu_batch.sh`` sets it to the commit its bundle was built at).
+COMMIT_VAR = "TSREC_COMMIT"
 T = TypeVar("T")
 
 
 def git_commit() -> str:
     """Short commit of the checkout, with ``+dirty`` when tracked files have changes (result files
-    under ``benchmarks/results/`` do not count: they are what benchmarks write, not code that runs)."""
+    under ``benchmarks/results/`` do not count: they are what benchmarks write, not code that runs).
+    Outside a git checkout: ``$TSREC_COMMIT`` (:data:`COMMIT_VAR`), else ``"unknown"``."""
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                                 text=True, check=True).stdout.strip()
@@ -29,7 +33,7 @@ def git_commit() -> str:
                                 ":(exclude)benchmarks/results"], cwd=ROOT,
                                capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+        return os.environ.get(COMMIT_VAR, "unknown")
     return commit + ("+dirty" if dirty else "")
 
 

@@ -4,8 +4,10 @@ Usage (from the repository root)::
 
     python -m benchmarks.run benchmarks/configs/paper_table_d128.toml [--dataset ETTh1] [--horizon 24]
         [--model rsa_informer] [--seeds 0 1 2] [--data-dir DIR] [--threads N] [--quick] [--out-dir DIR]
+        [--jobs N] [--precision bf16-mixed] [--compile]
     python -m benchmarks.run --render benchmarks/results/paper_table.csv
     python -m benchmarks.run benchmarks/configs/paper_table_d128.toml --plan 3   # projected run times
+    python -m benchmarks.run --merge DIR/paper_table.csv   # rows of a batch run elsewhere, back into results
 
 A config (TOML) names the protocol, the settings (dataset -> horizons), the models, the seeds,
 the model options shared by every run (``[model]``) and the training settings (``[training]``),
@@ -15,8 +17,20 @@ Each run follows the protocol end to end through the public API: ``tsrec.dataset
 rows before their border), ``Forecaster.fit(train, val_df=val)`` fits the scaler on the training
 rows only and trains with early stopping on validation, and ``tsrec.evaluation.backtest`` scores
 every test window (none dropped) on the scaled data. One tidy row per run is appended to the
-config's CSV (runs already there are skipped, so an interrupted run resumes), then the markdown
-table beside the paper's numbers is rendered next to it.
+config's CSV as soon as the run has finished (runs already there are skipped, so an interrupted
+batch resumes and loses at most the runs in flight), then the markdown table beside the paper's
+numbers is rendered next to it. A run that fails is reported and the others carry on.
+
+The machine, not the config, chooses ``--precision`` (Lightning's, ``32-true`` by default,
+``bf16-mixed`` on a GPU) and ``--compile`` (``torch.compile`` of the network for training); both
+are recorded in each row, and a run at another precision is another run. ``--jobs N`` runs up to
+N runs at once, each in its own process on the same device (one GPU holds several small runs).
+
+``--out-dir DIR`` writes results there instead of ``benchmarks/results``; a results CSV it does
+not have yet starts as a copy of the committed one, so the runs committed already are skipped
+(a batch on another machine, e.g. ``benchmarks/gpu_batch.sh``, resumes from the committed CSV).
+``--merge DIR/<output>.csv`` brings such a batch's rows back: it appends those the committed CSV
+lacks and redraws its table.
 
 ``--plan STEPS`` trains nothing in full: it times ``STEPS`` training steps and validation batches of
 every selected run (real data, real Forecaster) and writes each run's projected time beside the
@@ -30,22 +44,37 @@ from __future__ import annotations
 
 import argparse
 import csv
+import fcntl
 import math
+import multiprocessing
+import multiprocessing.connection
+import os
 import shlex
+import shutil
 import sys
 import tempfile
 import time
 import tomllib
+import traceback
 from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from benchmarks.common import ROOT, git_commit, machine, now
 from benchmarks.paper import LONG_HORIZON_PUBLISHED_PATCHTST, PAPER_TABLE1
 
+#: One row per run. New columns go at the end: a CSV with fewer columns (an older runner's) is read as
+#: it is and rewritten with the new header by the next :func:`append_row`.
 RESULT_COLUMNS = ["config", "protocol", "dataset", "horizon", "context_length", "label_length", "model", "seed",
                   "d_model", "mse", "mae", "test_windows", "epochs", "best_epoch", "train_seconds", "test_seconds",
-                  "commit", "machine", "date", "command"]
+                  "commit", "machine", "date", "command", "precision", "compile"]
+#: Lightning's precision of every run before the ``precision`` column (and of rows where it is blank).
+DEFAULT_PRECISION = "32-true"
+PRECISIONS = (DEFAULT_PRECISION, "bf16-mixed")
+#: Training settings that the command line chooses for the machine, never a config.
+MACHINE_SETTINGS = ("precision", "compile")
+RESULTS = ROOT / "benchmarks" / "results"
 QUICK_MODEL = dict(d_model=16, n_heads=8, d_ff=32, e_layers=1, d_layers=1)
 QUICK_TRAINING = dict(max_epochs=1)
 QUICK_TRAINER = dict(limit_train_batches=3, limit_val_batches=2)
@@ -63,12 +92,18 @@ def load_config(path: Path) -> dict[str, Any]:
     missing = [key for key in ("name", "protocol", "output", "models", "seeds", "settings") if key not in config]
     if missing:
         raise SystemExit(f"benchmarks.run: {path} lacks {missing}")
+    for section in (config.get("training", {}), *config.get("training_options", {}).values()):
+        if chosen := sorted(set(section) & set(MACHINE_SETTINGS)):
+            raise SystemExit(f"benchmarks.run: {path} sets {chosen}: the machine chooses them; remove them from "
+                             "the config and pass --precision / --compile on the command line")
     return config
 
 
 def prepare(config: dict[str, Any], dataset: str, horizon: int, model: str, seed: int, *, data_dir: str | None,
-            quick: bool, trainer_kwargs: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any], Any]:
-    """The unfitted Forecaster of one run, its train / val / test frames and the protocol's splits."""
+            quick: bool, trainer_kwargs: dict[str, Any] | None = None,
+            machine_settings: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any], Any]:
+    """The unfitted Forecaster of one run, its train / val / test frames and the protocol's splits.
+    ``machine_settings``: ``precision`` and ``compile`` (:data:`MACHINE_SETTINGS`) over the config's training."""
     from tsrec import Forecaster, datasets
     from tsrec.models.presets import paper_options
 
@@ -87,7 +122,7 @@ def prepare(config: dict[str, Any], dataset: str, horizon: int, model: str, seed
                      **({k: v for k, v in QUICK_MODEL.items() if k in fields} if quick else {})}
     options = {k: v for k, v in options.items() if k in fields}
     training = {**config.get("training", {}), **config.get("training_options", {}).get(model, {}),
-                **(QUICK_TRAINING if quick else {})}
+                **(QUICK_TRAINING if quick else {}), **(machine_settings or {})}
     trainer_kwargs = {"enable_progress_bar": False, **(QUICK_TRAINER if quick else {}), **(trainer_kwargs or {})}
     forecaster = Forecaster(model, prediction_length=prediction, context_length=context, freq=info.freq, seed=seed,
                             trainer_kwargs=trainer_kwargs, **{**model_options, **options}, **training)
@@ -95,7 +130,7 @@ def prepare(config: dict[str, Any], dataset: str, horizon: int, model: str, seed
 
 
 def run_one(config: dict[str, Any], dataset: str, horizon: int, model: str, seed: int, *, data_dir: str | None,
-            quick: bool, command: str, commit: str) -> dict[str, Any]:
+            quick: bool, command: str, commit: str, machine_settings: dict[str, Any] | None = None) -> dict[str, Any]:
     """Train and test one (dataset, horizon, model, seed) under the config's protocol.
 
     ``commit`` is the checkout's commit when the runner started (and imported tsrec): rows of a
@@ -103,7 +138,8 @@ def run_one(config: dict[str, Any], dataset: str, horizon: int, model: str, seed
     from tsrec.datasets import get_info
     from tsrec.evaluation import backtest
 
-    forecaster, part, split = prepare(config, dataset, horizon, model, seed, data_dir=data_dir, quick=quick)
+    forecaster, part, split = prepare(config, dataset, horizon, model, seed, data_dir=data_dir, quick=quick,
+                                      machine_settings=machine_settings)
     context = forecaster.context_length
     started = time.perf_counter()
     forecaster.fit(part["train"], val_df=part["val"])
@@ -129,6 +165,7 @@ def run_one(config: dict[str, Any], dataset: str, horizon: int, model: str, seed
         "best_epoch": "" if summary.best_epoch is None else summary.best_epoch,
         "train_seconds": round(train_seconds, 1), "test_seconds": round(test_seconds, 1),
         "commit": commit, "machine": machine(), "date": now(), "command": command,
+        "precision": forecaster.training.precision, "compile": forecaster.training.compile,
     }
 
 
@@ -158,7 +195,7 @@ def _batch_timer() -> Any:
 
 
 def plan_one(config: dict[str, Any], dataset: str, horizon: int, model: str, *, data_dir: str | None,
-             steps: int) -> dict[str, Any]:
+             steps: int, machine_settings: dict[str, Any] | None = None) -> dict[str, Any]:
     """Projected time of one full run on this machine: ``steps`` timed training and validation batches
     of the real Forecaster on the real data (one untimed batch first), scaled by the protocol's window
     counts: ``epochs x (train batches x step + val batches x val batch) + test batches x val batch``."""
@@ -168,7 +205,7 @@ def plan_one(config: dict[str, Any], dataset: str, horizon: int, model: str, *, 
     forecaster, part, split = prepare(
         config, dataset, horizon, model, 0, data_dir=data_dir, quick=False,
         trainer_kwargs={"max_epochs": 1, "limit_train_batches": steps + 1, "limit_val_batches": steps + 1,
-                        "callbacks": [timer]})
+                        "callbacks": [timer]}, machine_settings=machine_settings)
     forecaster.fit(part["train"], val_df=part["val"])
     if not forecaster.trainable:  # nothing to train; its forecasts cost next to nothing
         train_s = val_s = 0.0
@@ -222,13 +259,64 @@ def read_rows(path: Path) -> list[dict[str, str]]:
 
 
 def append_row(path: Path, row: dict[str, Any]) -> None:
-    new = not path.exists()
+    """Append ``row`` (keys: :data:`RESULT_COLUMNS`) to the CSV ``path``, created with its header if absent.
+
+    Safe under concurrency: the file is locked (``flock``) while it is read and written, so rows that
+    runs in other processes (``--jobs``, other runners) append at the same time land whole, under one
+    header. A CSV of an older runner (its header a prefix of :data:`RESULT_COLUMNS`) is first rewritten
+    in place with the full header, its rows blank in the new columns; a runner that does not lock (an
+    older one) must not append to the same file in that instant."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", newline="") as fh:
+    with path.open("a+", newline="") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)  # released when the file is closed
+        fh.seek(0)
+        reader = csv.DictReader(fh)
         writer = csv.DictWriter(fh, fieldnames=RESULT_COLUMNS)
-        if new:
+        if reader.fieldnames != RESULT_COLUMNS:  # a new (empty) file, or an older runner's
+            header = reader.fieldnames or []
+            if header != RESULT_COLUMNS[:len(header)]:
+                raise ValueError(f"{path} is not a benchmarks.run results CSV: its columns {header} are not the "
+                                 f"first of {RESULT_COLUMNS}; write these results to another --out-dir")
+            rows = list(reader)
+            fh.seek(0)
+            fh.truncate()
             writer.writeheader()
+            writer.writerows(rows)
+        fh.seek(0, os.SEEK_END)
         writer.writerow(row)
+
+
+def precision_of(row: dict[str, str]) -> str:
+    """The row's Lightning precision; :data:`DEFAULT_PRECISION` for rows from before the column."""
+    return row.get("precision") or DEFAULT_PRECISION
+
+
+def run_key(row: dict[str, str]) -> tuple[str, ...]:
+    """What makes a row the result of one run: a run whose key is in the CSV is done."""
+    return (row["config"], row["dataset"], row["horizon"], row["model"], row["seed"], precision_of(row))
+
+
+def start_from_committed(out: Path) -> None:
+    """Start the results CSV ``out`` as a copy of the committed one of the same name (in
+    ``benchmarks/results``) when ``out`` does not exist yet, so that committed runs are skipped."""
+    committed = RESULTS / out.name
+    if not out.exists() and committed.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(committed, out)
+        print(f"{out}: started from {committed} ({len(read_rows(out))} runs)", flush=True)
+
+
+def merge(source: Path, target: Path) -> int:
+    """Append to ``target`` the rows of ``source`` it lacks (compared on every column) and return
+    how many: the rows of a batch run with ``--out-dir`` (started from the committed CSV) come back."""
+    def values(row: dict[str, str]) -> tuple[str, ...]:
+        return tuple(row.get(column) or "" for column in RESULT_COLUMNS)
+
+    have = {values(row) for row in read_rows(target)}
+    new = [row for row in read_rows(source) if values(row) not in have]
+    for row in new:
+        append_row(target, dict(zip(RESULT_COLUMNS, values(row))))
+    return len(new)
 
 
 def _mean_std(values: list[float]) -> str:
@@ -248,7 +336,8 @@ def render(csv_path: Path) -> Path:
         return render_long_horizon(csv_path, rows)
     groups: dict[tuple, list[dict[str, str]]] = defaultdict(list)
     for row in rows:
-        groups[(row["config"], row["dataset"], int(row["horizon"]), row["d_model"], row["model"])].append(row)
+        key = (_label(row["config"], row), row["dataset"], int(row["horizon"]), row["d_model"], row["model"])
+        groups[key].append(row)
     lines = [f"# {csv_path.stem}", "",
              "Test MSE / MAE on the scaled data (train-only standard scaling), mean ± sample std over seeds;",
              "`paper` is Table 1 of Huang et al. (ICLR 2023). Every run's command, commit, machine and date are",
@@ -273,10 +362,10 @@ def render(csv_path: Path) -> Path:
 def render_long_horizon(csv_path: Path, rows: list[dict[str, str]]) -> Path:
     """Markdown of a long-horizon results CSV: test MSE (mean ± std over seeds) per setting and model,
     per-dataset averages over the horizons that every model has run, the published averages beside."""
-    models = list(dict.fromkeys(row["model"] for row in rows))
+    models = list(dict.fromkeys(_label(row["model"], row) for row in rows))
     runs: dict[tuple[str, int, str], list[dict[str, str]]] = defaultdict(list)
     for row in rows:
-        runs[(row["dataset"], int(row["horizon"]), row["model"])].append(row)
+        runs[(row["dataset"], int(row["horizon"]), _label(row["model"], row))].append(row)
     settings = sorted({(dataset, horizon) for dataset, horizon, _ in runs})
     where = csv_path.relative_to(ROOT) if csv_path.is_relative_to(ROOT) else csv_path
     lines = [f"# {csv_path.stem}", "",
@@ -314,6 +403,20 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values)
 
 
+def _label(name: str, row: dict[str, str]) -> str:
+    """``name`` in a table, with the row's precision beside it unless it is the default: runs at
+    another precision are shown apart, never averaged with the default's."""
+    precision = precision_of(row)
+    return name if precision == DEFAULT_PRECISION else f"{name} {precision}"
+
+
+def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--dataset/--horizon/--model``: the options that narrow a config's runs (:func:`selected_runs`)."""
+    parser.add_argument("--dataset", nargs="*", help="only these datasets")
+    parser.add_argument("--horizon", nargs="*", type=int, help="only these horizons")
+    parser.add_argument("--model", nargs="*", help="only these models")
+
+
 def selected_runs(config: dict[str, Any], args: argparse.Namespace) -> list[tuple[str, int, str]]:
     """``(dataset, horizon, model)`` of the config, in its order, narrowed by ``--dataset/--horizon/--model``."""
     return [(dataset, horizon, model)
@@ -322,29 +425,132 @@ def selected_runs(config: dict[str, Any], args: argparse.Namespace) -> list[tupl
             for model in config["models"] if not args.model or model in args.model]
 
 
+#: One run of a batch: ``(dataset, horizon, model, seed)``.
+Run = tuple[str, int, str, int]
+
+
+@dataclass(frozen=True)
+class Batch:
+    """What the runs of one config in one invocation share (picklable: runs may go to other processes)."""
+
+    config: dict[str, Any]
+    out: Path  # the results CSV
+    data_dir: str | None
+    quick: bool
+    command: str
+    commit: str
+    machine_settings: dict[str, Any] = field(default_factory=dict)
+    threads: int | None = None
+
+
+def run_and_append(batch: Batch, run: Run) -> None:
+    """Train and test one run and append its row to the batch's CSV as soon as it has finished."""
+    dataset, horizon, model, seed = run
+    row = run_one(batch.config, dataset, horizon, model, seed, data_dir=batch.data_dir, quick=batch.quick,
+                  command=batch.command, commit=batch.commit, machine_settings=batch.machine_settings)
+    append_row(batch.out, row)
+    print(f"{dataset}-{horizon} {model} seed {seed}: mse {row['mse']:.4f} mae {row['mae']:.4f} "
+          f"({row['train_seconds']} s train, best epoch {row['best_epoch']})", flush=True)
+
+
+def _run_in_process(batch: Batch, run: Run) -> None:
+    """:func:`run_and_append` in a process of its own (a spawned one: its torch threads are set anew)."""
+    if batch.threads:
+        import torch
+
+        torch.set_num_threads(batch.threads)
+    run_and_append(batch, run)
+
+
+def run_batch(batch: Batch, runs: list[Run], jobs: int) -> list[Run]:
+    """Run ``runs``, up to ``jobs`` at once; return those that failed (each reported on stderr as it
+    fails, the others carry on).
+
+    ``jobs == 1`` runs them here, one after the other. More run one process per run (spawned, so each
+    starts clean and may use CUDA), all on the same device; each appends its row when it finishes
+    (:func:`append_row` locks the CSV), so a batch stopped midway loses only the runs in flight."""
+    failed: list[Run] = []
+
+    def report(run: Run, why: str) -> None:
+        failed.append(run)
+        print(f"benchmarks.run: {_describe(run)} failed ({why}); the other runs carry on", file=sys.stderr, flush=True)
+
+    if jobs == 1:
+        for run in runs:
+            try:
+                run_and_append(batch, run)
+            except Exception as err:  # noqa: BLE001 (reported with its traceback; the batch goes on)
+                traceback.print_exc()
+                report(run, type(err).__name__)
+        return failed
+    context = multiprocessing.get_context("spawn")
+    pending, running = list(runs), {}
+    try:
+        while pending or running:
+            while pending and len(running) < jobs:
+                process = context.Process(target=_run_in_process, args=(batch, pending[0]),
+                                          name=_describe(pending[0]))
+                process.start()
+                running[process.sentinel] = (process, pending.pop(0))
+            for sentinel in multiprocessing.connection.wait(list(running)):
+                process, run = running.pop(sentinel)
+                process.join()
+                if process.exitcode != 0:
+                    report(run, f"exit code {process.exitcode}")
+    finally:  # interrupted: the runs in flight end with it
+        for process, _ in running.values():
+            process.terminate()
+    return failed
+
+
+def _describe(run: Run) -> str:
+    dataset, horizon, model, seed = run
+    return f"{dataset}-{horizon} {model} seed {seed}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.split("\n\n")[0])
     parser.add_argument("configs", nargs="*", type=Path, help="TOML configs under benchmarks/configs")
     parser.add_argument("--render", type=Path, help="only render the markdown table of this results CSV")
-    parser.add_argument("--dataset", nargs="*", help="only these datasets")
-    parser.add_argument("--horizon", nargs="*", type=int, help="only these horizons")
-    parser.add_argument("--model", nargs="*", help="only these models")
+    parser.add_argument("--merge", nargs="+", type=Path, metavar="CSV",
+                        help="only merge: append the rows of these results CSVs (a batch's --out-dir, e.g. from a "
+                             "GPU machine) that the CSV of the same name in benchmarks/results (or --out-dir) "
+                             "lacks, and redraw its table")
+    add_selection_arguments(parser)
     parser.add_argument("--seeds", nargs="*", type=int, help="these seeds instead of the config's")
     parser.add_argument("--data-dir", help="directory with the dataset CSVs (else TSREC_DATA_DIR, then the cache)")
-    parser.add_argument("--threads", type=int, help="torch intra-op threads")
+    parser.add_argument("--threads", type=int, help="torch intra-op threads (of each run, with --jobs)")
     parser.add_argument("--quick", action="store_true", help="tiny smoke-test runs (results are not benchmarks)")
     parser.add_argument("--plan", type=int, metavar="STEPS",
                         help="train nothing in full: time STEPS training steps of every selected run and write "
                              "its projected run time (one seed) to <output>_plan.md")
-    parser.add_argument("--out-dir", type=Path, help="where results go (default benchmarks/results; "
-                                                     "a temporary directory with --quick)")
+    parser.add_argument("--out-dir", type=Path,
+                        help="where results go (default benchmarks/results; a temporary directory with --quick). "
+                             "A results CSV it lacks starts as a copy of the committed one (not with --quick), so "
+                             "committed runs are skipped; --merge brings the new rows back")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="runs at once, each in its own process on the same device (default 1: one after the "
+                             "other in this process)")
+    parser.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION,
+                        help="Lightning precision of training and test (default %(default)s; bf16-mixed on a GPU)")
+    parser.add_argument("--compile", action="store_true", help="train the network compiled by torch.compile")
     args = parser.parse_args(argv)
     command = "python -m benchmarks.run " + shlex.join(sys.argv[1:] if argv is None else argv)
     if args.render:
         print(render(args.render))
         return 0
+    if args.merge:
+        for source in args.merge:
+            target = (args.out_dir or RESULTS) / source.name
+            print(f"{target}: {merge(source, target)} rows of {source} appended")
+            print(render(target))
+        return 0
     if not args.configs:
-        parser.error("give at least one config, or --render CSV")
+        parser.error("give at least one config, or --render CSV, or --merge CSV")
+    if args.plan is not None and (args.plan < 1 or args.quick or args.jobs != 1):
+        parser.error("--plan takes a number of steps >= 1 and does not combine with --quick or --jobs")
+    if args.jobs < 1:
+        parser.error("--jobs takes a number of runs >= 1")
     if args.threads:
         import torch
 
@@ -355,35 +561,38 @@ def main(argv: list[str] | None = None) -> int:
     import tsrec.training  # noqa: F401
 
     commit = git_commit()
-    if args.plan is not None and (args.plan < 1 or args.quick):
-        parser.error("--plan takes a number of steps >= 1 and does not combine with --quick")
-    out_dir = args.out_dir or (Path(tempfile.mkdtemp(prefix="tsrec-bench-")) if args.quick
-                               else ROOT / "benchmarks" / "results")
+    machine_settings = {"precision": args.precision, "compile": args.compile}
+    out_dir = args.out_dir or (Path(tempfile.mkdtemp(prefix="tsrec-bench-")) if args.quick else RESULTS)
+    failed: list[Run] = []
     for path in args.configs:
         config = load_config(path)
         out = out_dir / config["output"]
         if args.plan is not None:
             rows = []
             for dataset, horizon, model in selected_runs(config, args):
-                rows.append(plan_one(config, dataset, horizon, model, data_dir=args.data_dir, steps=args.plan))
+                rows.append(plan_one(config, dataset, horizon, model, data_dir=args.data_dir, steps=args.plan,
+                                     machine_settings=machine_settings))
                 print(f"{dataset}-{horizon} {model}: {rows[-1]['train_s']:.3f} s/step, projected "
                       f"{rows[-1]['minutes']:.1f} min", flush=True)
             print(render_plan(rows, out.with_name(f"{out.stem}_plan.md"), command=command, commit=commit,
                               steps=args.plan))
             continue
+        if not args.quick:  # quick rows are never committed ones
+            start_from_committed(out)
         name = config["name"] + ("-quick" if args.quick else "")
-        done = {(r["config"], r["dataset"], r["horizon"], r["model"], r["seed"]) for r in read_rows(out)}
-        for dataset, horizon, model in selected_runs(config, args):
-            for seed in args.seeds if args.seeds is not None else config["seeds"]:
-                if (name, dataset, str(horizon), model, str(seed)) in done:
-                    continue
-                row = run_one(config, dataset, horizon, model, seed, data_dir=args.data_dir,
-                              quick=args.quick, command=command, commit=commit)
-                append_row(out, row)
-                print(f"{dataset}-{horizon} {model} seed {seed}: mse {row['mse']:.4f} mae {row['mae']:.4f} "
-                      f"({row['train_seconds']} s train, best epoch {row['best_epoch']})", flush=True)
+        done = {run_key(row) for row in read_rows(out)}
+        runs = [(dataset, horizon, model, seed) for dataset, horizon, model in selected_runs(config, args)
+                for seed in (args.seeds if args.seeds is not None else config["seeds"])
+                if (name, dataset, str(horizon), model, str(seed), args.precision) not in done]
+        print(f"{path}: {len(runs)} runs to do, up to {args.jobs} at once; results in {out}", flush=True)
+        batch = Batch(config, out, args.data_dir, args.quick, command, commit, machine_settings, args.threads)
+        failed += run_batch(batch, runs, args.jobs)
         if out.exists():
             print(render(out))
+    if failed:
+        print(f"benchmarks.run: {len(failed)} runs failed: {', '.join(map(_describe, failed))}; the same command "
+              "runs them again (finished runs are skipped)", file=sys.stderr)
+        return 1
     return 0
 
 

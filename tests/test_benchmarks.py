@@ -3,11 +3,13 @@ benchmark on random inputs, and their table rendering."""
 
 import csv
 import math
+import multiprocessing
+import shutil
 from pathlib import Path
 
 import pytest
 
-from benchmarks import run, speed
+from benchmarks import common, run, speed
 from benchmarks.common import reset_peak_rss
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
@@ -137,3 +139,133 @@ def test_long_horizon_table_averages_the_models_with_all_four_horizons_beside_th
     assert "| ETTh1 | 96 | 0.400 ± 0.000 [0,1] 1 s | 0.300 ± 0.000 [0,1] 1 s | 0.500 [0] 1 s |" in table
     assert "| ETTh1 | 0.400 | 0.300 |  | 0.469 |" in table  # srupp has one of the four horizons
     assert "| ETTh2 |" not in table.split("Per-dataset")[1]  # no model has all four horizons there
+
+
+# ------------------------------------------------------------------------------- batches (issue 15)
+def result_row(**values):
+    return {**{key: "" for key in run.RESULT_COLUMNS}, "config": "c", "protocol": "informer", "dataset": "ETTh1",
+            "horizon": "24", "model": "informer", "seed": "0", "mse": "0.5", "mae": "0.5", "train_seconds": "1.0",
+            "epochs": "1", "best_epoch": "1", "d_model": "16", **values}
+
+
+def write_older_csv(path, rows):
+    """A results CSV as the runner wrote it before the precision and compile columns."""
+    columns = run.RESULT_COLUMNS[:-2]
+    with path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def test_appends_from_processes_at_once_land_whole_under_one_upgraded_header(tmp_path):
+    path = tmp_path / "results.csv"
+    write_older_csv(path, [result_row(seed="old")])
+    rows = [result_row(seed=str(seed), precision="bf16-mixed", compile=True, command="x" * 20000)
+            for seed in range(60)]  # rows longer than a write buffer: written in pieces
+    context = multiprocessing.get_context("fork")  # the children only append: no torch, no threads
+    start = context.Barrier(4)
+
+    def append(rows):
+        start.wait()
+        for row in rows:
+            run.append_row(path, row)
+
+    processes = [context.Process(target=append, args=(rows[i::4],)) for i in range(4)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join()
+    assert [process.exitcode for process in processes] == [0] * 4
+    with path.open(newline="") as fh:
+        assert next(csv.reader(fh)) == run.RESULT_COLUMNS
+    read = run.read_rows(path)
+    assert read[0]["seed"] == "old" and read[0]["precision"] == "" and run.precision_of(read[0]) == "32-true"
+    assert sorted(int(row["seed"]) for row in read[1:]) == list(range(60))
+    assert all(row["command"] == "x" * 20000 and row["compile"] == "True" and None not in row for row in read[1:])
+    (tmp_path / "other.csv").write_text("model,mse\nx,1\n")
+    with pytest.raises(ValueError, match="other.csv is not a benchmarks.run results CSV"):
+        run.append_row(tmp_path / "other.csv", rows[0])
+
+
+def test_an_out_dir_starts_from_the_committed_csv_and_runs_only_what_it_lacks(tmp_path, monkeypatch):
+    """The committed paper_table.csv holds paper_d512 ETTh1-24 seed 0 of both models (in fp32)."""
+    batches = []
+    monkeypatch.setattr(run, "run_batch", lambda batch, runs, jobs: batches.append((batch, runs, jobs)) or [])
+    args = [str(Path(run.ROOT, "benchmarks/configs/paper_table_d512.toml")), "--dataset", "ETTh1", "--horizon", "24",
+            "--seeds", "0", "1", "--out-dir", str(tmp_path), "--jobs", "3"]
+    assert run.main(args) == 0
+    assert (tmp_path / "paper_table.csv").read_bytes() == (run.RESULTS / "paper_table.csv").read_bytes()
+    batch, runs, jobs = batches[-1]
+    assert runs == [("ETTh1", 24, "informer", 1), ("ETTh1", 24, "rsa_informer", 1)] and jobs == 3
+    assert batch.out == tmp_path / "paper_table.csv"
+    assert batch.machine_settings == {"precision": "32-true", "compile": False}
+    assert run.main([*args, "--precision", "bf16-mixed", "--compile"]) == 0  # another precision: other runs
+    assert len(batches[-1][1]) == 4 and batches[-1][0].machine_settings == {"precision": "bf16-mixed", "compile": True}
+
+
+def test_merge_brings_back_only_the_rows_a_batch_added(tmp_path):
+    committed = tmp_path / "results" / "paper_table.csv"
+    committed.parent.mkdir()
+    old = [result_row(seed=str(seed)) for seed in range(2)]
+    write_older_csv(committed, old)
+    batch = tmp_path / "gpu" / "paper_table.csv"
+    batch.parent.mkdir()
+    shutil.copyfile(committed, batch)  # how --out-dir starts it
+    new = [result_row(seed="2", precision="bf16-mixed", compile=True), result_row(seed="3")]
+    for row in new:
+        run.append_row(batch, row)
+    assert run.main(["--merge", str(batch), "--out-dir", str(committed.parent)]) == 0
+    assert [row["seed"] for row in run.read_rows(committed)] == ["0", "1", "2", "3"]
+    assert run.merge(batch, committed) == 0  # merging again adds nothing
+    table = (committed.parent / "paper_table.md").read_text()
+    assert "| c | ETTh1 | 24 | 16 | informer | 0,1,3 |" in table
+    assert "| c bf16-mixed | ETTh1 | 24 | 16 | informer | 2 |" in table  # never averaged with fp32 runs
+
+
+@pytest.mark.parametrize("name", ["paper_table.csv", "long_horizon.csv"])
+def test_committed_csvs_render_the_same_tables_once_their_header_has_the_new_columns(tmp_path, name):
+    older = tmp_path / "older" / name
+    older.parent.mkdir()
+    shutil.copyfile(run.RESULTS / name, older)
+    upgraded = tmp_path / name
+    shutil.copyfile(older, upgraded)
+    rows = run.read_rows(older)
+    run.append_row(upgraded, {**rows[0], "seed": "99", "precision": "bf16-mixed", "compile": True})
+    before = run.render(older).read_text().replace(str(older), str(upgraded))
+    after = run.render(upgraded).read_text()
+    assert len(run.read_rows(upgraded)) == len(rows) + 1
+    if name == "paper_table.csv":
+        assert set(before.splitlines()) < set(after.splitlines())  # one more line: the bf16 run, apart
+    assert " bf16-mixed |" in after and "bf16-mixed" not in before
+
+
+def test_a_config_may_not_choose_the_machines_settings(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text('name = "c"\nprotocol = "informer"\noutput = "c.csv"\nmodels = ["dlinear"]\nseeds = [0]\n'
+                    '[settings]\nETTh1 = [24]\n[training_options.dlinear]\nprecision = "bf16-mixed"\n')
+    with pytest.raises(SystemExit, match=r"sets \['precision'\]: the machine chooses them; .* --precision"):
+        run.load_config(path)
+
+
+@pytest.mark.skipif(not (DATA / "ETTh1.csv").exists(), reason=f"ETTh1.csv not found in {DATA}")
+def test_a_failed_run_is_reported_and_the_others_carry_on(tmp_path, monkeypatch, capsys):
+    """Two runs at once in their own processes; ETTh2's file is missing, so its run fails."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "ETTh1.csv").symlink_to(DATA / "ETTh1.csv")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("TSREC_DATA_DIR", raising=False)
+    config = str(Path(run.ROOT, "benchmarks/configs/long_horizon.toml"))
+    assert run.main([config, "--quick", "--dataset", "ETTh2", "ETTh1", "--horizon", "96", "--model", "naive",
+                     "--seeds", "0", "--jobs", "2", "--threads", "1", "--data-dir", str(data),
+                     "--out-dir", str(tmp_path / "out")]) == 1
+    assert [row["dataset"] for row in run.read_rows(tmp_path / "out" / "long_horizon.csv")] == ["ETTh1"]
+    assert "1 runs failed: ETTh2-96 naive seed 0; the same command runs them again" in capsys.readouterr().err
+
+
+def test_rows_name_the_commit_of_a_copied_checkout_without_git(tmp_path, monkeypatch):
+    monkeypatch.setattr(common, "ROOT", tmp_path)  # not a git checkout
+    monkeypatch.setenv(common.COMMIT_VAR, "abc1234")
+    assert common.git_commit() == "abc1234"
+    monkeypatch.delenv(common.COMMIT_VAR)
+    assert common.git_commit() == "unknown"

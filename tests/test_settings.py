@@ -96,11 +96,12 @@ def test_each_default_is_defined_once():
 
 def test_settings_round_trip_through_json_and_flat_options():
     settings = ForecasterSettings.from_options("rsa_informer", prediction_length=5, learning_rate=1e-3,
-                                               rsa={"kinds": [4, 0, 0, 4, 0, 0]}, d_model=32)
+                                               rsa={"kinds": [4, 0, 0, 4, 0, 0]}, d_model=32, compile=True)
     again = ForecasterSettings.from_dict(json.loads(json.dumps(settings.to_dict())))
     assert again == settings
     options = settings.to_options()
     assert options["learning_rate"] == 1e-3 and options["d_model"] == 32 and "batch_size" not in options
+    assert options["compile"] is True and "precision" not in options
     assert ForecasterSettings.from_options(**options) == settings
     with pytest.raises(TypeError, match="keys model, window, network and training"):
         ForecasterSettings.from_dict({"model": "dlinear"})

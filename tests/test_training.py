@@ -1,6 +1,8 @@
 """The training layer: the masked loss, the learning-rate schedule and the REM parameter group,
 restoring the best epoch's weights, and (through the public defaults) RSA beating its base model."""
 
+import shutil
+
 import lightning.pytorch as pl
 import numpy as np
 import pandas as pd
@@ -132,6 +134,45 @@ def test_training_summary_records_every_epoch_and_survives_save_and_load(tmp_pat
     assert no_val.training_summary.best_epoch is None and no_val.training_summary.history["val_loss"].isna().all()
     naive = Forecaster("seasonal_naive", prediction_length=4).fit(hourly())
     assert naive.training_summary.epochs_run == 0
+
+
+# ------------------------------------------------------------------------------------ torch.compile
+def _fit_with_and_without_compile(tmp_path):
+    """The same small fit twice, with ``compile=True`` (checkpoints on) and without; the first is saved."""
+    options = dict(prediction_length=4, context_length=16, max_epochs=2, seed=0, trainer_kwargs=QUIET)
+    compiled = Forecaster("dlinear", compile=True, output_dir=tmp_path / "run", **options).fit(hourly())
+    compiled.save(tmp_path / "model")
+    return compiled, Forecaster("dlinear", **options).fit(hourly())
+
+
+def _assert_weights_load_into_the_uncompiled_model(compiled, plain, tmp_path):
+    assert list(compiled.model.state_dict()) == list(plain.model.state_dict())  # no "_orig_mod." prefix
+    plain.model.load_state_dict(torch.load(tmp_path / "model" / "weights.pt")["state_dict"])  # strict
+    pd.testing.assert_frame_equal(plain.predict(), compiled.predict(), check_exact=True)
+    pd.testing.assert_frame_equal(Forecaster.load(tmp_path / "model").predict(), compiled.predict(), check_exact=True)
+
+
+def test_compile_runs_the_training_steps_through_torch_compile_and_keeps_the_model(tmp_path, monkeypatch, one_thread):
+    """compile=True hands the network's forward to torch.compile once per fit (here with its eager
+    backend, which compiles nothing: fast, and the same arithmetic), and the model is the one trained
+    without it: the same weights under the same names, loading into an uncompiled model."""
+    calls, real_compile = [], torch.compile
+    monkeypatch.setattr(torch, "compile", lambda fn, **kwargs: calls.append(fn) or real_compile(fn, backend="eager"))
+    compiled, plain = _fit_with_and_without_compile(tmp_path)
+    assert calls == [compiled.model.forward]  # the fit's steps; predictions run the network as it is
+    for name, value in plain.model.state_dict().items():
+        torch.testing.assert_close(compiled.model.state_dict()[name], value, rtol=0, atol=0)
+    _assert_weights_load_into_the_uncompiled_model(compiled, plain, tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("g++") is None, reason="inductor builds its CPU kernels with g++")
+def test_compile_with_inductor_saves_weights_an_uncompiled_model_loads(tmp_path, one_thread):
+    """The same with torch.compile's default backend (inductor: C++ kernels on the CPU, about 25 s here)."""
+    compiled, plain = _fit_with_and_without_compile(tmp_path)
+    for name, value in plain.model.state_dict().items():  # other kernels, the same training up to rounding
+        torch.testing.assert_close(compiled.model.state_dict()[name], value, rtol=1e-4, atol=1e-5)
+    _assert_weights_load_into_the_uncompiled_model(compiled, plain, tmp_path)
 
 
 # ------------------------------------------------------------------------------------ RSA vs base

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from typing import Any
 
 import lightning.pytorch as pl
@@ -40,6 +41,8 @@ class ForecastingModule(pl.LightningModule):
     Batches are :class:`~tsrec.batch.ForecastBatch` dicts. Logs ``train_loss``, ``val_loss`` and,
     for RSA models, each layer's gate after every validation as ``gate/<name>``.
     ``predict_step`` returns the scaled forecast ``[B, H, C]`` of a batch, on the trainer's device.
+    With ``config.compile`` the training and validation steps run the network compiled by
+    ``torch.compile``; ``predict_step`` runs it as it is.
 
     ``history`` gets one row per finished epoch: ``epoch`` (1-based), ``train_loss`` and
     ``val_loss`` (means over the epoch's windows; NaN without validation), the backbone's
@@ -60,6 +63,7 @@ class ForecastingModule(pl.LightningModule):
         super().__init__()
         self.model = model
         self.config = config
+        self._compiled: Callable[[ForecastBatch], Tensor] | None = None  # see on_fit_start
         self.history: list[dict[str, float]] = []
         self._totals: dict[str, tuple[Tensor | float, int]] = {}
         self._epoch_started = 0.0
@@ -110,11 +114,18 @@ class ForecastingModule(pl.LightningModule):
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         self.history = [dict(row) for row in checkpoint["tsrec_history"]]
 
+    def on_fit_start(self) -> None:
+        if self.config.compile:
+            # The network's forward compiled, for the training and validation steps: a function, not a
+            # submodule, so parameter names and state_dict keys stay the network's own (no ``_orig_mod.``).
+            self._compiled = torch.compile(self.model.forward)
+
     def forward(self, batch: ForecastBatch) -> Tensor:
         return self.model(batch)
 
     def _loss(self, batch: ForecastBatch) -> Tensor:
-        return self.model.output.loss(self(batch), batch["future_target"], batch["future_observed"], self.config.loss)
+        out = self(batch) if self._compiled is None else self._compiled(batch)
+        return self.model.output.loss(out, batch["future_target"], batch["future_observed"], self.config.loss)
 
     def training_step(self, batch: ForecastBatch, batch_idx: int) -> Tensor:
         loss = self._loss(batch)
