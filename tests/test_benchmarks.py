@@ -269,3 +269,28 @@ def test_rows_name_the_commit_of_a_copied_checkout_without_git(tmp_path, monkeyp
     assert common.git_commit() == "abc1234"
     monkeypatch.delenv(common.COMMIT_VAR)
     assert common.git_commit() == "unknown"
+
+
+def test_scoring_the_test_part_in_chunks_equals_one_backtest(monkeypatch):
+    """The runner scores a test part in chunks of windows (one backtest over weather-720 would hold
+    159M error rows); the chunks' pooled MSE / MAE are those of a single backtest."""
+    import numpy as np
+    import pandas as pd
+
+    from tsrec import Forecaster
+    from tsrec.evaluation import backtest
+
+    rng = np.random.default_rng(0)
+    t = np.arange(300)
+    df = pd.DataFrame({"a": np.sin(t / 4) + rng.normal(0, 0.1, 300), "b": np.cos(t / 7) + rng.normal(0, 0.1, 300)},
+                      index=pd.date_range("2024-01-01", periods=300, freq="h"))
+    df.iloc[250:255, 0] = np.nan  # unobserved targets are left out of both
+    forecaster = Forecaster("seasonal_naive", prediction_length=8, context_length=24).fit(df.iloc[:200])
+    test = df.iloc[200 - 24:]
+    n_windows = len(test) - 24 - 8 + 1
+    whole = backtest(forecaster, test, start=24, stride=1, batch_size=64)
+    monkeypatch.setattr(run, "SCORE_CHUNK_ENTRIES", 7 * 8 * 2)  # 7 windows per chunk, the last one shorter
+    mse, mae, windows = run.score_test(forecaster, test, n_windows)
+    assert windows == n_windows == whole.errors.origin.nunique()
+    assert mse == pytest.approx(whole.metric("mse", "scaled"), rel=1e-12)
+    assert mae == pytest.approx(whole.metric("mae", "scaled"), rel=1e-12)
