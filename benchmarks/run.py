@@ -334,16 +334,18 @@ def start_from_committed(out: Path) -> None:
 
 
 def merge(source: Path, target: Path) -> int:
-    """Append to ``target`` the rows of ``source`` it lacks (compared on every column) and return
-    how many: the rows of a batch run with ``--out-dir`` (started from the committed CSV) come back."""
-    def values(row: dict[str, str]) -> tuple[str, ...]:
-        return tuple(row.get(column) or "" for column in RESULT_COLUMNS)
-
-    have = {values(row) for row in read_rows(target)}
-    new = [row for row in read_rows(source) if values(row) not in have]
-    for row in new:
-        append_row(target, dict(zip(RESULT_COLUMNS, values(row))))
-    return len(new)
+    """Append to ``target`` the rows of ``source`` whose runs (:func:`run_key`) it lacks and return
+    how many: the rows of a batch run with ``--out-dir`` (started from the committed CSV) come back.
+    A run that ``target`` has already, from this batch or another, is kept as it is there (never
+    counted twice in a table's mean over seeds)."""
+    have = {run_key(row) for row in read_rows(target)}
+    added = 0
+    for row in read_rows(source):
+        if run_key(row) not in have:
+            have.add(run_key(row))
+            append_row(target, {column: row.get(column) or "" for column in RESULT_COLUMNS})
+            added += 1
+    return added
 
 
 def _mean_std(values: list[float]) -> str:

@@ -217,6 +217,11 @@ def test_merge_brings_back_only_the_rows_a_batch_added(tmp_path):
     assert run.main(["--merge", str(batch), "--out-dir", str(committed.parent)]) == 0
     assert [row["seed"] for row in run.read_rows(committed)] == ["0", "1", "2", "3"]
     assert run.merge(batch, committed) == 0  # merging again adds nothing
+    other = tmp_path / "other" / "paper_table.csv"  # another batch ran seed 3 too, and seed 4
+    for row in (result_row(seed="3", mse="9.0"), result_row(seed="4")):
+        run.append_row(other, row)
+    assert run.merge(other, committed) == 1
+    assert [(row["seed"], row["mse"]) for row in run.read_rows(committed)][3:] == [("3", "0.5"), ("4", "0.5")]
     table = (committed.parent / "paper_table.md").read_text()
     assert "| c | ETTh1 | 24 | 16 | informer | 0,1,3 |" in table
     assert "| c bf16-mixed | ETTh1 | 24 | 16 | informer | 2 |" in table  # never averaged with fp32 runs
