@@ -124,6 +124,201 @@ def test_speed_rejects_too_few_steps_for_quartiles():
         speed.main(["--quick", "--steps", "1"])
 
 
+# ------------------------------------------------------------------------------- speed on a GPU: one code path
+def speed_row(**values):
+    """A measured speed row as ``speed`` writes it (provenance included), with made-up numbers."""
+    measured = {f"{kind}_{stat}_s": 0.01 for kind in speed.TIMED for stat in ("q1", "median", "q3")}
+    return {**dict.fromkeys(speed.ROW_KEYS), **measured, "model": "informer", "length": 48, "label": 48,
+            "horizon": 24, "batch": 32, "channels": 7, "time_features": 4, "d_model": 512, "parameters": 10,
+            "steps": 20, "train_gflop": 90.0, "predict_batch_gflop": 30.0, "predict_window_gflop": 0.9,
+            "matmul_gflops": 5e4, "flop_bound_s": 0.0018, "step_over_bound": 5.5, "predict_peak_mib": 60.0,
+            "train_peak_mib": 300.0, "device": "NVIDIA H100 80GB HBM3", "precision": "bf16-mixed", "compiled": False,
+            "graph_break_reasons": "", "error": "", "allow_tf32": False, "float32_matmul_precision": "highest",
+            "cudnn_allow_tf32": True, "threads": 16, "commit": "abc1234", "machine": "m", "date": "d",
+            "command": "python -m benchmarks.speed --device cuda", **values}
+
+
+def test_quick_speed_in_bf16_mixed_measures_the_long_horizon_models_from_input_96(tmp_path, one_thread):
+    argv = ["--quick", "--threads", "1", "--precision", "bf16-mixed", "--models", "dlinear", "patchtst",
+            "rsa_patchtst", "--lengths", "48", "96", "--out-dir", str(tmp_path)]
+    assert speed.main(argv) == 0
+    rows = speed.read_rows(tmp_path / "speed.csv")
+    assert [(r["model"], r["length"], r["label"], r["horizon"]) for r in rows] == [
+        ("dlinear", 96, None, 96), ("patchtst", 96, None, 96), ("rsa_patchtst", 96, None, 96)]  # none at 48
+    for row in rows:
+        assert (row["device"], row["precision"], row["compiled"], row["error"]) == ("cpu", "bf16-mixed", False, "")
+        assert all(row[key] > 0 for key in ("step_median_s", "predict_window_median_s", "train_gflop",
+                                            "matmul_gflops", "step_over_bound")), row
+    dlinear, patchtst, rsa = rows
+    assert dlinear["rsa_overhead_pct"] is None and patchtst["rsa_overhead_pct"] is None
+    assert rsa["rsa_overhead_pct"] == pytest.approx(100 * (rsa["step_median_s"] / patchtst["step_median_s"] - 1))
+    table = (tmp_path / "speed.md").read_text()
+    assert "precision: bf16-mixed: forward and loss under autocast to bfloat16" in table
+    assert "median bfloat16 square-matmul throughput" in table and "| rsa_patchtst | 96 | - |" in table
+    assert not (tmp_path / "gpu_speed.csv").exists()
+
+
+def test_a_model_that_fails_to_compile_gets_a_row_saying_why_and_the_others_carry_on(tmp_path, one_thread,
+                                                                                      monkeypatch):
+    def compile_case(case):  # in place of torch.compile: informer stays eager, rsa_informer's compilation fails
+        if case.name == "rsa_informer":
+            raise RuntimeError("no compiler | here\nmore detail")
+
+    monkeypatch.setattr(speed.Case, "compile", compile_case)
+    argv = ["--quick", "--threads", "1", "--lengths", "96", "--compile", "both", "--out-dir", str(tmp_path)]
+    assert speed.main(argv) == 0
+    rows = speed.read_rows(tmp_path / "speed.csv")
+    assert [(r["model"], r["compiled"], r["error"]) for r in rows] == [
+        ("informer", False, ""), ("rsa_informer", False, ""), ("informer", True, ""),
+        ("rsa_informer", True, "RuntimeError: no compiler / here")]
+    eager, eager_rsa, compiled, failed = rows
+    assert eager_rsa["rsa_overhead_pct"] == pytest.approx(  # against the eager informer, not the compiled one
+        100 * (eager_rsa["step_median_s"] / eager["step_median_s"] - 1))
+    assert compiled["first_step_s"] > 0 and compiled["graphs"] == 0 and compiled["train_peak_mib"] is None
+    assert failed["step_median_s"] is None and failed["rsa_overhead_pct"] is None
+    table = (tmp_path / "speed.md").read_text()
+    assert "| rsa_informer (compiled) | 96 | RuntimeError: no compiler / here |" in table.split("## Not measured")[1]
+    assert "| informer | 96 | " in table.split("## Compilation")[1] and "| informer (compiled) | 96 | 48 |" in table
+    assert table.count("| RSA overhead per training step <= 10% |") == 1
+
+
+def test_the_gpu_path_runs_with_the_device_swapped_for_the_cpu(tmp_path, one_thread, monkeypatch):
+    """What a GPU changes, short of CUDA itself: memory from the allocator in this process (no fresh
+    process), rows naming the GPU, gpu_speed.* files."""
+    monkeypatch.setattr(speed.Options, "cuda", property(lambda self: True))
+    monkeypatch.setattr(speed, "device_name", lambda device: "NVIDIA H100 80GB HBM3")
+    monkeypatch.setattr(speed, "in_fresh_process", lambda *args: pytest.fail("a fresh process on the GPU path"))
+    calls = []
+    monkeypatch.setattr(speed, "cuda_peak_growth_mib", lambda run, device: calls.append(run()) or 7.0)
+    assert speed.main(["--quick", "--threads", "1", "--lengths", "96", "--precision", "bf16-mixed", "--out-dir",
+                       str(tmp_path)]) == 0
+    rows = speed.read_rows(tmp_path / "gpu_speed.csv")
+    assert not (tmp_path / "speed.csv").exists() and len(calls) == 4  # a batch prediction and a step per model
+    assert [(r["model"], r["device"], r["precision"], r["train_peak_mib"], r["predict_peak_mib"]) for r in rows] == [
+        (model, "NVIDIA H100 80GB HBM3", "bf16-mixed", 7.0, 7.0) for model in ("informer", "rsa_informer")]
+    table = (tmp_path / "gpu_speed.md").read_text()
+    assert "Peak: torch's CUDA allocator during one step" in table and "`allow_tf32=False`" in table
+
+
+def test_speed_rows_land_in_files_named_by_their_device_and_read_back_typed(tmp_path):
+    assert speed.output_stem("cpu") == "speed" and speed.output_stem("NVIDIA H100 80GB HBM3") == "gpu_speed"
+    rows = [speed_row(), speed_row(model="rsa_informer", compiled=True, first_step_s=40.0, first_predict_batch_s=9.0,
+                                   first_predict_window_s=8.0, graphs=7, graph_breaks=0, rsa_overhead_pct=4.0)]
+    csv_path, md_path = speed.write_results(tmp_path, rows)
+    assert (csv_path.name, md_path.name) == ("gpu_speed.csv", "gpu_speed.md")
+    assert speed.read_rows(csv_path) == rows
+    table = md_path.read_text()
+    assert "| informer | 48 | 48 | 10 | 20 | 10.0 (10.0-10.0) | - | 90.0 | 50000 | 1.80 | 5.50x | 300 |" in table
+    assert "`allow_tf32=False`, `float32_matmul_precision='highest'`, cuDNN `allow_tf32=True`" in table
+    assert "device: NVIDIA H100 80GB HBM3; precision: bf16-mixed" in table and "torch's CUDA allocator" in table
+    assert "| rsa_informer | 48 | 40.0 | 9.0 | 8.0 | 7 | 0 | - |" in table
+    assert speed.write_results(tmp_path, [speed_row(device="cpu")])[0].name == "speed.csv"
+
+
+def test_speed_render_joins_the_rows_of_two_runs_on_one_device_and_precision(tmp_path):
+    first, second, other = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    speed.write_results(first, [speed_row(length=48)])
+    speed.write_results(second, [speed_row(length=720, compiled=True, command="python -m benchmarks.speed b")])
+    speed.write_results(other, [speed_row(precision="32-true")])
+    assert speed.main(["--render", str(first / "gpu_speed.csv"), str(second / "gpu_speed.csv"),
+                       "--out-dir", str(tmp_path)]) == 0
+    assert [(r["length"], r["compiled"]) for r in speed.read_rows(tmp_path / "gpu_speed.csv")] == [(48, False),
+                                                                                                  (720, True)]
+    table = (tmp_path / "gpu_speed.md").read_text()
+    assert "- command: `python -m benchmarks.speed --device cuda; python -m benchmarks.speed b`" in table
+    assert "- input lengths L: 48, 720" in table
+    with pytest.raises(SystemExit, match="more than one device or precision"):
+        speed.main(["--render", str(first / "gpu_speed.csv"), str(other / "gpu_speed.csv")])
+
+
+def test_rsa_overhead_pairs_each_rsa_model_with_its_base_at_the_same_length_and_compile_setting():
+    rows = [speed_row(model="informer", step_median_s=1.0), speed_row(model="rsa_informer", step_median_s=1.1),
+            speed_row(model="rsa_informer", compiled=True, step_median_s=0.5),  # no compiled informer
+            speed_row(model="patchtst", length=96, step_median_s=2.0),
+            speed_row(model="rsa_patchtst", length=96, step_median_s=2.2),
+            speed_row(model="rsa_patchtst", length=336, step_median_s=3.0),  # no patchtst at 336
+            speed_row(model="dlinear", length=96, step_median_s=0.1),
+            speed_row(model="informer", length=336, error="RuntimeError: out of memory", step_median_s=None),
+            speed_row(model="rsa_informer", length=336, step_median_s=2.0)]  # its base failed
+    speed.add_overheads(rows)
+    overheads = [None if r["rsa_overhead_pct"] is None else round(r["rsa_overhead_pct"], 6) for r in rows]
+    assert overheads == [None, 10.0, None, None, 10.0, None, None, None, None]
+
+
+def test_committed_cpu_speed_rows_still_render_their_tables():
+    """speed.csv was written before the device, precision and compile columns: its rows read as CPU, float32, eager."""
+    rows = speed.read_rows(Path(run.ROOT, "benchmarks/results/speed.csv"))
+    assert {(r["device"], r["precision"], r["compiled"], r["error"]) for r in rows} == {("cpu", "32-true", False, "")}
+    rendered = speed.render(rows).splitlines()
+    committed = Path(run.ROOT, "benchmarks/results/speed.md").read_text().splitlines()
+    tables = [line for line in committed if line.startswith("|")]
+    assert len(tables) >= 10 and [line for line in tables if line not in rendered] == []
+
+
+def test_speed_budget_skips_lengths_whose_estimate_passes_it(monkeypatch, capsys):
+    assert speed.projected_seconds([], 96, 2) is None
+    assert speed.projected_seconds([speed.Done(48, 2, 10.0, 4.0)], 96, 5) == pytest.approx((4 + 6 * 2) * 5 / 2)
+    now = [0.0]
+
+    def measure_length(models, length, options, compiled):  # 10 s per 48 steps of input, 1 s of it compiling
+        now[0] += 10 * length / 48
+        return [{**speed.blank_row(name, setting, length, options, compiled), "step_median_s": 0.1,
+                 "first_step_s": 1.0 if compiled else None} for name, setting in models.items()]
+
+    monkeypatch.setattr(speed, "measure_length", measure_length)
+    options = speed.Options(device=speed.torch.device("cpu"))
+    settings = {name: speed.MODEL_SETTINGS[name] for name in ("informer", "rsa_informer")}
+    saved = []
+    rows = speed.run_lengths(settings, [48, 96, 192, 384], options, (False, True), 60.0, saved.append,
+                             clock=lambda: now[0])
+    done = [(r["length"], r["compiled"]) for r in rows if not r["error"]][::2]
+    # eager: 10 + 20 s, then 40 s more for 192 would end at 70; compiled: 10 s, then 2 + 2 x 8 s for 96
+    assert done == [(48, False), (96, False), (48, True), (96, True)]
+    skipped = [(r["length"], r["compiled"], r["error"]) for r in rows if r["error"]][::2]
+    assert skipped == [(192, False, "skipped: about 40 s more would pass the 1-minute budget"),
+                       (384, False, "skipped: about 80 s more would pass the 1-minute budget"),
+                       (192, True, "skipped: about 38 s more would pass the 1-minute budget"),
+                       (384, True, "skipped: about 74 s more would pass the 1-minute budget")]
+    assert len(saved) == 8 and saved[-1] is rows
+    assert "L=48 eager: informer 100.0 ms/step, rsa_informer 100.0 ms/step; took 10 s; estimate for the eager " \
+           "lengths left: 2.3 min" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(speed.torch.cuda.is_available(), reason="this machine has a CUDA device")
+def test_speed_on_cuda_without_a_cuda_device_is_refused():
+    with pytest.raises(SystemExit, match="torch sees no CUDA device"):
+        speed.main(["--quick", "--device", "cuda"])
+
+
+@pytest.mark.slow
+def test_quick_speed_compiles_a_model_on_the_cpu(tmp_path, one_thread):
+    """torch.compile through inductor's C++ backend: about half a minute for DLinear on a 2-core machine."""
+    argv = ["--quick", "--threads", "1", "--lengths", "96", "--models", "dlinear", "--compile", "--out-dir",
+            str(tmp_path)]
+    assert speed.main(argv) == 0
+    (row,) = speed.read_rows(tmp_path / "speed.csv")
+    assert (row["model"], row["compiled"], row["error"]) == ("dlinear", True, "")
+    assert row["graphs"] >= 1 and row["first_step_s"] > 0 and row["step_median_s"] > 0
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not speed.torch.cuda.is_available(), reason="needs a CUDA device (pytest -m gpu on a GPU)")
+def test_quick_speed_on_the_gpu_in_bf16_eager_and_compiled(tmp_path):
+    """The GPU table's code path at tiny sizes: about 1-2 minutes, mostly compiling."""
+    argv = ["--quick", "--device", "cuda", "--precision", "bf16-mixed", "--compile", "both", "--lengths", "96",
+            "--models", "informer", "rsa_informer", "dlinear", "--out-dir", str(tmp_path)]
+    assert speed.main(argv) == 0
+    rows = speed.read_rows(tmp_path / "gpu_speed.csv")
+    assert not (tmp_path / "speed.csv").exists()
+    assert [(r["model"], r["compiled"], r["error"]) for r in rows] == [
+        (model, compiled, "") for compiled in (False, True) for model in ("informer", "rsa_informer", "dlinear")]
+    for row in rows:
+        assert row["device"] == speed.torch.cuda.get_device_name() and row["precision"] == "bf16-mixed"
+        assert row["train_peak_mib"] > 0 and row["predict_peak_mib"] > 0 and row["step_median_s"] > 0
+    assert all(r["first_step_s"] > 0 and r["graphs"] is not None for r in rows if r["compiled"])
+    assert rows[1]["rsa_overhead_pct"] is not None and rows[4]["rsa_overhead_pct"] is not None
+
+
 def test_long_horizon_table_averages_the_models_with_all_four_horizons_beside_the_published_number(tmp_path):
     rows = [{**{key: "" for key in run.RESULT_COLUMNS}, "config": "long_horizon", "protocol": "long_horizon",
              "dataset": dataset, "horizon": str(horizon), "model": model, "seed": str(seed),
