@@ -117,7 +117,7 @@ def test_main_bundles_the_data_of_the_selected_runs_and_prints_the_command(tmp_p
     monkeypatch.setattr(gpu_bundle, "pinned", lambda: ["tinypkg==0.1"])
     configs = ["benchmarks/configs/paper_table_d512.toml", "benchmarks/configs/long_horizon.toml"]
     common = ["--data-dir", str(data_dir), "--out", str(tmp_path / "bundle"), "--find-links", str(wheels)]
-    with pytest.raises(SystemExit, match="lacks ETTh2.csv, ETTm1.csv, ETTm2.csv, weather.csv"):
+    with pytest.raises(SystemExit, match="lacks ETTh2.csv, ETTm1.csv, WTH.csv, ETTm2.csv, weather.csv"):
         gpu_bundle.main([*configs, *common])  # long_horizon.toml's datasets
     assert gpu_bundle.main([*configs, "--dataset", "ETTh1", *common]) == 0
     assert [p.name for p in (tmp_path / "bundle" / "data").iterdir()] == ["ETTh1.csv"]
