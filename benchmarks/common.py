@@ -20,6 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 #: machine's: ``benchmarks/gpu_batch.sh`` sets it to the commit its bundle was built at).
 COMMIT_VAR = "TSREC_COMMIT"
 T = TypeVar("T")
+#: The Lightning precisions a benchmark may train and measure in; the first is the default.
+PRECISIONS = ("32-true", "bf16-mixed")
 
 
 def git_commit() -> str:

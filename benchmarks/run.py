@@ -61,7 +61,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import ROOT, git_commit, machine, now
+from benchmarks.common import PRECISIONS, ROOT, git_commit, machine, now
 from benchmarks.paper import LONG_HORIZON_PUBLISHED_PATCHTST, PAPER_TABLE1
 
 #: One row per run. New columns go at the end: a CSV with fewer columns (an older runner's) is read as
@@ -70,8 +70,7 @@ RESULT_COLUMNS = ["config", "protocol", "dataset", "horizon", "context_length", 
                   "d_model", "mse", "mae", "test_windows", "epochs", "best_epoch", "train_seconds", "test_seconds",
                   "commit", "machine", "date", "command", "precision", "compile"]
 #: Lightning's precision of every run before the ``precision`` column (and of rows where it is blank).
-DEFAULT_PRECISION = "32-true"
-PRECISIONS = (DEFAULT_PRECISION, "bf16-mixed")
+DEFAULT_PRECISION = PRECISIONS[0]
 #: Training settings that the command line chooses for the machine, never a config.
 MACHINE_SETTINGS = ("precision", "compile")
 RESULTS = ROOT / "benchmarks" / "results"
@@ -612,7 +611,8 @@ def main(argv: list[str] | None = None) -> int:
         done = {run_key(row) for row in read_rows(out)}
         runs = [(dataset, horizon, model, seed) for dataset, horizon, model in selected_runs(config, args)
                 for seed in (args.seeds if args.seeds is not None else config["seeds"])
-                if (name, dataset, str(horizon), model, str(seed), args.precision) not in done]
+                if run_key({"config": name, "dataset": dataset, "horizon": str(horizon), "model": model,
+                            "seed": str(seed), "precision": args.precision}) not in done]
         print(f"{path}: {len(runs)} runs to do, up to {args.jobs} at once; results in {out}", flush=True)
         batch = Batch(config, out, args.data_dir, args.quick, command, commit, machine_settings, args.threads)
         failed += run_batch(batch, runs, args.jobs)

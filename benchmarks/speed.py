@@ -77,9 +77,11 @@ device and one precision only.
 Sizing: FlopCounterMode counts a training step of informer at 91, 507, 1088 and 2239 GFLOP at
 L = 48, 336, 720 and 1440, of rsa_informer at 92, 533, 1206 and 2704 (+1%, +5%, +11%, +21%: the
 dense REM product grows as L^2), a batch prediction at about a third of that; PatchTST and DLinear
-at these settings take under 7 GFLOP. At float32 without TF32 (about 50 TFLOP/s on an H100) the
-slowest step takes about 0.05 s, at bf16 (about 700 TFLOP/s at best) a few ms, so the eager
-measurements of every model and length (23 rounds of the three calls) take about a minute.
+at these settings take under 7 GFLOP. Estimates, not measured here: at float32 without TF32
+(an H100's data sheet gives 67 TFLOP/s) the slowest step would take about 0.04 s, at bf16 (a
+bf16 matmul of side 8192 ran at about 790 TFLOP/s on the lent H100s, per the device tool's notes)
+a few ms, so the eager measurements of every model and length (23 rounds of the three calls)
+should take about a minute.
 Compilation dominates: it is paid per model, length and kind of call (on this 2-core CPU, 0.5-2
 minutes per model and length for informer's tiny ``--quick`` size, whose predictions break into 14
 graphs at the ``torch.Generator`` of ProbSparse's sampling in eval mode), which is what
@@ -109,6 +111,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from benchmarks.common import (
+    PRECISIONS,
     ROOT,
     command_line,
     git_commit,
@@ -131,7 +134,6 @@ ETTH1_LENGTH = 48  # ETTh1-24: input 48, label 48, horizon 24
 MAX_OVERHEAD_PCT = 10.0  # target: RSA overhead per training step
 MAX_STEP_OVER_BOUND = 1.2  # target: step time / (FLOPs / matmul throughput)
 TIMED = ("step", "predict_batch", "predict_window")  # the Case methods timed every round
-PRECISIONS = ("32-true", "bf16-mixed")
 COMPILE_VARIANTS = {"off": (False,), "on": (True,), "both": (False, True)}
 MATMUL_SIDE = {"cpu": 2048, "cuda": 8192}
 QUICK_MATMUL_SIDE = 256
@@ -729,7 +731,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.speed", description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                         help="where to measure (default auto: cuda when available)")
-    parser.add_argument("--precision", choices=PRECISIONS, default="32-true",
+    parser.add_argument("--precision", choices=PRECISIONS, default=PRECISIONS[0],
                         help="32-true (float32) or bf16-mixed (autocast to bfloat16 around forward and loss)")
     parser.add_argument("--compile", nargs="?", const="on", default="off", choices=tuple(COMPILE_VARIANTS),
                         help="time the forward through torch.compile: 'on' (the bare flag), 'off' (default) or "
