@@ -11,7 +11,9 @@ Usage (from the repository root)::
 
 A config (TOML) names the protocol, the settings (dataset -> horizons), the models, the seeds,
 the model options shared by every run (``[model]``) and the training settings (``[training]``),
-and per model ``[model_options.NAME]`` / ``[training_options.NAME]`` over those.
+and per model ``[model_options.NAME]`` / ``[training_options.NAME]`` over those. ``[variants]`` names
+variants of registered models for ablations (``rsa_patchtst_low_gate = "rsa_patchtst"``): a variant is
+listed in ``models`` and gets its own options sections; its rows carry its name.
 Each run follows the protocol end to end through the public API: ``tsrec.datasets.load`` and
 ``splits`` give train / validation / test frames (validation and test start ``context_length``
 rows before their border), ``Forecaster.fit(train, val_df=val)`` fits the scaler on the training
@@ -74,7 +76,7 @@ DEFAULT_PRECISION = PRECISIONS[0]
 #: Training settings that the command line chooses for the machine, never a config.
 MACHINE_SETTINGS = ("precision", "compile")
 RESULTS = ROOT / "benchmarks" / "results"
-QUICK_MODEL = dict(d_model=16, n_heads=8, d_ff=32, e_layers=1, d_layers=1)
+QUICK_MODEL = dict(d_model=16, d_ff=32, e_layers=1, d_layers=1)
 QUICK_TRAINING = dict(max_epochs=1)
 QUICK_TRAINER = dict(limit_train_batches=3, limit_val_batches=2)
 QUICK_TEST_WINDOWS = 32
@@ -93,11 +95,21 @@ def load_config(path: Path) -> dict[str, Any]:
     missing = [key for key in ("name", "protocol", "output", "models", "seeds", "settings") if key not in config]
     if missing:
         raise SystemExit(f"benchmarks.run: {path} lacks {missing}")
+    variants = config.get("variants", {})
+    if not isinstance(variants, dict) or not all(isinstance(model, str) for model in variants.values()):
+        raise SystemExit(f"benchmarks.run: {path}: [variants] maps each variant's name to the registered model "
+                         'it trains, e.g. rsa_patchtst_low_gate = "rsa_patchtst"')
     for section in (config.get("training", {}), *config.get("training_options", {}).values()):
         if chosen := sorted(set(section) & set(MACHINE_SETTINGS)):
             raise SystemExit(f"benchmarks.run: {path} sets {chosen}: the machine chooses them; remove them from "
                              "the config and pass --precision / --compile on the command line")
     return config
+
+
+def registered_model(config: dict[str, Any], model: str) -> str:
+    """The registered model that ``model`` (a name in the config's ``models``) trains: itself, or the
+    model a ``[variants]`` entry names."""
+    return config.get("variants", {}).get(model, model)
 
 
 def prepare(config: dict[str, Any], dataset: str, horizon: int, model: str, seed: int, *, data_dir: str | None,
@@ -110,7 +122,8 @@ def prepare(config: dict[str, Any], dataset: str, horizon: int, model: str, seed
 
     info = datasets.get_info(dataset)
     frame = datasets.load(dataset, data_dir)
-    options = paper_options(dataset, horizon, model) if config["protocol"] == "informer" else {}
+    registered = registered_model(config, model)
+    options = paper_options(dataset, horizon, registered) if config["protocol"] == "informer" else {}
     if config["protocol"] == "long_horizon":
         context, label, _ = datasets.paper_setting(dataset, horizon, protocol="long_horizon")
         options = dict(context_length=context, label_length=label, prediction_length=horizon)
@@ -118,14 +131,14 @@ def prepare(config: dict[str, Any], dataset: str, horizon: int, model: str, seed
     split = datasets.splits(dataset, config["protocol"], context_length=context, prediction_length=prediction,
                             n_rows=len(frame))
     part = {name: frame.iloc[split[name].start:split[name].end] for name in ("train", "val", "test")}
-    fields = model_config_fields(model)
+    fields = model_config_fields(registered)
     model_options = {**config.get("model", {}), **config.get("model_options", {}).get(model, {}),
                      **({k: v for k, v in QUICK_MODEL.items() if k in fields} if quick else {})}
     options = {k: v for k, v in options.items() if k in fields}
     training = {**config.get("training", {}), **config.get("training_options", {}).get(model, {}),
                 **(QUICK_TRAINING if quick else {}), **(machine_settings or {})}
     trainer_kwargs = {"enable_progress_bar": False, **(QUICK_TRAINER if quick else {}), **(trainer_kwargs or {})}
-    forecaster = Forecaster(model, prediction_length=prediction, context_length=context, freq=info.freq, seed=seed,
+    forecaster = Forecaster(registered, prediction_length=prediction, context_length=context, freq=info.freq, seed=seed,
                             trainer_kwargs=trainer_kwargs, **{**model_options, **options}, **training)
     return forecaster, part, split
 

@@ -72,7 +72,8 @@ def test_every_config_parses_and_names_known_models_and_settings():
 
     for path in sorted(Path(run.ROOT, "benchmarks/configs").glob("*.toml")):
         config = run.load_config(path)
-        assert set(config["models"]) <= set(list_models()), path
+        assert {run.registered_model(config, model) for model in config["models"]} <= set(list_models()), path
+        assert not set(config.get("variants", {})) & set(list_models()), path  # a variant never hides a model
         for dataset, horizons in config["settings"].items():
             for horizon in horizons:
                 paper_setting(dataset, horizon, protocol=config["protocol"])
@@ -445,6 +446,31 @@ def test_a_config_may_not_choose_the_machines_settings(tmp_path):
                     '[settings]\nETTh1 = [24]\n[training_options.dlinear]\nprecision = "bf16-mixed"\n')
     with pytest.raises(SystemExit, match=r"sets \['precision'\]: the machine chooses them; .* --precision"):
         run.load_config(path)
+
+
+def test_variants_must_name_the_registered_model_they_train(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text('name = "c"\nprotocol = "long_horizon"\noutput = "c.csv"\nmodels = ["low"]\nseeds = [0]\n'
+                    '[settings]\nETTh1 = [96]\n[variants]\nlow = { gate_init = [-1.0, -1.0] }\n')
+    with pytest.raises(SystemExit, match=r"\[variants\] maps each variant's name to the registered model"):
+        run.load_config(path)
+
+
+@pytest.mark.skipif(not (DATA / "ETTh1.csv").exists(), reason=f"ETTh1.csv not found in {DATA}")
+def test_a_variant_trains_its_registered_model_with_its_own_options(tmp_path):
+    path = tmp_path / "ablation.toml"
+    path.write_text('name = "ablation"\nprotocol = "long_horizon"\noutput = "ablation.csv"\n'
+                    'models = ["rsa_patchtst", "decay"]\nseeds = [0]\n[settings]\nETTh1 = [96]\n'
+                    '[variants]\ndecay = "rsa_patchtst"\n[model_options.decay]\nrsa = { kinds = [4, 0, 0, 0, 0, 0] }\n')
+    config = run.load_config(path)
+    kinds = {}
+    for model in config["models"]:
+        forecaster, _, _ = run.prepare(config, "ETTh1", 96, model, 0, data_dir=str(DATA), quick=False)
+        assert forecaster.model_name == "rsa_patchtst"
+        kinds[model] = forecaster.settings.network.rsa.kinds
+    assert kinds == {"rsa_patchtst": None, "decay": (4, 0, 0, 0, 0, 0)}  # the preset's, the variant's
+    assert run.main([str(path), "--quick", "--data-dir", str(DATA), "--out-dir", str(tmp_path / "out")]) == 0
+    assert [row["model"] for row in run.read_rows(tmp_path / "out" / "ablation.csv")] == ["rsa_patchtst", "decay"]
 
 
 @pytest.mark.skipif(not (DATA / "ETTh1.csv").exists(), reason=f"ETTh1.csv not found in {DATA}")
