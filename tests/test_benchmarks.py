@@ -440,19 +440,17 @@ def test_committed_csvs_render_the_same_tables_once_their_header_has_the_new_col
     assert " bf16-mixed |" in after and "bf16-mixed" not in before
 
 
-def test_a_config_may_not_choose_the_machines_settings(tmp_path):
+@pytest.mark.parametrize(("section", "error"), [
+    ('[training_options.dlinear]\nprecision = "bf16-mixed"\n',
+     r"sets \['precision'\]: the machine chooses them; .* --precision"),
+    ('[variants]\ndlinear_wide = { individual = true }\n',
+     r"\[variants\] maps each variant's name to the registered model it trains"),
+])
+def test_a_config_is_refused_with_the_fix(tmp_path, section, error):
     path = tmp_path / "c.toml"
     path.write_text('name = "c"\nprotocol = "informer"\noutput = "c.csv"\nmodels = ["dlinear"]\nseeds = [0]\n'
-                    '[settings]\nETTh1 = [24]\n[training_options.dlinear]\nprecision = "bf16-mixed"\n')
-    with pytest.raises(SystemExit, match=r"sets \['precision'\]: the machine chooses them; .* --precision"):
-        run.load_config(path)
-
-
-def test_variants_must_name_the_registered_model_they_train(tmp_path):
-    path = tmp_path / "c.toml"
-    path.write_text('name = "c"\nprotocol = "long_horizon"\noutput = "c.csv"\nmodels = ["low"]\nseeds = [0]\n'
-                    '[settings]\nETTh1 = [96]\n[variants]\nlow = { gate_init = [-1.0, -1.0] }\n')
-    with pytest.raises(SystemExit, match=r"\[variants\] maps each variant's name to the registered model"):
+                    '[settings]\nETTh1 = [24]\n' + section)
+    with pytest.raises(SystemExit, match=error):
         run.load_config(path)
 
 
