@@ -422,19 +422,21 @@ def render_long_horizon(csv_path: Path, rows: list[dict[str, str]]) -> Path:
             cells.append("" if not done else f"{_mean_std([float(r['mse']) for r in done])} "
                          f"[{','.join(r['seed'] for r in done)}] {_mean([float(r['train_seconds']) for r in done]):.0f} s")
         lines.append(f"| {dataset} | {horizon} | " + " | ".join(cells) + " |")
-    lines += ["", "Per-dataset average MSE over the four horizons 96-720 (seeds averaged first), for each model that "
-              "has run all four (blank otherwise); `PatchTST (published)` is the input-96 average quoted in issue "
-              "#11.", "",
-              "| data | " + " | ".join(models) + " | PatchTST (published) |",
-              "|---|" + "---|" * (len(models) + 1)]
+    average_rows = []
     for dataset in dict.fromkeys(d for d, _ in settings):
         averages = [_mean([_mean([float(r["mse"]) for r in runs[(dataset, h, m)]]) for h in LONG_HORIZONS])
                     if all((dataset, h, m) in runs for h in LONG_HORIZONS) else None for m in models]
         if all(a is None for a in averages):
             continue
         published = LONG_HORIZON_PUBLISHED_PATCHTST.get(dataset)
-        lines.append(f"| {dataset} | " + " | ".join("" if a is None else f"{a:.3f}" for a in averages)
-                     + f" | {'' if published is None else f'{published:.3f}'} |")
+        average_rows.append(f"| {dataset} | " + " | ".join("" if a is None else f"{a:.3f}" for a in averages)
+                            + f" | {'' if published is None else f'{published:.3f}'} |")
+    if average_rows:  # an ablation over some horizons has none
+        lines += ["", "Per-dataset average MSE over the four horizons 96-720 (seeds averaged first), for each model "
+                  "that has run all four (blank otherwise); `PatchTST (published)` is the input-96 average quoted in "
+                  "issue #11.", "",
+                  "| data | " + " | ".join(models) + " | PatchTST (published) |",
+                  "|---|" + "---|" * (len(models) + 1), *average_rows]
     out = csv_path.with_suffix(".md")
     out.write_text("\n".join(lines) + "\n")
     return out
