@@ -99,6 +99,11 @@ def load_config(path: Path) -> dict[str, Any]:
     if not isinstance(variants, dict) or not all(isinstance(model, str) for model in variants.values()):
         raise SystemExit(f"benchmarks.run: {path}: [variants] maps each variant's name to the registered model "
                          'it trains, e.g. rsa_patchtst_low_gate = "rsa_patchtst"')
+    from tsrec import list_models
+
+    if shadowed := sorted(set(variants) & set(list_models())):
+        raise SystemExit(f"benchmarks.run: {path}: the variant(s) {shadowed} have the name of a registered model; "
+                         "give each variant a name of its own, so that its rows cannot pass for that model's")
     for section in (config.get("training", {}), *config.get("training_options", {}).values()):
         if chosen := sorted(set(section) & set(MACHINE_SETTINGS)):
             raise SystemExit(f"benchmarks.run: {path} sets {chosen}: the machine chooses them; remove them from "
@@ -138,8 +143,8 @@ def prepare(config: dict[str, Any], dataset: str, horizon: int, model: str, seed
     training = {**config.get("training", {}), **config.get("training_options", {}).get(model, {}),
                 **(QUICK_TRAINING if quick else {}), **(machine_settings or {})}
     trainer_kwargs = {"enable_progress_bar": False, **(QUICK_TRAINER if quick else {}), **(trainer_kwargs or {})}
-    forecaster = Forecaster(registered, prediction_length=prediction, context_length=context, freq=info.freq, seed=seed,
-                            trainer_kwargs=trainer_kwargs, **{**model_options, **options}, **training)
+    forecaster = Forecaster(registered, prediction_length=prediction, context_length=context, freq=info.freq,
+                            seed=seed, trainer_kwargs=trainer_kwargs, **{**model_options, **options}, **training)
     return forecaster, part, split
 
 
