@@ -104,6 +104,11 @@ def load_config(path: Path) -> dict[str, Any]:
     if shadowed := sorted(set(variants) & set(list_models())):
         raise SystemExit(f"benchmarks.run: {path}: the variant(s) {shadowed} have the name of a registered model; "
                          "give each variant a name of its own, so that its rows cannot pass for that model's")
+    context = config.get("context_length")
+    if context is not None and (config["protocol"] != "long_horizon" or type(context) is not int or context < 1):
+        raise SystemExit(f"benchmarks.run: {path}: context_length = {context!r}: only a long_horizon config may set "
+                         "its input length, to a positive whole number of steps (its default is 96); the "
+                         "informer protocol takes each setting's from the paper")
     for section in (config.get("training", {}), *config.get("training_options", {}).values()):
         if chosen := sorted(set(section) & set(MACHINE_SETTINGS)):
             raise SystemExit(f"benchmarks.run: {path} sets {chosen}: the machine chooses them; remove them from "
@@ -131,7 +136,8 @@ def prepare(config: dict[str, Any], dataset: str, horizon: int, model: str, seed
     options = paper_options(dataset, horizon, registered) if config["protocol"] == "informer" else {}
     if config["protocol"] == "long_horizon":
         context, label, _ = datasets.paper_setting(dataset, horizon, protocol="long_horizon")
-        options = dict(context_length=context, label_length=label, prediction_length=horizon)
+        options = dict(context_length=config.get("context_length", context), label_length=label,
+                       prediction_length=horizon)
     context, prediction = options.pop("context_length"), options.pop("prediction_length")
     split = datasets.splits(dataset, config["protocol"], context_length=context, prediction_length=prediction,
                             n_rows=len(frame))
@@ -414,8 +420,9 @@ def render_long_horizon(csv_path: Path, rows: list[dict[str, str]]) -> Path:
         runs[(row["dataset"], int(row["horizon"]), _label(row["model"], row))].append(row)
     settings = sorted({(dataset, horizon) for dataset, horizon, _ in runs})
     where = csv_path.relative_to(ROOT) if csv_path.is_relative_to(ROOT) else csv_path
+    inputs = " or ".join(sorted({row["context_length"] for row in rows}, key=int))
     lines = [f"# {csv_path.stem}", "",
-             "Long-horizon protocol (input 96; ETT borders 12/4/4 months, weather 70/10/20; every test window; "
+             f"Long-horizon protocol (input {inputs}; ETT borders 12/4/4 months, weather 70/10/20; every test window; "
              "train-only standard scaling): test MSE on the scaled data, mean ± sample std over seeds (the seeds "
              f"run in brackets), mean training seconds per run. Every run's command, commit, machine and date are in "
              f"[{csv_path.name}]({csv_path.name}); `python -m benchmarks.run --render {where}` redraws this table.",

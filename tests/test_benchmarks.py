@@ -478,6 +478,31 @@ def test_a_variant_trains_its_registered_model_with_its_own_options(tmp_path):
     assert [row["model"] for row in run.read_rows(tmp_path / "out" / "ablation.csv")] == ["rsa_patchtst", "decay"]
 
 
+@pytest.mark.parametrize(("protocol", "context"), [("informer", "336"), ("long_horizon", "0"),
+                                                   ("long_horizon", '"336"')])
+def test_an_input_length_is_refused_unless_a_long_horizon_config_gives_a_positive_whole_number(
+        tmp_path, protocol, context):
+    path = tmp_path / "c.toml"
+    path.write_text(f'name = "c"\nprotocol = "{protocol}"\noutput = "c.csv"\nmodels = ["dlinear"]\nseeds = [0]\n'
+                    f'context_length = {context}\n[settings]\nETTh1 = [96]\n')
+    with pytest.raises(SystemExit, match="only a long_horizon config may set its input length"):
+        run.load_config(path)
+
+
+@pytest.mark.skipif(not (DATA / "ETTh1.csv").exists(), reason=f"ETTh1.csv not found in {DATA}")
+def test_a_long_horizon_config_sets_the_input_length_of_its_runs_rows_and_table(tmp_path):
+    path = tmp_path / "inputs.toml"
+    path.write_text('name = "inputs"\nprotocol = "long_horizon"\noutput = "inputs.csv"\nmodels = ["dlinear"]\n'
+                    'seeds = [0]\ncontext_length = 192\n[settings]\nETTh1 = [96]\n')
+    config = run.load_config(path)
+    forecaster, part, _ = run.prepare(config, "ETTh1", 96, "dlinear", 0, data_dir=str(DATA), quick=False)
+    assert forecaster.context_length == 192
+    assert len(part["test"]) == 192 + 2880  # the test months, from one input before their border
+    assert run.main([str(path), "--quick", "--data-dir", str(DATA), "--out-dir", str(tmp_path / "out")]) == 0
+    assert [row["context_length"] for row in run.read_rows(tmp_path / "out" / "inputs.csv")] == ["192"]
+    assert "Long-horizon protocol (input 192;" in (tmp_path / "out" / "inputs.md").read_text()
+
+
 @pytest.mark.skipif(not (DATA / "ETTh1.csv").exists(), reason=f"ETTh1.csv not found in {DATA}")
 def test_a_failed_run_is_reported_and_the_others_carry_on(tmp_path, monkeypatch, capsys):
     """Two runs at once in their own processes; ETTh2's file is missing, so its run fails."""
