@@ -321,8 +321,8 @@ def test_quick_speed_on_the_gpu_in_bf16_eager_and_compiled(tmp_path):
 
 def test_long_horizon_table_averages_the_models_with_all_four_horizons_beside_the_published_number(tmp_path):
     rows = [{**{key: "" for key in run.RESULT_COLUMNS}, "config": "long_horizon", "protocol": "long_horizon",
-             "dataset": dataset, "horizon": str(horizon), "model": model, "seed": str(seed),
-             "mse": str(mse), "mae": "0.1", "train_seconds": "1.0"}
+             "dataset": dataset, "horizon": str(horizon), "context_length": "96", "model": model,
+             "seed": str(seed), "mse": str(mse), "mae": "0.1", "train_seconds": "1.0"}
             for dataset, horizons in (("ETTh1", (96, 192, 336, 720)), ("ETTh2", (96,)))
             for horizon in horizons for model, mse in (("patchtst", 0.4), ("rsa_patchtst", 0.3))
             for seed in (0, 1)]
@@ -331,6 +331,7 @@ def test_long_horizon_table_averages_the_models_with_all_four_horizons_beside_th
     for row in rows:
         run.append_row(path, row)
     table = run.render(path).read_text()
+    assert "Long-horizon protocol (input 96;" in table
     assert "| ETTh1 | 96 | 0.400 ± 0.000 [0,1] 1 s | 0.300 ± 0.000 [0,1] 1 s | 0.500 [0] 1 s |" in table
     assert "| ETTh1 | 0.400 | 0.300 |  | 0.469 |" in table  # srupp has one of the four horizons
     assert "| ETTh2 |" not in table.split("Per-dataset")[1]  # no model has all four horizons there
