@@ -79,8 +79,9 @@ L = 48, 336, 720 and 1440, of rsa_informer at 92, 533, 1206 and 2704 (+1%, +5%, 
 dense REM product grows as L^2), a batch prediction at about a third of that; PatchTST and DLinear
 at these settings take under 7 GFLOP. Estimates, not measured here: at float32 without TF32
 (an H100's data sheet gives 67 TFLOP/s) the slowest step would take about 0.04 s, at bf16 (the
-device tool's notes give about 790 TFLOP/s of bf16 matrix work for its H200 machine) a few ms, so the eager measurements of every model and length (23 rounds of the three calls)
-should take about a minute.
+device tool's notes give about 790 TFLOP/s of bf16 matrix work for its H200 machine) a few ms,
+so the eager measurements of every model and length (23 rounds of the three calls) should take
+about a minute.
 Compilation dominates: it is paid per model, length and kind of call (on this 2-core CPU, 0.5-2
 minutes per model and length for informer's tiny ``--quick`` size, whose predictions break into 14
 graphs at the ``torch.Generator`` of ProbSparse's sampling in eval mode), which is what

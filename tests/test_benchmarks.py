@@ -337,6 +337,12 @@ def test_long_horizon_table_averages_the_models_with_all_four_horizons_beside_th
     assert "| ETTh2 |" not in table.split("Per-dataset")[1]  # no model has all four horizons there
     path.unlink()
     for row in rows:
+        run.append_row(path, {**row, "context_length": "336"})
+    table = run.render(path).read_text()
+    assert "Long-horizon protocol (input 336;" in table
+    assert "| ETTh1 | 0.400 | 0.300 |  |  |" in table  # no input-96 published average beside input-336 runs
+    path.unlink()
+    for row in rows:
         if row["dataset"] == "ETTh2":  # an ablation at some horizons: no averages at all
             run.append_row(path, row)
     table = run.render(path).read_text()
