@@ -164,18 +164,20 @@ def test_same_seed_same_forecast_and_chaining():
 
 
 def test_no_leakage_after_the_training_part():
-    """Values after the training part (the validation targets) change neither the scaler nor the
-    trained weights (one epoch, so model selection on validation cannot pick another epoch)."""
+    """Without the refit on all the history, values after the training part (the validation
+    targets) change neither the scaler nor the trained weights (one epoch, so model selection on
+    validation cannot pick another epoch)."""
     df = wide_frame()
     changed = df.assign(load=np.r_[df.load.values[:-11], np.full(11, 1e3)])  # the last 11 rows: validation only
-    fits = [tiny(seed=1, val_windows=6, max_epochs=1).fit(frame) for frame in (df, changed)]
+    fits = [tiny(seed=1, val_windows=6, max_epochs=1, refit_full=False).fit(frame) for frame in (df, changed)]
     np.testing.assert_array_equal(fits[0].scaler.loc, fits[1].scaler.loc)
     np.testing.assert_array_equal(fits[0].scaler.scale, fits[1].scaler.scale)
     for p, q in zip(fits[0].model.parameters(), fits[1].model.parameters()):
         torch.testing.assert_close(p, q, rtol=0, atol=0)
     # one more changed row (the last training target) does change the fit
     leaky = df.assign(load=np.r_[df.load.values[:-12], np.full(12, 1e3)])
-    assert not np.array_equal(tiny(seed=1, val_windows=6, max_epochs=1).fit(leaky).scaler.loc, fits[0].scaler.loc)
+    assert not np.array_equal(tiny(seed=1, val_windows=6, max_epochs=1, refit_full=False).fit(leaky).scaler.loc,
+                              fits[0].scaler.loc)
 
 
 def test_nan_targets_are_masked_never_forecast():
@@ -256,7 +258,8 @@ def test_gates_table(fitted_wide):
 @pytest.mark.slow
 def test_ddp_on_two_cpu_processes(tmp_path):
     """trainer_kwargs={"strategy": "ddp", "devices": 2, "accelerator": "cpu"} trains on two processes,
-    each seeing half of the training windows, and the result predicts."""
+    each seeing half of the training windows (of the validated run, then of the refit on all the
+    history), and the result predicts."""
     script = tmp_path / "ddp_fit.py"
     out = tmp_path / "out"
     script.write_text(textwrap.dedent(f"""
@@ -289,8 +292,10 @@ def test_ddp_on_two_cpu_processes(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
     n_train = 240 - 24 - 6 - 5 - 6 + 1  # windows before the validation part
+    n_full = 240 - 24 - 6 + 1  # every window: the refit's
     assert all(r["world"] == 2 for r in ranks)
-    assert ranks[0]["seen"] + ranks[1]["seen"] in (n_train, n_train + 1)  # DistributedSampler pads to even
+    # DistributedSampler pads each run's windows to an even count
+    assert ranks[0]["seen"] + ranks[1]["seen"] == n_train + n_train % 2 + n_full + n_full % 2
     assert abs(ranks[0]["seen"] - ranks[1]["seen"]) <= 1
     np.testing.assert_allclose(ranks[0]["forecast"], ranks[1]["forecast"], rtol=1e-5)
     assert np.isfinite(ranks[0]["forecast"]).all()

@@ -23,7 +23,7 @@ QUIET = {"enable_progress_bar": False, "logger": False}
 # A tiny PatchTST with dropout, shuffled windows and a halving learning rate whose best epoch is the
 # second, so that early stopping ends it after the fourth: every kind of state a resumed run must
 # restore (weights, Adam, schedule, best weights, early stopping, history, RNG) matters.
-SETTINGS = {"model": "patchtst", "prediction_length": 4, "context_length": 16, "max_epochs": 6, "patience": 2,
+SETTINGS = {"model": "patchtst", "prediction_length": 4, "context_length": 16, "max_epochs": 10, "patience": 2,
             "lr_schedule": "halve", "learning_rate": 3e-2, "d_model": 8, "n_heads": 2, "e_layers": 1, "d_ff": 8,
             "dropout": 0.3, "seed": 2}
 

@@ -85,7 +85,7 @@ def test_each_default_is_defined_once():
     """The defaults the estimator reports come from the config classes and, for training, the
     model's registry entry over them, nowhere else; the user's settings win over both."""
     f = Forecaster("rsa_informer", prediction_length=6)
-    assert f.settings.training == TrainingConfig(learning_rate=1e-4, lr_schedule="halve", rsa_lr_multiplier=100.0)
+    assert f.settings.training == TrainingConfig(learning_rate=1e-4, lr_schedule="cosine", rsa_lr_multiplier=100.0)
     assert Forecaster("rsa_informer", prediction_length=6, learning_rate=5e-4).settings.training.learning_rate == 5e-4
     assert Forecaster("dlinear", prediction_length=6).settings.training == TrainingConfig()
     assert Forecaster(prediction_length=6).model_name == "rsa_patchtst"

@@ -60,7 +60,7 @@ class LearningRates(pl.Callback):
 def test_schedule_and_rem_group_learning_rates_are_what_the_settings_say(schedule):
     record = LearningRates()
     f = Forecaster("rsa_informer", prediction_length=4, context_length=16, max_epochs=4, patience=None,
-                   learning_rate=2e-3, rsa_lr_multiplier=25.0, lr_schedule=schedule,
+                   learning_rate=2e-3, rsa_lr_multiplier=25.0, lr_schedule=schedule, refit_full=False,
                    trainer_kwargs={**QUIET, "callbacks": [record]}, **NET).fit(hourly(n=60))
     factors = [informer_lr_factor(e) if schedule == "halve" else 1.0 for e in range(4)]
     assert factors[:4] == ([1.0, 1.0, 0.5, 0.25] if schedule == "halve" else [1.0] * 4)
@@ -102,7 +102,7 @@ class SpoilAfterFirstEpoch(pl.Callback):
 
 def test_restore_best_weights_loads_the_best_epoch_at_the_end():
     spoil = SpoilAfterFirstEpoch()
-    f = Forecaster("dlinear", prediction_length=4, context_length=16, max_epochs=3, patience=None,
+    f = Forecaster("dlinear", prediction_length=4, context_length=16, max_epochs=3, patience=None, refit_full=False,
                    trainer_kwargs={**QUIET, "callbacks": [spoil]}).fit(hourly())
     assert len(spoil.val_losses) == 3 and min(spoil.val_losses) == spoil.val_losses[0] < spoil.val_losses[-1]
     restore = next(c for c in f.trainer.callbacks if isinstance(c, RestoreBestWeights))
@@ -124,7 +124,10 @@ def test_training_summary_records_every_epoch_and_survives_save_and_load(tmp_pat
     np.testing.assert_allclose(history["learning_rate"], [1e-3, 1e-3, 5e-4, 2.5e-4])
     assert 1 <= f.training_summary.best_epoch <= 4
     assert f.training_summary.fit_seconds >= history["seconds"].sum()
-    assert str(f.training_summary).startswith("4 epochs in ")
+    steps = f.training_summary.budget["steps_run"]
+    assert steps == 4 * f.training_summary.budget["steps_per_epoch"]
+    assert str(f.training_summary).startswith(f"4 epochs ({steps} steps) in ")
+    assert str(f.training_summary).endswith(f"refit on all the history for {f.training_summary.refit['steps']} steps")
     f.save(tmp_path / "m")
     loaded = Forecaster.load(tmp_path / "m").training_summary
     pd.testing.assert_frame_equal(loaded.history, history)
@@ -159,7 +162,8 @@ def test_compile_runs_the_training_steps_through_torch_compile_and_keeps_the_mod
     calls, real_compile = [], torch.compile
     monkeypatch.setattr(torch, "compile", lambda fn, **kwargs: calls.append(fn) or real_compile(fn, backend="eager"))
     compiled, plain = _fit_with_and_without_compile(tmp_path)
-    assert calls == [compiled.model.forward]  # the fit's steps; predictions run the network as it is
+    # each training run's steps (the validated run, then the refit); predictions run the network as it is
+    assert len(calls) == 2 and calls[-1] == compiled.model.forward
     for name, value in plain.model.state_dict().items():
         torch.testing.assert_close(compiled.model.state_dict()[name], value, rtol=0, atol=0)
     _assert_weights_load_into_the_uncompiled_model(compiled, plain, tmp_path)
@@ -200,7 +204,7 @@ def test_training_config_rejects_bad_values_with_the_setting_named():
     with pytest.raises(ValueError, match="learning_rate must be a positive number"):
         TrainingConfig(learning_rate=0)
     with pytest.raises(ValueError, match="lr_schedule must be one of"):
-        TrainingConfig(lr_schedule="cosine")
+        TrainingConfig(lr_schedule="linear")
     with pytest.raises(TypeError, match="batch_size must be an integer"):
         TrainingConfig(batch_size=32.0)
     assert TrainingConfig(max_epochs=np.int64(3)).max_epochs == 3  # NumPy integers are ints

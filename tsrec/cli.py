@@ -66,16 +66,15 @@ class QuickstartSettings:
     steps: int
     context_length: int
     prediction_length: int
-    epochs: int
+    epochs: int | None
     network: dict[str, Any] = field(default_factory=dict)
     training: dict[str, Any] = field(default_factory=dict)
 
 
-# The default (rsa_patchtst) finishes within 2 minutes on 2 CPU cores: 2688 hourly steps (16 weeks)
-# x 3 series, 72 batches of 32 windows per epoch, at most 10 epochs (early stopping ended it after 9);
-# measured 81 s wall and 41 s of user CPU time, whole command included, on a loaded machine.
-# --tiny runs in seconds.
-QUICKSTART = QuickstartSettings(steps=24 * 7 * 16, context_length=96, prediction_length=24, epochs=10)
+# The default (rsa_patchtst at the Forecaster's default budget: a step budget scaled to the data,
+# then the refit on all the history) on 2688 hourly steps (16 weeks) x 3 series, 72 batches of 32
+# windows per epoch. --tiny runs in seconds.
+QUICKSTART = QuickstartSettings(steps=24 * 7 * 16, context_length=96, prediction_length=24, epochs=None)
 QUICKSTART_TINY = QuickstartSettings(
     steps=24 * 14, context_length=48, prediction_length=24, epochs=1,
     network=dict(e_layers=1, d_ff=16), training=dict(batch_size=64))
@@ -151,8 +150,9 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
     train, holdout = df.iloc[:-horizon], df.iloc[-horizon:]
     print(f"tsrec quickstart: {description}\n  training {DEFAULT_MODEL} on {len(train)} steps; the last {horizon} "
           f"steps are held out; output in {output}", flush=True)
+    budget = {} if epochs is None else {"max_epochs": epochs}
     forecaster = Forecaster(DEFAULT_MODEL, prediction_length=horizon, context_length=context,
-                            output_dir=output / "training", max_epochs=epochs, seed=args.seed,
+                            output_dir=output / "training", seed=args.seed, **budget,
                             **settings.training, **settings.network)
     fit_started = time.perf_counter()
     forecaster.fit(train)
@@ -173,7 +173,9 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
         "model": DEFAULT_MODEL,
         "context_length": context,
         "prediction_length": horizon,
-        "max_epochs": epochs,
+        "training": str(forecaster.training_summary),
+        "budget": forecaster.training_summary.budget,
+        "refit": forecaster.training_summary.refit,
         "holdout": f"the last {horizon} steps of every series, unseen in training",
         "units": "original",
         "scores": scores,
@@ -357,7 +359,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     quick = commands.add_parser(
         "quickstart", parents=[common], help="train RSA-Informer on recurrent data and show what it learned",
-        description="Train RSA-Informer on synthetic series with decay and daily cycles (or on a benchmark file), "
+        description="Train RSA-PatchTST on synthetic series with decay and daily cycles (or on a benchmark file), "
                     "forecast the held-out last steps, score it against naive forecasts, and write forecast.csv, "
                     "forecast.png, gates.csv, gates.png, gate_history.png, metrics.json and the model.")
     quick.add_argument("--dataset", default="synthetic",
@@ -365,7 +367,8 @@ def build_parser() -> argparse.ArgumentParser:
     quick.add_argument("--data-dir", help="directory with the benchmark files (default $TSREC_DATA_DIR, then the "
                                           "user cache)")
     quick.add_argument("--output", default="tsrec-quickstart", help="output directory (default ./tsrec-quickstart)")
-    quick.add_argument("--epochs", type=_positive_int, help="maximum epochs (default 5, 1 with --tiny)")
+    quick.add_argument("--epochs", type=_positive_int,
+                       help="an epoch budget (default: the Forecaster's step budget scaled to the data; 1 with --tiny)")
     quick.add_argument("--steps", type=_positive_int, help="the most recent steps used (default 2688, 336 with --tiny)")
     quick.add_argument("--seed", type=int, default=0, help="seed of the data and the training (default 0)")
     quick.add_argument("--tiny", action="store_true", help="a tiny model and data set that run in seconds (tests)")
@@ -384,7 +387,8 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--prediction-length", type=_positive_int, required=True, help="steps to forecast")
     fit.add_argument("--context-length", type=_positive_int, help="past steps read (default 2 x prediction length)")
     fit.add_argument("--freq", help="pandas frequency, e.g. h or 15min (default: inferred)")
-    fit.add_argument("--epochs", type=_positive_int, help="maximum epochs")
+    fit.add_argument("--epochs", type=_positive_int,
+                     help="an epoch budget (default: the Forecaster's step budget scaled to the data)")
     fit.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                      help="a model or training option, repeatable: d_model=64, learning_rate=1e-3, "
                           "rsa='{\"per_head_gate\": true}' (values are read as JSON when they parse)")

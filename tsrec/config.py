@@ -338,7 +338,7 @@ class WindowConfig(Config):
         return self.context_length if self.context_length is not None else 2 * self.prediction_length
 
 
-LR_SCHEDULES = ("constant", "halve")
+LR_SCHEDULES = ("constant", "cosine", "halve")
 LOSSES = ("mse", "mae")
 
 
@@ -346,20 +346,43 @@ LOSSES = ("mse", "mae")
 class TrainingConfig(Config):
     """How a model is trained.
 
-    The defaults are the one recipe the long-horizon benchmark trains every model with, under which
-    PatchTST and RSA-PatchTST reach or beat the published averages (10 epochs of Adam at 1e-3 held
-    constant, early stopping with patience 3, REM scalars at 10x; no other recipe was compared);
-    a model may register its own defaults over them (the encoder-decoder family
-    trains at Informer's 1e-4 halved per epoch; ``tsrec.models.model_spec(name).training``), and
-    the user's settings override both. The RSA paper's recipe is
-    :data:`tsrec.models.presets.PAPER_TRAINING`.
+    **The budget.** By default (``max_epochs`` and ``max_steps`` both None) training runs for a
+    number of optimizer steps scaled to the data, :func:`tsrec.training.budget.auto_steps`:
+    ``BUDGET_EPOCHS`` passes over the training windows, at least ``MIN_STEPS`` and at most
+    ``MAX_STEPS`` steps, validated ``VAL_CHECKS`` times over the budget, so that a small data set
+    gets many passes and a large one a bounded cost. ``max_steps`` sets the step budget,
+    ``max_epochs`` an epoch budget validated once per epoch (the benchmark protocols' form; with
+    both, training ends at whichever comes first). ``time_limit`` bounds the wall time of ``fit``.
+    The resolved budget is recorded in ``Forecaster.resolved_settings.training`` and
+    ``Forecaster.training_summary``.
+
+    **Refit on all the history.** With ``refit_full`` (the default) and validation taken from the
+    end of the fit frame, the run on the training part only picks the budget (the step of the
+    lowest validation loss), then a fresh model is trained with the same seed on every window of
+    the frame, validation part included, for that many passes (the steps scaled by the ratio of
+    windows), so that the last observations shape the forecast. It costs a second run of at most
+    the picked length. No refit without validation or with a separate ``val_df``.
+
+    The learning rate is the one recipe the long-horizon benchmark trains every model with, under
+    which PatchTST and RSA-PatchTST reach or beat the published averages (Adam at 1e-3 held
+    constant, REM scalars at 10x); a model may register its own defaults over it (the
+    encoder-decoder family trains at Informer's 1e-4, decayed by a cosine over the budget;
+    ``tsrec.models.model_spec(name).training``), and the user's settings override both. The RSA
+    paper's recipe is :data:`tsrec.models.presets.PAPER_TRAINING`.
 
     Attributes:
-        max_epochs: upper bound on epochs (early stopping may end sooner).
+        max_epochs: an epoch budget, validated once per epoch; None: the step budget.
+        max_steps: a budget in optimizer steps; None with ``max_epochs`` None: scaled to the
+            number of training windows (see above).
+        time_limit: seconds ``fit`` may train for in all (selection run and refit); training ends
+            after the step that crosses it, keeping the best weights so far. None: no limit.
+        refit_full: retrain on all the history after validation has picked the budget (see above).
         batch_size: windows per step (the last partial batch is kept).
         learning_rate: Adam learning rate of the backbone.
-        lr_schedule: ``"halve"`` is Informer's schedule (epochs 1 and 2 at ``learning_rate``, then
-            halved every epoch); ``"constant"`` keeps it.
+        lr_schedule: ``"constant"`` keeps ``learning_rate``; ``"cosine"`` decays it by a half
+            cosine over the budget to ``COSINE_FLOOR`` of its start; ``"halve"`` is Informer's
+            schedule (epochs 1 and 2 at ``learning_rate``, then halved every epoch: for short epoch
+            budgets only, as it is near zero after a dozen epochs).
         rsa_lr_multiplier: REM scalars and gates train in their own Adam group at
             ``learning_rate * rsa_lr_multiplier`` (at the backbone's rate they barely move; see
             RSA_SPEC section 4.6), following the same schedule.
@@ -368,8 +391,10 @@ class TrainingConfig(Config):
             covariate_lr_multiplier``, following the same schedule: its weights start random and
             must reach the covariates' effect, and Adam moves a weight by about the learning rate
             per step, too slowly at the backbone's rate for the few steps of a small data set.
-        patience: early-stopping patience in epochs on the validation loss; the best weights are
-            restored at the end. ``None`` disables early stopping.
+        patience: early stopping after this many validation checks without a new lowest
+            *smoothed* validation loss (an exponential moving average over the checks, so that one
+            lucky check does not end training); the weights of the check with the lowest validation
+            loss are restored at the end. ``None`` disables early stopping.
         loss: ``"mse"`` or ``"mae"``, over observed future values only.
         shuffle: shuffle training windows (the RSA paper's protocol uses a sequential sampler).
         gradient_clip_val: clip gradient norm to this value (None: no clipping).
@@ -383,13 +408,16 @@ class TrainingConfig(Config):
         num_workers: DataLoader workers.
     """
 
-    max_epochs: int = 10
+    max_epochs: int | None = None
+    max_steps: int | None = None
+    time_limit: float | None = None
+    refit_full: bool = True
     batch_size: int = 32
     learning_rate: float = 1e-3
     lr_schedule: str = "constant"
     rsa_lr_multiplier: float = 10.0
     covariate_lr_multiplier: float = 10.0
-    patience: int | None = 3
+    patience: int | None = 5
     loss: str = "mse"
     shuffle: bool = True
     gradient_clip_val: float | None = None
@@ -400,13 +428,19 @@ class TrainingConfig(Config):
     num_workers: int = 0
 
     def __post_init__(self) -> None:
-        for name, minimum in (("max_epochs", 1), ("batch_size", 1), ("seed", 0), ("num_workers", 0)):
+        for name, minimum in (("batch_size", 1), ("seed", 0), ("num_workers", 0)):
             object.__setattr__(self, name, check_int(name, getattr(self, name), minimum))
-        object.__setattr__(self, "patience", check_optional_int("patience", self.patience, 1))
+        for name in ("max_epochs", "max_steps", "patience"):
+            object.__setattr__(self, name, check_optional_int(name, getattr(self, name), 1))
         for name in ("learning_rate", "rsa_lr_multiplier", "covariate_lr_multiplier"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
                 raise ValueError(f"{name} must be a positive number, got {value!r}")
+        if self.time_limit is not None and (isinstance(self.time_limit, bool) or not isinstance(
+                self.time_limit, (int, float)) or not 0 < self.time_limit < math.inf):
+            raise ValueError(f"time_limit must be a positive number of seconds or None, got {self.time_limit!r}")
+        if not isinstance(self.refit_full, bool):
+            raise TypeError(f"refit_full must be True or False, got {self.refit_full!r}")
         if self.gradient_clip_val is not None and not self.gradient_clip_val > 0:
             raise ValueError(f"gradient_clip_val must be > 0 or None, got {self.gradient_clip_val!r}")
         check_choice("lr_schedule", self.lr_schedule, LR_SCHEDULES)

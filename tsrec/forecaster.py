@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import math
 import os
 import pickle
 import shutil
@@ -43,6 +44,7 @@ from tsrec.datasets.loading import sha256_of
 from tsrec.models import ForecastModel, build_model, model_spec
 from tsrec.nn.outputs import check_levels
 from tsrec.settings import ForecasterSettings
+from tsrec.training.budget import Budget, plan_budget, refit_budget
 
 __all__ = ["DEFAULT_MODEL", "Forecaster"]
 
@@ -64,17 +66,29 @@ class TrainingSummary:
     """What one ``fit`` did.
 
     Attributes:
-        history: one row per epoch: ``epoch`` (1-based), ``train_loss``, ``val_loss`` (scaled
-            units, means over the epoch's windows; NaN without validation), ``learning_rate`` of
-            the backbone, ``seconds``. Empty for models that need no training.
-        best_epoch: the epoch whose weights were kept (lowest validation loss); None without
-            validation (the last epoch's weights are kept).
+        history: one row per epoch of the run that validation watched (the only run without
+            validation): ``epoch`` (1-based), ``train_loss``, ``val_loss`` (scaled units, means over
+            the epoch's windows; NaN in an epoch without a validation check), ``learning_rate`` of the backbone,
+            ``seconds``. Empty for models that need no training.
+        best_epoch: the epoch of the validation check whose weights were kept (lowest validation
+            loss); None without validation (the last epoch's weights are kept).
         fit_seconds: wall time of the whole ``fit`` after the data were prepared.
+        best_step: optimizer steps done at that check (None without validation).
+        budget: the run's budget: ``max_steps`` and ``max_epochs`` (None where unbounded),
+            ``val_check_steps`` (None: once per epoch), ``steps_per_epoch``, ``train_windows``,
+            ``steps_run``, ``time_limit`` and ``stopped_by`` (``"budget"``, ``"early stopping"`` or
+            ``"time limit"``). Empty for models that need no training.
+        refit: the refit on all the history (``refit_full``): ``windows``, ``steps``,
+            ``epochs``, ``seconds`` and the last epoch's ``train_loss``; None when there was none,
+            and ``{"skipped": reason}`` when it was skipped.
     """
 
     history: pd.DataFrame
     best_epoch: int | None
     fit_seconds: float
+    best_step: int | None = None
+    budget: dict[str, Any] = dataclasses.field(default_factory=dict)
+    refit: dict[str, Any] | None = None
 
     COLUMNS: ClassVar[tuple[str, ...]] = ("epoch", "train_loss", "val_loss", "learning_rate", "seconds")
 
@@ -84,15 +98,36 @@ class TrainingSummary:
 
     def to_dict(self) -> dict[str, Any]:
         return {"history": self.history.to_dict(orient="list"), "best_epoch": self.best_epoch,
-                "fit_seconds": self.fit_seconds}
+                "fit_seconds": self.fit_seconds, "best_step": self.best_step, "budget": dict(self.budget),
+                "refit": self.refit}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainingSummary:
-        return cls(pd.DataFrame(data["history"], columns=list(cls.COLUMNS)), data["best_epoch"], data["fit_seconds"])
+        return cls(pd.DataFrame(data["history"], columns=list(cls.COLUMNS)), data["best_epoch"], data["fit_seconds"],
+                   data.get("best_step"), dict(data.get("budget") or {}), data.get("refit"))
 
     def __str__(self) -> str:
-        best = "" if self.best_epoch is None else f", best epoch {self.best_epoch}"
-        return f"{self.epochs_run} epochs in {self.fit_seconds:.1f} s{best}"
+        steps = self.budget.get("steps_run")
+        text = f"{self.epochs_run} epochs" + ("" if steps is None else f" ({steps} steps)")
+        text += f" in {self.fit_seconds:.1f} s"
+        if self.best_epoch is not None:
+            text += f", best epoch {self.best_epoch}"
+        if self.budget.get("stopped_by"):
+            text += f", stopped by {self.budget['stopped_by']}"
+        if self.refit and "skipped" not in self.refit:
+            text += f"; refit on all the history for {self.refit['steps']} steps"
+        return text
+
+
+@dataclass(frozen=True)
+class _Run:
+    """One training run: its per-epoch history and what :class:`TrainingSummary` records of it."""
+
+    history: list[dict[str, float]]
+    best_epoch: int | None
+    best_step: int | None
+    budget: dict[str, Any]
+    seconds: float
 
 
 class Forecaster:
@@ -218,6 +253,15 @@ class Forecaster:
             static_covariates: Sequence[str] | None = None) -> Forecaster:
         """Train on ``df`` (validation from its end, or on ``val_df``); returns ``self``.
 
+        Training runs for the budget of :class:`~tsrec.config.TrainingConfig` (by default a number
+        of optimizer steps scaled to the training windows, validated 20 times, with early stopping
+        on the smoothed validation loss and the best check's weights kept). When the validation
+        part is the end of ``df`` and ``refit_full`` is on (the default), a fresh model is then
+        trained on all of ``df``, validation part included, for as many passes as the validated
+        run needed, so that the last observations shape the forecast (``refit_full=False`` keeps
+        the validated run's model, trained without the validation part). The budget, the best
+        check and the refit are recorded in :attr:`training_summary`.
+
         Covariates are columns of ``df`` (and ``val_df``) that the model reads and does not
         forecast (:class:`~tsrec.config.CovariateConfig`): ``past_covariates`` are known up to the
         forecast origin only, ``future_covariates`` also over the horizon (``predict`` then needs
@@ -248,10 +292,8 @@ class Forecaster:
             read_frame(val_df, covariates, categorical, freq=panel.freq, gaps=gaps, **columns)
         split = split_panel(panel, self.context_length, self.prediction_length,
                             val_windows=self.val_windows, val_panel=val_panel)
-        scaler = StandardScaler.fit([s.values for s in panel.items], [s.observed for s in panel.items],
-                                    split.train_end)
         _require_observed(panel, split.train_end)
-        encoder = CovariateEncoder.fit(covariates, categorical, values, panel, split.train_end)
+        scaler, encoder = _fit_scaling(panel, values, covariates, categorical, split.train_end)
         periods = dominant_periods([s.values[:end] for s, end in zip(panel.items, split.train_end)],
                                    [s.observed[:end] for s, end in zip(panel.items, split.train_end)])
         facts = data_facts(panel.freq, n_channels=len(panel.columns) if panel.layout == "wide" else 1,
@@ -263,19 +305,29 @@ class Forecaster:
 
         pl.seed_everything(self.training.seed, workers=True, verbose=False)
         model = build_model(resolved.model, resolved.network)
-        history: list[dict[str, float]] = []
-        best_epoch = None
+        run, refit = _Run([], None, None, {}, 0.0), None
         if self.trainable:
             train_covariates = encoder.encode(panel, values)
             val_covariates = train_covariates if val_panel is None else encoder.encode(val_panel, val_values)
-            history, best_epoch = self._train(model, resolved, panel, val_panel, split, scaler,
-                                              (train_covariates, val_covariates), resume=resume)
+            limit = self.training.time_limit
+            refits = self.training.refit_full and split.val is not None and val_panel is None
+            train_set, val_set = self._datasets(panel, val_panel, split, scaler, (train_covariates, val_covariates))
+            budget = plan_budget(self.training, len(train_set))
+            resolved = dataclasses.replace(resolved, training=dataclasses.replace(
+                resolved.training, max_steps=budget.max_steps))
+            run = self._train(model, resolved, train_set, val_set, budget, describe=(panel, val_panel), resume=resume,
+                              max_seconds=None if limit is None else (limit / 2 if refits else limit))
+            if refits:
+                left = None if limit is None else limit - (time.perf_counter() - started)
+                model, scaler, encoder, refit = self._refit(resolved, panel, values, covariates, categorical, run,
+                                                            budget, left)
         elif resume:
             raise ValueError(f"{self.model_name!r} needs no training, so there is no run to resume; "
                              "fit without resume=True")
         self.model = model.eval()
-        self.training_summary = TrainingSummary(pd.DataFrame(history, columns=list(TrainingSummary.COLUMNS)),
-                                                best_epoch, time.perf_counter() - started)
+        self.training_summary = TrainingSummary(pd.DataFrame(run.history, columns=list(TrainingSummary.COLUMNS)),
+                                                run.best_epoch, time.perf_counter() - started, run.best_step,
+                                                run.budget, refit)
         self.data_facts = facts
         self.resolved_settings = resolved
         self.panel = _tail(panel, self.context_length)
@@ -285,17 +337,60 @@ class Forecaster:
         self._columns = columns
         return self
 
-    def _train(self, model: ForecastModel, resolved: ForecasterSettings, panel: Panel, val_panel: Panel | None,
-               split: Any, scaler: StandardScaler, covariates: tuple[WindowCovariates, WindowCovariates], *,
-               resume: bool) -> tuple[list[dict[str, float]], int | None]:
-        """Train ``model`` in place through Lightning; returns the per-epoch history and the best
-        epoch (1-based; None without validation). ``covariates``: the encoded covariates of the
-        training panel and of the validation panel. Logs and checkpoints go to ``output_dir``, or
-        to a temporary folder removed on return."""
+    def _datasets(self, panel: Panel, val_panel: Panel | None, split: Any, scaler: StandardScaler,
+                  covariates: tuple[WindowCovariates, WindowCovariates]) -> tuple[WindowDataset, WindowDataset | None]:
+        """The training windows of ``split`` and its validation windows (None without validation).
+        ``covariates``: the encoded covariates of the training panel and of the validation panel."""
+        train_set = WindowDataset.from_panel(panel, scaler, self.context_length, self.prediction_length, split.train,
+                                             covariates=covariates[0])
+        if len(train_set) == 0:
+            raise ValueError("no training window fits in the data; use a shorter context_length or "
+                             "prediction_length, or fewer val_windows")
+        if split.val is None:
+            return train_set, None
+        return train_set, WindowDataset.from_panel(val_panel or panel, scaler, self.context_length,
+                                                   self.prediction_length, split.val, scaler_rows=split.val_rows,
+                                                   covariates=covariates[1])
+
+    def _refit(self, resolved: ForecasterSettings, panel: Panel, values: CovariateValues, covariates: CovariateConfig,
+               categorical: Sequence[str], run: _Run, budget: Budget, max_seconds: float | None
+               ) -> tuple[ForecastModel, StandardScaler, CovariateEncoder, dict[str, Any]]:
+        """Train a fresh model (same seed) on every window of ``panel``, validation part included,
+        for as many passes as ``run`` made up to its best check (:func:`refit_budget`), with the
+        scaler and covariate encoding fitted on all of it. Returns them and the refit's record."""
+        import lightning.pytorch as pl
+
+        full = split_panel(panel, self.context_length, self.prediction_length, val_windows=0)
+        scaler, encoder = _fit_scaling(panel, values, covariates, categorical, full.train_end)
+        encoded = encoder.encode(panel, values)
+        train_set, _ = self._datasets(panel, None, full, scaler, (encoded, encoded))
+        best_step = run.best_step if run.best_step is not None else run.budget["steps_run"]
+        best_epoch = run.best_epoch if run.best_epoch is not None else len(run.history)
+        plan = refit_budget(budget, best_step=max(best_step, 1), best_epoch=max(best_epoch, 1),
+                            train_windows=run.budget["train_windows"], full_windows=len(train_set),
+                            batch_size=self.training.batch_size)
+        pl.seed_everything(self.training.seed, workers=True, verbose=False)
+        model = build_model(resolved.model, resolved.network)
+        again = self._train(model, resolved, train_set, None, plan, describe=None, resume=False,
+                            max_seconds=None if max_seconds is None else max(max_seconds, 1.0))
+        record = {"windows": len(train_set), "steps": again.budget["steps_run"], "epochs": len(again.history),
+                  "seconds": again.seconds,
+                  "train_loss": again.history[-1]["train_loss"] if again.history else math.nan}
+        return model, scaler, encoder, record
+
+    def _train(self, model: ForecastModel, resolved: ForecasterSettings, train_set: WindowDataset,
+               val_set: WindowDataset | None, budget: Budget, *, describe: tuple[Panel, Panel | None] | None,
+               resume: bool, max_seconds: float | None) -> _Run:
+        """Train ``model`` in place through Lightning for ``budget``, with early stopping and the
+        best check's weights restored when ``val_set`` is given. Logs go to ``output_dir``, or to a
+        temporary folder removed on return; with ``output_dir`` set and ``describe`` (the
+        training and validation panels), per-epoch checkpoints too, and ``resume`` continues
+        from them."""
         from tsrec.training import (
             EpochCheckpoint,
             ForecastingModule,
             RestoreBestWeights,
+            SmoothedEarlyStopping,
             describe_run,
             make_loader,
             make_trainer,
@@ -303,32 +398,34 @@ class Forecaster:
             resume_checkpoint,
         )
 
-        train_set = WindowDataset.from_panel(panel, scaler, self.context_length, self.prediction_length, split.train,
-                                             covariates=covariates[0])
-        if len(train_set) == 0:
-            raise ValueError("no training window fits in the data; use a shorter context_length or "
-                             "prediction_length, or fewer val_windows")
-        val_loader = None
-        if split.val is not None:
-            val_set = WindowDataset.from_panel(val_panel or panel, scaler, self.context_length,
-                                               self.prediction_length, split.val, scaler_rows=split.val_rows,
-                                               covariates=covariates[1])
-            val_loader = make_loader(val_set, self.training, train=False)
-        checkpoints = None if self.output_dir is None else self.output_dir / "checkpoints"
-        run = None if checkpoints is None else describe_run(resolved.to_dict(), panel, val_panel)
+        val_loader = None if val_set is None else make_loader(val_set, self.training, train=False)
+        checkpoints = None if self.output_dir is None or describe is None else self.output_dir / "checkpoints"
+        run = None if checkpoints is None else describe_run(resolved.to_dict(), *describe)
         ckpt_path = resume_checkpoint(checkpoints, run) if resume else None
+        started = time.perf_counter()
         with contextlib.ExitStack() as stack:
             output_dir = self.output_dir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tsrec-run-")))
             stack.enter_context(quiet_lightning())
-            module = ForecastingModule(model, self.training)
-            self.trainer = make_trainer(self.training, output_dir, validate=val_loader is not None,
-                                        trainer_kwargs=self.trainer_kwargs,
+            module = ForecastingModule(model, self.training, schedule_steps=budget.schedule_steps)
+            self.trainer = make_trainer(self.training, output_dir, budget=budget, validate=val_loader is not None,
+                                        trainer_kwargs=self.trainer_kwargs, max_seconds=max_seconds,
                                         checkpoint=None if checkpoints is None else EpochCheckpoint(checkpoints, run))
             self.trainer.fit(module, make_loader(train_set, self.training, train=True), val_loader,
                              ckpt_path=ckpt_path, weights_only=True)
         log.debug("tsrec: training logs in %s", output_dir)
-        restore = next((c for c in self.trainer.callbacks if isinstance(c, RestoreBestWeights)), None)
-        return module.history, None if restore is None or restore.best_epoch is None else restore.best_epoch + 1
+        callbacks = self.trainer.callbacks
+        restore = next((c for c in callbacks if isinstance(c, RestoreBestWeights)), None)
+        stopping = next((c for c in callbacks if isinstance(c, SmoothedEarlyStopping)), None)
+        seconds = time.perf_counter() - started
+        stopped_by = "early stopping" if stopping is not None and stopping.stopped_epoch > 0 else \
+            "time limit" if max_seconds is not None and seconds >= max_seconds else "budget"
+        record = {"max_steps": budget.max_steps, "max_epochs": budget.max_epochs,
+                  "val_check_steps": budget.val_check_steps, "steps_per_epoch": budget.steps_per_epoch,
+                  "train_windows": len(train_set), "steps_run": int(self.trainer.global_step),
+                  "time_limit": self.training.time_limit, "stopped_by": stopped_by}
+        found = restore is not None and restore.best_epoch is not None
+        return _Run(module.history, restore.best_epoch + 1 if found else None, restore.best_step if found else None,
+                    record, seconds)
 
     # ------------------------------------------------------------------ predict
     def _require_fitted(self) -> None:
@@ -580,6 +677,13 @@ def _blind_windows(outputs: np.ndarray) -> np.ndarray:
     """``[N, C]``: the windows and channels of :meth:`Forecaster.forecast_windows`' ``outputs``
     that got no forecast (NaN: no observed value in their context)."""
     return np.isnan(outputs[:, 0].reshape(outputs.shape[0], outputs.shape[2], -1)).any(axis=-1)
+
+
+def _fit_scaling(panel: Panel, values: CovariateValues, covariates: CovariateConfig, categorical: Sequence[str],
+                 train_end: Sequence[int]) -> tuple[StandardScaler, CovariateEncoder]:
+    """The target scaler and the covariate encoding fitted on rows ``[0, train_end[i])`` of each item."""
+    scaler = StandardScaler.fit([s.values for s in panel.items], [s.observed for s in panel.items], train_end)
+    return scaler, CovariateEncoder.fit(covariates, categorical, values, panel, train_end)
 
 
 def _require_observed(panel: Panel, train_end: Sequence[int]) -> None:

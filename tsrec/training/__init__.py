@@ -3,11 +3,19 @@ per-epoch checkpoints a killed fit resumes from."""
 
 from tsrec.config import TrainingConfig
 from tsrec.nn.outputs import masked_loss
-from tsrec.training.callbacks import EpochCheckpoint, RestoreBestWeights, describe_run, resume_checkpoint
+from tsrec.training.budget import Budget, plan_budget, refit_budget
+from tsrec.training.callbacks import (
+    EpochCheckpoint,
+    RestoreBestWeights,
+    SmoothedEarlyStopping,
+    describe_run,
+    resume_checkpoint,
+)
 from tsrec.training.module import (
     DIVERGED_ERROR,
     ForecastingModule,
     TrainingDiverged,
+    cosine_lr_factor,
     informer_lr_factor,
 )
 from tsrec.training.trainer import (
@@ -20,13 +28,16 @@ from tsrec.training.trainer import (
 )
 
 __all__ = [
+    "Budget",
     "DIVERGED_ERROR",
     "EpochCheckpoint",
     "EpochShuffleSampler",
     "ForecastingModule",
     "RestoreBestWeights",
+    "SmoothedEarlyStopping",
     "TrainingConfig",
     "TrainingDiverged",
+    "cosine_lr_factor",
     "describe_run",
     "epoch_seed",
     "informer_lr_factor",
@@ -34,6 +45,8 @@ __all__ = [
     "make_predict_trainer",
     "make_trainer",
     "masked_loss",
+    "plan_budget",
     "quiet_lightning",
+    "refit_budget",
     "resume_checkpoint",
 ]

@@ -1,4 +1,5 @@
-"""Training callbacks: the best epoch's weights, and the per-epoch checkpoint a killed fit resumes from."""
+"""Training callbacks: the best check's weights, early stopping on a smoothed validation loss, and the
+per-epoch checkpoint a killed fit resumes from."""
 
 from __future__ import annotations
 
@@ -11,19 +12,22 @@ from typing import Any
 import lightning.pytorch as pl
 import numpy as np
 import torch
-from lightning.pytorch.callbacks import Checkpoint
+from lightning.pytorch.callbacks import Checkpoint, EarlyStopping
+from torch import Tensor
 
 
 class RestoreBestWeights(pl.Callback):
-    """Keep the weights of the epoch with the lowest ``monitor`` in memory and load them when fitting
-    ends (nothing unpickled). With DDP the monitored value is synchronised, so every rank keeps the
-    same epoch. Its state (best score, epoch and weights) goes into checkpoints, so a resumed run
-    keeps the same epoch as an uninterrupted one."""
+    """Keep the weights of the validation check with the lowest ``monitor`` in memory and load them
+    when fitting ends (nothing unpickled). ``best_epoch`` (0-based) and ``best_step`` (optimizer
+    steps done) say when that check ran. With DDP the monitored value is synchronised, so every rank
+    keeps the same check. Its state (best score, epoch, step and weights) goes into checkpoints, so
+    a resumed run keeps the same check as an uninterrupted one."""
 
     def __init__(self, monitor: str = "val_loss") -> None:
         self.monitor = monitor
         self.best_score: float | None = None
         self.best_epoch: int | None = None
+        self.best_step: int | None = None
         self._state: dict[str, torch.Tensor] | None = None
 
     @property
@@ -35,7 +39,7 @@ class RestoreBestWeights(pl.Callback):
             return
         score = float(trainer.callback_metrics[self.monitor])
         if self.best_score is None or score < self.best_score:
-            self.best_score, self.best_epoch = score, trainer.current_epoch
+            self.best_score, self.best_epoch, self.best_step = score, trainer.current_epoch, trainer.global_step
             self._state = {k: v.detach().to("cpu", copy=True) for k, v in pl_module.state_dict().items()}
 
     def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
@@ -43,11 +47,42 @@ class RestoreBestWeights(pl.Callback):
             pl_module.load_state_dict(self._state)
 
     def state_dict(self) -> dict[str, Any]:
-        return {"best_score": self.best_score, "best_epoch": self.best_epoch, "weights": self._state}
+        return {"best_score": self.best_score, "best_epoch": self.best_epoch, "best_step": self.best_step,
+                "weights": self._state}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.best_score, self.best_epoch = state_dict["best_score"], state_dict["best_epoch"]
+        self.best_step = state_dict.get("best_step")
         self._state = state_dict["weights"]
+
+
+class SmoothedEarlyStopping(EarlyStopping):
+    """Lightning's early stopping on an exponential moving average of the monitored value over the
+    validation checks, ``s = SMOOTHING * s + (1 - SMOOTHING) * value``: on a noisy validation loss
+    one lucky check no longer starts the countdown that ends training. The smoothed value is
+    checkpointed with the rest of the state."""
+
+    #: The weight of the previous checks in the moving average.
+    SMOOTHING = 0.5
+
+    def __init__(self, monitor: str, *, patience: int) -> None:
+        super().__init__(monitor, patience=patience, mode="min")
+        self.smoothed: Tensor | None = None
+
+    def _evaluate_stopping_criteria(self, current: Tensor) -> tuple[bool, str | None]:
+        if torch.isfinite(current):
+            current = current if self.smoothed is None else \
+                self.SMOOTHING * self.smoothed.to(current.device) + (1 - self.SMOOTHING) * current
+            self.smoothed = current.detach()
+        return super()._evaluate_stopping_criteria(current)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {**super().state_dict(), "smoothed": None if self.smoothed is None else float(self.smoothed)}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        super().load_state_dict(state_dict)
+        smoothed = state_dict.get("smoothed")
+        self.smoothed = None if smoothed is None else torch.tensor(smoothed)
 
 
 class EpochCheckpoint(Checkpoint):

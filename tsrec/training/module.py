@@ -16,6 +16,7 @@ from tsrec.config import TrainingConfig
 from tsrec.models.base import ForecastModel
 from tsrec.nn.attention import rsa_parameters
 from tsrec.nn.covariates import covariate_parameters
+from tsrec.training.budget import COSINE_FLOOR
 from tsrec.training.trainer import epoch_seed
 
 #: Training has diverged when its typical error exceeds this many standard deviations of the
@@ -33,6 +34,13 @@ class TrainingDiverged(ValueError):
 def informer_lr_factor(epoch: int) -> float:
     """Informer's ``type1`` schedule: factor 1 for epochs 0 and 1, then halved every epoch."""
     return 0.5 ** max(epoch - 1, 0)
+
+
+def cosine_lr_factor(step: int, steps: int) -> float:
+    """A half cosine from 1 at step 0 to :data:`~tsrec.training.budget.COSINE_FLOOR` at ``steps``
+    (and after)."""
+    progress = min(step, steps) / max(steps, 1)
+    return COSINE_FLOOR + (1 - COSINE_FLOOR) * 0.5 * (1 + math.cos(math.pi * progress))
 
 
 class ForecastingModule(pl.LightningModule):
@@ -59,10 +67,11 @@ class ForecastingModule(pl.LightningModule):
     waits for the accelerator to report a loss).
     """
 
-    def __init__(self, model: ForecastModel, config: TrainingConfig) -> None:
+    def __init__(self, model: ForecastModel, config: TrainingConfig, *, schedule_steps: int | None = None) -> None:
         super().__init__()
         self.model = model
         self.config = config
+        self.schedule_steps = schedule_steps  # the cosine schedule's length (its run's budget)
         self._compiled: Callable[[ForecastBatch], Tensor] | None = None  # see on_fit_start
         self.history: list[dict[str, float]] = []
         self._totals: dict[str, tuple[Tensor | float, int]] = {}
@@ -178,5 +187,9 @@ class ForecastingModule(pl.LightningModule):
         optimizer = torch.optim.Adam(groups, fused=True)
         if c.lr_schedule == "constant":
             return optimizer
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, informer_lr_factor)
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "epoch"}}
+        if c.lr_schedule == "halve":
+            scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, informer_lr_factor)
+            return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "epoch"}}
+        steps = self.schedule_steps or int(self.trainer.estimated_stepping_batches)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: cosine_lr_factor(step, steps))
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import datetime
 import logging
 import sys
 import warnings
@@ -13,21 +14,25 @@ from typing import Any
 import lightning.pytorch as pl
 import numpy as np
 import torch
-from lightning.pytorch.callbacks import Checkpoint, EarlyStopping, TQDMProgressBar
+from lightning.pytorch.callbacks import Checkpoint, TQDMProgressBar
 from lightning.pytorch.callbacks.progress.tqdm_progress import Tqdm
 from lightning.pytorch.loggers import CSVLogger
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from tsrec.config import TrainingConfig
-from tsrec.training.callbacks import EpochCheckpoint, RestoreBestWeights
+from tsrec.training.budget import Budget
+from tsrec.training.callbacks import EpochCheckpoint, RestoreBestWeights, SmoothedEarlyStopping
 
 
-def make_trainer(config: TrainingConfig, output_dir: str | Path, *, validate: bool,
-                 trainer_kwargs: dict[str, Any] | None = None, checkpoint: EpochCheckpoint | None = None) -> pl.Trainer:
+def make_trainer(config: TrainingConfig, output_dir: str | Path, *, budget: Budget, validate: bool,
+                 trainer_kwargs: dict[str, Any] | None = None, checkpoint: EpochCheckpoint | None = None,
+                 max_seconds: float | None = None) -> pl.Trainer:
     """A Trainer with tsrec's defaults, overridden key by key by ``trainer_kwargs``.
 
-    Defaults: ``accelerator="auto"``, one device, CSV logs under ``output_dir``, early stopping on
-    ``val_loss`` with the best weights restored (when ``validate``), a progress bar on stderr when
+    Defaults: ``accelerator="auto"``, one device, the run's ``budget`` (steps or epochs, and when
+    to validate), at most ``max_seconds`` of training, CSV logs under ``output_dir``, early
+    stopping on the smoothed ``val_loss`` with the best check's weights restored (when
+    ``validate``), a progress bar on stderr when
     stderr is a terminal (``enable_progress_bar`` forces it on or off), and no checkpoint
     files but those of ``checkpoint`` (tsrec's per-epoch ``last.ckpt``; left out when
     ``trainer_kwargs`` set ``enable_checkpointing=False``). Checkpointing is on exactly when a
@@ -38,7 +43,7 @@ def make_trainer(config: TrainingConfig, output_dir: str | Path, *, validate: bo
     if validate:
         callbacks.append(RestoreBestWeights("val_loss"))
         if config.patience is not None:
-            callbacks.append(EarlyStopping("val_loss", patience=config.patience, mode="min"))
+            callbacks.append(SmoothedEarlyStopping("val_loss", patience=config.patience))
     if checkpoint is not None and extra.get("enable_checkpointing", True):
         callbacks.append(checkpoint)
     # Progress on stderr (stdout carries results), by default only when stderr is a terminal.
@@ -49,7 +54,11 @@ def make_trainer(config: TrainingConfig, output_dir: str | Path, *, validate: bo
     kwargs: dict[str, Any] = {
         "accelerator": "auto",
         "devices": 1,
-        "max_epochs": config.max_epochs,
+        "max_epochs": -1 if budget.max_epochs is None else budget.max_epochs,
+        "max_steps": -1 if budget.max_steps is None else budget.max_steps,
+        "max_time": None if max_seconds is None else datetime.timedelta(seconds=max_seconds),
+        "val_check_interval": budget.val_check_steps,
+        "check_val_every_n_epoch": 1 if budget.val_check_steps is None else None,
         "precision": config.precision,
         "deterministic": config.deterministic,
         "gradient_clip_val": config.gradient_clip_val,
