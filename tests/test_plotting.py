@@ -179,15 +179,21 @@ def test_plot_backtest_of_a_backtest_result(fitted, data):
 
 # ------------------------------------------------------------------------------------------ gate history
 def test_plot_gate_history_from_forecaster_directory_and_file(fitted):
-    csv = next(fitted.output_dir.glob("logs/version_*/metrics.csv"))
+    """A directory's latest log is its last run's: the refit on all the history, whose last epoch's
+    gates are the fitted model's; epochs are numbered from 1, as in the training summary."""
+    logs = sorted(fitted.output_dir.glob("logs/version_*/metrics.csv"), key=lambda p: int(p.parent.name.split("_")[1]))
+    assert len(logs) == 2  # the validated run, then the refit
+    csv, epochs = logs[-1], fitted.training_summary.refit["epochs"]
     for source in (fitted, fitted.output_dir, csv, str(csv)):
         ax = plot_gate_history(source).axes[0]
         lines = labelled_lines(ax)
         assert [line.get_label() for line in lines] == ["encoder self 0", "decoder self 0", "cross 0"]
-        assert all(list(line.get_xdata()) == [0, 1] for line in lines)  # 2 epochs
+        assert all(list(line.get_xdata()) == list(range(1, epochs + 1)) for line in lines)
         assert ax.get_ylabel() == GATE_LABEL and ax.get_xlabel() == "epoch"
     final = fitted.gates().groupby(["attention", "layer"])["gate"].first()[("encoder self", 0)]
-    assert np.min(np.abs(lines[0].get_ydata() - final)) < 1e-6  # the best epoch's weights are restored
+    assert abs(lines[0].get_ydata()[-1] - final) < 1e-6  # the refit's last epoch is the fitted model
+    validated = labelled_lines(plot_gate_history(logs[0]).axes[0])
+    assert list(validated[0].get_xdata()) == list(range(1, fitted.training_summary.epochs_run + 1))
 
 
 def test_plot_gate_history_errors(fitted, tmp_path):

@@ -260,16 +260,17 @@ def plot_gate_history(source: Any) -> Figure:
             ``logs/version_*/metrics.csv`` is read) or a fitted Forecaster (its ``output_dir``).
 
     Returns:
-        A figure with one axes: one line per gate (x: epoch, y: ``sigmoid(mu)`` in [0, 1]),
-        coloured by attention. Gates are logged after each validation epoch, so a model trained
-        without validation (``val_windows=0``) has none.
+        A figure with one axes: one line per gate (x: epoch, 1-based as in
+        ``Forecaster.training_summary``; y: ``sigmoid(mu)`` in [0, 1]), coloured by attention.
+        Gates are logged at the end of every training epoch; a directory's latest log is its last
+        run's, the refit on all the history when there was one.
     """
     path = _metrics_csv(source)
     frame = pd.read_csv(path)
     gate_columns = [c for c in frame.columns if c.startswith("gate/")]
     if not gate_columns:
-        raise ValueError(f"{path} has no gate/ columns: the model has no RSA layers, or it was trained without "
-                         "validation (gates are logged after each validation epoch)")
+        raise ValueError(f"{path} has no gate/ columns: the model has no RSA layers (gates are logged at the end "
+                         "of every training epoch of an RSA model)")
     if "epoch" not in frame:
         raise ValueError(f"{path} has no 'epoch' column; is it a Lightning CSVLogger metrics.csv?")
 
@@ -286,7 +287,7 @@ def plot_gate_history(source: Any) -> Figure:
     for column in gate_columns:
         attention = attention_of(column)
         k = seen[attention] = seen.get(attention, -1) + 1  # k-th gate of this attention: its line style
-        ax.plot(per_epoch.index, per_epoch[column], marker="o", label=column.removeprefix("gate/").replace("_", " "),
+        ax.plot(per_epoch.index + 1, per_epoch[column], marker="o", label=column.removeprefix("gate/").replace("_", " "),
                 color=COLORS.get(attention), linestyle=styles[k % len(styles)])
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylim(0.0, 1.0)

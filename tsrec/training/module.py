@@ -47,7 +47,7 @@ class ForecastingModule(pl.LightningModule):
     """Trains a :class:`~tsrec.models.base.ForecastModel` on window batches.
 
     Batches are :class:`~tsrec.batch.ForecastBatch` dicts. Logs ``train_loss``, ``val_loss`` and,
-    for RSA models, each layer's gate after every validation as ``gate/<name>``.
+    for RSA models, each layer's gate at the end of every training epoch as ``gate/<name>``.
     ``predict_step`` returns the scaled forecast ``[B, H, C]`` of a batch, on the trainer's device.
     With ``config.compile`` the training and validation steps run the network compiled by
     ``torch.compile``; ``predict_step`` runs it as it is.
@@ -101,6 +101,21 @@ class ForecastingModule(pl.LightningModule):
         if trained:
             self._check_diverged(row["epoch"], row["train_loss"])
         self.history.append(row)
+        self._log_gates()
+
+    def _log_gates(self) -> None:
+        """Log every RSA layer's gate as ``gate/<attention>_<layer>[_h<head>]`` (once per epoch, in
+        every run: the validated one and the refit)."""
+        gates = {}
+        for name, index, layer in self.model.rsa_layers():
+            values = layer.rsa.gate.values()
+            key = f"gate/{name.replace(' ', '_')}_{index}"
+            if values.numel() == 1:
+                gates[key] = float(values[0])
+            else:
+                gates.update({f"{key}_h{h}": float(v) for h, v in enumerate(values)})
+        if gates:
+            self.log_dict(gates, on_step=False, on_epoch=True)
 
     def _check_diverged(self, epoch: int, train_loss: float) -> None:
         """Raise :class:`TrainingDiverged` when the epoch's mean training loss is not finite or
@@ -159,20 +174,6 @@ class ForecastingModule(pl.LightningModule):
             return out
         blind = observed.sum(1) == 0  # [B, C]
         return out.masked_fill(blind.view(blind.shape[0], 1, *blind.shape[1:], *(1,) * (out.dim() - 3)), float("nan"))
-
-    def on_validation_epoch_end(self) -> None:
-        if self.trainer.sanity_checking:
-            return
-        gates = {}
-        for name, index, layer in self.model.rsa_layers():
-            values = layer.rsa.gate.values()
-            key = f"gate/{name.replace(' ', '_')}_{index}"
-            if values.numel() == 1:
-                gates[key] = float(values[0])
-            else:
-                gates.update({f"{key}_h{h}": float(v) for h, v in enumerate(values)})
-        if gates:
-            self.log_dict(gates, on_step=False, on_epoch=True)
 
     def configure_optimizers(self):  # Lightning's return type: an optimizer or a dict
         c = self.config
