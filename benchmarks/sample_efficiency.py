@@ -175,7 +175,7 @@ def build(model_name: str, setup: Setup) -> torch.nn.Module:
     options = dict(context_length=setup.context, prediction_length=setup.horizon, label_length=setup.label,
                    n_channels=1, n_time_features=2 if setup.time_features else 0, d_model=setup.d_model,
                    n_heads=setup.n_heads, e_layers=setup.e_layers, d_layers=setup.d_layers, d_ff=setup.d_ff,
-                   dropout=setup.dropout, mix=False)
+                   dropout=setup.dropout, mix=False, revin=False)  # the data are z-scored once, as measured
     if model_name.startswith("rsa_"):
         # No period given: theta starts at pi / 4 (a period of 8 steps), the paper's start.
         options["rsa"] = RSAConfig(kinds=tuple(setup.rsa_kinds), dilation=setup.rsa_dilation,

@@ -142,7 +142,7 @@ def test_informer_window_arithmetic_by_hand():
     features of steps 3..7; decoder step 0 sits at time 6 - 3 = 3, so the cross-attention, which
     computes the 2 forecast rows only, places them at times 6 and 7 for the cross REM."""
     config = TransformerConfig(context_length=6, label_length=3, prediction_length=2, n_channels=1,
-                               n_time_features=1, d_model=8, n_heads=8, d_ff=8, attention="full",
+                               n_time_features=1, d_model=8, n_heads=8, d_ff=8, attention="full", revin=False,
                                rsa=RSAConfig(kinds=(8, 0, 0, 0, 0, 0)))
     model = EncoderDecoderForecaster(config.resolved(DataFacts(season=2))).eval()
     past = torch.arange(1.0, 7.0).view(1, 6, 1)

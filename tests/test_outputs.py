@@ -116,8 +116,9 @@ def test_quantile_output_answers_only_its_levels_and_levels_are_checked():
 
 
 def test_dlinear_starts_at_the_window_mean_with_its_outputs_prior():
+    # without RevIN: a constant window has no spread of its own, which RevIN would scale the prior's by
     model = build_model("dlinear", data=DataFacts(season=4, n_channels=1, n_time_features=0), context_length=LC,
-                        prediction_length=H, output="quantile", quantile_levels=(0.1, 0.5, 0.9))
+                        prediction_length=H, output="quantile", quantile_levels=(0.1, 0.5, 0.9), revin=False)
     window = {"past_target": torch.full((1, LC, 1), 3.0), "past_time_feat": torch.zeros(1, LC, 0),
               "future_time_feat": torch.zeros(1, H, 0)}
     torch.testing.assert_close(model(window)[0, 0, 0], torch.tensor([3 - 1.2816, 3.0, 3 + 1.2816]), atol=1e-4, rtol=0)

@@ -141,8 +141,10 @@ def test_training_summary_records_every_epoch_and_survives_save_and_load(tmp_pat
 
 # ------------------------------------------------------------------------------------ torch.compile
 def _fit_with_and_without_compile(tmp_path):
-    """The same small fit twice, with ``compile=True`` (checkpoints on) and without; the first is saved."""
-    options = dict(prediction_length=4, context_length=16, max_epochs=2, seed=0, trainer_kwargs=QUIET)
+    """The same small fit twice, with ``compile=True`` (checkpoints on) and without; the first is saved.
+    Without RevIN: its affine scalars get gradients near zero, whose sign other kernels' rounding
+    flips, and Adam moves a weight by about the learning rate whatever the gradient's size."""
+    options = dict(prediction_length=4, context_length=16, max_epochs=2, seed=0, revin=False, trainer_kwargs=QUIET)
     compiled = Forecaster("dlinear", compile=True, output_dir=tmp_path / "run", **options).fit(hourly())
     compiled.save(tmp_path / "model")
     return compiled, Forecaster("dlinear", **options).fit(hourly())

@@ -39,7 +39,14 @@ class ModelConfig(Config):
             static covariates (``static_cardinalities``), which the network appends itself.
         static_cardinalities: categories of each categorical static covariate (the batch's
             ``static_cat`` codes); each gets a learned embedding of ``static_embedding_dim`` features.
-        revin: reversible instance normalisation of each input window.
+        revin: reversible instance normalisation of each input window (RevIN, Kim et al., ICLR
+            2022): each context is centred and scaled by its own observed mean and standard
+            deviation, and the forecast scaled back. On by default for every trainable model: the
+            per-series scaler is fitted on the whole training part, so a series that drifts reaches
+            the model at levels it never trained on, and the models that read raw levels then
+            forecast far from the last value (DLinear and the encoder-decoder and sequence models
+            were 1.4x to 24x worse than the last value on drifting unseen data without it; RevIN
+            lowered DLinear's long-horizon error on most settings, benchmarks/README.md).
         channel_independent: run the core on each channel separately (``C = 1``), sharing weights.
         output: what the network forecasts per step and channel (:mod:`tsrec.nn.outputs`):
             ``"point"`` (default), ``"normal"`` or ``"studentt"`` (a distribution, trained by
@@ -53,7 +60,7 @@ class ModelConfig(Config):
     n_time_features: int | None = None
     n_covariate_features: int = 0
     static_cardinalities: tuple[int, ...] = ()
-    revin: bool = False
+    revin: bool = True
     channel_independent: bool = False
     output: str = "point"
     quantile_levels: tuple[float, ...] = DEFAULT_QUANTILE_LEVELS

@@ -20,6 +20,7 @@ class SeasonalNaiveConfig(ModelConfig):
     only where the data show one, never the calendar's guess."""
 
     season_length: int | None = None
+    revin: bool = False  # nothing is learnt: the last values are repeated as they are
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -82,7 +82,6 @@ class PatchTSTConfig(ModelConfig):
     not reproduced: the attention layers are tsrec's :class:`~tsrec.nn.attention.AttentionLayer`.
     """
 
-    revin: bool = True
     channel_independent: bool = True
     patch_len: int = 16
     stride: int = 8

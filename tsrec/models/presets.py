@@ -54,12 +54,15 @@ def paper_options(dataset: str, horizon: int, model: str) -> dict[str, Any]:
     """Forecaster options of a Table 1 setting: Informer's input lengths for it, the paper's
     training recipe (:data:`PAPER_TRAINING`) and, for the paper's RSA models
     (:data:`PAPER_RSA_MODELS`), :func:`paper_rsa_settings`. Distilling is off (the paper removes
-    it)."""
+    it), and so is RevIN in the paper's backbones and their RSA versions (the paper's networks read
+    the globally scaled values)."""
     from tsrec.datasets import paper_setting
 
     context, label, prediction = paper_setting(dataset, horizon)
     options: dict[str, Any] = dict(context_length=context, label_length=label, prediction_length=prediction,
                                    distil=False, **PAPER_TRAINING)
+    if model in PAPER_RSA_MODELS or f"rsa_{model}" in PAPER_RSA_MODELS:
+        options["revin"] = False
     if model in PAPER_RSA_MODELS:
         options["rsa"] = paper_rsa_settings(dataset, horizon)
     return options
