@@ -40,6 +40,8 @@ from tsrec.data import (
 )
 from tsrec.data.covariates import categorical_statics, check_context, read_frame, read_future
 from tsrec.data.periods import dominant_periods
+from tsrec.data.split import default_val_windows
+from tsrec.data.time_features import seasonality
 from tsrec.datasets.loading import sha256_of
 from tsrec.models import ForecastModel, build_model, model_spec
 from tsrec.nn.outputs import check_levels
@@ -138,7 +140,8 @@ class Forecaster:
             (``rsa_patchtst``): RSA in the backbone with the lowest long-horizon error measured
             (tied with PatchTST on ETTh1/ETTh2; ``benchmarks/README.md``).
         prediction_length: steps to forecast.
-        context_length: past steps the model reads (default ``2 * prediction_length``).
+        context_length: past steps the model reads (default ``2 * prediction_length``, or the
+            model's longer default capped by the shortest series: ``ets`` and ``theta``).
         freq: pandas frequency of the data (inferred from the timestamps at every ``fit`` when None).
         val_windows: validation forecast origins taken from the end of each series of the fit frame
             (default: those whose targets are its last 10% of steps, at least one; 0 trains without
@@ -203,6 +206,11 @@ class Forecaster:
 
     @property
     def context_length(self) -> int:
+        """The past steps the model reads: the fitted one, else the one set, else twice the
+        horizon (a model with a longer default, :meth:`ForecastModel.default_context`, gets it at
+        ``fit``, capped by the shortest series)."""
+        if self.resolved_settings is not None:
+            return self.resolved_settings.window.context_length
         return self.settings.window.context
 
     @property
@@ -290,8 +298,8 @@ class Forecaster:
         panel, values = read_frame(df, covariates, categorical, freq=self.settings.window.freq, gaps=gaps, **columns)
         val_panel, val_values = (None, None) if val_df is None else \
             read_frame(val_df, covariates, categorical, freq=panel.freq, gaps=gaps, **columns)
-        split = split_panel(panel, self.context_length, self.prediction_length,
-                            val_windows=self.val_windows, val_panel=val_panel)
+        context = self._context_for(panel, val_panel)
+        split = split_panel(panel, context, self.prediction_length, val_windows=self.val_windows, val_panel=val_panel)
         _require_observed(panel, split.train_end)
         scaler, encoder = _fit_scaling(panel, values, covariates, categorical, split.train_end)
         periods = dominant_periods([s.values[:end] for s, end in zip(panel.items, split.train_end)],
@@ -299,7 +307,7 @@ class Forecaster:
         facts = data_facts(panel.freq, n_channels=len(panel.columns) if panel.layout == "wide" else 1,
                            periods=periods, n_covariate_features=encoder.n_features,
                            static_cardinalities=encoder.cardinalities)
-        resolved = self.settings.resolved(facts, freq=panel.freq, covariates=covariates)
+        resolved = self.settings.resolved(facts, freq=panel.freq, covariates=covariates, context_length=context)
         started = time.perf_counter()
         import lightning.pytorch as pl
 
@@ -311,7 +319,8 @@ class Forecaster:
             val_covariates = train_covariates if val_panel is None else encoder.encode(val_panel, val_values)
             limit = self.training.time_limit
             refits = self.training.refit_full and split.val is not None and val_panel is None
-            train_set, val_set = self._datasets(panel, val_panel, split, scaler, (train_covariates, val_covariates))
+            train_set, val_set = self._datasets(panel, val_panel, split, scaler, (train_covariates, val_covariates),
+                                                context)
             budget = plan_budget(self.training, len(train_set))
             resolved = dataclasses.replace(resolved, training=dataclasses.replace(
                 resolved.training, max_steps=budget.max_steps))
@@ -320,7 +329,7 @@ class Forecaster:
             if refits:
                 left = None if limit is None else limit - (time.perf_counter() - started)
                 model, scaler, encoder, refit = self._refit(resolved, panel, values, covariates, categorical, run,
-                                                            budget, left)
+                                                            budget, left, context)
         elif resume:
             raise ValueError(f"{self.model_name!r} needs no training, so there is no run to resume; "
                              "fit without resume=True")
@@ -330,40 +339,58 @@ class Forecaster:
                                                 run.budget, refit)
         self.data_facts = facts
         self.resolved_settings = resolved
-        self.panel = _tail(panel, self.context_length)
+        self.panel = _tail(panel, context)
         self.scaler = scaler
         self.covariates = encoder
-        self._covariate_values = values.tail(self.context_length)
+        self._covariate_values = values.tail(context)
         self._columns = columns
         return self
 
+    def _context_for(self, panel: Panel, val_panel: Panel | None) -> int:
+        """The context of a fit on ``panel``: the one set, else the model's default
+        (:meth:`~tsrec.models.base.ForecastModel.default_context` at the frequency's season), capped
+        so that the shortest series still holds one training window and its validation windows,
+        and never below twice the horizon."""
+        if self.settings.window.context_length is not None:
+            return self.settings.window.context_length
+        horizon = self.prediction_length
+        wanted = model_spec(self.model_name).model_class.default_context(horizon, seasonality(panel.freq))
+        if wanted <= 2 * horizon:
+            return wanted
+        shortest = min(len(item) for item in panel.items)
+        windows = 0 if val_panel is not None else \
+            default_val_windows(shortest, horizon) if self.val_windows is None else self.val_windows
+        extra = horizon + windows - 1 if windows else 0
+        return max(2 * horizon, min(wanted, shortest - horizon - extra))
+
     def _datasets(self, panel: Panel, val_panel: Panel | None, split: Any, scaler: StandardScaler,
-                  covariates: tuple[WindowCovariates, WindowCovariates]) -> tuple[WindowDataset, WindowDataset | None]:
+                  covariates: tuple[WindowCovariates, WindowCovariates],
+                  context: int) -> tuple[WindowDataset, WindowDataset | None]:
         """The training windows of ``split`` and its validation windows (None without validation).
         ``covariates``: the encoded covariates of the training panel and of the validation panel."""
-        train_set = WindowDataset.from_panel(panel, scaler, self.context_length, self.prediction_length, split.train,
+        train_set = WindowDataset.from_panel(panel, scaler, context, self.prediction_length, split.train,
                                              covariates=covariates[0])
         if len(train_set) == 0:
             raise ValueError("no training window fits in the data; use a shorter context_length or "
                              "prediction_length, or fewer val_windows")
         if split.val is None:
             return train_set, None
-        return train_set, WindowDataset.from_panel(val_panel or panel, scaler, self.context_length,
+        return train_set, WindowDataset.from_panel(val_panel or panel, scaler, context,
                                                    self.prediction_length, split.val, scaler_rows=split.val_rows,
                                                    covariates=covariates[1])
 
     def _refit(self, resolved: ForecasterSettings, panel: Panel, values: CovariateValues, covariates: CovariateConfig,
-               categorical: Sequence[str], run: _Run, budget: Budget, max_seconds: float | None
+               categorical: Sequence[str], run: _Run, budget: Budget, max_seconds: float | None, context: int
                ) -> tuple[ForecastModel, StandardScaler, CovariateEncoder, dict[str, Any]]:
         """Train a fresh model (same seed) on every window of ``panel``, validation part included,
         for as many passes as ``run`` made up to its best check (:func:`refit_budget`), with the
         scaler and covariate encoding fitted on all of it. Returns them and the refit's record."""
         import lightning.pytorch as pl
 
-        full = split_panel(panel, self.context_length, self.prediction_length, val_windows=0)
+        full = split_panel(panel, context, self.prediction_length, val_windows=0)
         scaler, encoder = _fit_scaling(panel, values, covariates, categorical, full.train_end)
         encoded = encoder.encode(panel, values)
-        train_set, _ = self._datasets(panel, None, full, scaler, (encoded, encoded))
+        train_set, _ = self._datasets(panel, None, full, scaler, (encoded, encoded), context)
         best_step = run.best_step if run.best_step is not None else run.budget["steps_run"]
         best_epoch = run.best_epoch if run.best_epoch is not None else len(run.history)
         plan = refit_budget(budget, best_step=max(best_step, 1), best_epoch=max(best_epoch, 1),

@@ -90,11 +90,14 @@ class ForecasterSettings(Config):
     def unresolved(self) -> list[str]:
         return self.network.unresolved()
 
-    def resolved(self, data: DataFacts, *, freq: str, covariates: CovariateConfig | None = None) -> ForecasterSettings:
+    def resolved(self, data: DataFacts, *, freq: str, covariates: CovariateConfig | None = None,
+                 context_length: int | None = None) -> ForecasterSettings:
         """The complete settings for data with these facts at ``freq`` and these ``covariates``
-        (default: those of these settings): the window's context and frequency, the network's
-        shape and every data-dependent field still ``None``."""
-        window = dataclasses.replace(self.window, context_length=self.window.context, freq=freq)
+        (default: those of these settings): the window's context (``context_length``, default the
+        window's own) and frequency, the network's shape and every data-dependent field still
+        ``None``."""
+        context = self.window.context if context_length is None else context_length
+        window = dataclasses.replace(self.window, context_length=context, freq=freq)
         network = dataclasses.replace(self.network, context_length=window.context_length,
                                       prediction_length=window.prediction_length)
         return dataclasses.replace(self, window=window, network=network.resolved(data),

@@ -174,6 +174,13 @@ class ForecastModel(nn.Module, abc.ABC):
                                             config.n_covariate_features, self.core_channels * self.n_params) \
             if covariates else None
 
+    @classmethod
+    def default_context(cls, prediction_length: int, season: int) -> int:
+        """The ``context_length`` a Forecaster gives this model when none is set (capped at ``fit``
+        by what the shortest series holds): twice the horizon, the window the networks' defaults
+        were chosen with."""
+        return 2 * prediction_length
+
     @property
     def n_params(self) -> int:
         """Numbers per step and channel the core emits (``P``: 1 for a point forecast)."""
