@@ -79,7 +79,7 @@ def run(model: str, cycle: int, seed: int, settings: str) -> dict[str, Any]:
     forecaster = Forecaster(model, prediction_length=HORIZON, context_length=CONTEXT, rsa=rsa,
                             trainer_kwargs={"enable_progress_bar": False, "logger": False},
                             **{**TRAINING, "seed": seed}).fit(train)
-    result = backtest(forecaster, df, n_windows=TEST_WINDOWS)
+    result = backtest(forecaster, df, n_windows=TEST_WINDOWS, baselines=("naive", "seasonal_naive"))
     gates = forecaster.gates()
     cos = gates[gates["kind"] == "cos"]
     return {"model": model, "cycle": cycle, "seed": seed, "settings": settings,

@@ -209,7 +209,7 @@ def score_test(forecaster: Any, test: Any, n_windows: int) -> tuple[float, float
     entries = windows = 0
     for first in range(0, n_windows, chunk):
         errors = backtest(forecaster, test, start=context + first, n_windows=min(chunk, n_windows - first),
-                          stride=1, batch_size=64).errors
+                          stride=1, batch_size=64, baselines=("naive", "seasonal_naive")).errors
         scored = (errors["observed"] & errors["forecast"]).to_numpy()
         diff = (errors["y_pred_scaled"].to_numpy(np.float64) - errors["y_true_scaled"].to_numpy(np.float64))[scored]
         squared += float((diff ** 2).sum())

@@ -14,6 +14,7 @@ from tsrec.models import (
     model_config,
 )
 from tsrec.nn.attention import rsa_parameters
+from tsrec.models.stats import StatsConfig
 
 B, LC, LABEL, H, C, F = 3, 32, 16, 8, 3, 4
 DATA = DataFacts(season=4, n_channels=C, n_time_features=F)  # fills what the options leave to the data
@@ -66,6 +67,10 @@ def test_unknown_model_and_option_errors_name_the_alternatives():
                          ids=["plain", "revin", "channel_independent"])
 def test_model_contract(name, extra):
     torch.manual_seed(0)
+    if extra.get("revin") and isinstance(model_config(name), StatsConfig):
+        with pytest.raises(ValueError, match="RevIN does not apply"):
+            build_model(name, data=DATA, **tiny_options(name, **extra))
+        return
     model = build_model(name, data=DATA, **tiny_options(name, **extra))
     out = model(batch())
     assert out.shape == (B, H, C)
@@ -222,9 +227,11 @@ def test_data_dependent_fields_fill_from_the_data_and_never_replace_a_set_value(
                         rsa=mine).resolved(facts)
     assert kept.rsa == mine and kept.label_length == 3
     naive = model_config("seasonal_naive", context_length=5, prediction_length=2)
-    assert naive.resolved(facts).season_length == 1  # no cycle found: the last value, not the calendar's 7
+    with pytest.warns(UserWarning, match="no cycle stood out"):
+        assert naive.resolved(facts).season_length == 1  # no cycle found: the last value, not the calendar's 7
     found = dataclasses.replace(facts, periods=(6.96, 30.0))
-    assert naive.resolved(found).season_length == 1  # a 7-step cycle does not fit a 5-step context
+    with pytest.warns(UserWarning, match=r"7 steps, needs context_length >= 7 \(it is 5\)"):
+        assert naive.resolved(found).season_length == 1  # a 7-step cycle does not fit a 5-step context
     assert dataclasses.replace(naive, context_length=14).resolved(found).season_length == 7
 
 

@@ -24,5 +24,7 @@ class ForecastBatch(TypedDict, total=False):
     static_cat: Tensor  # [B, Kc] int64 category codes (only with categorical static covariates)
     future_target: Tensor  # [B, H, C] (training and validation windows only)
     future_observed: Tensor  # [B, H, C] (training and validation windows only)
+    target_loc: Tensor  # [B, C] float64, the scaler's loc of each window's item (original = scaled * scale + loc)
+    target_scale: Tensor  # [B, C] float64, its scale
     item: Tensor  # [B] int64, position of the window's item
     origin: Tensor  # [B] int64, grid position of the first forecast step

@@ -315,10 +315,11 @@ def cmd_backtest(args: argparse.Namespace) -> int:
 
     forecaster, columns = _load(args.model_dir)
     df = _read_like_fit(args.data, columns)
-    result = backtest(forecaster, df, n_windows=args.windows, stride=args.stride, **columns)
+    result = backtest(forecaster, df, n_windows=args.windows, stride=args.stride, baselines=args.baselines, **columns)
     result.errors.to_csv(args.output, index=False)
     print(f"wrote {len(result.errors)} error rows to {args.output}")
     print(result.summary.to_string(index=False))
+    print(result.skill.to_string(index=False))
     if args.plot:
         from tsrec.plotting import plot_backtest
 
@@ -431,6 +432,9 @@ def build_parser() -> argparse.ArgumentParser:
     back.add_argument("--stride", type=_positive_int, help="steps between origins (default: the prediction length)")
     back.add_argument("--output", required=True, help="CSV file for the errors")
     back.add_argument("--plot", help="also write MSE/MAE by horizon step to this PNG/SVG")
+    back.add_argument("--baselines", nargs="+", choices=("naive", "seasonal_naive", "ets", "theta"),
+                      help="the baselines the skill ratios compare with (default: all four with the stats extra, "
+                           "else the naive ones; ets and theta fit once per window)")
     back.set_defaults(handler=cmd_backtest)
 
     gates = commands.add_parser(

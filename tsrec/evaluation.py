@@ -14,6 +14,7 @@ from tsrec.config import CovariateConfig
 from tsrec.data import Panel, WindowDataset, seasonality
 from tsrec.data.covariates import read_frame
 from tsrec.forecaster import Forecaster
+from tsrec.models.naive import season_from_data
 from tsrec.models.base import DEFAULT_QUANTILE_LEVELS
 from tsrec.nn.outputs import check_levels
 
@@ -38,14 +39,20 @@ class BacktestResult:
             empty context), and the skill ratios of :attr:`skill` (``mse_ratio_naive``, ``mae_ratio_naive``,
             ``mse_ratio_seasonal_naive``, ``mae_ratio_seasonal_naive``; units ``"ratio"``).
         by_step: ``mse`` and ``mae`` per horizon ``step`` in both units.
-        skill: the model against the naive forecasts of the same windows, one row per
-            ``baseline``: ``"naive"`` (the last observed value of the window's context) and
-            ``"seasonal_naive"`` (the last observed season, with ``season`` the strongest cycle
-            found in the fitted data when the context holds it; no row without one). Columns
-            ``season``, ``model_mse``, ``baseline_mse``, ``mse_ratio``, ``model_mae``,
+        skill: the model against the free baselines of the same windows, one row per
+            ``baseline`` of ``backtest``'s ``baselines``: ``"naive"`` (the last observed value of
+            the window's context), ``"seasonal_naive"`` (the last observed season, with ``season``
+            the strongest cycle found in the fitted data when the context holds it), and
+            statsforecast's ``"ets"`` (AutoETS) and ``"theta"`` (AutoTheta), each fitted on the
+            history before the window's origin (the longer of the forecaster's context and the
+            statistical models' default context, :meth:`~tsrec.models.stats.StatsModel.default_context`,
+            within the frame), with the cycle found as their season when that history holds two.
+            Columns ``season``, ``model_mse``, ``baseline_mse``, ``mse_ratio``, ``model_mae``,
             ``baseline_mae``, ``mae_ratio``, in scaled units over the entries both forecast
-            (``errors`` has the baselines as ``y_naive`` and ``y_seasonal_naive``). A ratio
-            below 1 means the model beats the baseline.
+            (``errors`` has the baselines as ``y_<baseline>`` and ``y_<baseline>_scaled``), and
+            ``note``: why a season was dropped (no cycle stood out, or the context is too short
+            for it; the baseline then runs without one, or, for seasonal naive, its row has no
+            ratios), else empty. A ratio below 1 means the model beats the baseline.
     """
 
     errors: pd.DataFrame
@@ -107,8 +114,9 @@ def _history_before(df: pd.DataFrame, panel: Panel, cut: list[pd.Timestamp], *, 
 def backtest(forecaster: Forecaster, df: pd.DataFrame, *, start: int | str | pd.Timestamp | None = None,
              n_windows: int | None = None, stride: int | None = None, refit_every: int | None = None,
              batch_size: int | None = None, season_length: int | None = None,
-             quantiles: Sequence[float] | None = None, time_col: str | None = None,
-             id_col: str | None = None, target_col: str | None = None) -> BacktestResult:
+             quantiles: Sequence[float] | None = None, baselines: Sequence[str] | None = None,
+             time_col: str | None = None, id_col: str | None = None,
+             target_col: str | None = None) -> BacktestResult:
     """Forecast from rolling origins over ``df`` and score every window.
 
     Args:
@@ -131,6 +139,12 @@ def backtest(forecaster: Forecaster, df: pd.DataFrame, *, start: int | str | pd.
             levels, else 0.1, ..., 0.9): ``errors`` gets ``y_q<level>`` (original units) and
             ``y_q<level>_scaled`` per level, and ``summary`` the CRPS (from the quantiles, in both
             units), ``mean_wQuantileLoss`` and ``coverage_<level>``, as GluonTS's ``Evaluator``.
+        baselines: the rows of :attr:`BacktestResult.skill`, from ``"naive"``, ``"seasonal_naive"``,
+            ``"ets"`` and ``"theta"`` (default: all four when statsforecast is installed, the two
+            naive ones otherwise; naming ets or theta without it is an error naming the extra).
+            ets and theta cost one statsforecast fit per window and channel (AutoETS about 0.1 s
+            on a few hundred steps): leave them out of long backtests with e.g.
+            ``baselines=("naive", "seasonal_naive")``.
     """
     if stride is not None and (not isinstance(stride, int) or stride < 1):
         raise ValueError(f"stride must be a positive int, got {stride!r}")
@@ -144,6 +158,7 @@ def backtest(forecaster: Forecaster, df: pd.DataFrame, *, start: int | str | pd.
         raise NotFittedError("the forecaster is not fitted: fit it first, or pass refit_every=k to fit it on the data "
                            "before each block of k windows")
     levels = _levels(forecaster, quantiles)
+    baselines = _check_baselines(baselines)
     columns = dict(time_col=time_col, id_col=id_col, target_col=target_col)
     fitted = forecaster.covariates
     covariates = CovariateConfig() if fitted is None else fitted.config
@@ -154,7 +169,7 @@ def backtest(forecaster: Forecaster, df: pd.DataFrame, *, start: int | str | pd.
     n_blocks = max(len(r) for r in origins)
     block = refit_every or n_blocks
     parts: list[pd.DataFrame] = []
-    seasons: list[int | None] = []
+    seasons: list[tuple[int, str]] = []
     for first in range(0, n_blocks, block):
         block_origins = [r[first:first + block] for r in origins]
         if refit_every is not None:
@@ -170,13 +185,15 @@ def backtest(forecaster: Forecaster, df: pd.DataFrame, *, start: int | str | pd.
                                            scaler_rows=rows, covariates=forecaster.covariates.encode(panel, values))
         scaled, bands = _point_and_quantiles(forecaster, forecaster.forecast_windows(dataset, batch_size=batch_size),
                                              levels)  # [N, H, C], [N, H, C, Q] or None
-        seasons.append(forecaster.data_facts.cycle_within(context))
-        parts.append(_window_frame(panel, forecaster, dataset, scaled, rows, seasons[-1], bands, levels))
+        seasons.append(season_from_data(forecaster.data_facts, context))
+        parts.append(_window_frame(panel, forecaster, dataset, scaled, rows, seasons[-1][0], bands, levels,
+                                   [b for b in baselines if b in STATS_BASELINES]))
     errors = pd.concat(parts, ignore_index=True)
     m = season_length or seasonality(panel.freq)
-    skill = _skill(errors, seasons)
+    skill = _skill(errors, baselines, seasons, _stats_notes(forecaster, panel))
     ratios = pd.DataFrame([(f"{ratio}_{row.baseline}", "ratio", getattr(row, ratio)) for row in skill.itertuples()
-                           for ratio in ("mse_ratio", "mae_ratio")], columns=["metric", "units", "value"])
+                           if np.isfinite(row.mse_ratio) for ratio in ("mse_ratio", "mae_ratio")],
+                          columns=["metric", "units", "value"])
     parts = [_summary(errors, panel, origins, m), _probabilistic_summary(errors, levels), ratios]
     summary = pd.concat([part for part in parts if not part.empty], ignore_index=True)
     return BacktestResult(errors, summary, _by_step(errors), skill)
@@ -200,25 +217,98 @@ def naive_forecasts(past: np.ndarray, observed: np.ndarray, horizon: int, season
     return np.stack([naive, seasonal]).astype(np.float64)
 
 
-def _skill(errors: pd.DataFrame, seasons: list[int | None]) -> pd.DataFrame:
-    """The skill table (see :class:`BacktestResult`); ``seasons``: the seasonal baseline's season
-    in each refit block (its ``season`` column is NaN where the blocks' seasons differ)."""
+BASELINES = ("naive", "seasonal_naive", "ets", "theta")
+#: The baselines fitted by statsforecast (the optional extra tsrec[stats]).
+STATS_BASELINES = ("ets", "theta")
+
+
+def _check_baselines(baselines: Sequence[str] | None) -> tuple[str, ...]:
+    """The skill table's baselines: ``baselines`` checked, else all of :data:`BASELINES` that are installed."""
+    from tsrec.models.stats import require_statsforecast, statsforecast_installed
+
+    if baselines is None:
+        return BASELINES if statsforecast_installed() else BASELINES[:2]
+    names = (baselines,) if isinstance(baselines, str) else tuple(baselines)
+    unknown = sorted(set(names) - set(BASELINES))
+    if unknown:
+        raise ValueError(f"unknown baseline(s) {unknown}; choose from {', '.join(BASELINES)}")
+    if set(names) & set(STATS_BASELINES) and not statsforecast_installed():
+        require_statsforecast()
+    return names
+
+
+def _stats_history(forecaster: Forecaster, panel: Panel) -> int:
+    """How many steps before each origin the ets and theta baselines fit on (at most)."""
+    from tsrec.models.stats import StatsModel
+
+    return max(forecaster.context_length,
+               StatsModel.default_context(forecaster.prediction_length, seasonality(panel.freq)))
+
+
+def _stats_season(forecaster: Forecaster, panel: Panel) -> tuple[int, str]:
+    """The ets and theta baselines' season, and why there is none (see :func:`season_from_data`)."""
+    return season_from_data(forecaster.data_facts, _stats_history(forecaster, panel), 2)
+
+
+def _stats_notes(forecaster: Forecaster, panel: Panel) -> dict[str, tuple[int, str]]:
+    season = _stats_season(forecaster, panel)
+    return {name: season for name in STATS_BASELINES}
+
+
+def _stats_forecasts(forecaster: Forecaster, panel: Panel, items: np.ndarray, origin: np.ndarray,
+                     names: Sequence[str]) -> dict[str, np.ndarray]:
+    """Per name of ``names`` (``"ets"``, ``"theta"``), its forecasts ``[N, H, C]`` in original units of
+    the windows ``(items[k], origin[k])``, fitted on up to :func:`_stats_history` steps before each origin."""
+    from tsrec.models.stats import ETS, StatsConfig, Theta, fill_context
+
+    horizon, history = forecaster.prediction_length, _stats_history(forecaster, panel)
+    season, _ = _stats_season(forecaster, panel)
+    channels = panel.items[0].values.shape[1]
+    out = {}
+    for name in names:
+        model_class = {"ets": ETS, "theta": Theta}[name]
+        model = model_class(StatsConfig(context_length=history, prediction_length=horizon, n_channels=channels,
+                                        n_time_features=0, season_length=season))
+        forecasts = np.full((len(items), horizon, channels), np.nan)  # [N, H, C]
+        for k, (i, o) in enumerate(zip(items, origin)):
+            series = panel.items[i]
+            start = max(0, o - history)
+            for c in range(channels):
+                y = fill_context(series.values[start:o, c], series.observed[start:o, c])
+                if y is not None:
+                    forecasts[k, :, c] = model._forecast_one(y, horizon)
+        out[name] = forecasts
+    return out
+
+
+def _skill(errors: pd.DataFrame, baselines: Sequence[str], seasons: list[tuple[int, str]],
+           stats: dict[str, tuple[int, str]]) -> pd.DataFrame:
+    """The skill table (see :class:`BacktestResult`); ``seasons``: the seasonal naive baseline's
+    season and note in each refit block; ``stats``: the statistical baselines' season and note."""
     rows = []
     truth, model = errors["y_true_scaled"].to_numpy(), errors["y_pred_scaled"].to_numpy()
-    for baseline in ("naive", "seasonal_naive"):
+    for baseline in baselines:
+        if baseline == "naive":
+            season, note = 1, ""
+        elif baseline == "seasonal_naive":
+            found = {m for m, _ in seasons}
+            season = found.pop() if len(found) == 1 else np.nan
+            note = "; ".join(dict.fromkeys(n for _, n in seasons if n))
+            note = f"no season: {note}" if note else ""
+        else:
+            season, note = stats[baseline]
+            note = f"fitted without a season: {note}" if note else ""
         forecast = errors[f"y_{baseline}_scaled"].to_numpy()
         both = _scored(errors) & np.isfinite(forecast)
-        if not both.any():
-            continue
-        scores = {name: (fn(truth, model, mask=both), fn(truth, forecast, mask=both))
-                  for name, fn in (("mse", metrics.mse), ("mae", metrics.mae))}
-        found = {s for s in seasons if s is not None}
-        season = 1 if baseline == "naive" else (found.pop() if len(found) == 1 else np.nan)
+        scores = {name: (fn(truth, model, mask=both), fn(truth, forecast, mask=both)) if both.any() else
+                  (np.nan, np.nan) for name, fn in (("mse", metrics.mse), ("mae", metrics.mae))}
         rows.append({"baseline": baseline, "season": season,
                      **{f"{k}_{name}": v for name, (m, b) in scores.items()
                         for k, v in (("model", m), ("baseline", b))},
-                     "mse_ratio": scores["mse"][0] / scores["mse"][1], "mae_ratio": scores["mae"][0] / scores["mae"][1]})
-    columns = ["baseline", "season", "model_mse", "baseline_mse", "mse_ratio", "model_mae", "baseline_mae", "mae_ratio"]
+                     "mse_ratio": scores["mse"][0] / scores["mse"][1], "mae_ratio": scores["mae"][0] / scores["mae"][1],
+                     "note": note})
+    columns = ["baseline", "season", "model_mse", "baseline_mse", "mse_ratio", "model_mae", "baseline_mae", "mae_ratio",
+               "note"]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -249,10 +339,11 @@ def _point_and_quantiles(forecaster: Forecaster, outputs: np.ndarray,
 
 
 def _window_frame(panel: Panel, forecaster: Forecaster, dataset: WindowDataset, scaled: np.ndarray,
-                  rows: np.ndarray, season: int | None, bands: np.ndarray | None = None,
-                  levels: tuple[float, ...] = ()) -> pd.DataFrame:
+                  rows: np.ndarray, season: int, bands: np.ndarray | None = None,
+                  levels: tuple[float, ...] = (), stats: Sequence[str] = ()) -> pd.DataFrame:
     """Tidy per-window, per-step, per-channel rows for one block of windows, with the naive
-    baselines of the same windows and, for a probabilistic model, its quantiles ``bands``."""
+    baselines of the same windows (seasonal naive: NaN when ``season`` is 1), the statistical
+    baselines named in ``stats`` and, for a probabilistic model, its quantiles ``bands``."""
     n, horizon, channels = scaled.shape
     context = forecaster.context_length
     items = np.empty(n, dtype=np.int64)
@@ -261,14 +352,18 @@ def _window_frame(panel: Panel, forecaster: Forecaster, dataset: WindowDataset, 
     observed = np.empty(scaled.shape, dtype=bool)
     past = np.empty((n, context, channels), dtype=np.float64)
     past_observed = np.empty((n, context, channels), dtype=np.float64)
+    extra_columns: dict[str, np.ndarray] = {}  # the statistical baselines and the quantiles
     for k in range(n):
         window = dataset[k]
         items[k], origin[k] = window["item"], window["origin"]
         truth[k] = window["future_target"].numpy()
         observed[k] = window["future_observed"].numpy() > 0
         past[k], past_observed[k] = window["past_target"].numpy(), window["past_observed"].numpy()
-    naive, seasonal = naive_forecasts(past, past_observed, horizon, season)  # each [N, H, C], scaled
+    naive, seasonal = naive_forecasts(past, past_observed, horizon, season if season > 1 else None)  # [N, H, C]
     scaler_rows = rows[items]
+    for name, raw in _stats_forecasts(forecaster, panel, items, origin, stats).items():
+        extra_columns[f"y_{name}"] = raw.ravel()
+        extra_columns[f"y_{name}_scaled"] = forecaster.scaler.transform(raw, scaler_rows).ravel()
     pred = forecaster.scaler.inverse_transform(scaled, scaler_rows)
     true = forecaster.scaler.inverse_transform(truth, scaler_rows)
     names = [panel.columns if panel.layout == "wide" else (panel.items[i].item_id,) for i in items]
@@ -276,10 +371,9 @@ def _window_frame(panel: Panel, forecaster: Forecaster, dataset: WindowDataset, 
     step_index = np.stack([panel.items[i].index[o:o + horizon] for i, o in zip(items, origin)]) if n else \
         np.empty((0, horizon), dtype="datetime64[ns]")  # [N, H]
     shape = (n, horizon, channels)
-    quantile_columns = {}
     for i, level in enumerate(levels):
-        quantile_columns[f"y_q{level}"] = forecaster.scaler.inverse_transform(bands[..., i], scaler_rows).ravel()
-        quantile_columns[f"y_q{level}_scaled"] = bands[..., i].ravel()
+        extra_columns[f"y_q{level}"] = forecaster.scaler.inverse_transform(bands[..., i], scaler_rows).ravel()
+        extra_columns[f"y_q{level}_scaled"] = bands[..., i].ravel()
     return pd.DataFrame({
         "item_id": np.broadcast_to(item_id[:, None, :], shape).ravel(),
         "origin": np.broadcast_to(step_index[:, :1, None], shape).ravel(),
@@ -295,7 +389,7 @@ def _window_frame(panel: Panel, forecaster: Forecaster, dataset: WindowDataset, 
         "y_seasonal_naive": forecaster.scaler.inverse_transform(seasonal, scaler_rows).ravel(),
         "y_naive_scaled": naive.ravel(),
         "y_seasonal_naive_scaled": seasonal.ravel(),
-        **quantile_columns,
+        **extra_columns,
     })
 
 

@@ -56,6 +56,8 @@ class WindowDataset(Dataset):
     - ``static_cat``       ``[Kc]`` int64 (only with categorical static covariates)
     - ``future_target``    ``[H, C]`` float32, 0 where unobserved (only ``with_future_target``)
     - ``future_observed``  ``[H, C]`` float32 (only ``with_future_target``)
+    - ``target_loc``, ``target_scale`` ``[C]`` float64: the scaler's statistics of the window's
+      item (original = scaled * scale + loc; only when the dataset was given them)
     - ``item``             int, position of the item in the inputs
     - ``origin``           int, grid position of the first forecast step
 
@@ -76,6 +78,8 @@ class WindowDataset(Dataset):
         with_future_target: bool = True,
         past_only: slice = slice(0, 0),
         static_cat: np.ndarray | None = None,
+        loc: np.ndarray | None = None,
+        scale: np.ndarray | None = None,
     ) -> None:
         """
         values:     per item ``[T_i, C]`` scaled values (anything where unobserved, e.g. NaN);
@@ -92,6 +96,9 @@ class WindowDataset(Dataset):
                     covariates): zeroed in ``future_time_feat``.
         static_cat: ``[N, Kc]`` int64 codes of each item's categorical static covariates (None or
                     ``Kc = 0``: windows get no ``static_cat``).
+        loc, scale: ``[N, C]`` float64, the scaler's statistics of each item (both or neither):
+                    windows get them as ``target_loc`` / ``target_scale`` (models that must see
+                    original units, such as the statistical ones, unscale with them).
         """
         self.context_length = check_int("context_length", context_length, 1)
         self.prediction_length = check_int("prediction_length", prediction_length, 1)
@@ -104,6 +111,10 @@ class WindowDataset(Dataset):
         self.with_future_target = with_future_target
         self._past_only = past_only
         self._static_cat = None if static_cat is None or not static_cat.shape[1] else static_cat.astype(np.int64)
+        if (loc is None) != (scale is None):
+            raise ValueError("pass both loc and scale, or neither")
+        self._loc = None if loc is None else torch.as_tensor(np.asarray(loc, dtype=np.float64))  # [N, C]
+        self._scale = None if scale is None else torch.as_tensor(np.asarray(scale, dtype=np.float64))  # [N, C]
         self._target, self._observed, self._time_feat, self._origins = [], [], [], []
         for i, (x, mask, feat, (start, stop)) in enumerate(
             zip(values, observed, time_feat, origins)
@@ -163,6 +174,7 @@ class WindowDataset(Dataset):
             origins,
             stride=stride,
             **_covariate_options(panel, covariates),
+            **_statistics(panel, scaler, scaler_rows),
         )
 
     @classmethod
@@ -203,6 +215,7 @@ class WindowDataset(Dataset):
             [(len(s), len(s) + 1) for s in panel.items],
             with_future_target=False,
             **_covariate_options(panel, covariates),
+            **_statistics(panel, scaler, scaler_rows),
         )
 
     def __len__(self) -> int:
@@ -230,6 +243,8 @@ class WindowDataset(Dataset):
         if self.with_future_target:
             window["future_target"] = torch.tensor(self._target[item][future])
             window["future_observed"] = torch.tensor(self._observed[item][future])
+        if self._loc is not None:
+            window["target_loc"], window["target_scale"] = self._loc[item], self._scale[item]
         window["item"] = item
         window["origin"] = origin
         return window
@@ -248,6 +263,12 @@ def _covariate_options(panel: Panel, covariates: WindowCovariates | None) -> dic
         return {}
     calendar = time_feature_dim(panel.freq)
     return {"past_only": slice(calendar, calendar + covariates.past_only), "static_cat": covariates.static_cat}
+
+
+def _statistics(panel: Panel, scaler: StandardScaler, scaler_rows: Sequence[int] | None) -> dict[str, np.ndarray]:
+    """The ``loc`` and ``scale`` arguments of :class:`WindowDataset`: each item's scaler row."""
+    rows = np.arange(len(panel.items)) if scaler_rows is None else np.asarray(scaler_rows, dtype=np.int64)
+    return {"loc": scaler.loc[rows], "scale": scaler.scale[rows]}
 
 
 def scaled_values(

@@ -14,6 +14,7 @@ from tsrec.models.patchtst import PatchTST
 from tsrec.models.relevancy import RelevancyRNN
 from tsrec.models.srupp import SRUpp
 from tsrec.models.starsaber import StarSaber
+from tsrec.models.stats import ETS, Theta
 from tsrec.models.transformer import EncoderDecoderForecaster
 
 
@@ -104,6 +105,9 @@ for _attention, _base in (("prob", "informer"), ("logsparse", "logsparse"), ("fu
 register("dlinear", DLinear, "DLinear: moving-average decomposition + two linear maps")
 register("seasonal_naive", SeasonalNaive, "repeat the last season")
 register("naive", SeasonalNaive, "repeat the last value", season_length=1)
+# statsforecast's automatic models, fitted on each window (the optional extra tsrec[stats])
+register("ets", ETS, "statsforecast's AutoETS: exponential smoothing chosen by AICc, fitted on each window")
+register("theta", Theta, "statsforecast's AutoTheta: the Theta method's best variant, fitted on each window")
 register("patchtst", PatchTST, "PatchTST: channel-independent patches, RevIN, Transformer encoder")
 # Bidirectional REMs: every patch lies in the forecast's past, so a causal REM would only hide
 # from each patch its later neighbours, which the encoder's full attention sees anyway.
