@@ -99,7 +99,17 @@ def measure(lengths: list[int], repeats: int, reference_limit: float) -> list[di
     return rows
 
 
-def report(rows: list[dict[str, str]], *, command: str, repeats: int, reference_limit: float) -> str:
+def agreement(rows: list[dict[str, str]]) -> str:
+    """One line: whether both found the same periods wherever both ran."""
+    differ = [row["steps"] for row in rows if row["old periods"] and row["old periods"] != row["new periods"]]
+    ran = [row["steps"] for row in rows if row["old periods"]]
+    if not differ:
+        return f"Periods: the same from both at every length both ran ({', '.join(ran)} steps)."
+    return f"Periods: different at {', '.join(differ)} steps."
+
+
+def report(rows: list[dict[str, str]], *, command: str, repeats: int, reference_limit: float,
+           load: tuple[float, float]) -> str:
     columns = ("steps", "old", "new", "old/new", "old periods", "new periods")
     lines = [
         "# Dominant periods: quadratic reference vs segment-averaged periodogram",
@@ -110,7 +120,8 @@ def report(rows: list[dict[str, str]], *, command: str, repeats: int, reference_
         f"- git commit: `{git_commit()}`; old = `tsrec/data/periods.py` at `{REFERENCE_COMMIT}` "
         "(one periodogram of the whole series, a median at every local peak)",
         f"- machine: {machine()}; numpy {np.__version__}; OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}",
-        f"- date: {now()}",
+        f"- date: {now()}; 1-min load average {load[0]:.1f} at the start, {load[1]:.1f} at the end "
+        "(2 cores shared with other jobs: CPU seconds, not wall time)",
         f"- time: CPU seconds of one call, median (min-max) of {repeats} calls after an untimed warm-up; "
         f"old skipped where its quadratic extrapolation exceeds {reference_limit:.0f} s",
         f"- new: segments of at most {periods.MAX_SEGMENT} steps (half-overlapping), floor exact every "
@@ -119,6 +130,8 @@ def report(rows: list[dict[str, str]], *, command: str, repeats: int, reference_
         "| " + " | ".join(columns) + " |",
         "|" + "|".join("---:" if c in ("steps", "old", "new", "old/new") else "---" for c in columns) + "|",
         *("| " + " | ".join(row[c] for c in columns) + " |" for row in rows),
+        "",
+        agreement(rows),
         "",
     ]
     return "\n".join(lines)
@@ -133,9 +146,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="skip the old implementation where its extrapolated time exceeds this (seconds)")
     parser.add_argument("--out-dir", type=Path, default=ROOT / "benchmarks" / "results")
     args = parser.parse_args(argv)
+    load_before = os.getloadavg()[0]
     rows = measure(sorted(args.lengths), args.repeats, args.reference_limit)
     text = report(rows, command=command_line("benchmarks.periods_speed", argv), repeats=args.repeats,
-                  reference_limit=args.reference_limit)
+                  reference_limit=args.reference_limit, load=(load_before, os.getloadavg()[0]))
     args.out_dir.mkdir(parents=True, exist_ok=True)
     (args.out_dir / "periods_speed.md").write_text(text)
     print(text)
