@@ -1,11 +1,16 @@
 """Dominant cycle lengths of the training data, for REM dilations and initial ``theta`` s.
 
 The periodogram of every (detrended, z-scored, gap-filled) training series is averaged; its peaks,
-strongest first, are the candidate periods. A candidate is kept when it is a line, not a bump of
-the noise: its power is ``min_prominence`` times the median power of the frequencies around it
-(red noise such as an AR(1) process has a smooth spectrum, a cycle a sharp line); when it is no
-harmonic (an integer fraction ``P / k``) of a stronger kept period; and when the series holds at
-least ``min_cycles`` of it.
+strongest first, are the candidate periods. A series longer than ``max_segment`` steps is cut into
+half-overlapping segments of ``max_segment`` steps, each linearly detrended over its observed steps,
+and their periodograms are averaged (Welch's method), so the work grows as ``T log(max_segment)``
+and the spectrum has ``max_segment // 2 + 1`` bins whatever the length. A candidate is kept when it
+is a line, not a bump of the noise: its power is ``min_prominence`` times the median power of the
+frequencies around it (red noise such as an AR(1) process has a smooth spectrum, a cycle a sharp
+line); when it is no harmonic (an integer fraction ``P / k``) of a stronger kept period; and when
+a segment holds at least ``min_cycles`` of it. The median around a bin is taken exactly on a grid of
+bins spaced 1/64 octave apart (every bin at low frequencies) and interpolated between them, which
+costs ``O(n)`` for ``n`` bins where a median at every bin costs ``O(n^2)``.
 """
 
 from __future__ import annotations
@@ -14,12 +19,20 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["dominant_periods"]
+__all__ = ["dominant_periods", "MAX_SEGMENT"]
+
+#: Longest stretch (steps) transformed at once; longer series are averaged over segments this long.
+#: Longer than every shared benchmark's training part, so their spectra are single periodograms.
+MAX_SEGMENT = 2**16
+#: Fewest observed steps a series (or a segment) needs for its line fit and spectrum to count.
+MIN_OBSERVED = 8
+#: Grid points per octave at which the noise floor is computed exactly.
+FLOOR_GRID_PER_OCTAVE = 64
 
 
 def dominant_periods(values: Sequence[np.ndarray], observed: Sequence[np.ndarray], *, max_periods: int = 3,
                      min_period: float = 2.0, min_cycles: float = 4.0, min_prominence: float = 20.0,
-                     tolerance: float = 0.05) -> tuple[float, ...]:
+                     tolerance: float = 0.05, max_segment: int = MAX_SEGMENT) -> tuple[float, ...]:
     """Up to ``max_periods`` dominant cycle lengths in steps, strongest first.
 
     Args:
@@ -27,45 +40,78 @@ def dominant_periods(values: Sequence[np.ndarray], observed: Sequence[np.ndarray
         observed: per item ``[T_i, C]`` bool.
         max_periods: how many periods to return at most.
         min_period: shortest period considered (2 steps is the Nyquist limit).
-        min_cycles: a period is kept only if the series spans this many cycles of it.
+        min_cycles: a period is kept only if a segment (the whole series when it is at most
+            ``max_segment`` steps long) spans this many cycles of it.
         min_prominence: a peak's power over the median power of the frequencies within 30% of it.
         tolerance: relative distance within which ``P / k`` counts as a harmonic of ``P``.
+        max_segment: longest stretch transformed at once (the FFT size); longer series are averaged
+            over half-overlapping segments this long, so periods up to ``max_segment / min_cycles``
+            are looked for.
 
     Returns an empty tuple for series too short or without a clear cycle (white noise, a trend).
     """
     length = max((len(v) for v in values), default=0)
     if length < 2 * min_cycles * min_period:
         return ()
-    power = np.zeros(length // 2 + 1)
-    for x, mask in zip(values, observed):
-        x = np.asarray(x, dtype=np.float64)
-        mask = np.asarray(mask, dtype=bool)
-        for c in range(x.shape[1]):
-            column = _standardised(x[:, c], mask[:, c])
-            if column is not None:
-                # A Hann taper keeps a strong line's leakage from posing as other lines.
-                spectrum = np.abs(np.fft.rfft(column * np.hanning(column.size), n=length)) ** 2  # [length // 2 + 1]
-                power += spectrum / spectrum[1:].sum()
-    frequency = np.arange(power.size) / length  # cycles per step
+    segment = min(length, int(max_segment))
+    power = _averaged_power(values, observed, segment)  # [segment // 2 + 1]
+    if not power[1:].any():
+        return ()
+    frequency = np.arange(power.size) / segment  # cycles per step
     with np.errstate(divide="ignore"):
         period = np.where(frequency > 0, 1.0 / frequency, np.inf)
-    searched = (period >= min_period) & (period <= length / min_cycles)
-    peaks = [k for k in np.flatnonzero(searched)
-             if _is_peak(power, k) and power[k] >= min_prominence * _background(power, k)]
-    peaks.sort(key=lambda k: power[k], reverse=True)
+    searched = np.flatnonzero((period >= min_period) & (period <= segment / min_cycles))
+    peaks = _local_peaks(power, searched)
+    peaks = peaks[power[peaks] >= min_prominence * _noise_floor(power, peaks)]
+    peaks = peaks[np.argsort(-power[peaks], kind="stable")]  # strongest first
     kept: list[float] = []
     for k in peaks:
         if len(kept) == max_periods:
             break
-        candidate = _refine(power, k, length)
+        candidate = _refine(power, int(k), segment)
         if not any(_harmonic(candidate, p, tolerance) or abs(candidate - p) <= tolerance * p for p in kept):
             kept.append(candidate)
     return tuple(round(p, 2) for p in kept)
 
 
+def _averaged_power(values: Sequence[np.ndarray], observed: Sequence[np.ndarray], segment: int) -> np.ndarray:
+    """Sum over every item and channel of its spectrum scaled to unit power (DC left out):
+    ``[segment // 2 + 1]``, zeros when no column has a spectrum."""
+    power = np.zeros(segment // 2 + 1)
+    for x, mask in zip(values, observed):
+        x = np.asarray(x, dtype=np.float64)
+        mask = np.asarray(mask, dtype=bool)
+        for c in range(x.shape[1]):
+            column = _column_power(x[:, c], mask[:, c], segment)
+            if column is not None:
+                power += column
+    return power
+
+
+def _column_power(column: np.ndarray, mask: np.ndarray, segment: int) -> np.ndarray | None:
+    """Welch spectrum of one series ``[T]``: the Hann-tapered periodograms of its segments (one
+    segment, the whole series, when ``T <= segment``), each zero-padded to ``segment`` steps, summed
+    and scaled to unit power outside the DC bin: ``[segment // 2 + 1]``; None when nothing is left."""
+    standardised = _standardised(column, mask)
+    if standardised is None:
+        return None
+    width = min(column.size, segment)
+    starts = _segment_starts(column.size, width)  # [S]
+    windows = np.lib.stride_tricks.sliding_window_view(standardised, width)[starts]  # [S, width]
+    seen = np.lib.stride_tricks.sliding_window_view(mask, width)[starts]  # [S, width]
+    residual = _detrended(windows, seen)  # [S', width]
+    if residual.shape[0] == 0:
+        return None
+    # A Hann taper keeps a strong line's leakage from posing as other lines.
+    spectra = np.abs(np.fft.rfft(residual * np.hanning(width), n=segment, axis=1)) ** 2  # [S', segment // 2 + 1]
+    power = spectra.sum(axis=0)
+    total = power[1:].sum()
+    return power / total if total > 0 else None
+
+
 def _standardised(column: np.ndarray, mask: np.ndarray) -> np.ndarray | None:
     """Observed values z-scored and linearly detrended, gaps filled with 0; None if flat or too sparse."""
-    if mask.sum() < 8:
+    if mask.sum() < MIN_OBSERVED:
         return None
     t = np.flatnonzero(mask)
     y = column[mask]
@@ -79,10 +125,57 @@ def _standardised(column: np.ndarray, mask: np.ndarray) -> np.ndarray | None:
     return out
 
 
-def _is_peak(power: np.ndarray, k: int) -> bool:
-    left = power[k - 1] if k > 0 else -np.inf
-    right = power[k + 1] if k + 1 < power.size else -np.inf
-    return power[k] > left and power[k] >= right
+def _segment_starts(n_steps: int, width: int) -> np.ndarray:
+    """First steps of the segments of ``width`` steps that cover ``n_steps`` steps, spread evenly
+    from the first to the last step with at least half a segment of overlap: ``[S]``, where
+    ``S = 1 + ceil((n_steps - width) / (width // 2))`` (1 when ``n_steps <= width``)."""
+    if n_steps <= width:
+        return np.zeros(1, dtype=np.int64)
+    count = 1 + -(-(n_steps - width) // max(1, width // 2))
+    return np.round(np.linspace(0, n_steps - width, count)).astype(np.int64)
+
+
+def _detrended(windows: np.ndarray, seen: np.ndarray) -> np.ndarray:
+    """Each row of ``windows [S, W]`` minus its least-squares line through its observed steps
+    (``seen [S, W]`` bool), unobserved steps set to 0: ``[S', W]``, the rows with fewer than
+    :data:`MIN_OBSERVED` observed steps left out."""
+    weight = seen.astype(np.float64)
+    t = np.arange(windows.shape[1], dtype=np.float64)
+    t -= t.mean()  # centred, so the normal equations stay well conditioned
+    y = windows * weight
+    n = weight.sum(axis=1)  # [S]
+    sum_t, sum_tt = weight @ t, weight @ (t * t)
+    sum_y, sum_ty = y.sum(axis=1), y @ t
+    determinant = n * sum_tt - sum_t**2
+    keep = (n >= MIN_OBSERVED) & (determinant > 0)
+    slope = (n * sum_ty - sum_t * sum_y)[keep] / determinant[keep]
+    intercept = (sum_y[keep] - slope * sum_t[keep]) / n[keep]
+    return (y[keep] - intercept[:, None] - slope[:, None] * t) * weight[keep]
+
+
+def _local_peaks(power: np.ndarray, bins: np.ndarray) -> np.ndarray:
+    """The ``bins`` (increasing, ``[K]``) whose power is above the bin below and at least the bin above
+    (outside the spectrum counts as ``-inf``): ``[K']``."""
+    padded = np.r_[-np.inf, power, -np.inf]
+    return bins[(power[bins] > padded[bins]) & (power[bins] >= padded[bins + 2])]
+
+
+def _noise_floor(power: np.ndarray, bins: np.ndarray) -> np.ndarray:
+    """:func:`_background` at every bin of ``bins [K]``: exact on :func:`_floor_grid`, interpolated
+    linearly over log frequency between its points: ``[K]``."""
+    if bins.size == 0:
+        return np.zeros(0)
+    grid = _floor_grid(int(bins.min()), int(bins.max()))  # [G]
+    floor = np.array([_background(power, int(k)) for k in grid])  # [G]
+    return np.interp(np.log(bins), np.log(grid), floor)
+
+
+def _floor_grid(low: int, high: int) -> np.ndarray:
+    """Bins from ``low`` to ``high`` (both included, ``low >= 1``), :data:`FLOOR_GRID_PER_OCTAVE` per
+    octave (every bin while they are closer than one bin apart): ``[G]``, ``G = O(log(high / low))``.
+    The medians on it cost ``O(high)`` in all, for windows of 60% of their bin."""
+    count = int(np.ceil(np.log2(high / low) * FLOOR_GRID_PER_OCTAVE)) + 1
+    return np.unique(np.round(np.geomspace(low, high, count)).astype(np.int64))
 
 
 def _background(power: np.ndarray, k: int) -> float:
