@@ -14,10 +14,13 @@ from tsrec.models import (
     model_config,
 )
 from tsrec.nn.attention import rsa_parameters
+from tsrec.models.ensemble import with_members
 from tsrec.models.stats import StatsConfig
 
 B, LC, LABEL, H, C, F = 3, 32, 16, 8, 3, 4
 DATA = DataFacts(season=4, n_channels=C, n_time_features=F)  # fills what the options leave to the data
+# Every registered network but the ensemble, which is built from fitted members (its own test below).
+NETWORKS = [name for name in list_models() if name != "auto"]
 
 
 
@@ -62,7 +65,7 @@ def test_unknown_model_and_option_errors_name_the_alternatives():
         model_config("informer", d_modle=8)
 
 
-@pytest.mark.parametrize("name", list_models())
+@pytest.mark.parametrize("name", NETWORKS)
 @pytest.mark.parametrize("extra", [{}, {"revin": True}, {"channel_independent": True}],
                          ids=["plain", "revin", "channel_independent"])
 def test_model_contract(name, extra):
@@ -104,7 +107,7 @@ def covariate_batch(seed=0):
             "static_cat": torch.randint(0, CARDINALITY, (B, 1), generator=g)}
 
 
-@pytest.mark.parametrize("name", list_models())
+@pytest.mark.parametrize("name", NETWORKS)
 @pytest.mark.parametrize("extra", [{}, {"channel_independent": True}], ids=["plain", "channel_independent"])
 def test_model_contract_with_covariates(name, extra):
     """Every trainable model forecasts from the covariates (the shared covariate path: static
@@ -270,3 +273,24 @@ def test_informer_mix_cuts_some_decoder_heads_off():
     # rows 16..23 of 24 with 8 heads of size 2: heads 16*8//24 = 5 .. 7 (the dilated heads)
     assert rem.eta.grad is None or torch.all(rem.eta.grad == 0)
     assert torch.any(rem.dilated_nu.grad != 0)
+
+
+def test_the_ensemble_network_is_the_weighted_sum_of_its_members_each_on_its_own_context():
+    torch.manual_seed(0)
+    short = build_model("dlinear", data=DATA, **{**tiny_options("dlinear"), "context_length": LC // 2})
+    long = build_model("seasonal_naive", data=DATA, **tiny_options("seasonal_naive"))
+    config = with_members(model_config("auto", context_length=LC, prediction_length=H, n_channels=C,
+                                       n_time_features=F),
+                          [("dlinear", short.config), ("seasonal_naive", long.config)], [0.25, 0.75], [])
+    ensemble = build_model("auto", config).eval()
+    ensemble.members[0].load_state_dict(short.state_dict())
+    window = batch()
+    half = {k: v[:, -(LC // 2):] if k.startswith("past") else v for k, v in window.items()}
+    with torch.no_grad():
+        expected = 0.25 * short.eval()(half) + 0.75 * long(window)
+        torch.testing.assert_close(ensemble(window), expected)
+    with pytest.raises(ValueError, match="weights must sum to 1"):
+        with_members(config, [("dlinear", short.config)], [0.5], [])
+    with pytest.raises(ValueError, match="needs members"):
+        build_model("auto", model_config("auto", context_length=LC, prediction_length=H, n_channels=C,
+                                          n_time_features=F))

@@ -44,6 +44,7 @@ from tsrec.data.split import default_val_windows
 from tsrec.data.time_features import seasonality
 from tsrec.datasets.loading import sha256_of
 from tsrec.models import ForecastModel, build_model, model_spec
+from tsrec.models.ensemble import AUTO
 from tsrec.nn.outputs import check_levels
 from tsrec.settings import ForecasterSettings
 from tsrec.training.budget import Budget, plan_budget, refit_budget
@@ -192,6 +193,7 @@ class Forecaster:
         self.scaler: StandardScaler | None = None
         self.covariates: CovariateEncoder | None = None
         self._covariate_values: CovariateValues | None = None
+        self._leaderboard: pd.DataFrame | None = None
         self.trainer = None
         self._columns: dict[str, Any] = {"time_col": None, "id_col": None, "target_col": None}
 
@@ -298,8 +300,11 @@ class Forecaster:
         panel, values = read_frame(df, covariates, categorical, freq=self.settings.window.freq, gaps=gaps, **columns)
         val_panel, val_values = (None, None) if val_df is None else \
             read_frame(val_df, covariates, categorical, freq=panel.freq, gaps=gaps, **columns)
-        context = self._context_for(panel, val_panel)
-        split = split_panel(panel, context, self.prediction_length, val_windows=self.val_windows, val_panel=val_panel)
+        auto = self._fit_auto_members(df, panel, columns, covariates, val_df, resume) if self.model_name == AUTO else None
+        context = self._context_for(panel, val_panel) if auto is None else auto.context_length
+        # an ensemble's scaler is its trained members' (fitted on all the history when they refit)
+        val_windows = 0 if auto is not None and self.training.refit_full else self.val_windows
+        split = split_panel(panel, context, self.prediction_length, val_windows=val_windows, val_panel=val_panel)
         _require_observed(panel, split.train_end)
         scaler, encoder = _fit_scaling(panel, values, covariates, categorical, split.train_end)
         periods = dominant_periods([s.values[:end] for s, end in zip(panel.items, split.train_end)],
@@ -307,12 +312,16 @@ class Forecaster:
         facts = data_facts(panel.freq, n_channels=len(panel.columns) if panel.layout == "wide" else 1,
                            periods=periods, n_covariate_features=encoder.n_features,
                            static_cardinalities=encoder.cardinalities)
-        resolved = self.settings.resolved(facts, freq=panel.freq, covariates=covariates, context_length=context)
+        settings = self.settings if auto is None else dataclasses.replace(self.settings, network=auto.network)
+        resolved = settings.resolved(facts, freq=panel.freq, covariates=covariates, context_length=context)
         started = time.perf_counter()
         import lightning.pytorch as pl
 
         pl.seed_everything(self.training.seed, workers=True, verbose=False)
         model = build_model(resolved.model, resolved.network)
+        if auto is not None:
+            for network, member in zip(model.members, auto.members):
+                network.load_state_dict(member.model.state_dict())
         run, refit = _Run([], None, None, {}, 0.0), None
         if self.trainable:
             train_covariates = encoder.encode(panel, values)
@@ -344,7 +353,32 @@ class Forecaster:
         self.covariates = encoder
         self._covariate_values = values.tail(context)
         self._columns = columns
+        self._leaderboard = None if auto is None else auto.leaderboard
         return self
+
+    def _fit_auto_members(self, df: pd.DataFrame, panel: Panel, columns: dict[str, Any], covariates: CovariateConfig,
+                          val_df: pd.DataFrame | None, resume: bool) -> Any:
+        """``Forecaster("auto")``'s candidates scored, weighted and refitted (:mod:`tsrec.auto`)."""
+        from tsrec.auto import fit_members
+
+        refused = [what for what, given in (("covariates", covariates.columns), ("val_df", val_df is not None),
+                                            ("resume=True", resume)) if given]
+        if refused:
+            raise ValueError(f"Forecaster('auto') takes no {', '.join(refused)}: it validates its candidates on the "
+                             "end of the fit frame and refits them; fit a model by name for these")
+        return fit_members(self, df, panel, columns)
+
+    @property
+    def leaderboard(self) -> pd.DataFrame:
+        """``Forecaster("auto")``: each candidate's validation MSE (errors z-scored per series) and
+        its weight in the ensemble (0: left out), best first; after ``fit`` also its ``fit_seconds``
+        and a ``note`` (why it failed)."""
+        self._require_fitted()
+        if self.model_name != AUTO:
+            raise AttributeError(f"only Forecaster('auto') has a leaderboard; this one is {self.model_name!r}")
+        from tsrec.auto import leaderboard
+
+        return self._leaderboard if self._leaderboard is not None else leaderboard(self.resolved_settings.network)
 
     def _context_for(self, panel: Panel, val_panel: Panel | None) -> int:
         """The context of a fit on ``panel``: the one set, else the model's default

@@ -151,6 +151,8 @@ class ForecastModel(nn.Module, abc.ABC):
 
     config_class: ClassVar[type[ModelConfig]] = ModelConfig
     trainable: ClassVar[bool] = True
+    #: The outputs a model that is not trained can give.
+    untrained_outputs: ClassVar[tuple[str, ...]] = ("point",)
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
@@ -163,7 +165,7 @@ class ForecastModel(nn.Module, abc.ABC):
         self.config = config
         self.core_channels = 1 if config.channel_independent else config.n_channels
         self.revin = RevIN(config.n_channels) if config.revin else None
-        if config.output != "point" and not self.trainable:
+        if not self.trainable and config.output not in self.untrained_outputs:
             raise ValueError(f"{type(self).__name__} is not trained, so it has only a point forecast: "
                              f"use output='point', or a trainable model for output={config.output!r}")
         self.output = make_output(config.output, config.quantile_levels)

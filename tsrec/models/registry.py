@@ -9,6 +9,7 @@ from typing import Any
 from tsrec.config import Config, DataFacts, RSAConfig, TrainingConfig
 from tsrec.models.base import ForecastModel, ModelConfig
 from tsrec.models.dlinear import DLinear
+from tsrec.models.ensemble import AUTO, Ensemble
 from tsrec.models.naive import SeasonalNaive
 from tsrec.models.patchtst import PatchTST
 from tsrec.models.relevancy import RelevancyRNN
@@ -119,5 +120,6 @@ register("rsa_starsaber", StarSaber, "StarSaber with its relation graph mixed wi
          rsa=RSAConfig(encoder_masked=False))
 register("relevancy_rnn", RelevancyRNN, "RNN attending over a buffer of its last states and a relevant set of "
          "older ones kept for the attention they drew (Kerg et al. 2020)")
+register(AUTO, Ensemble, "the best of its candidates, or a validation-weighted ensemble of them (tsrec.auto)")
 register("srupp", SRUpp, "SRU++: causal attention on a factorised projection feeding SRU's elementwise recurrence")
 register("rsa_srupp", SRUpp, "SRU++ with causal REMs mixed into every attention", rsa=RSAConfig())

@@ -1,0 +1,118 @@
+"""A weighted ensemble of fitted models: the network behind ``Forecaster("auto")`` (:mod:`tsrec.auto`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from tsrec.batch import ForecastBatch
+from tsrec.models.base import ForecastModel, ModelConfig
+
+__all__ = ["AUTO", "AUTO_CANDIDATES", "Ensemble", "EnsembleConfig", "with_members"]
+
+#: The registry name of the ensemble ``Forecaster("auto")`` fits (:mod:`tsrec.auto`).
+AUTO = "auto"
+
+#: The models ``Forecaster("auto")`` scores by default: RSA in PatchTST, PatchTST, DLinear (all with
+#: RevIN), statsforecast's AutoETS and AutoTheta (when the stats extra is installed) and seasonal naive.
+AUTO_CANDIDATES = ("rsa_patchtst", "patchtst", "dlinear", "ets", "theta", "seasonal_naive")
+#: The outputs an ensemble can average: points, and quantiles (a weighted average of each level's
+#: forecasts keeps them ordered); distributions' parameters do not average into their mixture.
+ENSEMBLE_OUTPUTS = ("point", "quantile")
+
+
+@dataclass(frozen=True)
+class EnsembleConfig(ModelConfig):
+    """What ``Forecaster("auto")`` chose.
+
+    Attributes:
+        candidates: the models scored on the validation backtest.
+        scores: each candidate's validation MSE (errors z-scored per series; NaN where it failed).
+        members: the models of the ensemble (filled at ``fit``), with their resolved network settings
+            ``member_configs`` (``ModelConfig.to_dict()``) and their ``weights`` (summing to 1).
+    """
+
+    candidates: tuple[str, ...] = AUTO_CANDIDATES
+    scores: tuple[float, ...] = ()
+    members: tuple[str, ...] = ()
+    member_configs: tuple[dict[str, Any], ...] = ()
+    weights: tuple[float, ...] = ()
+    revin: bool = False  # each member normalises its own windows
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        candidates = (self.candidates,) if isinstance(self.candidates, str) else tuple(self.candidates)
+        if not candidates or not all(isinstance(c, str) for c in candidates) or "auto" in candidates:
+            raise ValueError(f"candidates must name registered models (not 'auto'), got {self.candidates!r}")
+        object.__setattr__(self, "candidates", candidates)
+        if self.output not in ENSEMBLE_OUTPUTS:
+            raise ValueError(f"an ensemble averages its members' forecasts, which works for output='point' or "
+                             f"'quantile', not {self.output!r}; use one of those, or fit a model by name")
+        if self.revin:
+            raise ValueError("an ensemble applies no RevIN of its own (each member normalises its windows); "
+                             "leave revin out")
+        if not len(self.members) == len(self.member_configs) == len(self.weights):
+            raise ValueError("members, member_configs and weights must have one entry per member")
+        if self.weights and not math.isclose(sum(self.weights), 1.0, rel_tol=1e-9):
+            raise ValueError(f"ensemble weights must sum to 1, got {self.weights!r}")
+
+    def unresolved(self) -> list[str]:
+        return super().unresolved() + ([] if self.members else ["members"])
+
+    def member_config(self, index: int) -> ModelConfig:
+        """The typed network settings of member ``index``."""
+        from tsrec.models.registry import model_spec
+
+        return model_spec(self.members[index]).model_class.config_class.from_dict(dict(self.member_configs[index]))
+
+
+class Ensemble(ForecastModel):
+    """``sum_i w_i * member_i(batch)`` over the fitted members, each reading the last
+    ``context_length`` steps of its own from the batch (the ensemble's context is the longest)."""
+
+    config_class = EnsembleConfig
+    trainable = False
+    untrained_outputs = ENSEMBLE_OUTPUTS
+
+    def __init__(self, config: EnsembleConfig) -> None:
+        super().__init__(config)
+        from tsrec.models.registry import build_model
+
+        self.members = nn.ModuleList(build_model(name, config.member_config(i)) for i, name in enumerate(config.members))
+        self.register_buffer("weights", torch.tensor(config.weights, dtype=torch.float32), persistent=False)
+
+    @classmethod
+    def default_context(cls, prediction_length: int, season: int) -> int:
+        raise TypeError("an ensemble's context is its longest member's, known once they are fitted")
+
+    def forecast(self, past_target: Tensor, past_time_feat: Tensor, future_time_feat: Tensor) -> Tensor:
+        raise NotImplementedError("an ensemble forecasts whole batches (forward)")
+
+    def forward(self, batch: ForecastBatch) -> Tensor:
+        total = None
+        for weight, member in zip(self.weights, self.members):
+            length = member.config.context_length
+            window = {key: value[:, -length:] if key in ("past_target", "past_observed", "past_time_feat") else value
+                      for key, value in batch.items()}
+            out = weight * member(window)  # [B, H, C] or [B, H, C, Q]
+            total = out if total is None else total + out
+        return total
+
+    def describe(self) -> list[dict[str, Any]]:
+        """One row per member: ``model``, ``weight``, ``context_length``."""
+        return [{"model": name, "weight": float(w), "context_length": m.config.context_length}
+                for name, w, m in zip(self.config.members, self.config.weights, self.members)]
+
+
+def with_members(config: EnsembleConfig, members: list[tuple[str, ModelConfig]], weights: list[float],
+                 scores: list[float]) -> EnsembleConfig:
+    """``config`` with its fitted ``members`` (name, resolved network settings), their ``weights``
+    and the candidates' validation ``scores``."""
+    return dataclasses.replace(config, members=tuple(name for name, _ in members),
+                               member_configs=tuple(c.to_dict() for _, c in members),
+                               weights=tuple(float(w) for w in weights), scores=tuple(float(s) for s in scores))
