@@ -353,26 +353,25 @@ def tsrec_forecaster(model: str, horizon: int, seed: int, quick: bool) -> Any:
     a tiny network trained for a few steps)."""
     from tsrec import Forecaster
 
+    named = {} if model == DEFAULT else {"model": model}
     options: dict[str, Any] = {"seed": seed}
     trainer = {"enable_progress_bar": False}
-    if quick:
-        import dataclasses
-
-        from tsrec.forecaster import DEFAULT_MODEL
-        from tsrec.models import model_spec
-
-        fields = {f.name for f in dataclasses.fields(model_spec(DEFAULT_MODEL if model == DEFAULT else model)
-                                                     .model_class.config_class)}
-        options.update({k: v for k, v in QUICK_OPTIONS.items() if k in fields or k == "max_steps"})
-        trainer.update(QUICK_TRAINER)
-    named = {} if model == DEFAULT else {"model": model}
     try:
-        return Forecaster(**named, prediction_length=horizon, trainer_kwargs=trainer, **options)
+        forecaster = Forecaster(**named, prediction_length=horizon, trainer_kwargs=trainer, **options)
     except (ValueError, KeyError) as err:
         if model == DEFAULT:
             raise
         reason = str(err).split(";")[0]  # the first clause, without the list of known models
         raise SkipRun(f"tsrec does not accept model {model!r} yet ({type(err).__name__}: {reason})") from err
+    if not quick:
+        return forecaster
+    import dataclasses
+
+    from tsrec.models import model_spec
+
+    fields = {f.name for f in dataclasses.fields(model_spec(forecaster.model_name).model_class.config_class)}
+    options.update({k: v for k, v in QUICK_OPTIONS.items() if k in fields or k == "max_steps"})
+    return Forecaster(**named, prediction_length=horizon, trainer_kwargs={**trainer, **QUICK_TRAINER}, **options)
 
 
 def forecast_tsrec(task: Task, model: str, seed: int, quick: bool) -> tuple[pd.DataFrame, float, float]:
