@@ -374,9 +374,9 @@ def tsrec_forecaster(model: str, horizon: int, seed: int, quick: bool) -> Any:
     return Forecaster(**named, prediction_length=horizon, trainer_kwargs={**trainer, **QUICK_TRAINER}, **options)
 
 
-def forecast_tsrec(task: Task, model: str, seed: int, quick: bool) -> tuple[pd.DataFrame, float, float]:
+def forecast_tsrec(task: Task, model: str, seed: int, quick: bool) -> tuple[pd.DataFrame, float, float, str]:
     """Fit once before the first origin, then backtest every window; rows ``item_id``, ``timestamp``,
-    ``origin``, ``y_pred``, with the fit's and the backtest's wall seconds."""
+    ``origin``, ``y_pred``, with the fit's and the backtest's wall seconds and :func:`training_note`."""
     from tsrec.evaluation import backtest
 
     forecaster = tsrec_forecaster(model, task.windows.horizon, seed, quick)
@@ -388,7 +388,22 @@ def forecast_tsrec(task: Task, model: str, seed: int, quick: bool) -> tuple[pd.D
     result = backtest(forecaster, task.inputs, start=task.first_origin, stride=task.windows.stride, **columns)
     predict_seconds = time.perf_counter() - started
     errors = result.errors
-    return errors[[ID, TIME, "origin", "y_pred"]], fit_seconds, predict_seconds
+    return errors[[ID, TIME, "origin", "y_pred"]], fit_seconds, predict_seconds, training_note(forecaster)
+
+
+def training_note(forecaster: Any) -> str:
+    """What the fit did, in a few words: the step that validation picked out of the budget, what
+    stopped the run, and the refit on all the history (from ``training_summary``)."""
+    summary = forecaster.training_summary
+    if not forecaster.trainable or summary is None:
+        return ""
+    budget = summary.budget or {}
+    limit = budget.get("max_steps") or f"{budget.get('max_epochs')} epochs"
+    note = f"best step {summary.best_step} of {limit}, {budget.get('steps_run')} run ({budget.get('stopped_by')})"
+    refit = summary.refit or {}
+    if "skipped" in refit:
+        return note + f"; no refit ({refit['skipped']})"
+    return note + (f"; refit {refit['steps']} steps on all the history" if "steps" in refit else "")
 
 
 def forecast_neuralforecast(task: Task, seed: int, seconds: float) -> pd.DataFrame:
@@ -447,7 +462,7 @@ def run_one(ctx: Context, task: Task, model: str, seed: int | None) -> dict[str,
     naive = naive_forecasts(task.inputs, task.windows, 1)["y_pred"].to_numpy()
     cpu = time.process_time()
     started = time.perf_counter()
-    predict_seconds = 0.0
+    predict_seconds, note = 0.0, ""
     if model in ("naive", "seasonal_naive"):
         scored = table.assign(y_pred=forecast_baseline(task, model)["y_pred"].to_numpy())
         fit_seconds = time.perf_counter() - started
@@ -459,12 +474,12 @@ def run_one(ctx: Context, task: Task, model: str, seed: int | None) -> dict[str,
         scored = align(table, forecast_neuralforecast(task, seed, budget), model)
         fit_seconds = time.perf_counter() - started
     else:
-        forecasts, fit_seconds, predict_seconds = forecast_tsrec(task, model, seed, ctx.quick)
+        forecasts, fit_seconds, predict_seconds, note = forecast_tsrec(task, model, seed, ctx.quick)
         scored = align(table, forecasts, model)
     cpu_seconds = time.process_time() - cpu
     return {**row_key(ctx, task, model, seed), "status": "ok", **score(scored, naive, task.stats),
             "fit_seconds": round(fit_seconds, 2), "predict_seconds": round(predict_seconds, 2),
-            "cpu_seconds": round(cpu_seconds, 2), "note": "", **provenance(ctx)}
+            "cpu_seconds": round(cpu_seconds, 2), "note": note, **provenance(ctx)}
 
 
 def default_fit_seconds(out: Path, config: str, dataset: str, seed: int) -> float:
@@ -697,8 +712,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.config is None:
         parser.error("give a config, or --render CSV")
     config = load_config(args.config)
-    # tsrec is imported before the commit is read, so rows name the code that ran.
+    # tsrec is imported before the commit is read, so rows name the code that ran; Lightning too, so
+    # that the first run's fit seconds do not include its import.
+    import lightning.pytorch  # noqa: F401
+
     import tsrec.evaluation  # noqa: F401
+    import tsrec.training  # noqa: F401
 
     out_dir = args.out_dir or (Path(tempfile.mkdtemp(prefix="tsrec-unseen-")) if args.quick else RESULTS)
     ctx = Context(config, out_dir / config["output"], args.quick,
