@@ -594,13 +594,24 @@ def run_all(ctx: Context, runs: list[tuple[str, str, int | None]]) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------- table
-def _mean_std(values: list[float], digits: int = 3) -> str:
+def _decimals(value: float) -> int:
+    """Decimals that show ``value`` with three significant digits (at least 3)."""
+    return 3 if value == 0 else max(3, 2 - math.floor(math.log10(abs(value))))
+
+
+def _mean_std(values: list[float]) -> str:
+    """Mean ± sample std (the mean alone for one value), to three significant digits of the mean."""
     if not values:
         return ""
     mean = float(np.mean(values))
+    digits = _decimals(mean)
     if len(values) == 1:
         return f"{mean:.{digits}f}"
     return f"{mean:.{digits}f} ± {float(np.std(values, ddof=1)):.{digits}f}"
+
+
+def _mean_mse(runs: list[dict[str, str]]) -> float:
+    return float(np.mean([float(r["mse"]) for r in runs]))
 
 
 def _verdict(model: float, reference: float | None, slack: float = 0.0) -> str:
@@ -616,7 +627,7 @@ def targets(ok: dict[str, list[dict[str, str]]]) -> dict[str, Any] | None:
     seeds against naive, seasonal naive and the best of AutoETS / AutoTheta (None without a default)."""
     if DEFAULT not in ok:
         return None
-    mean = {model: float(np.mean([float(r["mse"]) for r in rows])) for model, rows in ok.items()}
+    mean = {model: _mean_mse(rows) for model, rows in ok.items()}
     stats = {m: mean[m] for m in STATSFORECAST_MODELS if m in mean}
     best = min(stats, key=stats.get) if stats else None
     return {"default": mean[DEFAULT], "naive": mean.get("naive"), "seasonal_naive": mean.get("seasonal_naive"),
@@ -660,17 +671,45 @@ def render(csv_path: Path) -> Path:
               f"default's MSE is 0.93 times the baseline's); the last target is met within {WITHIN_BEST_STAT:.0%}.",
               "", "| dataset | default MSE | beats naive | beats seasonal naive | best of AutoETS/AutoTheta | "
               f"within {WITHIN_BEST_STAT:.0%} of it |", "|---|---|---|---|---|---|"]
+    met = [0, 0, 0]
     for dataset, ok in by_dataset.items():
         t = targets(ok)
         if t is None:
             continue
-        best = "" if t["best_stat"] is None else f"{t['best_stat']} {t['best_stat_mse']:.3f}"
-        lines.append(f"| {dataset} | {t['default']:.3f} | {_verdict(t['default'], t['naive'])} | "
-                     f"{_verdict(t['default'], t['seasonal_naive'])} | {best} | "
-                     f"{_verdict(t['default'], t['best_stat_mse'], WITHIN_BEST_STAT)} |")
+        verdicts = [_verdict(t["default"], t["naive"]), _verdict(t["default"], t["seasonal_naive"]),
+                    _verdict(t["default"], t["best_stat_mse"], WITHIN_BEST_STAT)]
+        met = [m + v.startswith("yes") for m, v in zip(met, verdicts)]
+        best = "" if t["best_stat"] is None else \
+            f"{t['best_stat']} {t['best_stat_mse']:.{_decimals(t['best_stat_mse'])}f}"
+        lines.append(f"| {dataset} | {t['default']:.{_decimals(t['default'])}f} | {verdicts[0]} | {verdicts[1]} | "
+                     f"{best} | {verdicts[2]} |")
+    judged = sum(targets(ok) is not None for ok in by_dataset.values())
+    lines.append(f"| met on | | {met[0]} of {judged} | {met[1]} of {judged} | | {met[2]} of {judged} |")
+    lines += across_datasets(by_dataset)
     out = csv_path.with_suffix(".md")
     out.write_text("\n".join(lines) + "\n")
     return out
+
+
+def across_datasets(by_dataset: dict[str, dict[str, list[dict[str, str]]]]) -> list[str]:
+    """Markdown lines: per model that ran on every dataset, the geometric mean over the datasets of
+    its MSE ratio to naive (mean over seeds first), and on how many datasets it is the lowest MSE."""
+    models = [m for m in dict.fromkeys(m for ok in by_dataset.values() for m in ok)
+              if all(m in ok for ok in by_dataset.values())]
+    if not models:
+        return []
+    wins = defaultdict(int)
+    for ok in by_dataset.values():
+        wins[min(ok, key=lambda m: _mean_mse(ok[m]))] += 1
+    lines = ["", "## Across the datasets", "",
+             "Geometric mean over the datasets of each model's MSE ratio to naive (its seeds averaged first), "
+             "and on how many datasets it has the lowest MSE of all the models run there.", "",
+             "| model | geometric mean ratio to naive | lowest MSE on |", "|---|---|---|"]
+    for model in models:
+        ratios = [np.mean([float(r["mse_ratio_naive"]) for r in ok[model]]) for ok in by_dataset.values()]
+        lines.append(f"| {model} | {float(np.exp(np.mean(np.log(ratios)))):.3f} | {wins[model]} of "
+                     f"{len(by_dataset)} |")
+    return lines
 
 
 # ---------------------------------------------------------------------------------------------- main

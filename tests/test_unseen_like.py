@@ -106,6 +106,10 @@ def test_forecasts_of_other_windows_are_refused():
         ul.align(table, shifted[[ul.ID, ul.TIME, "origin", "y_pred"]], "x")
 
 
+def test_means_show_three_significant_digits():
+    assert ul._mean_std([0.00325, 0.00335]) == "0.00330 ± 0.00007" and ul._mean_std([0.6661]) == "0.666"
+
+
 def test_targets_against_the_baselines():
     rows = {"default": [{"mse": "0.9"}, {"mse": "1.0"}], "naive": [{"mse": "1.0"}],
             "seasonal_naive": [{"mse": "0.8"}], "auto_ets": [{"mse": "0.92"}], "auto_theta": [{"mse": "0.95"}]}
@@ -170,7 +174,8 @@ def test_quick_run_writes_rows_and_a_table_and_resumes(tmp_path, monkeypatch, on
     assert "## toy (MS, 2 series, H = 8, stride 8, season 12, 4 windows)" in table
     assert "| naive | - | 123.000 |" in table and "| default | 0 |" in table
     assert "- no_such_model: not run (tsrec does not accept model 'no_such_model' yet" in table
-    assert "| toy | " in table.split("## The default's targets")[1]
+    assert "| toy | " in table.split("## The default's targets")[1] and "| met on | | 1 of 1 |" in table
+    assert "| naive | 1.000 | 0 of 1 |" in table.split("## Across the datasets")[1]  # its made-up MSE is the worst
     # the same command again runs nothing new (the skip is not recorded twice)
     assert ul.main(args) == 0
     assert len(list(csv.DictReader((out / "toy.csv").open()))) == 4
