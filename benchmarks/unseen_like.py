@@ -335,8 +335,12 @@ def forecast_baseline(task: Task, model: str) -> pd.DataFrame:
 def forecast_statsforecast(task: Task, model: str) -> pd.DataFrame:
     """statsforecast's AutoETS / AutoTheta refitted on all the history before every origin; rows
     ``item_id``, ``timestamp``, ``origin``, ``y_pred``."""
-    from statsforecast import StatsForecast
-    from statsforecast import models as sf_models
+    try:
+        from statsforecast import StatsForecast
+        from statsforecast import models as sf_models
+    except ImportError as err:
+        raise ImportError(f"{model} is statsforecast's; install it (a benchmark-only dependency): "
+                          "pip install statsforecast") from err
 
     estimator = getattr(sf_models, STATSFORECAST_MODELS[model])(season_length=task.season)
     sf = StatsForecast(models=[estimator], freq=task.freq, n_jobs=1)
@@ -660,6 +664,7 @@ def render(csv_path: Path) -> Path:
                   f"{first['stride']}, season {first['season']}, {first['windows']} windows)", "",
                   "| model | seeds | MSE | MAE | ratio to naive | fit s |", "|---|---|---|---|---|---|"]
         for model, runs in ok.items():
+            runs = sorted(runs, key=lambda r: int(r["seed"] or 0))
             lines.append("| " + " | ".join([
                 model, ",".join(r["seed"] for r in runs) or "-", _mean_std([float(r["mse"]) for r in runs]),
                 _mean_std([float(r["mae"]) for r in runs]), _mean_std([float(r["mse_ratio_naive"]) for r in runs]),
