@@ -142,7 +142,8 @@ class Forecaster:
             (tied with PatchTST on ETTh1/ETTh2; ``benchmarks/README.md``).
         prediction_length: steps to forecast.
         context_length: past steps the model reads (default ``2 * prediction_length``, or the
-            model's longer default capped by the shortest series: ``ets`` and ``theta``).
+            model's longer default capped by the shortest series: 32 steps at least for PatchTST,
+            ten seasons for ``ets`` and ``theta``, the longest member's for ``auto``).
         freq: pandas frequency of the data (inferred from the timestamps at every ``fit`` when None).
         val_windows: validation forecast origins taken from the end of each series of the fit frame
             (default: those whose targets are its last 10% of steps, at least one; 0 trains without

@@ -168,6 +168,12 @@ class PatchTST(ForecastModel):
 
     config_class = PatchTSTConfig
 
+    @classmethod
+    def default_context(cls, prediction_length: int, season: int) -> int:
+        """Twice the horizon, and at least two patches of the default length (32 steps): a short
+        horizon's ``2 * H`` would not hold one patch."""
+        return max(2 * prediction_length, 2 * PatchTSTConfig.patch_len)
+
     def __init__(self, config: PatchTSTConfig) -> None:
         super().__init__(config)
         c = config
