@@ -8,6 +8,9 @@ from sklearn.exceptions import NotFittedError
 from tsrec import Forecaster
 from tsrec.evaluation import backtest
 
+# the naive baselines only: ets and theta would cost a statsforecast fit per window
+NAIVE = ("naive", "seasonal_naive")
+
 TRAIN = dict(max_epochs=1, batch_size=64, trainer_kwargs={"enable_progress_bar": False, "logger": False})
 
 
@@ -26,7 +29,8 @@ def fitted():
 
 def test_rolling_windows_match_predict_on_the_history(fitted):
     df = frame()
-    result = backtest(fitted, df, start=210, stride=5, batch_size=7)  # 7 does not divide the window count
+    # 7 does not divide the window count
+    result = backtest(fitted, df, start=210, stride=5, batch_size=7, baselines=NAIVE)
     origins = sorted(result.errors.origin.unique())
     assert len(origins) == len(range(210, 300 - 6 + 1, 5)) == 17
     assert origins[0] == df.index[210] and origins[-1] == df.index[290]
@@ -41,13 +45,13 @@ def test_rolling_windows_match_predict_on_the_history(fitted):
 
 def test_default_is_the_last_windows_ending_at_the_end(fitted):
     df = frame()
-    result = backtest(fitted, df, n_windows=3)
+    result = backtest(fitted, df, n_windows=3, baselines=NAIVE)
     assert sorted(result.errors.origin.unique()) == list(df.index[[282, 288, 294]])
     assert result.errors.timestamp.max() == df.index[-1]
 
 
 def test_metrics_are_labelled_and_consistent(fitted):
-    result = backtest(fitted, frame(), start=200, stride=1)
+    result = backtest(fitted, frame(), start=200, stride=1, baselines=NAIVE)
     e = result.errors
     assert result.metric("mse", "original") == pytest.approx(float(np.mean((e.y_true - e.y_pred) ** 2)))
     assert result.metric("mse", "scaled") == pytest.approx(float(np.mean((e.y_true_scaled - e.y_pred_scaled) ** 2)))
@@ -62,7 +66,7 @@ def test_metrics_are_labelled_and_consistent(fitted):
 def test_seasonal_naive_is_exact_on_a_periodic_series():
     df = pd.DataFrame({"y": np.tile([1.0, 5.0, 2.0, 7.0], 30)}, index=pd.date_range("2024", periods=120, freq="D"))
     f = Forecaster("seasonal_naive", prediction_length=4, context_length=8, season_length=4).fit(df)
-    result = backtest(f, df, start=8, stride=1, season_length=4)
+    result = backtest(f, df, start=8, stride=1, season_length=4, baselines=NAIVE)
     assert result.metric("mse", "original") == 0.0
 
 
@@ -77,7 +81,7 @@ def test_refit_uses_only_data_before_each_origin(monkeypatch):
     monkeypatch.setattr(Forecaster, "fit", spy)
     df = frame()
     f = Forecaster("dlinear", prediction_length=6, context_length=24, val_windows=0, **TRAIN)
-    result = backtest(f, df, start=240, stride=6, refit_every=4)
+    result = backtest(f, df, start=240, stride=6, refit_every=4, baselines=NAIVE)
     origins = sorted(result.errors.origin.unique())
     assert len(origins) == 10
     # blocks start at windows 0, 4, 8: each fit ends right before its block's first origin
@@ -116,7 +120,7 @@ def test_backtest_scores_the_model_against_the_naive_forecasts_of_the_same_windo
                       index=pd.date_range("2024-01-01", periods=400, freq="h"))
     f = Forecaster("seasonal_naive", prediction_length=6, context_length=24).fit(df.iloc[:300])
     assert f.resolved_settings.network.season_length == 12  # the cycle found, not the calendar's 24
-    result = backtest(f, df, start=300, stride=6)
+    result = backtest(f, df, start=300, stride=6, baselines=NAIVE)
     skill = result.skill.set_index("baseline")
     assert skill.loc["seasonal_naive", "season"] == 12
     assert skill.loc["seasonal_naive", "mse_ratio"] == pytest.approx(1.0)  # the model is that baseline

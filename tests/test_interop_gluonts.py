@@ -11,6 +11,9 @@ import pytest
 
 from tsrec.interop.gluonts import from_tsrec_frame, to_tsrec_frame
 
+# the naive baselines only: ets and theta would cost a statsforecast fit per window
+NAIVE = ("naive", "seasonal_naive")
+
 LONG = {"id_col": "item_id", "time_col": "timestamp", "target_col": "target"}
 
 
@@ -272,7 +275,8 @@ def test_evaluator_scores_equal_tsrec_backtest(quantile_predictor) -> None:
     forecasts, series = make_evaluation_predictions(full, quantile_predictor, num_samples=100)
     agg, per_item = evaluate(forecasts, series)
     assert list(per_item.item_id) == ["a", "b"]
-    result = backtest(quantile_predictor.forecaster, to_tsrec_frame(full), quantiles=LEVELS, **LONG)  # last window
+    result = backtest(quantile_predictor.forecaster, to_tsrec_frame(full), quantiles=LEVELS, baselines=NAIVE,
+                      **LONG)  # the last window
     pairs = [("MSE", "mse", "original"), ("MASE", "mase", "scale-free"),
              ("mean_wQuantileLoss", "mean_wQuantileLoss", "scale-free")]
     pairs += [(f"Coverage[{q}]", f"coverage_{q}", "fraction") for q in LEVELS]
@@ -333,7 +337,7 @@ def test_rolling_windows_repeat_item_ids(quantile_predictor) -> None:
     forecasts = list(quantile_predictor.predict([entry for entry, _ in pairs]))
     assert [f.item_id for f in forecasts] == ["a", "a", "a", "b", "b", "b"]
     assert [f.start_date for f in forecasts] == [label["start"] for _, label in pairs]
-    errors = backtest(quantile_predictor.forecaster, to_tsrec_frame(full), n_windows=3, **LONG).errors
+    errors = backtest(quantile_predictor.forecaster, to_tsrec_frame(full), n_windows=3, **LONG, baselines=NAIVE).errors
     for forecast in forecasts:
         window = errors[(errors.item_id == forecast.item_id) & (errors.origin == forecast.start_date.start_time)]
         np.testing.assert_allclose(forecast.quantile(0.1), window["y_q0.1"], rtol=1e-6)

@@ -14,6 +14,9 @@ from tsrec.datasets.synthetic import recurrent_series
 from tsrec.inspection import GATE_COLUMNS
 from tsrec.plotting import GATE_LABEL, plot_backtest, plot_forecast, plot_gate_history, plot_gates, plot_rem
 
+# the naive baselines only: ets and theta would cost a statsforecast fit per window
+NAIVE = ("naive", "seasonal_naive")
+
 NET = dict(d_model=16, n_heads=8, d_ff=16, e_layers=1, d_layers=1)
 HORIZON = 12
 LAYERS = ["encoder self\nlayer 0", "decoder self\nlayer 0", "cross\nlayer 0"]
@@ -169,7 +172,7 @@ def test_plot_backtest_per_step_errors_from_a_frame():
 def test_plot_backtest_of_a_backtest_result(fitted, data):
     from tsrec.evaluation import backtest
 
-    result = backtest(fitted, data, n_windows=3, stride=HORIZON)
+    result = backtest(fitted, data, n_windows=3, stride=HORIZON, baselines=NAIVE)
     for units in ("original", "scaled"):
         line = plot_backtest(result, units=units).axes[0].get_lines()[0]
         np.testing.assert_array_equal(line.get_xdata(), np.arange(1, HORIZON + 1))
