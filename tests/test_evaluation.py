@@ -128,3 +128,13 @@ def test_backtest_scores_the_model_against_the_naive_forecasts_of_the_same_windo
     e = result.errors
     assert skill.loc["naive", "baseline_mse"] == pytest.approx(float(np.mean((e.y_true_scaled - e.y_naive_scaled) ** 2)))
     assert result.metric("mse_ratio_seasonal_naive", "ratio") == pytest.approx(1.0)
+
+
+def test_a_perfect_baseline_gives_an_infinite_ratio_not_an_error():
+    """The last 6 steps are constant: the last value forecasts the last window perfectly, a season of
+    8 steps (reaching back before the constant part) does not."""
+    df = pd.DataFrame({"y": np.r_[np.sin(np.arange(134)), np.full(6, 2.0)]},
+                      index=pd.date_range("2024-01-01", periods=140, freq="h"))
+    f = Forecaster("seasonal_naive", prediction_length=4, context_length=8, season_length=8).fit(df.iloc[:120])
+    skill = backtest(f, df, n_windows=1, baselines=("naive",)).skill.set_index("baseline")
+    assert skill.loc["naive", "baseline_mse"] == 0 and skill.loc["naive", "mse_ratio"] == np.inf

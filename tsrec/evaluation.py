@@ -305,11 +305,17 @@ def _skill(errors: pd.DataFrame, baselines: Sequence[str], seasons: list[tuple[i
         rows.append({"baseline": baseline, "season": season,
                      **{f"{k}_{name}": v for name, (m, b) in scores.items()
                         for k, v in (("model", m), ("baseline", b))},
-                     "mse_ratio": scores["mse"][0] / scores["mse"][1], "mae_ratio": scores["mae"][0] / scores["mae"][1],
+                     "mse_ratio": _ratio(*scores["mse"]), "mae_ratio": _ratio(*scores["mae"]),
                      "note": note})
     columns = ["baseline", "season", "model_mse", "baseline_mse", "mse_ratio", "model_mae", "baseline_mae", "mae_ratio",
                "note"]
     return pd.DataFrame(rows, columns=columns)
+
+
+def _ratio(model: float, baseline: float) -> float:
+    """``model / baseline``: inf (or NaN for 0 / 0) when the baseline is perfect."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return float(np.float64(model) / np.float64(baseline))
 
 
 def _levels(forecaster: Forecaster, quantiles: Sequence[float] | None) -> tuple[float, ...]:
