@@ -289,6 +289,8 @@ def test_the_ensemble_network_is_the_weighted_sum_of_its_members_each_on_its_own
     with torch.no_grad():
         expected = 0.25 * short.eval()(half) + 0.75 * long(window)
         torch.testing.assert_close(ensemble(window), expected)
+        plain = {k: window[k] for k in ("past_target", "past_time_feat", "future_time_feat")}
+        torch.testing.assert_close(ensemble.forecast(*plain.values())[..., 0], ensemble(plain))
     with pytest.raises(ValueError, match="weights must sum to 1"):
         with_members(config, [("dlinear", short.config)], [0.5], [])
     with pytest.raises(ValueError, match="needs members"):

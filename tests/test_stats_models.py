@@ -121,3 +121,19 @@ def test_a_dropped_season_is_said_at_fit_and_in_the_skill_table():
     cycle = positive_seasonal()
     with pytest.warns(UserWarning, match=r"24 steps, needs context_length >= 2 x 24 = 48 \(it is 30\)"):
         Forecaster("ets", prediction_length=H, context_length=30).fit(cycle)
+
+
+def test_a_network_called_directly_forecasts_the_values_it_is_given():
+    """``forecast`` (values taken as they are) and ``forward`` on a batch without scaler statistics
+    agree with statsforecast on the same values."""
+    import torch
+
+    from tsrec.models import build_model
+
+    y = positive_seasonal()["load"].to_numpy()[-96:]
+    model = build_model("theta", context_length=96, prediction_length=H, n_channels=1, n_time_features=0,
+                        season_length=24)
+    past = torch.tensor(y, dtype=torch.float64).view(1, 96, 1)
+    expected = statsforecast.AutoTheta(season_length=24).forecast(y=y, h=H)["mean"]
+    np.testing.assert_allclose(model.forecast(past, past[..., :0], past[:, :H, :0])[0, :, 0, 0], expected, rtol=1e-9)
+    np.testing.assert_allclose(model({"past_target": past})[0, :, 0], expected, rtol=1e-9)

@@ -276,7 +276,7 @@ def _stats_forecasts(forecaster: Forecaster, panel: Panel, items: np.ndarray, or
             for c in range(channels):
                 y = fill_context(series.values[start:o, c], series.observed[start:o, c])
                 if y is not None:
-                    forecasts[k, :, c] = model._forecast_one(y, horizon)
+                    forecasts[k, :, c] = model.forecast_series(y, horizon)
         out[name] = forecasts
     return out
 

@@ -91,7 +91,11 @@ class Ensemble(ForecastModel):
         raise TypeError("an ensemble's context is its longest member's, known once they are fitted")
 
     def forecast(self, past_target: Tensor, past_time_feat: Tensor, future_time_feat: Tensor) -> Tensor:
-        raise NotImplementedError("an ensemble forecasts whole batches (forward)")
+        """``[B, Lc, C]``, ``[B, Lc, F]``, ``[B, H, F]`` -> ``[B, H, C, P]``: :meth:`forward` on a batch of
+        just these fields (every value observed)."""
+        out = self.forward({"past_target": past_target, "past_time_feat": past_time_feat,
+                            "future_time_feat": future_time_feat})
+        return out if out.dim() == 4 else out.unsqueeze(-1)
 
     def forward(self, batch: ForecastBatch) -> Tensor:
         total = None

@@ -104,8 +104,10 @@ class StatsModel(ForecastModel):
         return max(2 * prediction_length, 10 * season, 100)
 
     def forecast(self, past_target: Tensor, past_time_feat: Tensor, future_time_feat: Tensor) -> Tensor:
-        raise NotImplementedError(f"{type(self).__name__} forecasts whole batches (forward): it needs the "
-                                  "windows' observed masks and scaler statistics")
+        """``[B, Lc, C']`` values, every one observed and taken as they are -> ``[B, H, C', 1]``.
+        The Forecaster calls :meth:`forward`, which also reads the windows' observed masks and
+        scaler statistics."""
+        return self.forward({"past_target": past_target}).unsqueeze(-1)
 
     def forward(self, batch: ForecastBatch) -> Tensor:
         past = batch["past_target"].double().cpu().numpy()  # [B, Lc, C]
@@ -122,11 +124,11 @@ class StatsModel(ForecastModel):
             for c in range(past.shape[2]):
                 y = fill_context(raw[b, :, c], observed[b, :, c])
                 if y is not None:
-                    out[b, :, c] = self._forecast_one(y, horizon)
+                    out[b, :, c] = self.forecast_series(y, horizon)
         scaled = (out - loc) / scale
         return torch.from_numpy(scaled).to(batch["past_target"].dtype).to(batch["past_target"].device)
 
-    def _forecast_one(self, y: np.ndarray, horizon: int) -> np.ndarray:
+    def forecast_series(self, y: np.ndarray, horizon: int) -> np.ndarray:
         """``horizon`` steps after ``y`` ``[L]`` (no NaN), or its last value where the model cannot
         be fitted (a warning says why)."""
         try:

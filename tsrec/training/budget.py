@@ -72,8 +72,9 @@ def plan_budget(config: TrainingConfig, n_windows: int) -> Budget:
     :data:`VAL_CHECKS` times."""
     per_epoch = steps_per_epoch(n_windows, config.batch_size)
     if config.max_epochs is not None:
-        budget = Budget(config.max_steps, config.max_epochs, None, 0, per_epoch)
-        return Budget(config.max_steps, config.max_epochs, None, budget.total_steps, per_epoch)
+        total = config.max_epochs * per_epoch if config.max_steps is None else min(config.max_steps,
+                                                                                   config.max_epochs * per_epoch)
+        return Budget(config.max_steps, config.max_epochs, None, total, per_epoch)
     steps = config.max_steps if config.max_steps is not None else auto_steps(n_windows, config.batch_size)
     return Budget(steps, None, max(1, math.ceil(steps / VAL_CHECKS)), steps, per_epoch)
 
