@@ -172,8 +172,9 @@ def test_segments_are_detrended_over_their_observed_steps():
     seen[0, 10:40] = False
     windows[0, 10:40] = 1e9  # unobserved: must not pull the line
     seen[2, 5:] = False  # 5 observed steps: too few, left out
-    residual = periods_module._detrended(windows, seen)
-    assert residual.shape == (2, 64)
+    residual, valid = periods_module._line_residuals(windows, seen)
+    assert valid.tolist() == [True, True, False]
+    assert residual.shape == (3, 64)
     assert np.abs(residual).max() < 1e-9
 
 

@@ -7,8 +7,8 @@ frame's covariate columns are not targets, a long frame has them per row.
 
 Flow (:class:`~tsrec.forecaster.Forecaster` drives it)::
 
-    frame --without_covariates--> canonicalize --> Panel (targets only)
-    frame + Panel --read_covariates--> CovariateValues (raw, on each item's grid)
+    frame --without_covariates--> read_targets --> Panel (targets only), Placement (where rows landed)
+    frame + Placement --read_covariates--> CovariateValues (raw, on each item's grid)
         --CovariateEncoder.fit (training rows only)--> scalers, categories
         --CovariateEncoder.encode--> WindowCovariates --> WindowDataset time features
     predict: + read_future(future_covariates frame) for the forecast steps, check_context
@@ -34,7 +34,7 @@ import pandas as pd
 from pandas.api.types import is_bool_dtype, is_complex_dtype, is_numeric_dtype
 
 from tsrec.config import CovariateConfig, static_embedding_dim
-from tsrec.data.frame import Panel, _timestamps, canonicalize
+from tsrec.data.frame import Panel, Placement, _timestamps, read_targets
 from tsrec.data.scaling import StandardScaler
 from tsrec.data.time_features import future_index
 from tsrec.data.windows import WindowCovariates, first_unrepresentable
@@ -85,8 +85,8 @@ def read_frame(df: pd.DataFrame, config: CovariateConfig, categorical: Sequence[
     """``df`` as a panel of its targets (:func:`~tsrec.data.canonicalize` of every column but the
     covariates) and its covariates on the panel's grids (:func:`read_covariates`)."""
     columns = {"time_col": time_col, "id_col": id_col, "target_col": target_col}
-    panel = canonicalize(without_covariates(df, config, **columns), freq=freq, gaps=gaps, **columns)
-    return panel, read_covariates(df, panel, config, categorical, time_col=time_col, id_col=id_col)
+    panel, placement = read_targets(without_covariates(df, config, **columns), freq=freq, gaps=gaps, **columns)
+    return panel, read_covariates(df, panel, placement, config, categorical, time_col=time_col)
 
 
 def categorical_statics(df: pd.DataFrame, config: CovariateConfig) -> tuple[str, ...]:
@@ -97,24 +97,27 @@ def categorical_statics(df: pd.DataFrame, config: CovariateConfig) -> tuple[str,
                  if not is_numeric_dtype(df[name].dtype) or is_complex_dtype(df[name].dtype))
 
 
-def read_covariates(df: pd.DataFrame, panel: Panel, config: CovariateConfig, categorical: Sequence[str], *,
-                    time_col: Hashable | None, id_col: Hashable | None) -> CovariateValues:
-    """The covariates of ``df`` on the grids of ``panel`` (``canonicalize`` of
-    :func:`without_covariates` of the same ``df``); ``categorical`` names the static covariates
-    read as categories (:func:`categorical_statics` at fit, the fitted ones later).
+def read_covariates(df: pd.DataFrame, panel: Panel, placement: Placement, config: CovariateConfig,
+                    categorical: Sequence[str], *, time_col: Hashable | None) -> CovariateValues:
+    """The covariates of ``df`` on the grids of ``panel``, where ``placement`` put its rows
+    (:func:`~tsrec.data.frame.read_targets` of :func:`without_covariates` of the same ``df``);
+    ``categorical`` names the static covariates read as categories (:func:`categorical_statics` at
+    fit, the fitted ones later).
 
     Raises ``TypeError`` for a non-numeric dynamic or numeric static covariate, ``ValueError``
     for a missing column and for a static covariate that is missing or not constant within a
     series (naming the series, the column and the timestamps).
     """
     _require_columns(df, config.columns, "the frame")
-    times = _timestamps(df, time_col)  # [R], validated by canonicalize
-    rows = _item_rows(df, panel, id_col)
     values = _numeric(df, config.dynamic, "dynamic")  # [R, Kd]
-    dynamic = tuple(_on_grid(item.index, times[r], values[r]) for item, r in zip(panel.items, rows))
+    dynamic = placement.per_item(placement.on_grid(values)) if config.dynamic else \
+        tuple(np.zeros((len(item), 0)) for item in panel.items)
     real = [name for name in config.static if name not in categorical]
-    return CovariateValues(dynamic, _statics(df, panel, rows, times, real, numeric=True),
-                           _statics(df, panel, rows, times, list(categorical), numeric=False))
+    if not config.static:
+        return CovariateValues(dynamic, np.zeros((len(panel.items), 0)), np.zeros((len(panel.items), 0), dtype=object))
+    times = _timestamps(df, time_col)  # [R], validated by read_targets
+    return CovariateValues(dynamic, _statics(df, panel, placement, times, real, numeric=True),
+                           _statics(df, panel, placement, times, list(categorical), numeric=False))
 
 
 def read_future(frame: Any, panel: Panel, config: CovariateConfig, horizon: int, *, time_col: Hashable | None,
@@ -323,39 +326,32 @@ def _numeric(df: pd.DataFrame, names: Sequence[str], kind: str) -> np.ndarray:
     return values
 
 
-def _on_grid(index: pd.DatetimeIndex, times: pd.DatetimeIndex, values: np.ndarray) -> np.ndarray:
-    """``values`` ``[r, K]`` of rows at ``times`` placed on the grid ``index`` ``[T]`` (which holds
-    every one of them): ``[T, K]``, NaN at steps without a row."""
-    grid = np.full((len(index), values.shape[1]), np.nan)
-    grid[index.get_indexer(times)] = values
-    return grid
-
-
-def _statics(df: pd.DataFrame, panel: Panel, rows: list[np.ndarray], times: pd.DatetimeIndex, names: list[str], *,
+def _statics(df: pd.DataFrame, panel: Panel, placement: Placement, times: pd.DatetimeIndex, names: list[str], *,
              numeric: bool) -> np.ndarray:
     """``[N, K]`` each item's value of each static covariate in ``names``: float64 (``numeric``),
     else the values as ``str`` (object); ``ValueError`` naming a series where one is missing or
-    takes several values."""
+    takes several values (its earliest such row)."""
     out = np.empty((len(panel.items), len(names)), dtype=np.float64 if numeric else object)
+    rows, item = placement.rows, placement.item  # [n]: by item, then time
+    first = rows[np.r_[0, np.flatnonzero(item[1:] != item[:-1]) + 1]]  # [N] each item's earliest row
     for k, name in enumerate(names):
         if numeric:
             given = _numeric(df, [name], "numeric static")[:, 0]  # [R]
             missing = np.isnan(given)
         else:
             given, missing = df[name].astype(str).to_numpy(), df[name].isna().to_numpy()
-        for position, r in enumerate(rows):
-            label = panel.item_label(position)
-            if missing[r].any():
-                raise ValueError(f"static covariate {name!r} of {label} is missing at {times[r][missing[r]][0]}; give "
-                                 "it a value in every row of the series")
-            first = given[r][0]
-            other = np.flatnonzero(given[r] != first)
-            if other.size:
-                raise ValueError(f"static covariate {name!r} is not constant within {label}: {first!r} at "
-                                 f"{times[r][0]} but {given[r][other[0]]!r} at {times[r][other[0]]}; a static "
-                                 "covariate has one value per series: fix the rows, or pass the column as a past or "
-                                 "future covariate")
-            out[position, k] = first
+        if (bad := np.flatnonzero(missing[rows])).size:
+            row = rows[bad[0]]
+            raise ValueError(f"static covariate {name!r} of {panel.item_label(item[bad[0]])} is missing at {times[row]}; "
+                             "give it a value in every row of the series")
+        value = given[first]  # [N]
+        if (bad := np.flatnonzero(given[rows] != value[item])).size:
+            position, row = item[bad[0]], rows[bad[0]]
+            raise ValueError(f"static covariate {name!r} is not constant within {panel.item_label(position)}: "
+                             f"{value[position]!r} at {times[first[position]]} but {given[row]!r} at {times[row]}; a "
+                             "static covariate has one value per series: fix the rows, or pass the column as a past "
+                             "or future covariate")
+        out[:, k] = value
     return out
 
 

@@ -133,6 +133,35 @@ class Panel:
         return np.array([positions[i] for i in other.item_ids], dtype=np.int64)
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where the rows of a frame read by :func:`read_targets` landed on its panel's grids, so that
+    other columns of the same frame (covariates) go to the same steps without a second read.
+
+    rows:    ``[n]`` int64 positions in the frame of its rows, ordered by item, then time.
+    item:    ``[n]`` int64 position in ``Panel.items`` of each of those rows.
+    cell:    ``[n]`` int64 position of each of those rows in the items' grids laid end to end.
+    offsets: ``[N + 1]`` int64 start of each item in that concatenation (item ``i`` holds cells
+             ``offsets[i]:offsets[i + 1]``).
+    """
+
+    rows: np.ndarray
+    item: np.ndarray
+    cell: np.ndarray
+    offsets: np.ndarray
+
+    def on_grid(self, values: np.ndarray) -> np.ndarray:
+        """``values`` ``[R, K]`` (one row per frame row) on the items' grids laid end to end:
+        ``[sum T_i, K]``, NaN at steps without a row (:meth:`per_item` splits it)."""
+        grid = np.full((int(self.offsets[-1]), values.shape[1]), np.nan)  # [sum T_i, K]
+        grid[self.cell] = values[self.rows]
+        return grid
+
+    def per_item(self, grid: np.ndarray) -> tuple[np.ndarray, ...]:
+        """``grid`` ``[sum T_i, ...]`` split into per-item views ``[T_i, ...]``."""
+        return tuple(np.split(grid, self.offsets[1:-1]))
+
+
 def canonicalize(
     df: pd.DataFrame,
     *,
@@ -156,6 +185,24 @@ def canonicalize(
 
     Raises ``TypeError`` / ``ValueError`` naming the column, the value and the fix.
     """
+    return read_targets(df, freq=freq, time_col=time_col, id_col=id_col, target_col=target_col, gaps=gaps)[0]
+
+
+def read_targets(
+    df: pd.DataFrame,
+    *,
+    freq: str | None = None,
+    time_col: Hashable | None = None,
+    id_col: Hashable | None = None,
+    target_col: Hashable | Sequence[Hashable] | None = None,
+    gaps: str = "raise",
+) -> tuple[Panel, Placement]:
+    """:func:`canonicalize`, and where each row of ``df`` landed (:class:`Placement`).
+
+    Every step is vectorised over the rows: one sort by (item, time), one pass for duplicates,
+    spacing and grid positions; only items whose rows are not one step apart, and calendar
+    frequencies (months, business days, ...), are looked at one by one.
+    """
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"expected a pandas DataFrame, got {type(df).__name__}")
     if gaps not in GAP_POLICIES:
@@ -177,29 +224,31 @@ def canonicalize(
         layout = "long"
         _require_column(df, id_col, "id_col")
         targets = [_long_target(df, id_col, time_col, target_col)]
-        codes, uniques = pd.factorize(df[id_col].astype(str), sort=True)  # [R], [N]
-        item_ids = [str(u) for u in uniques]
+        codes, item_ids = _item_codes(df[id_col], id_col)  # [R], [N]
         time_key = "df.index" if time_col is None else repr(time_col)
         grouping = f"df.groupby([{id_col!r}, {time_key}]).mean()"
     values = _target_values(df, targets, timestamps, wide=layout == "wide")  # [R, C]
-    order = np.lexsort((timestamps.asi8, codes))  # by item, then time
-    groups = np.split(order, np.flatnonzero(np.diff(codes[order])) + 1)  # rows of each item
-    indexes = [timestamps[g] for g in groups]
+    rows = _by_item_and_time(codes, timestamps.asi8)  # [R]
+    item = codes[rows]  # [R]
+    first = np.flatnonzero(np.r_[True, item[1:] != item[:-1]])  # [N] first sorted row of each item
+    stamps = timestamps[rows]  # [R]
     where = ["the frame"] if layout == "wide" else [f"item {i!r}" for i in item_ids]
-    for place, index in zip(where, indexes):
-        duplicated = index.duplicated()
-        if duplicated.any():
-            example = index[duplicated][0]
-            raise ValueError(
-                f"duplicate timestamps in {place}, e.g. {example} appears "
-                f"{int((index == example).sum())} times; aggregate them first, e.g. {grouping}"
-            )
-    freq = normalize_freq(freq) if freq is not None else _infer_freq(indexes, where)
+    _require_unique(stamps, item, where, grouping)
+    freq = normalize_freq(freq) if freq is not None else _infer_freq(stamps, first, where)
+    positions = _positions(stamps, item, first, where, freq, gaps)  # [R]
+    lengths = positions[np.r_[first[1:], len(rows)] - 1] + 1  # [N] grid steps of each item
+    offsets = np.r_[0, np.cumsum(lengths)].astype(np.int64)  # [N + 1]
+    cell = offsets[item] + positions  # [R]
+    placement = Placement(rows=rows, item=item, cell=cell, offsets=offsets)
+    grid = placement.on_grid(values)  # [sum T_i, C]
+    observed = np.isfinite(grid)
+    grid[~observed] = np.nan
+    index = _grid_index(stamps[first], lengths, freq)  # [sum T_i]
     items = tuple(
-        _regularize(item_id, place, index, values[rows], freq, gaps)
-        for item_id, place, index, rows in zip(item_ids, where, indexes, groups)
+        Series(item_id=item_id, index=index[offsets[i]:offsets[i + 1]], values=x, observed=mask)
+        for i, (item_id, x, mask) in enumerate(zip(item_ids, placement.per_item(grid), placement.per_item(observed)))
     )
-    return Panel(freq=freq, layout=layout, columns=tuple(str(t) for t in targets), items=items)
+    return Panel(freq=freq, layout=layout, columns=tuple(str(t) for t in targets), items=items), placement
 
 
 def forecast_frame(
@@ -365,12 +414,73 @@ def _target_values(df: pd.DataFrame, targets: Sequence[Hashable], timestamps: pd
     return values
 
 
-def _infer_freq(indexes: Sequence[pd.DatetimeIndex], where: Sequence[str]) -> str:
-    """``pd.infer_freq`` per item (all must agree); otherwise the most common step."""
+def _item_codes(ids: pd.Series, id_col: Hashable) -> tuple[np.ndarray, list[str]]:
+    """``[R]`` int64 code of each row's id (its position among the ids as text, sorted) and those
+    ids; ids equal as text are one item. ``ValueError`` naming a row without an id."""
+    codes, uniques = pd.factorize(ids)  # [R] (-1: missing), [U]: one factorisation of the raw ids
+    missing = codes < 0
+    if missing.any():
+        raise ValueError(
+            f"id_col {id_col!r} is missing (NaN/None) in {int(missing.sum())} rows, e.g. row "
+            f"{ids.index[np.argmax(missing)]!r}; every row needs the id of its series: drop those "
+            f"rows, or fill them, e.g. df[{id_col!r}] = df[{id_col!r}].fillna('unknown')"
+        )
+    by_text, names = pd.factorize(np.asarray(uniques.astype(str), dtype=object), sort=True)  # [U], [N]
+    return by_text[codes].astype(np.int64), [str(name) for name in names]
+
+
+def _by_item_and_time(codes: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """``[R]`` row order by item code, then time (stable; cheap when the rows of each item come
+    in time order, as most frames have them)."""
+    order = np.argsort(codes, kind="stable")  # [R]
+    ordered, later = codes[order], times[order]
+    if ((ordered[1:] != ordered[:-1]) | (later[1:] > later[:-1])).all():
+        return order
+    return np.lexsort((times, codes))
+
+
+def _require_unique(stamps: pd.DatetimeIndex, item: np.ndarray, where: Sequence[str], grouping: str) -> None:
+    """``ValueError`` naming the first item (and its earliest timestamp) with two rows at one
+    time; ``stamps`` and ``item`` ``[R]`` are sorted by item, then time."""
+    times = stamps.asi8
+    repeated = np.flatnonzero((item[1:] == item[:-1]) & (times[1:] == times[:-1]))
+    if repeated.size:
+        k = repeated[0] + 1
+        count = int(((item == item[k]) & (times == times[k])).sum())
+        raise ValueError(
+            f"duplicate timestamps in {where[item[k]]}, e.g. {stamps[k]} appears {count} times; "
+            f"aggregate them first, e.g. {grouping}"
+        )
+
+
+def _infer_freq(stamps: pd.DatetimeIndex, first: np.ndarray, where: Sequence[str]) -> str:
+    """``pd.infer_freq`` per item (all must agree); otherwise the most common step.
+
+    ``stamps`` ``[R]`` sorted by item, then time, item ``i`` starting at row ``first[i]``. Items
+    whose steps are all one duration shorter than 28 days (no calendar rule can hold there) share
+    their answer with the first item of the same step (and weekday, for weeks): ``pd.infer_freq``
+    runs once per such group, and on each other item.
+    """
+    ends = np.r_[first[1:], len(stamps)]  # [N]
+    times = stamps.as_unit("ns").asi8  # [R]
+    within = np.ones(len(times) - 1, dtype=bool)  # [R - 1] whether row k + 1 continues row k's item
+    within[first[1:] - 1] = False
+    steps = np.diff(times)[within]  # every step between consecutive rows of an item
+    stepping = np.flatnonzero(ends - first >= 2)  # items with a step; item i's steps start at first[i] - i
+    low = np.minimum.reduceat(steps, first[stepping] - stepping) if stepping.size else steps  # [M] shortest step
+    high = np.maximum.reduceat(steps, first[stepping] - stepping) if stepping.size else steps  # [M] longest step
+    chosen = ends[stepping] - first[stepping] >= 3  # pd.infer_freq needs 3 timestamps
+    long_enough, low, high = stepping[chosen], low[chosen], high[chosen]
+    week = pd.Timedelta(days=7).value
+    shared = (low == high) & (low < pd.Timedelta(days=28).value)  # [M]
+    weekday = np.where(low % week == 0, stamps[first[long_enough]].dayofweek, -1)  # [M]
+    groups = np.stack([low, weekday], axis=1)[shared]  # [M', 2] (step, weekday or -1) of the shared items
+    _, representative = np.unique(groups, axis=0, return_index=True)  # the first item of each group
+    asked = np.sort(np.r_[long_enough[shared][representative], long_enough[~shared]])  # items to ask, in order
     inferred: dict[str, str] = {}
-    for place, index in zip(where, indexes):
-        if len(index) >= 3 and (freq := pd.infer_freq(index)) is not None:
-            inferred.setdefault(freq, place)
+    for position in asked:
+        if (found := pd.infer_freq(stamps[first[position]:ends[position]])) is not None:
+            inferred.setdefault(found, where[position])
     if len(inferred) > 1:
         found = ", ".join(f"{f!r} in {place}" for f, place in inferred.items())
         raise ValueError(
@@ -379,7 +489,6 @@ def _infer_freq(indexes: Sequence[pd.DatetimeIndex], where: Sequence[str]) -> st
         )
     if inferred:
         return normalize_freq(next(iter(inferred)))
-    steps = np.concatenate([np.diff(index.asi8) for index in indexes])
     if steps.size == 0:
         raise ValueError(
             "cannot infer the frequency: every series has a single timestamp; pass freq=..., "
@@ -395,27 +504,76 @@ def _infer_freq(indexes: Sequence[pd.DatetimeIndex], where: Sequence[str]) -> st
     return normalize_freq(to_offset(pd.Timedelta(int(unique[counts.argmax()]))).freqstr)
 
 
-def _grid_positions(place: str, index: pd.DatetimeIndex, freq: str) -> np.ndarray:
-    """``[n]`` int64 position of each timestamp of the sorted unique ``index`` on the ``freq`` grid
-    that starts at ``index[0]``; ``ValueError`` naming a timestamp off that grid.
-
-    Steps shorter than a day are computed from the timestamps (no grid is built, so a timestamp
-    typed centuries off is reported instead of allocating its grid); longer ones by ``pd.date_range``.
-    """
+def _exact_steps(freq: str, tz: object) -> int | None:
+    """Nanoseconds of one step of ``freq`` when its grid is a fixed duration apart (steps shorter
+    than a day, or days without a time zone); None for wall-clock and calendar steps."""
     offset = to_offset(freq)
-    if isinstance(offset, pd.offsets.Tick) and not isinstance(offset, pd.offsets.Day):
-        steps, remainder = np.divmod(index.as_unit("ns").asi8, offset.nanos)  # [n], [n]: no overflow
-        positions, off_grid = steps - steps[0], remainder != remainder[0]
+    if isinstance(offset, pd.offsets.Tick) and (not isinstance(offset, pd.offsets.Day) or tz is None):
+        return int(offset.nanos)
+    return None
+
+
+def _positions(stamps: pd.DatetimeIndex, item: np.ndarray, first: np.ndarray, where: Sequence[str], freq: str,
+               gaps: str) -> np.ndarray:
+    """``[R]`` int64 grid position of each row (``stamps`` ``[R]`` sorted by item, then time, item
+    ``i`` from row ``first[i]``) on its item's ``freq`` grid, which starts at its first row.
+
+    Off-grid rows are a ``ValueError``; long gaps and mostly empty grids (module docstring) are one
+    too, or with ``gaps="warn"`` a warning. Items whose rows are all one step apart pass unseen.
+    """
+    ends = np.r_[first[1:], len(stamps)]  # [N]
+    nanos = _exact_steps(freq, stamps.tz)
+    if nanos is not None:
+        steps, remainder = np.divmod(stamps.as_unit("ns").asi8, nanos)  # [R], [R]: no overflow
+        positions = steps - steps[first][item]
+        off_grid = remainder != remainder[first][item]
     else:
-        positions = pd.date_range(index[0], index[-1], freq=offset).get_indexer(index)  # [n], -1 off the grid
-        off_grid = positions < 0
-    if off_grid.any():
-        raise ValueError(
-            f"timestamp {index[off_grid][0]} in {place} does not match freq {freq!r} (steps of "
-            f"{freq!r} from {index[0]}); resample first, e.g. df.resample({freq!r}).mean() (per id "
-            "for a long frame), or pass the right freq=..."
-        )
-    return positions.astype(np.int64)
+        positions = np.empty(len(stamps), dtype=np.int64)
+        off_grid = np.zeros(len(stamps), dtype=bool)
+        for i, (a, b) in enumerate(zip(first, ends)):
+            positions[a:b], off_grid[a:b] = _grid_positions(stamps[a:b], freq)
+    irregular = np.flatnonzero(np.diff(positions) != 1) + 1  # [K] rows not one step after the previous
+    irregular = irregular[item[irregular] == item[irregular - 1]]
+    for i in np.unique(np.r_[item[off_grid], item[irregular]]):
+        rows = slice(first[i], ends[i])
+        if off_grid[rows].any():
+            index = stamps[rows]
+            raise ValueError(
+                f"timestamp {index[off_grid[rows]][0]} in {where[i]} does not match freq {freq!r} (steps of "
+                f"{freq!r} from {index[0]}); resample first, e.g. df.resample({freq!r}).mean() (per id "
+                "for a long frame), or pass the right freq=..."
+            )
+        for problem, fix in _spacing_problems(where[i], stamps[rows], positions[rows], freq):
+            if gaps == "raise":
+                raise ValueError(
+                    f"{problem}; {fix}, or pass gaps='warn' to keep the data as they are (the empty steps "
+                    "become missing values)"
+                )
+            # stacklevel 4: the caller of canonicalize (through read_targets)
+            warnings.warn(f"{problem}; kept, the empty steps are missing values (gaps='warn'); {fix}", stacklevel=4)
+    return positions
+
+
+def _grid_positions(index: pd.DatetimeIndex, freq: str) -> tuple[np.ndarray, np.ndarray]:
+    """``[n]`` int64 position of each timestamp of the sorted unique ``index`` on the calendar
+    ``freq`` grid that starts at ``index[0]`` (``pd.date_range``), and ``[n]`` bool: off that grid."""
+    positions = pd.date_range(index[0], index[-1], freq=to_offset(freq)).get_indexer(index)  # [n], -1 off the grid
+    return positions.astype(np.int64), positions < 0
+
+
+def _grid_index(starts: pd.DatetimeIndex, lengths: np.ndarray, freq: str) -> pd.DatetimeIndex:
+    """The grids of items starting at ``starts`` ``[N]`` with ``lengths`` ``[N]`` steps of ``freq``,
+    laid end to end: ``[sum lengths]``, in the starts' time zone and unit (``pd.date_range`` per
+    item; computed at once for fixed-duration steps)."""
+    nanos = _exact_steps(freq, starts.tz)
+    if nanos is None:
+        grids = [pd.date_range(start, periods=int(n), freq=freq) for start, n in zip(starts, lengths)]
+        return grids[0].append(grids[1:]) if len(grids) > 1 else grids[0]
+    offsets = np.r_[0, np.cumsum(lengths)[:-1]]  # [N]
+    step = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(offsets, lengths)  # [sum lengths]
+    times = np.repeat(starts.as_unit("ns").asi8, lengths) + step * nanos
+    index = pd.DatetimeIndex(times.view("M8[ns]"))
+    return index if starts.tz is None else index.tz_localize("UTC").tz_convert(starts.tz)
 
 
 def _spacing_problems(
@@ -488,23 +646,3 @@ def _multiple(freq: str, k: int) -> str:
     return to_offset(pd.Timedelta(offset)).freqstr if isinstance(offset, pd.offsets.Tick) else offset.freqstr
 
 
-def _regularize(
-    item_id: str, place: str, index: pd.DatetimeIndex, values: np.ndarray, freq: str, gaps: str
-) -> Series:
-    """Put one item's rows, sorted unique ``index`` ``[n]`` with ``values`` ``[n, C]``, on the
-    ``freq`` grid from ``index[0]`` (``[T]``, in ``index``'s time zone) after the spacing checks."""
-    positions = _grid_positions(place, index, freq)  # [n]
-    for problem, fix in _spacing_problems(place, index, positions, freq):
-        if gaps == "raise":
-            raise ValueError(
-                f"{problem}; {fix}, or pass gaps='warn' to keep the data as they are (the empty steps "
-                "become missing values)"
-            )
-        # stacklevel 4: the caller of canonicalize (through the generator expression)
-        warnings.warn(f"{problem}; kept, the empty steps are missing values (gaps='warn'); {fix}", stacklevel=4)
-    grid = pd.date_range(index[0], periods=int(positions[-1]) + 1, freq=freq)  # [T]
-    regular = np.full((len(grid), values.shape[1]), np.nan)  # [T, C] float64
-    regular[positions] = values
-    observed = np.isfinite(regular)  # [T, C]
-    regular[~observed] = np.nan
-    return Series(item_id=item_id, index=grid, values=regular, observed=observed)

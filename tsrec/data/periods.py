@@ -74,55 +74,80 @@ def dominant_periods(values: Sequence[np.ndarray], observed: Sequence[np.ndarray
     return tuple(round(p, 2) for p in kept)
 
 
+#: Most values standardised and transformed in one batch of equally long columns (bounds memory).
+BATCH_VALUES = 2**22
+
+
 def _averaged_power(values: Sequence[np.ndarray], observed: Sequence[np.ndarray], segment: int) -> np.ndarray:
     """Sum over every item and channel of its spectrum scaled to unit power (DC left out):
-    ``[segment // 2 + 1]``, zeros when no column has a spectrum."""
+    ``[segment // 2 + 1]``, zeros when no column has a spectrum. Columns of one length are
+    transformed together, in batches of at most :data:`BATCH_VALUES` values."""
     power = np.zeros(segment // 2 + 1)
+    by_length: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
     for x, mask in zip(values, observed):
-        x = np.asarray(x, dtype=np.float64)
-        mask = np.asarray(mask, dtype=bool)
-        for c in range(x.shape[1]):
-            column = _column_power(x[:, c], mask[:, c], segment)
-            if column is not None:
-                power += column
+        x, mask = np.asarray(x, dtype=np.float64), np.asarray(mask, dtype=bool)  # [T, C]
+        by_length.setdefault(len(x), []).append((x, mask))
+    for length, items in by_length.items():
+        if length == 0:
+            continue
+        columns = np.concatenate([x.T for x, _ in items])  # [n, T]: every channel of every item
+        masks = np.concatenate([mask.T for _, mask in items])  # [n, T]
+        batch = max(1, BATCH_VALUES // length)
+        for first in range(0, len(columns), batch):
+            power += _columns_power(columns[first:first + batch], masks[first:first + batch], segment)
     return power
 
 
-def _column_power(column: np.ndarray, mask: np.ndarray, segment: int) -> np.ndarray | None:
-    """Welch spectrum of one series ``[T]``: the Hann-tapered periodograms of its segments (one
-    segment, the whole series, when ``T <= segment``), each zero-padded to ``segment`` steps, summed
-    and scaled to unit power outside the DC bin: ``[segment // 2 + 1]``; None when nothing is left."""
-    standardised = _standardised(column, mask)
-    if standardised is None:
-        return None
-    width = min(column.size, segment)
-    starts = _segment_starts(column.size, width)  # [S]
-    windows = np.lib.stride_tricks.sliding_window_view(standardised, width)[starts]  # [S, width]
-    seen = np.lib.stride_tricks.sliding_window_view(mask, width)[starts]  # [S, width]
-    residual = _detrended(windows, seen)  # [S', width]
-    if residual.shape[0] == 0:
-        return None
+def _columns_power(columns: np.ndarray, masks: np.ndarray, segment: int) -> np.ndarray:
+    """Summed Welch spectra of ``columns [n, T]`` (observed where ``masks [n, T]``): per column the
+    Hann-tapered periodograms of its segments (one segment, the whole column, when ``T <= segment``),
+    each zero-padded to ``segment`` steps, summed and scaled to unit power outside the DC bin; the
+    columns flat, too sparse or left with nothing add nothing: ``[segment // 2 + 1]``."""
+    standardised, kept = _standardised(columns, masks)  # [n', T], [n'] rows of columns
+    if not kept.size:
+        return np.zeros(segment // 2 + 1)
+    width = min(columns.shape[1], segment)
+    starts = _segment_starts(columns.shape[1], width)  # [S]
+    windows = np.lib.stride_tricks.sliding_window_view(standardised, width, axis=1)[:, starts]  # [n', S, width]
+    seen = np.lib.stride_tricks.sliding_window_view(masks[kept], width, axis=1)[:, starts]  # [n', S, width]
+    residual, valid = _line_residuals(windows.reshape(-1, width), seen.reshape(-1, width))  # [n' S, width], [n' S]
     # A Hann taper keeps a strong line's leakage from posing as other lines.
-    spectra = np.abs(np.fft.rfft(residual * np.hanning(width), n=segment, axis=1)) ** 2  # [S', segment // 2 + 1]
-    power = spectra.sum(axis=0)
-    total = power[1:].sum()
-    return power / total if total > 0 else None
+    spectra = np.abs(np.fft.rfft(residual * np.hanning(width), n=segment, axis=1)) ** 2  # [n' S, bins]
+    spectra[~valid] = 0.0
+    power = spectra.reshape(len(standardised), len(starts), -1).sum(axis=1)  # [n', bins]
+    total = power[:, 1:].sum(axis=1)  # [n']
+    return (power[total > 0] / total[total > 0, None]).sum(axis=0)
 
 
-def _standardised(column: np.ndarray, mask: np.ndarray) -> np.ndarray | None:
-    """Observed values z-scored and linearly detrended, gaps filled with 0; None if flat or too sparse."""
-    if mask.sum() < MIN_OBSERVED:
-        return None
-    t = np.flatnonzero(mask)
-    y = column[mask]
-    slope, intercept = np.polyfit(t, y, 1)
-    residual = y - (slope * t + intercept)
-    scale = residual.std()
-    if not scale > 0:
-        return None
-    out = np.zeros(len(column))
-    out[mask] = residual / scale
-    return out
+def _standardised(columns: np.ndarray, masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Observed values of ``columns [n, T]`` linearly detrended and z-scored, gaps filled with 0:
+    ``[n', T]`` for the columns ``[n']`` (indices) that are neither flat nor too sparse."""
+    residual, fitted = _line_residuals(columns, masks)  # [n, T], [n]
+    weight = masks.astype(np.float64)
+    count = np.maximum(weight.sum(axis=1), 1.0)
+    scale = np.sqrt(((residual - (residual.sum(axis=1) / count)[:, None] * weight) ** 2 * weight).sum(axis=1) / count)
+    kept = np.flatnonzero(fitted & (scale > 0))
+    return residual[kept] / scale[kept, None], kept
+
+
+def _line_residuals(rows: np.ndarray, seen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row of ``rows [S, W]`` minus its least-squares line through its observed steps
+    (``seen [S, W]`` bool), unobserved steps set to 0: ``[S, W]``, and ``[S]`` whether the row had
+    the :data:`MIN_OBSERVED` observed steps (at two times at least) a line needs (else it is 0)."""
+    weight = seen.astype(np.float64)
+    t = np.arange(rows.shape[1], dtype=np.float64)
+    t -= t.mean()  # centred, so the normal equations stay well conditioned
+    y = np.where(seen, rows, 0.0)
+    n = weight.sum(axis=1)  # [S]
+    sum_t, sum_tt = weight @ t, weight @ (t * t)
+    sum_y, sum_ty = y.sum(axis=1), y @ t
+    determinant = n * sum_tt - sum_t**2
+    valid = (n >= MIN_OBSERVED) & (determinant > 0)
+    safe = np.where(valid, determinant, 1.0)
+    slope = np.where(valid, (n * sum_ty - sum_t * sum_y) / safe, 0.0)
+    intercept = np.where(valid, (sum_y - slope * sum_t) / np.maximum(n, 1.0), 0.0)
+    residual = (y - intercept[:, None] - slope[:, None] * t) * weight
+    return np.where(valid[:, None], residual, 0.0), valid
 
 
 def _segment_starts(n_steps: int, width: int) -> np.ndarray:
@@ -133,24 +158,6 @@ def _segment_starts(n_steps: int, width: int) -> np.ndarray:
         return np.zeros(1, dtype=np.int64)
     count = 1 + -(-(n_steps - width) // max(1, width // 2))
     return np.round(np.linspace(0, n_steps - width, count)).astype(np.int64)
-
-
-def _detrended(windows: np.ndarray, seen: np.ndarray) -> np.ndarray:
-    """Each row of ``windows [S, W]`` minus its least-squares line through its observed steps
-    (``seen [S, W]`` bool), unobserved steps set to 0: ``[S', W]``, the rows with fewer than
-    :data:`MIN_OBSERVED` observed steps left out."""
-    weight = seen.astype(np.float64)
-    t = np.arange(windows.shape[1], dtype=np.float64)
-    t -= t.mean()  # centred, so the normal equations stay well conditioned
-    y = windows * weight
-    n = weight.sum(axis=1)  # [S]
-    sum_t, sum_tt = weight @ t, weight @ (t * t)
-    sum_y, sum_ty = y.sum(axis=1), y @ t
-    determinant = n * sum_tt - sum_t**2
-    keep = (n >= MIN_OBSERVED) & (determinant > 0)
-    slope = (n * sum_ty - sum_t * sum_y)[keep] / determinant[keep]
-    intercept = (sum_y[keep] - slope * sum_t[keep]) / n[keep]
-    return (y[keep] - intercept[:, None] - slope[:, None] * t) * weight[keep]
 
 
 def _local_peaks(power: np.ndarray, bins: np.ndarray) -> np.ndarray:

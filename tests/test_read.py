@@ -1,0 +1,81 @@
+"""The vectorised read (:func:`tsrec.data.frame.read_targets`): many items at once give what each
+item read alone gives, and the row placement puts other columns on the same steps."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tsrec.data import canonicalize
+from tsrec.data.frame import read_targets
+
+
+def _items(rng: np.random.Generator, freq: str, tz: str | None = None) -> pd.DataFrame:
+    """A long frame of 12 items of different lengths and starts at ``freq``: a few missing steps,
+    a NaN value, rows shuffled."""
+    frames = []
+    for i in range(12):
+        start = pd.Timestamp("2021-03-20", tz=tz) + i * pd.tseries.frequencies.to_offset(freq)
+        index = pd.date_range(start, periods=30 + 7 * i, freq=freq)
+        keep = np.ones(len(index), bool)
+        keep[rng.choice(np.arange(1, len(index) - 1), size=i % 3, replace=False)] = False  # a few missing steps
+        values = rng.normal(size=len(index))
+        values[5] = np.nan
+        frames.append(pd.DataFrame({"id": f"item{i}", "time": index[keep], "y": values[keep]}))
+    frame = pd.concat(frames, ignore_index=True)
+    return frame.iloc[rng.permutation(len(frame))].reset_index(drop=True)
+
+
+@pytest.mark.parametrize(("freq", "tz"), [("h", None), ("15min", "Europe/Berlin"), ("D", None), ("MS", None),
+                                          ("W-WED", None), ("D", "US/Eastern")])
+def test_many_items_read_together_equal_each_item_read_alone(freq, tz):
+    frame = _items(np.random.default_rng(0), freq, tz)
+    panel = canonicalize(frame, time_col="time", id_col="id", target_col="y")
+    assert panel.freq == pd.tseries.frequencies.to_offset(freq).freqstr
+    assert panel.item_ids == tuple(sorted(frame.id.unique()))
+    for series in panel.items:
+        alone = canonicalize(frame[frame.id == series.item_id], freq=panel.freq, time_col="time", id_col="id",
+                             target_col="y").items[0]
+        rows = frame[frame.id == series.item_id].sort_values("time")
+        expected = pd.date_range(rows.time.iloc[0], rows.time.iloc[-1], freq=panel.freq)
+        assert series.index.equals(expected) and alone.index.equals(expected)
+        np.testing.assert_array_equal(series.values, alone.values)
+        np.testing.assert_array_equal(series.observed, alone.observed)
+        at = expected.get_indexer(rows.time)
+        np.testing.assert_array_equal(series.values[at, 0], rows.y.to_numpy())
+
+
+def test_placement_puts_every_row_on_its_step():
+    frame = _items(np.random.default_rng(1), "h")
+    panel, placement = read_targets(frame, time_col="time", id_col="id", target_col="y")
+    marks = np.arange(len(frame), dtype=np.float64)[:, None]  # [R, 1]: each row's position in the frame
+    for series, placed in zip(panel.items, placement.per_item(placement.on_grid(marks))):
+        found = placed[~np.isnan(placed[:, 0]), 0].astype(int)
+        rows = frame.loc[found]
+        assert (rows.id == series.item_id).all()
+        np.testing.assert_array_equal(series.index.get_indexer(rows.time), np.flatnonzero(~np.isnan(placed[:, 0])))
+
+
+def test_items_at_different_frequencies_are_named():
+    hourly = pd.DataFrame({"id": "a", "time": pd.date_range("2021-01-01", periods=10, freq="h"), "y": 1.0})
+    weekly = pd.DataFrame({"id": "b", "time": pd.date_range("2021-01-01", periods=10, freq="W-MON"), "y": 1.0})
+    with pytest.raises(ValueError, match=r"different frequencies \('h' in item 'a', 'W-MON' in item 'b'\)"):
+        canonicalize(pd.concat([hourly, weekly]), time_col="time", id_col="id", target_col="y")
+
+
+def test_weeks_on_different_weekdays_are_different_frequencies():
+    frames = [pd.DataFrame({"id": name, "time": pd.date_range(start, periods=6, freq="7D"), "y": 1.0})
+              for name, start in (("a", "2021-01-04"), ("b", "2021-01-05"))]  # a Monday, a Tuesday
+    with pytest.raises(ValueError, match="'W-MON' in item 'a', 'W-TUE' in item 'b'"):
+        canonicalize(pd.concat(frames), time_col="time", id_col="id", target_col="y")
+
+
+def test_ids_equal_as_text_are_one_item_and_missing_ids_are_named():
+    time = pd.date_range("2021-01-01", periods=4, freq="h")
+    frame = pd.DataFrame({"id": [1, 1, "1", "1"], "time": time, "y": [1.0, 2, 3, 4]})
+    panel = canonicalize(frame, time_col="time", id_col="id", target_col="y")
+    assert panel.item_ids == ("1",) and len(panel.items[0]) == 4
+    frame.loc[2, "id"] = None
+    with pytest.raises(ValueError, match=r"id_col 'id' is missing \(NaN/None\) in 1 rows, e\.g\. row 2; .*fillna"):
+        canonicalize(frame, time_col="time", id_col="id", target_col="y")
