@@ -227,30 +227,37 @@ class CovariateEncoder:
     def encode(self, panel: Panel, values: CovariateValues,
                future: Sequence[np.ndarray] | None = None) -> WindowCovariates:
         """``values`` of ``panel`` as window features (module docstring), followed by ``future``
-        (per item ``[H, Kf]``, from :func:`read_future`) for prediction windows."""
+        (per item ``[H, Kf]``, from :func:`read_future`) for prediction windows. Every item is
+        scaled at once, on its steps laid end to end."""
         n_past = len(self.config.past)
         static = self.static.transform(values.static_real, 0)  # [N, Ks]
-        features = []
-        for position, dynamic in enumerate(values.dynamic):
-            if future is not None:
-                ahead = np.full((len(future[position]), dynamic.shape[1]), np.nan)  # [H, Kd]
-                ahead[:, n_past:] = future[position]
-                dynamic = np.concatenate([dynamic, ahead])
-            scaled = self._scaled(panel, position, dynamic)  # [T', Kd]
-            flag = np.ones((len(scaled), 1 if n_past else 0))
-            features.append(np.concatenate([scaled[:, :n_past], flag, scaled[:, n_past:],
-                                            np.broadcast_to(static[position], (len(scaled), static.shape[1]))], axis=1))
-        return WindowCovariates(tuple(features), self.past_only, self._codes(panel, values.static_cat))
+        dynamic = list(values.dynamic)  # per item [T_i, Kd]
+        if future is not None:
+            for position, ahead in enumerate(future):
+                known = np.full((len(ahead), dynamic[position].shape[1]), np.nan)  # [H, Kd]
+                known[:, n_past:] = ahead
+                dynamic[position] = np.concatenate([dynamic[position], known])
+        lengths = np.array([len(d) for d in dynamic], dtype=np.int64)  # [N] T_i (+ H)
+        stacked = np.concatenate(dynamic) if dynamic else np.zeros((0, len(self.config.dynamic)))  # [sum, Kd]
+        scaled = self._scaled(panel, lengths, stacked)  # [sum, Kd]
+        flag = np.ones((len(scaled), 1 if n_past else 0))
+        features = np.concatenate([scaled[:, :n_past], flag, scaled[:, n_past:],
+                                   np.repeat(static, lengths, axis=0)], axis=1)  # [sum, K]
+        return WindowCovariates(tuple(np.split(features, np.cumsum(lengths)[:-1])), self.past_only,
+                                self._codes(panel, values.static_cat))
 
-    def _scaled(self, panel: Panel, position: int, dynamic: np.ndarray) -> np.ndarray:
-        """``dynamic`` ``[T', Kd]`` of item ``position`` scaled, 0 where missing; ``ValueError``
-        naming a value that scales beyond float32's range."""
-        scaled = self.dynamic.transform(dynamic, 0)  # [T', Kd]
+    def _scaled(self, panel: Panel, lengths: np.ndarray, dynamic: np.ndarray) -> np.ndarray:
+        """``dynamic`` ``[sum_i T'_i, Kd]`` (item ``i``'s ``T'_i = lengths[i]`` steps, forecast steps
+        included, laid end to end) scaled, 0 where missing; ``ValueError`` naming a value that
+        scales beyond float32's range."""
+        scaled = self.dynamic.transform(dynamic, 0)  # [sum, Kd]
         if (beyond := first_unrepresentable(scaled, np.isfinite(dynamic))) is not None:
             t, k = beyond
+            position = int(np.searchsorted(np.cumsum(lengths), t, side="right"))
+            step = t - int(lengths[:position].sum())
             item = panel.items[position]
-            stamps = item.index.append(future_index(item.index[-1], panel.freq, len(dynamic) - len(item)))
-            raise ValueError(f"covariate {self.config.dynamic[k]!r} of {panel.item_label(position)} at {stamps[t]}: "
+            stamps = item.index.append(future_index(item.index[-1], panel.freq, int(lengths[position]) - len(item)))
+            raise ValueError(f"covariate {self.config.dynamic[k]!r} of {panel.item_label(position)} at {stamps[step]}: "
                              f"the value {dynamic[t, k]:.6g} scales to {scaled[t, k]:.6g} with the training "
                              "statistics, beyond float32's range; check the value (a wrong unit or a typo?)")
         return np.nan_to_num(scaled, nan=0.0)

@@ -31,6 +31,7 @@ item, on the timestamps of its rows (NaN values do not matter):
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -42,7 +43,7 @@ from pandas.api.types import is_complex_dtype, is_numeric_dtype
 from pandas.tseries.frequencies import to_offset
 
 from tsrec.config import GAP_POLICIES
-from tsrec.data.time_features import future_index, normalize_freq, seasonality
+from tsrec.data.time_features import fixed_step_nanos, future_indexes, normalize_freq, regular_stamps, seasonality
 
 Layout = Literal["wide", "long"]
 WIDE_ITEM_ID = "0"
@@ -87,6 +88,18 @@ class Panel:
     @property
     def item_ids(self) -> tuple[str, ...]:
         return tuple(s.item_id for s in self.items)
+
+    @functools.cached_property
+    def offsets(self) -> np.ndarray:
+        """``[N + 1]`` int64: item ``i``'s steps are ``offsets[i]:offsets[i + 1]`` of :attr:`stamps`."""
+        return np.r_[0, np.cumsum([len(s) for s in self.items])].astype(np.int64)
+
+    @functools.cached_property
+    def stamps(self) -> pd.DatetimeIndex:
+        """``[sum T_i]`` every item's timestamps, laid end to end (see :attr:`offsets`)."""
+        if not self.items:
+            return pd.DatetimeIndex([])
+        return self.items[0].index.append([s.index for s in self.items[1:]])
 
     def item_label(self, position: int) -> str:
         """How error messages name ``items[position]``."""
@@ -243,7 +256,7 @@ def read_targets(
     grid = placement.on_grid(values)  # [sum T_i, C]
     observed = np.isfinite(grid)
     grid[~observed] = np.nan
-    index = _grid_index(stamps[first], lengths, freq)  # [sum T_i]
+    index = regular_stamps(stamps[first], lengths, freq)  # [sum T_i]
     items = tuple(
         Series(item_id=item_id, index=index[offsets[i]:offsets[i + 1]], values=x, observed=mask)
         for i, (item_id, x, mask) in enumerate(zip(item_ids, placement.per_item(grid), placement.per_item(observed)))
@@ -274,26 +287,24 @@ def forecast_frame(
         raise ValueError(
             f"mean must have shape [N={n_rows}, H, C={len(panel.columns)}], got {mean.shape}"
         )
-    positions = range(n_rows) if items is None else items
-    horizon = mean.shape[1]
-    ids, stamps, values = [], [], []
-    for n, position in enumerate(positions):
-        series = panel.items[int(position)]
-        origin = len(series) if origins is None else int(origins[n])
-        if not 1 <= origin <= len(series):
-            label = panel.item_label(int(position))
-            raise ValueError(f"origin {origin} of {label} is outside [1, {len(series)}]")
-        index = future_index(series.index[origin - 1], panel.freq, horizon)  # [H]
-        names = panel.columns if panel.layout == "wide" else (series.item_id,)
-        for c, name in enumerate(names):
-            ids.append(np.full(horizon, name, dtype=object))
-            stamps.append(index)
-            values.append(mean[n, :, c])
+    positions = np.arange(n_rows) if items is None else np.asarray(items, dtype=np.int64)  # [N]
+    lengths = np.diff(panel.offsets)[positions]  # [N]
+    origin = lengths if origins is None else np.asarray(origins, dtype=np.int64)  # [N]
+    if (outside := np.flatnonzero((origin < 1) | (origin > lengths))).size:
+        n = outside[0]
+        label = panel.item_label(int(positions[n]))
+        raise ValueError(f"origin {origin[n]} of {label} is outside [1, {lengths[n]}]")
+    horizon, channels = mean.shape[1], mean.shape[2]
+    lasts = panel.stamps[panel.offsets[positions] + origin - 1]  # [N] the step before each forecast
+    stamps = future_indexes(lasts, panel.freq, horizon)  # [N * H]
+    names = np.array(panel.columns if panel.layout == "wide" else panel.item_ids, dtype=object)
+    name = names[np.arange(channels)] if panel.layout == "wide" else names[positions][:, None]  # [C] or [N, 1]
+    at = np.broadcast_to(np.arange(n_rows * horizon).reshape(n_rows, 1, horizon), (n_rows, channels, horizon))
     return pd.DataFrame(
         {
-            "item_id": np.concatenate(ids),
-            "timestamp": stamps[0].append(stamps[1:]),
-            "mean": np.concatenate(values),
+            "item_id": np.broadcast_to(np.asarray(name)[..., None], (n_rows, channels, horizon)).ravel(),
+            "timestamp": stamps[at.ravel()],
+            "mean": mean.transpose(0, 2, 1).ravel(),
         }
     )
 
@@ -504,15 +515,6 @@ def _infer_freq(stamps: pd.DatetimeIndex, first: np.ndarray, where: Sequence[str
     return normalize_freq(to_offset(pd.Timedelta(int(unique[counts.argmax()]))).freqstr)
 
 
-def _exact_steps(freq: str, tz: object) -> int | None:
-    """Nanoseconds of one step of ``freq`` when its grid is a fixed duration apart (steps shorter
-    than a day, or days without a time zone); None for wall-clock and calendar steps."""
-    offset = to_offset(freq)
-    if isinstance(offset, pd.offsets.Tick) and (not isinstance(offset, pd.offsets.Day) or tz is None):
-        return int(offset.nanos)
-    return None
-
-
 def _positions(stamps: pd.DatetimeIndex, item: np.ndarray, first: np.ndarray, where: Sequence[str], freq: str,
                gaps: str) -> np.ndarray:
     """``[R]`` int64 grid position of each row (``stamps`` ``[R]`` sorted by item, then time, item
@@ -522,7 +524,7 @@ def _positions(stamps: pd.DatetimeIndex, item: np.ndarray, first: np.ndarray, wh
     too, or with ``gaps="warn"`` a warning. Items whose rows are all one step apart pass unseen.
     """
     ends = np.r_[first[1:], len(stamps)]  # [N]
-    nanos = _exact_steps(freq, stamps.tz)
+    nanos = fixed_step_nanos(freq, stamps.tz)
     if nanos is not None:
         steps, remainder = np.divmod(stamps.as_unit("ns").asi8, nanos)  # [R], [R]: no overflow
         positions = steps - steps[first][item]
@@ -559,21 +561,6 @@ def _grid_positions(index: pd.DatetimeIndex, freq: str) -> tuple[np.ndarray, np.
     ``freq`` grid that starts at ``index[0]`` (``pd.date_range``), and ``[n]`` bool: off that grid."""
     positions = pd.date_range(index[0], index[-1], freq=to_offset(freq)).get_indexer(index)  # [n], -1 off the grid
     return positions.astype(np.int64), positions < 0
-
-
-def _grid_index(starts: pd.DatetimeIndex, lengths: np.ndarray, freq: str) -> pd.DatetimeIndex:
-    """The grids of items starting at ``starts`` ``[N]`` with ``lengths`` ``[N]`` steps of ``freq``,
-    laid end to end: ``[sum lengths]``, in the starts' time zone and unit (``pd.date_range`` per
-    item; computed at once for fixed-duration steps)."""
-    nanos = _exact_steps(freq, starts.tz)
-    if nanos is None:
-        grids = [pd.date_range(start, periods=int(n), freq=freq) for start, n in zip(starts, lengths)]
-        return grids[0].append(grids[1:]) if len(grids) > 1 else grids[0]
-    offsets = np.r_[0, np.cumsum(lengths)[:-1]]  # [N]
-    step = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(offsets, lengths)  # [sum lengths]
-    times = np.repeat(starts.as_unit("ns").asi8, lengths) + step * nanos
-    index = pd.DatetimeIndex(times.view("M8[ns]"))
-    return index if starts.tz is None else index.tz_localize("UTC").tz_convert(starts.tz)
 
 
 def _spacing_problems(

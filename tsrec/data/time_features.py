@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -57,10 +57,59 @@ def time_features(index: pd.DatetimeIndex, freq: str) -> np.ndarray:
     return np.stack([f(index) for f in functions], axis=1).astype(np.float32)  # [T, F]
 
 
+def panel_time_features(indexes: Sequence[pd.DatetimeIndex], freq: str) -> list[np.ndarray]:
+    """:func:`time_features` of each of ``indexes`` (``[T_i]`` each, one time zone), computed once
+    for their distinct timestamps: per index ``[T_i, F]`` float32.
+
+    Items of a panel mostly share their timestamps, so this costs about one item's features plus
+    a gather, where calling :func:`time_features` per item costs the panel's size in pandas calls.
+    """
+    lengths = np.array([len(index) for index in indexes], dtype=np.int64)  # [N]
+    if not len(indexes) or not lengths.sum():
+        return [time_features(index, freq) for index in indexes]
+    tz = indexes[0].tz
+    times = np.concatenate([index.as_unit("ns").asi8 for index in indexes])  # [sum T_i], UTC for a named zone
+    distinct, inverse = np.unique(times, return_inverse=True)  # [U], [sum T_i]
+    stamps = pd.DatetimeIndex(distinct.view("M8[ns]"))
+    features = time_features(stamps if tz is None else stamps.tz_localize("UTC").tz_convert(tz), freq)  # [U, F]
+    return np.split(features[inverse], np.cumsum(lengths)[:-1])
+
+
 def future_index(last_timestamp: pd.Timestamp, freq: str, n: int) -> pd.DatetimeIndex:
     """The ``n`` timestamps after ``last_timestamp`` at ``freq``: ``[last + 1 step, ..., + n]``."""
     offset = to_offset(freq)
     return pd.date_range(pd.Timestamp(last_timestamp) + offset, periods=n, freq=offset)
+
+
+def future_indexes(last_timestamps: pd.DatetimeIndex, freq: str, n: int) -> pd.DatetimeIndex:
+    """:func:`future_index` of each of ``last_timestamps`` ``[N]``, laid end to end: ``[N * n]``."""
+    return regular_stamps(last_timestamps + to_offset(freq), np.full(len(last_timestamps), n), freq)
+
+
+def regular_stamps(firsts: pd.DatetimeIndex, lengths: np.ndarray, freq: str) -> pd.DatetimeIndex:
+    """Grids of ``lengths[i]`` steps of ``freq`` from ``firsts[i]`` (``[N]`` each), laid end to end:
+    ``[sum lengths]`` in the firsts' time zone. As ``pd.date_range`` of each, computed at once for
+    steps of a fixed duration (:func:`fixed_step_nanos`)."""
+    nanos = fixed_step_nanos(freq, firsts.tz)
+    if nanos is None:
+        grids = [pd.date_range(first, periods=int(length), freq=freq) for first, length in zip(firsts, lengths)]
+        return grids[0].append(grids[1:]) if grids else pd.DatetimeIndex([], tz=firsts.tz)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    starts = np.r_[0, np.cumsum(lengths)[:-1]]  # [N] each grid's first position
+    step = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(starts, lengths)  # [sum lengths]
+    times = np.repeat(firsts.as_unit("ns").asi8, lengths) + step * nanos
+    index = pd.DatetimeIndex(times.view("M8[ns]"))
+    return index if firsts.tz is None else index.tz_localize("UTC").tz_convert(firsts.tz)
+
+
+def fixed_step_nanos(freq: str, tz: object = None) -> int | None:
+    """Nanoseconds of one step of ``freq`` when its grid's steps are one fixed duration (steps
+    shorter than a day, or days without a time zone); None for wall-clock and calendar steps
+    (days in a time zone with daylight saving, weeks, months, business days, ...)."""
+    offset = to_offset(freq)
+    if isinstance(offset, pd.offsets.Tick) and (not isinstance(offset, pd.offsets.Day) or tz is None):
+        return int(offset.nanos)
+    return None
 
 
 def step_duration(freq: str) -> pd.Timedelta | None:
