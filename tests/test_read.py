@@ -7,8 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tsrec.data import canonicalize
+from tsrec import Forecaster
+from tsrec.data import canonicalize, future_index, time_features
 from tsrec.data.frame import read_targets
+from tsrec.data.time_features import future_indexes, panel_time_features
 
 
 def _items(rng: np.random.Generator, freq: str, tz: str | None = None) -> pd.DataFrame:
@@ -79,3 +81,24 @@ def test_ids_equal_as_text_are_one_item_and_missing_ids_are_named():
     frame.loc[2, "id"] = None
     with pytest.raises(ValueError, match=r"id_col 'id' is missing \(NaN/None\) in 1 rows, e\.g\. row 2; .*fillna"):
         canonicalize(frame, time_col="time", id_col="id", target_col="y")
+
+
+@pytest.mark.parametrize(("freq", "tz"), [("h", None), ("15min", "Europe/Berlin"), ("MS", None)])
+def test_panel_time_features_equal_each_item_alone(freq, tz):
+    panel = canonicalize(_items(np.random.default_rng(2), freq, tz), time_col="time", id_col="id", target_col="y")
+    indexes = [s.index for s in panel.items]
+    for index, features in zip(indexes, panel_time_features(indexes, panel.freq)):
+        np.testing.assert_array_equal(features, time_features(index, panel.freq))
+    lasts = pd.DatetimeIndex([s.index[-1] for s in panel.items])
+    expected = [future_index(last, panel.freq, 5) for last in lasts]
+    assert future_indexes(lasts, panel.freq, 5).equals(expected[0].append(expected[1:]))
+
+
+def test_a_covariate_beyond_float32_once_scaled_names_its_item_and_step():
+    frame = _items(np.random.default_rng(3), "h").sort_values(["id", "time"], ignore_index=True)
+    frame["x"] = np.random.default_rng(4).normal(size=len(frame))
+    row = frame.index[frame.id == "item2"][-1]  # in the validation part: outside the training statistics
+    frame.loc[row, "x"] = 1e300
+    with pytest.raises(ValueError, match=rf"covariate 'x' of item 'item2' at {frame.time[row]}: the value 1e\+300"):
+        Forecaster("dlinear", prediction_length=2, max_steps=1).fit(frame, time_col="time", id_col="id",
+                                                                    target_col="y", past_covariates=["x"])
