@@ -24,9 +24,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas loads when a command runs, so that --help and usage errors come at once
+    import pandas as pd
 
 __all__ = ["main", "build_parser"]
 
@@ -111,6 +112,8 @@ def _holdout_scores(forecast: pd.DataFrame, holdout: pd.DataFrame) -> tuple[pd.D
 
 def _duration(value: Any, steps: float) -> str:
     """A half-life or period as ``12.0h`` / ``3.5d`` / ``15min``, or in steps without a duration."""
+    import pandas as pd
+
     if not math.isfinite(steps):
         return "inf"
     if pd.isna(value):
@@ -210,6 +213,8 @@ def _existing(path: str, what: str) -> Path:
 
 def _read_csv(path: str, time_col: str | None) -> tuple[pd.DataFrame, str]:
     """The CSV as a frame, and its time column (``time_col``, else the first of TIME_COLUMNS present)."""
+    import pandas as pd
+
     try:
         df = pd.read_csv(_existing(path, "data file"))
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
@@ -295,6 +300,8 @@ def _load(model_dir: str) -> tuple[Any, dict[str, Any]]:
 def _read_like_fit(path: str, columns: dict[str, Any]) -> pd.DataFrame:
     """The CSV in the layout the model was fitted with: its time column, or a DatetimeIndex when
     the model was fitted (through the Python API) on a frame indexed by time."""
+    import pandas as pd
+
     df, time_col = _read_csv(path, columns["time_col"])
     return df if columns["time_col"] is not None else df.set_index(pd.DatetimeIndex(df.pop(time_col)))
 
