@@ -120,7 +120,7 @@ def run_case(library: str, model: str, n_series: int, length: int, steps: int, b
                                 trainer_kwargs={"callbacks": [callback], "enable_progress_bar": False})
         forecaster.fit(df, **columns)
         predict = lambda frame: forecaster.predict(frame)  # noqa: E731
-        evaluate = lambda: backtest(forecaster, df, n_windows=origins, baselines=(), **columns)  # noqa: E731
+        evaluate = lambda: backtest(forecaster, df, n_windows=origins, stride=1, baselines=(), **columns)  # noqa: E731
     else:
         import logging
 
