@@ -140,6 +140,21 @@ def test_a_perfect_baseline_gives_an_infinite_ratio_not_an_error():
     assert skill.loc["naive", "baseline_mse"] == 0 and skill.loc["naive", "mse_ratio"] == np.inf
 
 
+def test_refit_blocks_keep_the_stride_when_the_first_item_has_run_out_of_windows():
+    """From ``start``, the shorter first item (ids sort) has fewer windows than the second: its refit blocks
+    run out first, and the later blocks still step the second item's origins ``stride`` apart."""
+    t = np.arange(130)
+    df = pd.DataFrame({"id": np.repeat(["a", "b"], [100, 130]), "y": np.r_[np.sin(t[:100] / 3), np.sin(t / 3)],
+                       "time": np.r_[pd.date_range("2024-01-01", periods=100, freq="h"),
+                                     pd.date_range("2024-01-01", periods=130, freq="h")]})
+    f = Forecaster("naive", prediction_length=4, context_length=8)
+    result = backtest(f, df, start=60, stride=5, refit_every=3, baselines=("naive",), id_col="id", time_col="time",
+                      target_col="y")
+    for item, count in (("a", 8), ("b", 14)):
+        origins = result.errors[result.errors.item_id == item].origin.unique()
+        assert len(origins) == count and (np.diff(origins) == pd.Timedelta(hours=5)).all()
+
+
 def long_frame():
     """Four hourly series of different lengths and ends with a 6-step and a daily cycle, about 5% of
     the values missing, and a 16-step run of them in item s2 that leaves windows without a forecast."""

@@ -13,9 +13,10 @@ from tsrec import metrics
 from tsrec.config import CovariateConfig
 from tsrec.data import Panel, WindowDataset, seasonality
 from tsrec.data.covariates import read_frame
+from tsrec.data.scaling import StandardScaler
 from tsrec.forecaster import Forecaster
-from tsrec.models.naive import season_from_data
 from tsrec.models.base import DEFAULT_QUANTILE_LEVELS
+from tsrec.models.naive import season_from_data
 from tsrec.nn.outputs import check_levels
 
 __all__ = ["BacktestResult", "backtest", "step_errors"]
@@ -69,38 +70,99 @@ class BacktestResult:
         return float(row.value.iloc[0])
 
 
-def _origins(panel: Panel, context: int, horizon: int, start: int | str | pd.Timestamp | None,
-             n_windows: int | None, stride: int) -> list[range]:
-    """Per item, the forecast origins (grid positions of the first forecast step)."""
-    ranges = []
-    for i, series in enumerate(panel.items):
-        last = len(series) - horizon
-        if start is None:
-            count = 1 if n_windows is None else n_windows
-            first = last - stride * (count - 1)
-        elif isinstance(start, (int, np.integer)) and not isinstance(start, bool):
-            first = int(start)
-        else:
-            stamp = pd.Timestamp(start)
-            if stamp not in series.index:
-                raise ValueError(f"start={stamp} is not a timestamp of {panel.item_label(i)} "
-                                 f"({series.index[0]} .. {series.index[-1]} at freq {panel.freq!r})")
-            first = int(series.index.get_loc(stamp))
-        if first < context:
-            raise ValueError(f"{panel.item_label(i)}: the first backtest window would start at position {first}, "
-                             f"but each window needs context_length={context} earlier steps; start later, use fewer "
-                             "windows, or pass more history")
-        if first > last:
-            raise ValueError(f"{panel.item_label(i)}: no backtest window fits: the first origin {first} leaves fewer "
-                             f"than prediction_length={horizon} steps before the end ({len(series)} steps)")
-        origins = range(first, last + 1, stride)
-        if n_windows is not None:
-            origins = origins[:n_windows]
-        ranges.append(origins)
-    return ranges
+@dataclass(frozen=True)
+class _Stacked:
+    """A panel's items end to end, as :attr:`Panel.stamps`, so that windows and histories are gathered
+    by row number.
+
+    Attributes:
+        values: ``[R, C]`` float64, the items' values one after another (``R``: their lengths summed).
+        observed: ``[R, C]`` bool.
+        index: ``[R]`` the items' timestamps (:attr:`Panel.stamps`).
+        start: ``[I]`` int64, the row of each item's first step.
+        length: ``[I]`` int64, each item's number of steps.
+    """
+
+    values: np.ndarray
+    observed: np.ndarray
+    index: pd.DatetimeIndex
+    start: np.ndarray
+    length: np.ndarray
+
+    @classmethod
+    def of(cls, panel: Panel) -> _Stacked:
+        """``panel``'s items, in order."""
+        return cls(values=np.concatenate([series.values for series in panel.items]),
+                   observed=np.concatenate([series.observed for series in panel.items]),
+                   index=panel.stamps, start=panel.offsets[:-1], length=np.diff(panel.offsets))
+
+    @property
+    def item(self) -> np.ndarray:
+        """``[R]`` int64: the item of each row."""
+        return np.repeat(np.arange(len(self.length)), self.length)
+
+    def rows(self, items: np.ndarray, origin: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        """``[N, S]`` rows of the ``steps`` ``[S]`` (grid offsets from the origin) of the windows
+        ``(items[k], origin[k])`` ``[N]``."""
+        return self.start[items, None] + origin[:, None] + steps
 
 
-def _history_before(df: pd.DataFrame, panel: Panel, cut: list[pd.Timestamp], *, time_col: str | None,
+def _origins(panel: Panel, stacked: _Stacked, context: int, horizon: int, start: int | str | pd.Timestamp | None,
+             n_windows: int | None, stride: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per item the first forecast origin (grid position of the first forecast step) and the number
+    of windows, ``[I]`` int64 each; the origins are ``stride`` apart."""
+    last = stacked.length - horizon  # [I] the last origin whose window fits
+    if start is None:
+        first = last - stride * ((1 if n_windows is None else n_windows) - 1)
+    elif isinstance(start, (int, np.integer)) and not isinstance(start, bool):
+        first = np.full_like(last, int(start))
+    else:
+        first = _positions(panel, stacked, pd.Timestamp(start))
+    if (early := np.flatnonzero(first < context)).size:
+        i = early[0]
+        raise ValueError(f"{panel.item_label(i)}: the first backtest window would start at position {first[i]}, "
+                         f"but each window needs context_length={context} earlier steps; start later, use fewer "
+                         "windows, or pass more history")
+    if (late := np.flatnonzero(first > last)).size:
+        i = late[0]
+        raise ValueError(f"{panel.item_label(i)}: no backtest window fits: the first origin {first[i]} leaves fewer "
+                         f"than prediction_length={horizon} steps before the end ({stacked.length[i]} steps)")
+    count = (last - first) // stride + 1
+    return first, count if n_windows is None else np.minimum(count, n_windows)
+
+
+def _positions(panel: Panel, stacked: _Stacked, stamp: pd.Timestamp) -> np.ndarray:
+    """``[I]`` int64: the grid position of ``stamp`` in each item; ``ValueError`` naming the first
+    item without it."""
+    rows = np.flatnonzero(stacked.index == stamp)  # at most one per item
+    items = stacked.item[rows]
+    position = np.full(len(stacked.length), -1, dtype=np.int64)
+    position[items] = rows - stacked.start[items]
+    if (missing := np.flatnonzero(position < 0)).size:
+        i = missing[0]
+        index = panel.items[i].index
+        raise ValueError(f"start={stamp} is not a timestamp of {panel.item_label(i)} "
+                         f"({index[0]} .. {index[-1]} at freq {panel.freq!r})")
+    return position
+
+
+def _block_windows(first: np.ndarray, count: np.ndarray, stride: int) -> tuple[np.ndarray, np.ndarray]:
+    """The windows of items with ``count`` ``[I]`` origins from ``first`` ``[I]``, ``stride`` apart, in
+    :class:`WindowDataset`'s order (items in order, each item's origins rising): ``items``, ``origin`` ``[N]``."""
+    items = np.repeat(np.arange(len(count)), count)  # [N]
+    rank = np.arange(len(items)) - np.repeat(np.cumsum(count) - count, count)  # [N] the window's place in its item
+    return items, first[items] + stride * rank
+
+
+def _refit_cut(panel: Panel, stacked: _Stacked, first: np.ndarray, count: np.ndarray) -> pd.DatetimeIndex:
+    """``[I]`` the timestamp each item's refit data end before: the block's first origin, or, for an
+    item without a window in the block (``count`` 0), the step after its last."""
+    end = stacked.start + stacked.length - 1  # [I] each item's last row
+    after = stacked.index[end] + pd.tseries.frequencies.to_offset(panel.freq)
+    return stacked.index[np.minimum(stacked.start + first, end)].where(count > 0, after)
+
+
+def _history_before(df: pd.DataFrame, panel: Panel, cut: Sequence[pd.Timestamp], *, time_col: str | None,
                     id_col: str | None) -> pd.DataFrame:
     """The rows of ``df`` strictly before each item's ``cut`` timestamp (for refitting)."""
     times = pd.DatetimeIndex(df.index if time_col is None else pd.to_datetime(df[time_col]))
@@ -165,36 +227,37 @@ def backtest(forecaster: Forecaster, df: pd.DataFrame, *, start: int | str | pd.
     panel, values = read_frame(df, covariates, () if fitted is None else fitted.categorical, freq=forecaster.freq,
                                gaps=forecaster.settings.window.gaps, **columns)
     horizon, context = forecaster.prediction_length, forecaster.context_length
-    origins = _origins(panel, context, horizon, start, n_windows, stride or horizon)
-    n_blocks = max(len(r) for r in origins)
+    stride = stride or horizon
+    stacked = _Stacked.of(panel)
+    first, count = _origins(panel, stacked, context, horizon, start, n_windows, stride)  # [I] each
+    n_blocks = int(count.max())
     block = refit_every or n_blocks
     parts: list[pd.DataFrame] = []
     seasons: list[tuple[int, str]] = []
-    for first in range(0, n_blocks, block):
-        block_origins = [r[first:first + block] for r in origins]
+    for done in range(0, n_blocks, block):
+        block_first, block_count = first + stride * done, np.clip(count - done, 0, block)  # [I] each
         if refit_every is not None:
-            cut = [s.index[r[0]] if len(r) else s.index[-1] + pd.tseries.frequencies.to_offset(panel.freq)
-                   for s, r in zip(panel.items, block_origins)]
+            cut = _refit_cut(panel, stacked, block_first, block_count)
             forecaster = forecaster.unfitted_copy().fit(_history_before(df, panel, cut, **{
                 k: v for k, v in columns.items() if k != "target_col"}), **columns, past_covariates=covariates.past,
                 future_covariates=covariates.future, static_covariates=covariates.static)
         rows = forecaster.panel.check_compatible(panel)
-        ranges = [(r.start, r.stop) if len(r) else (context, context) for r in block_origins]
-        dataset = WindowDataset.from_panel(panel, forecaster.scaler, context, horizon, ranges,
-                                           stride=block_origins[0].step if block_origins[0] else 1,
+        ranges = list(zip(block_first.tolist(), (block_first + stride * block_count).tolist()))
+        dataset = WindowDataset.from_panel(panel, forecaster.scaler, context, horizon, ranges, stride=stride,
                                            scaler_rows=rows, covariates=forecaster.covariates.encode(panel, values))
         scaled, bands = _point_and_quantiles(forecaster, forecaster.forecast_windows(dataset, batch_size=batch_size),
                                              levels)  # [N, H, C], [N, H, C, Q] or None
         seasons.append(season_from_data(forecaster.data_facts, context))
-        parts.append(_window_frame(panel, forecaster, dataset, scaled, rows, seasons[-1][0], bands, levels,
-                                   [b for b in baselines if b in STATS_BASELINES]))
+        items, origin = _block_windows(block_first, block_count, stride)  # [N] each, the dataset's windows
+        parts.append(_window_frame(panel, stacked, forecaster, items, origin, scaled, rows, seasons[-1][0], bands,
+                                   levels, [b for b in baselines if b in STATS_BASELINES]))
     errors = pd.concat(parts, ignore_index=True)
     m = season_length or seasonality(panel.freq)
     skill = _skill(errors, baselines, seasons, _stats_notes(forecaster, panel))
     ratios = pd.DataFrame([(f"{ratio}_{row.baseline}", "ratio", getattr(row, ratio)) for row in skill.itertuples()
                            if np.isfinite(row.mse_ratio) for ratio in ("mse_ratio", "mae_ratio")],
                           columns=["metric", "units", "value"])
-    parts = [_summary(errors, panel, origins, m), _probabilistic_summary(errors, levels), ratios]
+    parts = [_summary(errors, _mase(errors, panel, stacked, first, m)), _probabilistic_summary(errors, levels), ratios]
     summary = pd.concat([part for part in parts if not part.empty], ignore_index=True)
     return BacktestResult(errors, summary, _by_step(errors), skill)
 
@@ -344,47 +407,37 @@ def _point_and_quantiles(forecaster: Forecaster, outputs: np.ndarray,
     return output.mean(params).numpy(), output.quantiles(params, levels).numpy()
 
 
-def _window_frame(panel: Panel, forecaster: Forecaster, dataset: WindowDataset, scaled: np.ndarray,
-                  rows: np.ndarray, season: int, bands: np.ndarray | None = None,
+def _window_frame(panel: Panel, stacked: _Stacked, forecaster: Forecaster, items: np.ndarray, origin: np.ndarray,
+                  scaled: np.ndarray, rows: np.ndarray, season: int, bands: np.ndarray | None = None,
                   levels: tuple[float, ...] = (), stats: Sequence[str] = ()) -> pd.DataFrame:
-    """Tidy per-window, per-step, per-channel rows for one block of windows, with the naive
-    baselines of the same windows (seasonal naive: NaN when ``season`` is 1), the statistical
-    baselines named in ``stats`` and, for a probabilistic model, its quantiles ``bands``."""
+    """Tidy per-window, per-step, per-channel rows for one block of windows ``(items[k], origin[k])``
+    ``[N]``, forecast ``scaled`` ``[N, H, C]`` with ``rows`` ``[I]`` the items' scaler rows, with the
+    naive baselines of the same windows (seasonal naive: NaN when ``season`` is 1), the statistical
+    baselines named in ``stats`` and, for a probabilistic model, its quantiles ``bands`` ``[N, H, C, Q]``."""
     n, horizon, channels = scaled.shape
     context = forecaster.context_length
-    items = np.empty(n, dtype=np.int64)
-    origin = np.empty(n, dtype=np.int64)
-    truth = np.empty_like(scaled)
-    observed = np.empty(scaled.shape, dtype=bool)
-    past = np.empty((n, context, channels), dtype=np.float64)
-    past_observed = np.empty((n, context, channels), dtype=np.float64)
+    scaler_rows = rows[items]  # [N]
+    window_rows = stacked.rows(items, origin, np.arange(-context, horizon))  # [N, Lc + H]
+    target, seen = _window_values(stacked, forecaster.scaler, window_rows, scaler_rows)  # [N, Lc + H, C] each
+    truth, observed = target[:, context:].astype(scaled.dtype), seen[:, context:]  # [N, H, C]
+    naive, seasonal = naive_forecasts(target[:, :context], seen[:, :context], horizon,
+                                      season if season > 1 else None)  # [N, H, C]
     extra_columns: dict[str, np.ndarray] = {}  # the statistical baselines and the quantiles
-    for k in range(n):
-        window = dataset[k]
-        items[k], origin[k] = window["item"], window["origin"]
-        truth[k] = window["future_target"].numpy()
-        observed[k] = window["future_observed"].numpy() > 0
-        past[k], past_observed[k] = window["past_target"].numpy(), window["past_observed"].numpy()
-    naive, seasonal = naive_forecasts(past, past_observed, horizon, season if season > 1 else None)  # [N, H, C]
-    scaler_rows = rows[items]
     for name, raw in _stats_forecasts(forecaster, panel, items, origin, stats).items():
         extra_columns[f"y_{name}"] = raw.ravel()
         extra_columns[f"y_{name}_scaled"] = forecaster.scaler.transform(raw, scaler_rows).ravel()
     pred = forecaster.scaler.inverse_transform(scaled, scaler_rows)
     true = forecaster.scaler.inverse_transform(truth, scaler_rows)
-    names = [panel.columns if panel.layout == "wide" else (panel.items[i].item_id,) for i in items]
-    item_id = np.array([[names[k][c] for c in range(channels)] for k in range(n)], dtype=object)  # [N, C]
-    step_index = np.stack([panel.items[i].index[o:o + horizon] for i, o in zip(items, origin)]) if n else \
-        np.empty((0, horizon), dtype="datetime64[ns]")  # [N, H]
     shape = (n, horizon, channels)
     for i, level in enumerate(levels):
         extra_columns[f"y_q{level}"] = forecaster.scaler.inverse_transform(bands[..., i], scaler_rows).ravel()
         extra_columns[f"y_q{level}_scaled"] = bands[..., i].ravel()
+    future = window_rows[:, context:, None]  # [N, H, 1] the forecast steps' rows
     return pd.DataFrame({
-        "item_id": np.broadcast_to(item_id[:, None, :], shape).ravel(),
-        "origin": np.broadcast_to(step_index[:, :1, None], shape).ravel(),
+        "item_id": np.broadcast_to(_channel_names(panel)[items][:, None, :], shape).ravel(),
+        "origin": stacked.index.take(np.broadcast_to(future[:, :1], shape).ravel()),
         "step": np.broadcast_to(np.arange(1, horizon + 1)[None, :, None], shape).ravel(),
-        "timestamp": np.broadcast_to(step_index[:, :, None], shape).ravel(),
+        "timestamp": stacked.index.take(np.broadcast_to(future, shape).ravel()),
         "y_true": np.where(observed, true, np.nan).ravel(),
         "y_pred": pred.ravel(),
         "y_true_scaled": np.where(observed, truth, np.nan).ravel(),
@@ -399,7 +452,26 @@ def _window_frame(panel: Panel, forecaster: Forecaster, dataset: WindowDataset, 
     })
 
 
-def _summary(errors: pd.DataFrame, panel: Panel, origins: list[range], m: int) -> pd.DataFrame:
+def _window_values(stacked: _Stacked, scaler: StandardScaler, rows: np.ndarray,
+                   scaler_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The values at ``rows`` ``[N, L]`` of windows with scaler rows ``scaler_rows`` ``[N]`` as the
+    model reads them from :class:`WindowDataset` (scaled, rounded to float32, 0 where unobserved),
+    float64 ``[N, L, C]``, and whether each was observed, bool ``[N, L, C]``."""
+    observed = stacked.observed[rows]
+    scaled = scaler.transform(stacked.values[rows], scaler_rows)
+    return np.where(observed, scaled, 0.0).astype(np.float32).astype(np.float64), observed
+
+
+def _channel_names(panel: Panel) -> np.ndarray:
+    """``[I, C]`` object: the ``item_id`` of each item's channels in the errors (wide: the columns of
+    the one item; long: each item's id)."""
+    if panel.layout == "wide":
+        return np.array([panel.columns], dtype=object)
+    return np.array(panel.item_ids, dtype=object)[:, None]
+
+
+def _summary(errors: pd.DataFrame, mase: float) -> pd.DataFrame:
+    """The point metrics of :attr:`BacktestResult.summary`, with ``mase`` from :func:`_mase`."""
     obs = _scored(errors)
     rows = []
     for units, true_col, pred_col in (("original", "y_true", "y_pred"), ("scaled", "y_true_scaled", "y_pred_scaled")):
@@ -407,7 +479,7 @@ def _summary(errors: pd.DataFrame, panel: Panel, origins: list[range], m: int) -
         for name, fn in (("mse", metrics.mse), ("mae", metrics.mae), ("rmse", metrics.rmse)):
             rows.append((name, units, fn(t, p, mask=obs)))
     rows.append(("smape", "scale-free", metrics.smape(errors.y_true.to_numpy(), errors.y_pred.to_numpy(), mask=obs)))
-    rows.append(("mase", "scale-free", _mase(errors, panel, origins, m)))
+    rows.append(("mase", "scale-free", mase))
     blind = errors[~errors["forecast"]].groupby(["item_id", "origin"]).ngroups
     rows.append(("windows_without_forecast", "count", float(blind)))
     return pd.DataFrame(rows, columns=["metric", "units", "value"])
@@ -437,22 +509,36 @@ def _probabilistic_summary(errors: pd.DataFrame, levels: tuple[float, ...]) -> p
     return pd.DataFrame(rows, columns=["metric", "units", "value"])
 
 
-def _mase(errors: pd.DataFrame, panel: Panel, origins: list[range], m: int) -> float:
-    """MASE with each series' in-sample seasonal-naive MAE before its first backtest origin."""
-    total, count = 0.0, 0
-    for series, origin in zip(panel.items, origins):
-        history = np.where(series.observed, series.values, np.nan)[: origin[0]]  # [T0, C]
-        if len(history) <= m:
-            return float("nan")
-        names = panel.columns if panel.layout == "wide" else (series.item_id,)
-        for c, name in enumerate(names):
-            part = errors[(errors.item_id == name) & errors.observed & errors.forecast]
-            if part.empty:
-                continue
-            value = metrics.mase(part.y_true.to_numpy(), part.y_pred.to_numpy(), history[:, c], m=m)
-            total += value * len(part)
-            count += len(part)
-    return total / count if count else float("nan")
+def _mase(errors: pd.DataFrame, panel: Panel, stacked: _Stacked, first: np.ndarray, m: int) -> float:
+    """MASE over the scored ``errors``, each series' errors divided by its in-sample seasonal-naive MAE
+    before its first backtest origin ``first`` ``[I]`` (NaN when an item has no more than ``m`` steps there)."""
+    if (first <= m).any():
+        return float("nan")
+    scale = _seasonal_scale(stacked, first, m).ravel()  # [I * C]
+    series = pd.Index(_channel_names(panel).ravel()).get_indexer(errors["item_id"])  # [E] into scale
+    scored = _scored(errors)
+    error = np.abs(errors["y_true"].to_numpy() - errors["y_pred"].to_numpy())[scored]
+    if not error.size:
+        return float("nan")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return float(np.mean(error / scale[series[scored]]))
+
+
+def _seasonal_scale(stacked: _Stacked, first: np.ndarray, m: int) -> np.ndarray:
+    """``[I, C]``: each item's and channel's mean ``|y[t] - y[t - m]|`` over its steps ``t < first[i]``
+    with both values observed (NaN without one), the scale of :func:`tsrec.metrics.mase`."""
+    y = np.where(stacked.observed, stacked.values, np.nan)  # [R, C]
+    item = stacked.item  # [R]
+    position = np.arange(len(item)) - stacked.start[item]  # [R] step within its item
+    later = np.flatnonzero((position >= m) & (position < first[item]))  # [K] rows whose t - m is in the history
+    diffs = np.abs(y[later] - y[later - m])  # [K, C]
+    valid = ~np.isnan(diffs)
+    items, channels = len(first), y.shape[1]
+    cell = (item[later, None] * channels + np.arange(channels)).ravel()  # [K * C] the (item, channel) of each diff
+    total = np.bincount(cell, np.where(valid, diffs, 0.0).ravel(), minlength=items * channels)
+    count = np.bincount(cell, valid.ravel(), minlength=items * channels)
+    with np.errstate(invalid="ignore"):
+        return (total / count).reshape(items, channels)
 
 
 def step_errors(errors: pd.DataFrame, units: str = "scaled") -> pd.DataFrame:
