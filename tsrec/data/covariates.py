@@ -36,7 +36,7 @@ from pandas.api.types import is_bool_dtype, is_complex_dtype, is_numeric_dtype
 from tsrec.config import CovariateConfig, static_embedding_dim
 from tsrec.data.frame import Panel, Placement, _timestamps, read_targets
 from tsrec.data.scaling import StandardScaler
-from tsrec.data.time_features import future_index
+from tsrec.data.time_features import future_index, future_indexes
 from tsrec.data.windows import WindowCovariates, first_unrepresentable
 
 __all__ = ["CovariateEncoder", "CovariateValues", "categorical_statics", "check_context", "read_covariates",
@@ -137,21 +137,24 @@ def read_future(frame: Any, panel: Panel, config: CovariateConfig, horizon: int,
     times = _timestamps(frame, time_col)  # [R]
     _require_time_zone(times, panel)
     values = _numeric(frame, config.future, "future")  # [R, Kf]
-    rows = _item_rows(frame, panel, id_col, every=False)
-    future = []
-    for position, (item, r) in enumerate(zip(panel.items, rows)):
-        steps = future_index(item.index[-1], panel.freq, horizon)  # [H]
-        label = panel.item_label(position)
-        given = times[r]
-        if given.has_duplicates:
-            raise ValueError(f"future_covariates has several rows for {label} at {given[given.duplicated()][0]}; "
-                             "pass one row per series and forecast step")
-        at = steps.get_indexer(given)  # [r], -1 outside the horizon
-        ahead = np.full((horizon, len(config.future)), np.nan)
-        ahead[at[at >= 0]] = values[r][at >= 0]
-        _require_finite_future(ahead, steps, given, label, config.future, panel.freq)
-        future.append(ahead)
-    return tuple(future)
+    item = _item_positions(frame, panel, id_col)  # [R], -1: an id the panel does not hold
+    known = item >= 0
+    rows = pd.MultiIndex.from_arrays([item[known], times[known]])
+    if rows.has_duplicates:
+        k = np.flatnonzero(rows.duplicated())[0]
+        raise ValueError(f"future_covariates has several rows for {panel.item_label(item[known][k])} at "
+                         f"{times[known][k]}; pass one row per series and forecast step")
+    lasts = panel.stamps[panel.offsets[1:] - 1]  # [N] each item's last step
+    steps = future_indexes(lasts, panel.freq, horizon)  # [N * H]
+    cells = pd.MultiIndex.from_arrays([np.repeat(np.arange(len(panel.items)), horizon), steps])
+    at = cells.get_indexer(rows)  # [R'] forecast step of each row of a known id, -1 outside the horizon
+    ahead = np.full((len(cells), len(config.future)), np.nan)  # [N * H, Kf]
+    ahead[at[at >= 0]] = values[known][at >= 0]
+    ahead = ahead.reshape(len(panel.items), horizon, -1)  # [N, H, Kf]
+    for position in np.flatnonzero(~np.isfinite(ahead).all(axis=(1, 2)))[:1]:
+        _require_finite_future(ahead[position], steps[position * horizon:(position + 1) * horizon],
+                               times[item == position], panel.item_label(position), config.future, panel.freq)
+    return tuple(ahead)
 
 
 def check_context(panel: Panel, values: CovariateValues, config: CovariateConfig, context_length: int) -> None:
@@ -304,15 +307,14 @@ def _require_time_zone(times: pd.DatetimeIndex, panel: Panel) -> None:
                          "them, e.g. with tz_localize or tz_convert")
 
 
-def _item_rows(df: pd.DataFrame, panel: Panel, id_col: Hashable | None, *, every: bool = True) -> list[np.ndarray]:
-    """Per item of ``panel``, the positions of its rows in ``df`` (a wide frame: every row); with
-    ``every=False`` an id without rows gets none, instead of a ``KeyError``."""
+def _item_positions(df: pd.DataFrame, panel: Panel, id_col: Hashable | None) -> np.ndarray:
+    """``[R]`` int64: the position in ``panel.items`` of each row's id (ids compared as text; -1
+    for an id the panel does not hold; a wide frame's rows all belong to its one item)."""
     if id_col is None:
-        return [np.arange(len(df))] * len(panel.items)
-    ids = df[id_col].astype(str).to_numpy()  # [R]
-    groups = pd.Series(ids).groupby(ids).indices
-    empty = np.zeros(0, dtype=np.int64)
-    return [groups[i] if every else groups.get(i, empty) for i in panel.item_ids]
+        return np.zeros(len(df), dtype=np.int64)
+    codes, uniques = pd.factorize(df[id_col])  # [R], [U]
+    positions = pd.Index(panel.item_ids).get_indexer(uniques.astype(str))  # [U]
+    return np.where(codes >= 0, positions[codes], -1).astype(np.int64)
 
 
 def _numeric(df: pd.DataFrame, names: Sequence[str], kind: str) -> np.ndarray:
