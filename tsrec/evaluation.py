@@ -7,13 +7,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import torch
 
 from tsrec import metrics
 from tsrec.config import CovariateConfig
 from tsrec.data import Panel, WindowDataset, seasonality
 from tsrec.data.covariates import read_frame
 from tsrec.data.scaling import StandardScaler
+from tsrec.fitted import ForecastResult
 from tsrec.forecaster import Forecaster
 from tsrec.models.base import DEFAULT_QUANTILE_LEVELS
 from tsrec.models.naive import season_from_data
@@ -245,12 +245,11 @@ def backtest(forecaster: Forecaster, df: pd.DataFrame, *, start: int | str | pd.
         ranges = list(zip(block_first.tolist(), (block_first + stride * block_count).tolist()))
         dataset = WindowDataset.from_panel(panel, forecaster.scaler, context, horizon, ranges, stride=stride,
                                            scaler_rows=rows, covariates=forecaster.covariates.encode(panel, values))
-        scaled, bands = _point_and_quantiles(forecaster, forecaster.forecast_windows(dataset, batch_size=batch_size),
-                                             levels)  # [N, H, C], [N, H, C, Q] or None
-        seasons.append(season_from_data(forecaster.data_facts, context))
         items, origin = _block_windows(block_first, block_count, stride)  # [N] each, the dataset's windows
-        parts.append(_window_frame(panel, stacked, forecaster, items, origin, scaled, rows, seasons[-1][0], bands,
-                                   levels, [b for b in baselines if b in STATS_BASELINES]))
+        result = forecaster.forecast(dataset, rows[items], items, origin, levels=levels, batch_size=batch_size)
+        seasons.append(season_from_data(forecaster.data_facts, context))
+        parts.append(_window_frame(panel, stacked, forecaster, result, rows, seasons[-1][0],
+                                   [b for b in baselines if b in STATS_BASELINES]))
     errors = pd.concat(parts, ignore_index=True)
     m = season_length or seasonality(panel.freq)
     skill = _skill(errors, baselines, seasons, _stats_notes(forecaster, panel))
@@ -396,24 +395,14 @@ def _levels(forecaster: Forecaster, quantiles: Sequence[float] | None) -> tuple[
     return DEFAULT_QUANTILE_LEVELS
 
 
-def _point_and_quantiles(forecaster: Forecaster, outputs: np.ndarray,
-                         levels: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray | None]:
-    """Scaled point forecasts ``[N, H, C]`` and, for a probabilistic model, its quantiles at
-    ``levels`` ``[N, H, C, Q]``, from :meth:`Forecaster.forecast_windows`' outputs."""
-    if not levels:
-        return outputs, None
-    output = forecaster.model.output
-    params = torch.from_numpy(outputs).double()
-    return output.mean(params).numpy(), output.quantiles(params, levels).numpy()
-
-
-def _window_frame(panel: Panel, stacked: _Stacked, forecaster: Forecaster, items: np.ndarray, origin: np.ndarray,
-                  scaled: np.ndarray, rows: np.ndarray, season: int, bands: np.ndarray | None = None,
-                  levels: tuple[float, ...] = (), stats: Sequence[str] = ()) -> pd.DataFrame:
-    """Tidy per-window, per-step, per-channel rows for one block of windows ``(items[k], origin[k])``
-    ``[N]``, forecast ``scaled`` ``[N, H, C]`` with ``rows`` ``[I]`` the items' scaler rows, with the
-    naive baselines of the same windows (seasonal naive: NaN when ``season`` is 1), the statistical
-    baselines named in ``stats`` and, for a probabilistic model, its quantiles ``bands`` ``[N, H, C, Q]``."""
+def _window_frame(panel: Panel, stacked: _Stacked, forecaster: Forecaster, result: ForecastResult, rows: np.ndarray,
+                  season: int, stats: Sequence[str] = ()) -> pd.DataFrame:
+    """Tidy per-window, per-step, per-channel rows for one block of windows ``(result.items[k],
+    result.origins[k])`` ``[N]`` with ``rows`` ``[I]`` the items' scaler rows: the forecasts of
+    ``result`` (its quantiles too, for a probabilistic model), the truth, the naive baselines of the
+    same windows (seasonal naive: NaN when ``season`` is 1) and the statistical baselines named in
+    ``stats``."""
+    items, origin, scaled = result.items, result.origins, result.scaled
     n, horizon, channels = scaled.shape
     context = forecaster.context_length
     scaler_rows = rows[items]  # [N]
@@ -426,12 +415,11 @@ def _window_frame(panel: Panel, stacked: _Stacked, forecaster: Forecaster, items
     for name, raw in _stats_forecasts(forecaster, panel, items, origin, stats).items():
         extra_columns[f"y_{name}"] = raw.ravel()
         extra_columns[f"y_{name}_scaled"] = forecaster.scaler.transform(raw, scaler_rows).ravel()
-    pred = forecaster.scaler.inverse_transform(scaled, scaler_rows)
     true = forecaster.scaler.inverse_transform(truth, scaler_rows)
     shape = (n, horizon, channels)
-    for i, level in enumerate(levels):
-        extra_columns[f"y_q{level}"] = forecaster.scaler.inverse_transform(bands[..., i], scaler_rows).ravel()
-        extra_columns[f"y_q{level}_scaled"] = bands[..., i].ravel()
+    for i, level in enumerate(result.levels):
+        extra_columns[f"y_q{level}"] = result.quantiles[..., i].ravel()
+        extra_columns[f"y_q{level}_scaled"] = result.scaled_quantiles[..., i].ravel()
     future = window_rows[:, context:, None]  # [N, H, 1] the forecast steps' rows
     return pd.DataFrame({
         "item_id": np.broadcast_to(_channel_names(panel)[items][:, None, :], shape).ravel(),
@@ -439,7 +427,7 @@ def _window_frame(panel: Panel, stacked: _Stacked, forecaster: Forecaster, items
         "step": np.broadcast_to(np.arange(1, horizon + 1)[None, :, None], shape).ravel(),
         "timestamp": stacked.index.take(np.broadcast_to(future, shape).ravel()),
         "y_true": np.where(observed, true, np.nan).ravel(),
-        "y_pred": pred.ravel(),
+        "y_pred": result.mean.ravel(),
         "y_true_scaled": np.where(observed, truth, np.nan).ravel(),
         "y_pred_scaled": scaled.ravel(),
         "observed": observed.ravel(),

@@ -4,19 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import logging
 import math
 import os
-import pickle
-import shutil
 import tempfile
 import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -33,7 +30,6 @@ from tsrec.data import (
     WindowCovariates,
     WindowDataset,
     data_facts,
-    forecast_frame,
     future_index,
     normalize_freq,
     split_panel,
@@ -42,10 +38,10 @@ from tsrec.data.covariates import categorical_statics, check_context, read_frame
 from tsrec.data.periods import dominant_periods
 from tsrec.data.split import default_val_windows
 from tsrec.data.time_features import seasonality
-from tsrec.datasets.loading import sha256_of
 from tsrec.models import ForecastModel, build_model, model_spec
 from tsrec.models.ensemble import AUTO
 from tsrec.nn.outputs import check_levels
+from tsrec.fitted import FittedState, ForecastResult, TrainingSummary, unscale
 from tsrec.settings import ForecasterSettings
 from tsrec.training.budget import Budget, plan_budget, refit_budget
 
@@ -57,70 +53,6 @@ __all__ = ["DEFAULT_MODEL", "Forecaster"]
 DEFAULT_MODEL = "rsa_patchtst"
 
 log = logging.getLogger(__name__)
-
-FORMAT = "tsrec-forecaster"
-FORMAT_VERSION = 4
-_CONFIG_FILE = "forecaster.json"
-_WEIGHTS_FILE = "weights.pt"
-
-
-@dataclass(frozen=True)
-class TrainingSummary:
-    """What one ``fit`` did.
-
-    Attributes:
-        history: one row per epoch of the run that validation watched (the only run without
-            validation): ``epoch`` (1-based), ``train_loss``, ``val_loss`` (scaled units, means over
-            the epoch's windows; NaN in an epoch without a validation check), ``learning_rate`` of the backbone,
-            ``seconds``. Empty for models that need no training.
-        best_epoch: the epoch of the validation check whose weights were kept (lowest validation
-            loss); None without validation (the last epoch's weights are kept).
-        fit_seconds: wall time of the whole ``fit`` after the data were prepared.
-        best_step: optimizer steps done at that check (None without validation).
-        budget: the run's budget: ``max_steps`` and ``max_epochs`` (None where unbounded),
-            ``val_check_steps`` (None: once per epoch), ``steps_per_epoch``, ``train_windows``,
-            ``steps_run``, ``time_limit`` and ``stopped_by`` (``"budget"``, ``"early stopping"`` or
-            ``"time limit"``). Empty for models that need no training.
-        refit: the refit on all the history (``refit_full``): ``windows``, ``steps``,
-            ``epochs``, ``seconds`` and the last epoch's ``train_loss``; None when there was none,
-            and ``{"skipped": reason}`` when it was skipped.
-    """
-
-    history: pd.DataFrame
-    best_epoch: int | None
-    fit_seconds: float
-    best_step: int | None = None
-    budget: dict[str, Any] = dataclasses.field(default_factory=dict)
-    refit: dict[str, Any] | None = None
-
-    COLUMNS: ClassVar[tuple[str, ...]] = ("epoch", "train_loss", "val_loss", "learning_rate", "seconds")
-
-    @property
-    def epochs_run(self) -> int:
-        return len(self.history)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"history": self.history.to_dict(orient="list"), "best_epoch": self.best_epoch,
-                "fit_seconds": self.fit_seconds, "best_step": self.best_step, "budget": dict(self.budget),
-                "refit": self.refit}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TrainingSummary:
-        return cls(pd.DataFrame(data["history"], columns=list(cls.COLUMNS)), data["best_epoch"], data["fit_seconds"],
-                   data.get("best_step"), dict(data.get("budget") or {}), data.get("refit"))
-
-    def __str__(self) -> str:
-        steps = self.budget.get("steps_run")
-        text = f"{self.epochs_run} epochs" + ("" if steps is None else f" ({steps} steps)")
-        text += f" in {self.fit_seconds:.1f} s"
-        if self.best_epoch is not None:
-            text += f", best epoch {self.best_epoch}"
-        if self.budget.get("stopped_by"):
-            text += f", stopped by {self.budget['stopped_by']}"
-        if self.refit and "skipped" not in self.refit:
-            text += f"; refit on all the history for {self.refit['steps']} steps"
-        return text
-
 
 @dataclass(frozen=True)
 class _Run:
@@ -186,17 +118,41 @@ class Forecaster:
         self._unfit()
 
     def _unfit(self) -> None:
-        self.model: ForecastModel | None = None
-        self.resolved_settings: ForecasterSettings | None = None
-        self.training_summary: TrainingSummary | None = None
-        self.data_facts: DataFacts | None = None
-        self.panel: Panel | None = None
-        self.scaler: StandardScaler | None = None
-        self.covariates: CovariateEncoder | None = None
-        self._covariate_values: CovariateValues | None = None
-        self._leaderboard: pd.DataFrame | None = None
+        self.fitted: FittedState | None = None
         self.trainer = None
-        self._columns: dict[str, Any] = {"time_col": None, "id_col": None, "target_col": None}
+
+    # ------------------------------------------------------------------ fitted state
+    @property
+    def model(self) -> ForecastModel | None:
+        """The trained network (None before ``fit``)."""
+        return None if self.fitted is None else self.fitted.model
+
+    @property
+    def resolved_settings(self) -> ForecasterSettings | None:
+        """The settings as completed from the data at ``fit`` (None before)."""
+        return None if self.fitted is None else self.fitted.resolved
+
+    @property
+    def training_summary(self) -> TrainingSummary | None:
+        return None if self.fitted is None else self.fitted.summary
+
+    @property
+    def data_facts(self) -> DataFacts | None:
+        return None if self.fitted is None else self.fitted.facts
+
+    @property
+    def panel(self) -> Panel | None:
+        """The last ``context_length`` steps of every fitted series (None before ``fit``)."""
+        return None if self.fitted is None else self.fitted.history
+
+    @property
+    def scaler(self) -> StandardScaler | None:
+        return None if self.fitted is None else self.fitted.scaler
+
+    @property
+    def covariates(self) -> CovariateEncoder | None:
+        """The fitted covariate encoding (None before ``fit``)."""
+        return None if self.fitted is None else self.fitted.covariates
 
     # ------------------------------------------------------------------ settings
     @property
@@ -236,7 +192,9 @@ class Forecaster:
     @property
     def columns(self) -> dict[str, Any]:
         """The ``time_col``, ``id_col`` and ``target_col`` of the last ``fit``."""
-        return dict(self._columns)
+        if self.fitted is None:
+            return {"time_col": None, "id_col": None, "target_col": None}
+        return dict(self.fitted.columns)
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """The constructor arguments (scikit-learn protocol; ``deep`` is accepted for it)."""
@@ -343,18 +301,12 @@ class Forecaster:
         elif resume:
             raise ValueError(f"{self.model_name!r} needs no training, so there is no run to resume; "
                              "fit without resume=True")
-        self.model = model.eval()
-        self.training_summary = TrainingSummary(pd.DataFrame(run.history, columns=list(TrainingSummary.COLUMNS)),
-                                                run.best_epoch, time.perf_counter() - started, run.best_step,
-                                                run.budget, refit)
-        self.data_facts = facts
-        self.resolved_settings = resolved
-        self.panel = _tail(panel, context)
-        self.scaler = scaler
-        self.covariates = encoder
-        self._covariate_values = values.tail(context)
-        self._columns = columns
-        self._leaderboard = None if auto is None else auto.leaderboard
+        summary = TrainingSummary(pd.DataFrame(run.history, columns=list(TrainingSummary.COLUMNS)), run.best_epoch,
+                                  time.perf_counter() - started, run.best_step, run.budget, refit)
+        self.fitted = FittedState(settings=self.settings, resolved=resolved, model=model.eval(),
+                                  history=_tail(panel, context), scaler=scaler, covariates=encoder,
+                                  covariate_history=values.tail(context), facts=facts, summary=summary,
+                                  columns=columns, leaderboard=None if auto is None else auto.leaderboard)
         return self
 
     def _fit_auto_members(self, df: pd.DataFrame, panel: Panel, columns: dict[str, Any], covariates: CovariateConfig,
@@ -379,7 +331,8 @@ class Forecaster:
             raise AttributeError(f"only Forecaster('auto') has a leaderboard; this one is {self.model_name!r}")
         from tsrec.auto import leaderboard
 
-        return self._leaderboard if self._leaderboard is not None else leaderboard(self.resolved_settings.network)
+        return self.fitted.leaderboard if self.fitted.leaderboard is not None else \
+            leaderboard(self.resolved_settings.network)
 
     def _context_for(self, panel: Panel, val_panel: Panel | None) -> int:
         """The context of a fit on ``panel``: the one set, else the model's default
@@ -516,34 +469,38 @@ class Forecaster:
         (``sample_0``, ...); the scaling is undone on every one of them.
         """
         self._require_fitted()
+        if not self.model.output.probabilistic and (quantiles is not None or num_samples is not None):
+            raise ValueError(f"{self.model_name} was trained with output='point', so it has no quantiles or "
+                             "samples; refit with output='quantile', 'normal' or 'studentt'")
+        levels = () if quantiles is None else check_levels("quantiles", quantiles)
+        num_samples = None if num_samples is None else check_int("num_samples", num_samples, 1)
         if df is None:
-            panel, values, rows = self.panel, self._covariate_values, np.arange(len(self.panel.items))
+            panel, values, rows = self.panel, self.fitted.covariate_history, np.arange(len(self.panel.items))
         else:
             panel, values = read_frame(df, self.covariates.config, self.covariates.categorical, freq=self.freq,
-                                       gaps=self.settings.window.gaps, **self._columns)
+                                       gaps=self.settings.window.gaps, **self.fitted.columns)
             rows = self.panel.check_compatible(panel)
         dataset = WindowDataset.for_prediction(panel, self.scaler, self.context_length, self.prediction_length,
                                                scaler_rows=rows,
                                                covariates=self._prediction_covariates(panel, values, future_covariates))
+        items = np.arange(len(panel.items))
+        result = self.forecast(dataset, rows, items, np.diff(panel.offsets), levels=levels, num_samples=num_samples,
+                               batch_size=batch_size)
+        self._report_blind(panel, result.blind)
+        return result.to_frame(panel)
+
+    def forecast(self, dataset: WindowDataset, rows: np.ndarray, items: np.ndarray, origins: np.ndarray, *,
+                 levels: Sequence[float] = (), num_samples: int | None = None,
+                 batch_size: int | None = None) -> ForecastResult:
+        """The forecasts of every window of ``dataset`` in the data's units (:func:`~tsrec.fitted.unscale`).
+
+        rows:    ``[N]`` each window's scaler row; ``items``, ``origins`` ``[N]``: its series'
+                 position in the panel the windows come from and its first forecast step.
+        levels, num_samples: quantiles and sample paths (probabilistic models only).
+        """
         outputs = self.forecast_windows(dataset, batch_size=batch_size)
-        self._report_blind(panel, _blind_windows(outputs))
-        output = self.model.output
-        if not output.probabilistic:
-            if quantiles is not None or num_samples is not None:
-                raise ValueError(f"{self.model_name} was trained with output='point', so it has no quantiles or "
-                                 "samples; refit with output='quantile', 'normal' or 'studentt'")
-            return forecast_frame(panel, self.scaler.inverse_transform(outputs, rows))
-        params = self._original_units(outputs, rows)  # [N, H, C, P]
-        extra: dict[str, np.ndarray] = {}
-        if quantiles is not None:
-            levels = check_levels("quantiles", quantiles)
-            bands = output.quantiles(params, levels).numpy()  # [N, H, C, Q]
-            extra.update({str(level): _long_order(bands[..., i]) for i, level in enumerate(levels)})
-        if num_samples is not None:
-            paths = output.sample(params, check_int("num_samples", num_samples, 1)).numpy()  # [S, N, H, C]
-            extra.update({f"sample_{i}": _long_order(path) for i, path in enumerate(paths)})
-        frame = forecast_frame(panel, output.mean(params).numpy())
-        return pd.concat([frame, pd.DataFrame(extra, index=frame.index)], axis=1) if extra else frame
+        return unscale(self.model, self.scaler, outputs, np.asarray(rows), np.asarray(items), np.asarray(origins),
+                       levels=levels, num_samples=num_samples)
 
     def _prediction_covariates(self, panel: Panel, values: CovariateValues,
                                future_covariates: pd.DataFrame | None) -> WindowCovariates:
@@ -562,8 +519,8 @@ class Forecaster:
                              f"of every series ({steps[0]} .. {steps[-1]} for {panel.item_label(0)})")
         check_context(panel, values, config, self.context_length)
         if config.future:
-            future = read_future(future_covariates, panel, config, horizon, time_col=self._columns["time_col"],
-                                 id_col=self._columns["id_col"])
+            future = read_future(future_covariates, panel, config, horizon, time_col=self.fitted.columns["time_col"],
+                                 id_col=self.fitted.columns["id_col"])
         else:
             future = tuple(np.zeros((horizon, 0)) for _ in panel.items)
         return self.covariates.encode(panel, values, future)
@@ -580,14 +537,6 @@ class Forecaster:
             raise ValueError(problem + "; pass data whose last context_length steps hold observations")
         warnings.warn(problem + "; their forecast is NaN (missing_context='raise' makes this an error)",
                       UserWarning, stacklevel=3)
-
-    def _original_units(self, outputs: np.ndarray, rows: np.ndarray) -> torch.Tensor:
-        """A probabilistic model's scaled output parameters ``[N, H, C, P]`` (from
-        :meth:`forecast_windows`) in the data's own units, float64; ``rows`` ``[N]`` are the
-        windows' scaler rows."""
-        shift = torch.from_numpy(self.scaler.loc[rows])[:, None, :]  # [N, 1, C]
-        scale = torch.from_numpy(self.scaler.scale[rows])[:, None, :]
-        return self.model.output.affine(torch.from_numpy(outputs).double(), shift, scale)
 
     def forecast_windows(self, dataset: WindowDataset, *, batch_size: int | None = None) -> np.ndarray:
         """Scaled outputs for every window of ``dataset``, in order, batched (the last partial batch
@@ -619,126 +568,25 @@ class Forecaster:
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | os.PathLike) -> Path:
-        """Write the model into the directory ``path``: ``forecaster.json`` (versioned settings,
-        data description, scaler, the SHA-256 of the weights) and ``weights.pt`` (tensors only).
-
-        Crash-safe: both files are written into a new folder beside ``path`` that is renamed into
-        place only when complete, so ``path`` always holds either the previous model or the new
-        one, never a mixed or partial pair. An existing ``path`` is replaced only when it is a
-        saved model (or empty); anything else there is refused, never deleted.
-        """
+        """Write the fitted model into the directory ``path`` (:meth:`tsrec.fitted.FittedState.save`:
+        ``forecaster.json`` with the settings, data description, scaler and the weights' SHA-256,
+        and ``weights.pt``, tensors only; crash-safe, never a partial pair). Returns ``path``."""
         self._require_fitted()
-        path = Path(path)
-        if path.exists() and not _is_replaceable(path):
-            raise ValueError(f"{path} exists and is not a saved tsrec model; save into a new or empty folder "
-                             "(tsrec replaces only a folder written by Forecaster.save)")
-        tensors = {
-            "state_dict": self.model.state_dict(),
-            "history_values": [torch.from_numpy(s.values) for s in self.panel.items],
-            "history_observed": [torch.from_numpy(s.observed) for s in self.panel.items],
-            "history_covariates": [torch.from_numpy(d) for d in self._covariate_values.dynamic],
-        }
-        path.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.saving-", dir=path.parent))
-        try:
-            torch.save(tensors, staging / _WEIGHTS_FILE)
-            meta = self._metadata(sha256_of(staging / _WEIGHTS_FILE))
-            (staging / _CONFIG_FILE).write_text(json.dumps(meta, indent=2))
-            _replace_folder(staging, path)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-        return path
-
-    def _metadata(self, weights_sha256: str) -> dict[str, Any]:
-        """What ``forecaster.json`` holds (see :meth:`save`)."""
-        tz = self.panel.items[0].index.tz
-        return {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
-            "weights_sha256": weights_sha256,
-            "settings": self.settings.to_dict(),
-            "resolved_settings": self.resolved_settings.to_dict(),
-            "data_facts": dataclasses.asdict(self.data_facts),
-            "training_summary": self.training_summary.to_dict(),
-            "columns": self._columns,
-            "data": {
-                "freq": self.panel.freq,
-                "layout": self.panel.layout,
-                "targets": list(self.panel.columns),
-                "item_ids": list(self.panel.item_ids),
-                "starts": [s.index[0].isoformat() for s in self.panel.items],
-                "tz": None if tz is None else str(tz),
-            },
-            "scaler": self.scaler.to_dict(),
-            "covariates": {"encoder": self.covariates.to_dict(),
-                           "static_real": self._covariate_values.static_real.tolist(),
-                           "static_cat": self._covariate_values.static_cat.tolist()},
-        }
+        return self.fitted.save(path)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Forecaster:
         """Load a directory written by :meth:`save`. Reads JSON and tensors only (no unpickling of
         arbitrary objects); a missing, corrupted or foreign directory raises ``ValueError``."""
-        path = Path(path)
-        config_file, weights_file = path / _CONFIG_FILE, path / _WEIGHTS_FILE
-        if not config_file.is_file() or not weights_file.is_file():
-            raise ValueError(f"{path} is not a saved tsrec Forecaster: expected {_CONFIG_FILE} and {_WEIGHTS_FILE} "
-                             "written by Forecaster.save")
-        try:
-            meta = json.loads(config_file.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            raise ValueError(f"{config_file} is corrupted (not valid JSON: {err}); save the model again") from err
-        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-            raise ValueError(f"{config_file} was not written by tsrec's Forecaster.save (format is "
-                             f"{meta.get('format') if isinstance(meta, dict) else None!r})")
-        if meta.get("format_version") != FORMAT_VERSION:
-            raise ValueError(f"{path} has format version {meta.get('format_version')!r}; this tsrec reads version "
-                             f"{FORMAT_VERSION}. Use the tsrec version that saved it, or refit")
-        if meta.get("weights_sha256") != sha256_of(weights_file):
-            raise ValueError(f"{weights_file} does not match the checksum in {_CONFIG_FILE}: the weights were "
-                             "corrupted or replaced after saving; save the model again")
-        try:
-            tensors = torch.load(weights_file, map_location="cpu", weights_only=True)
-            data = meta["data"]
-            settings = ForecasterSettings.from_dict(meta["settings"])
-            resolved = ForecasterSettings.from_dict(meta["resolved_settings"])
-            self = cls(**settings.to_options())
-            model = build_model(resolved.model, resolved.network)
-            model.load_state_dict(tensors["state_dict"])
-            items = []
-            for item_id, start, values, observed in zip(data["item_ids"], data["starts"],
-                                                        tensors["history_values"], tensors["history_observed"]):
-                first = pd.Timestamp(start) if data["tz"] is None else pd.Timestamp(start).tz_convert(data["tz"])
-                index = pd.date_range(first, periods=len(values), freq=data["freq"])
-                items.append(Series(item_id, index, values.numpy(), observed.numpy()))
-            self.panel = Panel(freq=data["freq"], layout=data["layout"], columns=tuple(data["targets"]),
-                               items=tuple(items))
-            self.scaler = StandardScaler.from_dict(meta["scaler"])
-            self.covariates = CovariateEncoder.from_dict(meta["covariates"]["encoder"])
-            self._covariate_values = CovariateValues(
-                tuple(d.numpy() for d in tensors["history_covariates"]),
-                np.array(meta["covariates"]["static_real"], dtype=np.float64),  # [N, Ks]
-                np.array(meta["covariates"]["static_cat"], dtype=object))  # [N, Kc]
-            self._columns = meta["columns"]
-        except (KeyError, TypeError, RuntimeError, EOFError, ValueError, OSError, pickle.UnpicklingError) as err:
-            raise ValueError(f"{path} is corrupted or incomplete ({type(err).__name__}: {err}); "
-                             "save the model again") from err
-        self.model = model.eval()
-        self.resolved_settings = resolved
-        self.data_facts = DataFacts(**meta["data_facts"])
-        self.training_summary = TrainingSummary.from_dict(meta["training_summary"])
+        state = FittedState.load(path)
+        self = cls(**state.settings.to_options())
+        self.fitted = state
         return self
 
     def __repr__(self) -> str:
         state = "fitted" if self.model is not None else "not fitted"
         return (f"Forecaster({self.model_name!r}, prediction_length={self.prediction_length}, "
                 f"context_length={self.context_length}, freq={self.freq!r}; {state})")
-
-
-def _blind_windows(outputs: np.ndarray) -> np.ndarray:
-    """``[N, C]``: the windows and channels of :meth:`Forecaster.forecast_windows`' ``outputs``
-    that got no forecast (NaN: no observed value in their context)."""
-    return np.isnan(outputs[:, 0].reshape(outputs.shape[0], outputs.shape[2], -1)).any(axis=-1)
 
 
 def _fit_scaling(panel: Panel, values: CovariateValues, covariates: CovariateConfig, categorical: Sequence[str],
@@ -758,31 +606,8 @@ def _require_observed(panel: Panel, train_end: Sequence[int]) -> None:
                              f"training part (its first {end} steps); drop it, or fit on a frame where it has data")
 
 
-def _long_order(values: np.ndarray) -> np.ndarray:
-    """``[N, H, C]`` values in the row order of :func:`~tsrec.data.forecast_frame` (forecast,
-    column, timestamp)."""
-    return values.transpose(0, 2, 1).ravel()
-
-
 def _tail(panel: Panel, length: int) -> Panel:
     """The last ``length`` steps of every item: all that ``predict()`` needs of the fit frame."""
     items = tuple(Series(s.item_id, s.index[-length:], s.values[-length:], s.observed[-length:])
                   for s in panel.items)
     return dataclasses.replace(panel, items=items)
-
-
-def _is_replaceable(path: Path) -> bool:
-    """Whether :meth:`Forecaster.save` may replace ``path``: an empty folder or a saved model."""
-    return path.is_dir() and (not any(path.iterdir()) or (path / _CONFIG_FILE).is_file())
-
-
-def _replace_folder(new: Path, path: Path) -> None:
-    """Move the complete folder ``new`` to ``path``, replacing a previous ``path``: the old folder
-    is first renamed aside, so a crash leaves ``path`` or its ``.old`` copy whole, never a mix."""
-    old = None
-    if path.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=path.parent))
-        os.replace(path, old / path.name)
-    os.replace(new, path)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
