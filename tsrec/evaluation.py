@@ -11,7 +11,7 @@ import pandas as pd
 from tsrec import metrics
 from tsrec.config import CovariateConfig
 from tsrec.data import Panel, WindowDataset, seasonality
-from tsrec.data.covariates import read_frame
+from tsrec.data.schema import Schema
 from tsrec.data.scaling import StandardScaler
 from tsrec.fitted import ForecastResult
 from tsrec.forecaster import Forecaster
@@ -221,11 +221,12 @@ def backtest(forecaster: Forecaster, df: pd.DataFrame, *, start: int | str | pd.
                            "before each block of k windows")
     levels = _levels(forecaster, quantiles)
     baselines = _check_baselines(baselines)
-    columns = dict(time_col=time_col, id_col=id_col, target_col=target_col)
     fitted = forecaster.covariates
     covariates = CovariateConfig() if fitted is None else fitted.config
-    panel, values = read_frame(df, covariates, () if fitted is None else fitted.categorical, freq=forecaster.freq,
-                               gaps=forecaster.settings.window.gaps, **columns)
+    schema = Schema(time_col, id_col, target_col, covariates)
+    columns = schema.columns
+    panel, values = schema.read(df, categorical=() if fitted is None else fitted.categorical, freq=forecaster.freq,
+                                gaps=forecaster.settings.window.gaps)
     horizon, context = forecaster.prediction_length, forecaster.context_length
     stride = stride or horizon
     stacked = _Stacked.of(panel)

@@ -29,6 +29,7 @@ import torch
 
 from tsrec.config import DataFacts
 from tsrec.data import CovariateEncoder, CovariateValues, Panel, Series, StandardScaler, forecast_frame
+from tsrec.data.schema import Schema
 from tsrec.datasets.loading import sha256_of
 from tsrec.models import ForecastModel, build_model
 from tsrec.settings import ForecasterSettings
@@ -114,7 +115,7 @@ class FittedState:
         covariate_history: the covariates over ``history``.
         facts: what the resolver knew of the data.
         summary: what the training did.
-        columns: the ``time_col``, ``id_col`` and ``target_col`` of the fitted frame.
+        schema: the roles of the fitted frame's columns (read again by ``predict`` and ``backtest``).
         leaderboard: ``Forecaster("auto")``'s candidates and weights (None otherwise).
     """
 
@@ -127,7 +128,7 @@ class FittedState:
     covariate_history: CovariateValues
     facts: DataFacts
     summary: TrainingSummary
-    columns: dict[str, Any]
+    schema: Schema
     leaderboard: pd.DataFrame | None = None
 
     def save(self, path: str | os.PathLike) -> Path:
@@ -171,7 +172,7 @@ class FittedState:
             "resolved_settings": self.resolved.to_dict(),
             "data_facts": dataclasses.asdict(self.facts),
             "training_summary": self.summary.to_dict(),
-            "columns": self.columns,
+            "columns": self.schema.columns,
             "data": {
                 "freq": self.history.freq,
                 "layout": self.history.layout,
@@ -213,18 +214,19 @@ class FittedState:
             resolved = ForecasterSettings.from_dict(meta["resolved_settings"])
             model = build_model(resolved.model, resolved.network)
             model.load_state_dict(tensors["state_dict"])
+            encoder = CovariateEncoder.from_dict(meta["covariates"]["encoder"])
             state = cls(
                 settings=ForecasterSettings.from_dict(meta["settings"]), resolved=resolved, model=model.eval(),
                 history=_history(meta["data"], tensors["history_values"], tensors["history_observed"]),
                 scaler=StandardScaler.from_dict(meta["scaler"]),
-                covariates=CovariateEncoder.from_dict(meta["covariates"]["encoder"]),
+                covariates=encoder,
                 covariate_history=CovariateValues(
                     tuple(d.numpy() for d in tensors["history_covariates"]),
                     np.array(meta["covariates"]["static_real"], dtype=np.float64),  # [N, Ks]
                     np.array(meta["covariates"]["static_cat"], dtype=object)),  # [N, Kc]
                 facts=DataFacts(**meta["data_facts"]),
                 summary=TrainingSummary.from_dict(meta["training_summary"]),
-                columns=meta["columns"])
+                schema=Schema(**meta["columns"], covariates=encoder.config))
         except (KeyError, TypeError, RuntimeError, EOFError, ValueError, OSError, pickle.UnpicklingError) as err:
             raise ValueError(f"{path} is corrupted or incomplete ({type(err).__name__}: {err}); "
                              "save the model again") from err

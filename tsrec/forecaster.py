@@ -34,7 +34,8 @@ from tsrec.data import (
     normalize_freq,
     split_panel,
 )
-from tsrec.data.covariates import categorical_statics, check_context, read_frame, read_future
+from tsrec.data.covariates import categorical_statics, check_context, read_future
+from tsrec.data.schema import Schema
 from tsrec.data.periods import dominant_periods
 from tsrec.data.split import default_val_windows
 from tsrec.data.time_features import seasonality
@@ -194,7 +195,7 @@ class Forecaster:
         """The ``time_col``, ``id_col`` and ``target_col`` of the last ``fit``."""
         if self.fitted is None:
             return {"time_col": None, "id_col": None, "target_col": None}
-        return dict(self.fitted.columns)
+        return self.fitted.schema.columns
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """The constructor arguments (scikit-learn protocol; ``deep`` is accepted for it)."""
@@ -252,13 +253,14 @@ class Forecaster:
         learning rate and the fix) when an epoch's training loss is not finite or explodes; no
         model is fitted from that run (a new Forecaster stays unfitted).
         """
-        columns = {"time_col": time_col, "id_col": id_col, "target_col": target_col}
         covariates = CovariateConfig(past=past_covariates, future=future_covariates, static=static_covariates)
+        schema = Schema(time_col, id_col, target_col, covariates)
+        columns = schema.columns
         categorical = categorical_statics(df, covariates)
         gaps = self.settings.window.gaps
-        panel, values = read_frame(df, covariates, categorical, freq=self.settings.window.freq, gaps=gaps, **columns)
+        panel, values = schema.read(df, categorical=categorical, freq=self.settings.window.freq, gaps=gaps)
         val_panel, val_values = (None, None) if val_df is None else \
-            read_frame(val_df, covariates, categorical, freq=panel.freq, gaps=gaps, **columns)
+            schema.read(val_df, categorical=categorical, freq=panel.freq, gaps=gaps)
         auto = self._fit_auto_members(df, panel, columns, covariates, val_df, resume) if self.model_name == AUTO else None
         context = self._context_for(panel, val_panel) if auto is None else auto.context_length
         # an ensemble's scaler is its trained members' (fitted on all the history when they refit)
@@ -306,7 +308,7 @@ class Forecaster:
         self.fitted = FittedState(settings=self.settings, resolved=resolved, model=model.eval(),
                                   history=_tail(panel, context), scaler=scaler, covariates=encoder,
                                   covariate_history=values.tail(context), facts=facts, summary=summary,
-                                  columns=columns, leaderboard=None if auto is None else auto.leaderboard)
+                                  schema=schema, leaderboard=None if auto is None else auto.leaderboard)
         return self
 
     def _fit_auto_members(self, df: pd.DataFrame, panel: Panel, columns: dict[str, Any], covariates: CovariateConfig,
@@ -477,8 +479,8 @@ class Forecaster:
         if df is None:
             panel, values, rows = self.panel, self.fitted.covariate_history, np.arange(len(self.panel.items))
         else:
-            panel, values = read_frame(df, self.covariates.config, self.covariates.categorical, freq=self.freq,
-                                       gaps=self.settings.window.gaps, **self.fitted.columns)
+            panel, values = self.fitted.schema.read(df, categorical=self.covariates.categorical, freq=self.freq,
+                                                    gaps=self.settings.window.gaps)
             rows = self.panel.check_compatible(panel)
         dataset = WindowDataset.for_prediction(panel, self.scaler, self.context_length, self.prediction_length,
                                                scaler_rows=rows,
@@ -519,8 +521,8 @@ class Forecaster:
                              f"of every series ({steps[0]} .. {steps[-1]} for {panel.item_label(0)})")
         check_context(panel, values, config, self.context_length)
         if config.future:
-            future = read_future(future_covariates, panel, config, horizon, time_col=self.fitted.columns["time_col"],
-                                 id_col=self.fitted.columns["id_col"])
+            future = read_future(future_covariates, panel, config, horizon, time_col=self.fitted.schema.time_col,
+                                 id_col=self.fitted.schema.id_col)
         else:
             future = tuple(np.zeros((horizon, 0)) for _ in panel.items)
         return self.covariates.encode(panel, values, future)

@@ -9,6 +9,7 @@ training part -> ``WindowDataset.from_panel`` / ``WindowDataset.for_prediction``
 from tsrec.data.covariates import CovariateEncoder, CovariateValues
 from tsrec.data.frame import Panel, Series, canonicalize, forecast_frame
 from tsrec.data.scaling import StandardScaler
+from tsrec.data.schema import Schema
 from tsrec.data.split import OriginRange, Split, split_panel
 from tsrec.data.time_features import (
     data_facts,
@@ -22,6 +23,7 @@ from tsrec.data.time_features import (
 from tsrec.data.windows import WindowCovariates, WindowDataset
 
 __all__ = [
+    "Schema",
     "CovariateEncoder",
     "CovariateValues",
     "OriginRange",
