@@ -1,0 +1,273 @@
+"""read_parquet: long Parquet data read a chunk of series at a time give what read_frame gives for
+the same data as one DataFrame; errors name the problem and the fix."""
+
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+from tsrec.config import CovariateConfig  # noqa: E402
+from tsrec.data import parquet  # noqa: E402
+from tsrec.data.covariates import categorical_statics, read_frame  # noqa: E402
+from tsrec.data.parquet import read_parquet  # noqa: E402
+
+COLUMNS = {"time_col": "time", "id_col": "id", "target_col": "y"}
+COVARIATES = CovariateConfig(past=("temp",), future=("price",), static=("size", "region"))
+
+
+def long_frame(n_series: int = 10, seed: int = 0, ids=None) -> pd.DataFrame:
+    """``n_series`` hourly series of different starts and lengths, in shuffled rows: NaN and inf
+    targets, grid steps without a row, past and future covariates (some NaN), a numeric and a
+    categorical static covariate."""
+    rng = np.random.default_rng(seed)
+    ids = [f"s{i}" for i in range(n_series)] if ids is None else ids
+    frames = []
+    for k, item in enumerate(ids):
+        length = int(rng.integers(8, 30))
+        time = pd.date_range("2024-01-01", periods=length, freq="h") + pd.Timedelta(hours=int(rng.integers(0, 5)))
+        y = rng.normal(size=length)
+        y[rng.random(length) < 0.1] = np.nan
+        y[rng.random(length) < 0.05] = np.inf
+        temp = rng.normal(size=length)
+        temp[rng.random(length) < 0.1] = np.nan
+        frame = pd.DataFrame({"id": item, "time": time, "y": y, "temp": temp, "price": rng.normal(size=length),
+                              "size": float(k % 4), "region": ["north", "south", "east"][k % 3]})
+        frames.append(frame.drop(index=[2, 5]))  # two grid steps without a row
+    return pd.concat(frames).sample(frac=1.0, random_state=seed)  # rows shuffled, a shuffled index
+
+
+def expected(df: pd.DataFrame, config: CovariateConfig = COVARIATES, **columns):
+    return read_frame(df, config, categorical_statics(df, config), freq=None, gaps="raise", **(columns or COLUMNS))
+
+
+def read(source, df: pd.DataFrame, config: CovariateConfig = COVARIATES, **options):
+    options = {"freq": None, "gaps": "raise", **COLUMNS, **options}
+    return read_parquet(source, config, categorical_statics(df, config), **options)
+
+
+def assert_same(got, want) -> None:
+    (panel, values), (panel_want, values_want) = got, want
+    assert (panel.freq, panel.layout, panel.columns) == (panel_want.freq, panel_want.layout, panel_want.columns)
+    assert panel.item_ids == panel_want.item_ids
+    for item, item_want in zip(panel.items, panel_want.items):
+        pd.testing.assert_index_equal(item.index, item_want.index)
+        np.testing.assert_array_equal(item.values, item_want.values)
+        np.testing.assert_array_equal(item.observed, item_want.observed)
+    assert len(values.dynamic) == len(values_want.dynamic)
+    for dynamic, dynamic_want in zip(values.dynamic, values_want.dynamic):
+        np.testing.assert_array_equal(dynamic, dynamic_want)
+    np.testing.assert_array_equal(values.static_real, values_want.static_real)
+    assert values.static_cat.dtype == values_want.static_cat.dtype
+    np.testing.assert_array_equal(values.static_cat, values_want.static_cat)
+
+
+def split_into_files(df: pd.DataFrame, folder, n_files: int = 3) -> list:
+    """``df``'s rows dealt round-robin into ``n_files`` files, so that every series spans files."""
+    folder.mkdir()
+    paths = [folder / f"part-{k}.parquet" for k in range(n_files)]
+    for k, path in enumerate(paths):
+        df.iloc[k::n_files].to_parquet(path)
+    return paths
+
+
+@pytest.mark.parametrize("chunk_series", [3, 10, 1_000])
+@pytest.mark.parametrize("freq", [None, "h"])
+def test_single_file_matches_read_frame(tmp_path, chunk_series, freq):
+    df = long_frame()
+    df.to_parquet(tmp_path / "data.parquet")
+    got = read(tmp_path / "data.parquet", df, freq=freq, chunk_series=chunk_series)
+    assert_same(got, expected(df))
+    assert len(got[0].items) == 10 and not got[0].items[0].observed.all()
+
+
+@pytest.mark.parametrize("as_list", [False, True])
+def test_folder_with_series_split_across_files(tmp_path, as_list):
+    df = long_frame(seed=1)
+    paths = split_into_files(df, tmp_path / "data")
+    (tmp_path / "data" / "notes.txt").write_text("not Parquet: ignored in a folder")
+    source = paths if as_list else str(tmp_path / "data")
+    assert_same(read(source, df, chunk_series=3), expected(df))
+
+
+def test_ids_ordered_as_text_and_integer_ids(tmp_path):
+    """Integer ids sort as text ("10" before "2"), as read_frame orders them; each chunk's filter
+    compares the integers themselves."""
+    df = long_frame(n_series=12, seed=2, ids=list(range(12)))
+    df.to_parquet(tmp_path / "data.parquet")
+    got = read(tmp_path / "data.parquet", df, chunk_series=5)
+    assert got[0].item_ids[:4] == ("0", "1", "10", "11")
+    assert_same(got, expected(df))
+
+
+def test_categorical_ids_and_covariates(tmp_path):
+    """A ``category`` id column comes back dictionary-encoded, in several files with different
+    dictionaries; the categorical static covariate too."""
+    df = long_frame(seed=3).astype({"id": "category", "region": "category"})
+    first = df["id"].isin(["s0", "s1", "s2", "s3", "s4"]) | (np.arange(len(df)) % 2 == 0)  # s5 .. s9 in both files
+    paths = [tmp_path / "first.parquet", tmp_path / "second.parquet"]
+    for path, part in zip(paths, (df[first], df[~first])):
+        part.assign(id=part["id"].cat.remove_unused_categories()).to_parquet(path)
+    assert pq.read_schema(paths[1]).field("id").type == pa.dictionary(pa.int8(), pa.string())
+    assert_same(read(paths, df, chunk_series=4), expected(df))
+
+
+def test_saved_datetime_index_read_with_time_col_none(tmp_path):
+    """A frame indexed by its timestamps (time zone included) saved with df.to_parquet: time_col=None
+    reads that index, as read_frame reads the index of the frame."""
+    df = long_frame(seed=4)
+    df["time"] = df["time"].dt.tz_localize("Europe/Berlin")
+    df = df.set_index("time")
+    df.to_parquet(tmp_path / "data.parquet")
+    got = read(tmp_path / "data.parquet", df, time_col=None, chunk_series=3)
+    assert str(got[0].items[0].index.tz) == "Europe/Berlin"
+    assert_same(got, expected(df, time_col=None, id_col="id", target_col="y"))
+
+
+def test_target_col_none_is_the_only_column_left(tmp_path):
+    """The shuffled index that df.to_parquet saves as a column is not taken for a target."""
+    df = long_frame(seed=5)
+    df.to_parquet(tmp_path / "data.parquet")
+    got = read(tmp_path / "data.parquet", df, target_col=None, chunk_series=4)
+    assert got[0].columns == ("y",)
+    assert_same(got, expected(df))
+
+
+def test_data_written_without_pandas(tmp_path):
+    """A file without pandas metadata (written by another tool): every column is a column."""
+    df = long_frame(seed=16)[["id", "time", "y", "temp"]]
+    table = pa.Table.from_pandas(df, preserve_index=False).replace_schema_metadata(None)
+    pq.write_table(table, tmp_path / "data.parquet", row_group_size=50)
+    config = CovariateConfig(past=("temp",))
+    assert_same(read(tmp_path / "data.parquet", df, config, target_col=None, chunk_series=4), expected(df, config))
+
+
+def test_no_covariates(tmp_path):
+    df = long_frame(seed=6)[["id", "time", "y"]]
+    df.to_parquet(tmp_path / "data.parquet")
+    got = read(tmp_path / "data.parquet", df, CovariateConfig(), chunk_series=3)
+    assert_same(got, expected(df, CovariateConfig()))
+    assert got[1].static_real.shape == (10, 0) and got[1].static_cat.shape == (10, 0)
+
+
+def test_chunks_hold_at_most_chunk_series_series(tmp_path, monkeypatch):
+    """The memory bound: read_frame sees one chunk's rows at a time, never more than chunk_series
+    series, and every row once; the first chunk infers freq, the later ones get it."""
+    df = long_frame(seed=7)
+    split_into_files(df, tmp_path / "data")
+    seen = []
+
+    def recording(frame, *args, **kwargs):
+        seen.append((frame["id"].nunique(), len(frame), kwargs["freq"]))
+        return read_frame(frame, *args, **kwargs)
+
+    monkeypatch.setattr(parquet, "read_frame", recording)
+    got = read(tmp_path / "data", df, chunk_series=3)
+    assert [series for series, _, _ in seen] == [3, 3, 3, 1]
+    assert sum(rows for _, rows, _ in seen) == len(df)
+    assert [freq for _, _, freq in seen] == [None, "h", "h", "h"]
+    assert_same(got, expected(df))
+
+
+def test_later_chunk_off_the_inferred_grid_is_named(tmp_path):
+    """freq inferred on the first chunk (hourly) is imposed on the next: a half-hourly series there
+    is an error naming it and the fix."""
+    df = long_frame(n_series=4, seed=8)
+    late = df[df["id"] == "s3"].sort_values("time")
+    late["time"] = pd.date_range("2024-01-01", periods=len(late), freq="30min")
+    df = pd.concat([df[df["id"] != "s3"], late])
+    df.to_parquet(tmp_path / "data.parquet")
+    with pytest.raises(ValueError, match=r"item 's3' does not match freq 'h'.*pass the right freq"):
+        read(tmp_path / "data.parquet", df, chunk_series=3)
+
+
+@pytest.mark.parametrize("change", ["duplicate", "static", "target dtype"])
+def test_read_frame_errors_pass_through_unchanged(tmp_path, change):
+    df = long_frame(seed=9)
+    if change == "duplicate":  # a series' row repeated in another file
+        df = pd.concat([df, df[df["id"] == "s7"].iloc[:1]])
+    elif change == "static":  # a static covariate that changes after a series' third row
+        rows = df["id"] == "s8"
+        df.loc[rows, "size"] = np.where(df.loc[rows, "time"].rank() > 3, 99.0, df.loc[rows, "size"])
+    else:
+        df["y"] = df["y"].astype(str)
+    split_into_files(df, tmp_path / "data")
+    with pytest.raises((TypeError, ValueError)) as want:
+        expected(df)
+    with pytest.raises(want.type) as got:
+        read(tmp_path / "data", df, chunk_series=3)
+    assert str(got.value) == str(want.value)
+
+
+def test_missing_id_names_the_file_and_row(tmp_path):
+    df = long_frame(seed=10)
+    df.iloc[[4, 9], 0] = None
+    df.to_parquet(tmp_path / "data.parquet")
+    with pytest.raises(ValueError, match=r"id_col 'id' is missing \(null/NaN\) in 2 rows, e.g. row 4 of .*data"
+                                         r"\.parquet; every row needs the id of its series"):
+        read(tmp_path / "data.parquet", df)
+
+
+@pytest.mark.parametrize(("columns", "message"), [
+    ({"target_col": "sales"}, r"target_col='sales' is not a column of the frame; available columns: \['id', "),
+    ({"time_col": "date"}, r"time_col='date' is not a column of the frame; available columns"),
+    ({"id_col": "store"}, r"id_col='store' is not a column of the frame; available columns"),
+    ({"time_col": None}, r"time_col=None .* pass time_col=<the timestamp column> \(its columns: \['id', "),
+    ({"target_col": None}, r"cannot tell the target column of the long frame among \['y', 'extra'\]; pass target_col"),
+])
+def test_missing_column_lists_the_columns(tmp_path, columns, message):
+    df = long_frame(seed=11)[["id", "time", "y"]].assign(extra=1.0)
+    df.to_parquet(tmp_path / "data.parquet", index=False)
+    with pytest.raises(ValueError, match=message):
+        read(tmp_path / "data.parquet", df, CovariateConfig(), **columns)
+
+
+def test_missing_covariate_lists_the_columns(tmp_path):
+    df = long_frame(seed=12).drop(columns="price")
+    df.to_parquet(tmp_path / "data.parquet")
+    with pytest.raises(ValueError, match=r"covariate 'price' is not a column of the frame \(its columns: \['id', "):
+        read(tmp_path / "data.parquet", df.assign(price=0.0))
+
+
+def test_wide_data_need_pandas(tmp_path):
+    df = long_frame(seed=13)
+    df.to_parquet(tmp_path / "data.parquet")
+    with pytest.raises(ValueError, match=r"pass id_col=.*load wide data .* pd.read_parquet\(path\)"):
+        read(tmp_path / "data.parquet", df, id_col=None)
+
+
+def test_paths_that_do_not_hold_parquet_data(tmp_path):
+    df = long_frame(seed=14)
+    with pytest.raises(FileNotFoundError, match=r"Parquet file '.*nowhere.parquet' does not exist"):
+        read(tmp_path / "nowhere.parquet", df)
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "data.csv").write_text("id,time,y\n")
+    with pytest.raises(ValueError, match=r"the folder '.*empty' holds no \*.parquet files"):
+        read(tmp_path / "empty", df)
+    with pytest.raises(FileNotFoundError, match=r"'.*empty' is a folder; pass it alone"):
+        read([tmp_path / "empty"], df)
+    with pytest.raises(ValueError, match="source is an empty list"):
+        read([], df)
+    with pytest.raises(TypeError, match="source must be a Parquet file, a folder of them or a list of files"):
+        read(df, df)
+
+
+def test_data_without_rows(tmp_path):
+    df = long_frame(seed=15)
+    df.iloc[:0].to_parquet(tmp_path / "data.parquet")
+    with pytest.raises(ValueError, match=r"have no rows; pass at least one row per series"):
+        read(tmp_path / "data.parquet", df)
+
+
+def test_chunk_series_must_be_positive(tmp_path):
+    with pytest.raises(ValueError, match="chunk_series must be a positive integer"):
+        read(tmp_path / "data.parquet", long_frame(), chunk_series=0)
+
+
+def test_without_pyarrow_names_the_extra(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pyarrow.dataset", None)
+    with pytest.raises(ModuleNotFoundError, match=r'pip install "tsrec\[parquet\]"'):
+        read(tmp_path / "data.parquet", long_frame())

@@ -1,0 +1,244 @@
+"""Long Parquet data larger than memory as pandas objects, read a chunk of series at a time.
+
+:func:`read_parquet` returns what :func:`~tsrec.data.covariates.read_frame` returns for the same
+data loaded as one DataFrame, without ever holding that DataFrame:
+
+1. The id column alone is scanned, a batch at a time, for the distinct ids, ordered as
+   :func:`~tsrec.data.frame.read_targets` orders them (as text, sorted).
+2. Per run of ``chunk_series`` consecutive ids in that order, the rows of those series only, and
+   only the columns the panel needs (id, time, target, covariates), are read with a dataset filter
+   on the id column and converted to pandas; :func:`~tsrec.data.covariates.read_frame` puts them on
+   their grids. A series split over several files is one chunk's rows like any other.
+3. The chunks' panels and covariates are joined in id order into one :class:`~tsrec.data.frame.Panel`
+   and one :class:`~tsrec.data.covariates.CovariateValues`.
+
+Memory. The result itself is in memory: per grid step of every series, the value (float64), its
+observed flag (bool), its timestamp (int64) and each dynamic covariate (float64), about
+``17 + 8 * Kd`` bytes, plus the distinct ids. What is bounded is the rest: the rows of one chunk
+(at most ``chunk_series`` series) exist at a time, as an Arrow table, the DataFrame made from it
+and the copies :func:`~tsrec.data.covariates.read_frame` makes of them; while a chunk is read,
+Arrow also holds about one row group of the needed columns, decoded, besides it. Lower
+``chunk_series`` when a chunk's rows do not fit.
+
+Reading time. Every chunk scans the data once more, filtered on the chunk's ids and their range:
+Parquet skips the row groups whose id statistics lie outside that range, so data written sorted by
+id (``df.sort_values([id_col, time_col]).to_parquet(path, row_group_size=...)``) are read about
+once in all, and data in any other order once per chunk; a larger ``chunk_series`` means fewer
+passes.
+
+Frequency. With ``freq=None`` the frequency is inferred from the first chunk (its series alone)
+and imposed on the others, so every chunk is on one ``freq`` grid. It is the frequency
+:func:`~tsrec.data.covariates.read_frame` infers from the whole frame whenever the series share one
+frequency. When they do not, a later series off that grid, or leaving most of it empty, is a
+``ValueError`` naming it; but one whose rows are two steps apart (2-hourly after hourly series) is
+read onto the finer grid with every other step missing, and with ``gaps="warn"`` coarser ones too
+(with a warning), where the whole frame raises "the series have different frequencies". Pass
+``freq`` to fix the grid.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Hashable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from tsrec.config import CovariateConfig
+from tsrec.data.covariates import CovariateValues, read_frame, without_covariates
+from tsrec.data.frame import Panel, _item_codes, _long_target, _require_column
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+__all__ = ["read_parquet"]
+
+PathLike = str | os.PathLike
+
+
+def read_parquet(
+    source: PathLike | Sequence[PathLike],
+    config: CovariateConfig,
+    categorical: Sequence[str],
+    *,
+    freq: str | None,
+    gaps: str,
+    time_col: Hashable | None,
+    id_col: Hashable | None,
+    target_col: Any,
+    chunk_series: int = 10_000,
+) -> tuple[Panel, CovariateValues]:
+    """Long Parquet data as a panel of its targets and its covariates on the panel's grids.
+
+    source:       a Parquet file, a folder of them (its ``*.parquet`` files, sub-folders aside) or
+                  a list of files (``str`` or ``os.PathLike``), read as one dataset.
+    config:       the covariate columns; ``categorical`` the static ones read as categories (as for
+                  :func:`~tsrec.data.covariates.read_frame`).
+    freq, gaps:   as for :func:`~tsrec.data.frame.canonicalize`; ``freq=None`` is inferred from the
+                  first chunk (module docstring).
+    time_col:     the timestamp column; None: the ``DatetimeIndex`` pandas saved with the data
+                  (``df.to_parquet`` of a frame indexed by time).
+    id_col:       the series id column (required: Parquet data are read as a long frame).
+    target_col:   the target column; None: the only column left besides id, time, covariates
+                  and an index pandas saved.
+    chunk_series: the most series whose rows are in memory at once.
+
+    Returns the :class:`~tsrec.data.frame.Panel` (layout ``"long"``, ``N`` items sorted by id as
+    text, item ``i`` with ``T_i`` steps) and the :class:`~tsrec.data.covariates.CovariateValues`
+    (``dynamic`` per item ``[T_i, Kp + Kf]``, ``static_real`` ``[N, Ks]``, ``static_cat`` ``[N, Kc]``)
+    that :func:`~tsrec.data.covariates.read_frame` returns for the data as one frame.
+
+    Raises ``ModuleNotFoundError`` without pyarrow, ``FileNotFoundError`` for a path that does not
+    exist, ``ValueError`` for a folder without Parquet files, a missing id, time, target or
+    covariate column (the columns listed), a row without an id, or no rows; and every error of
+    :func:`~tsrec.data.covariates.read_frame`, unchanged.
+    """
+    if id_col is None:
+        raise ValueError(
+            "Parquet data are read as a long frame (id, time, target, covariate columns): pass id_col=<the series "
+            "id column>; load wide data (one column per variable) with pandas instead, e.g. pd.read_parquet(path), "
+            "and pass the DataFrame"
+        )
+    if isinstance(chunk_series, bool) or not isinstance(chunk_series, (int, np.integer)) or chunk_series < 1:
+        raise ValueError(f"chunk_series must be a positive integer (series read at once), got {chunk_series!r}")
+    try:
+        import pyarrow.dataset as ds
+    except ModuleNotFoundError as error:
+        raise ModuleNotFoundError('reading Parquet data needs pyarrow: pip install "tsrec[parquet]"') from error
+    dataset = ds.dataset(_files(source), format="parquet")
+    time_col, target_col = _time_and_target(dataset.schema, config, time_col=time_col, id_col=id_col,
+                                            target_col=target_col)
+    columns = list(dict.fromkeys([id_col, time_col, target_col, *config.columns]))
+    parts = []
+    for ids in _chunks(_distinct_ids(dataset, id_col), id_col, chunk_series):
+        parts.append(read_frame(_rows(dataset, columns, id_col, ids), config, categorical, freq=freq, gaps=gaps,
+                                time_col=time_col, id_col=id_col, target_col=target_col))
+        freq = parts[-1][0].freq  # the later chunks go on the first chunk's grid
+    return _joined(parts)
+
+
+def _files(source: PathLike | Sequence[PathLike]) -> list[str]:
+    """The Parquet files of ``source`` (a file, a folder or a list of files), each checked to exist."""
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        if path.is_dir():
+            files = sorted(str(p) for p in path.glob("*.parquet") if p.is_file())
+            if not files:
+                raise ValueError(f"the folder {str(path)!r} holds no *.parquet files (sub-folders are not searched); "
+                                 "pass a folder of Parquet files, a Parquet file or a list of them")
+            return files
+        paths = [path]
+    elif isinstance(source, Sequence) and not isinstance(source, bytes):
+        if not source:
+            raise ValueError("source is an empty list; pass at least one Parquet file")
+        paths = [Path(p) for p in source]
+    else:
+        raise TypeError(f"source must be a Parquet file, a folder of them or a list of files (str or os.PathLike), "
+                        f"got {type(source).__name__}")
+    for path in paths:
+        if not path.is_file():
+            what = "is a folder; pass it alone, not in a list" if path.is_dir() else "does not exist"
+            raise FileNotFoundError(f"Parquet file {str(path)!r} {what}")
+    return [str(path) for path in paths]
+
+
+def _time_and_target(schema: pa.Schema, config: CovariateConfig, *, time_col: Hashable | None, id_col: Hashable,
+                     target_col: Any) -> tuple[Hashable, Hashable]:
+    """The time and target columns of data with ``schema``, checked (with the errors of
+    :func:`~tsrec.data.covariates.read_frame`, which list the columns) before anything is read.
+
+    ``time_col`` None is the ``DatetimeIndex`` pandas saved; ``target_col`` None is the only
+    column left besides id, time, covariates and an index pandas saved (which pandas reads back as
+    the index, not as a column).
+    """
+    saved = _saved_index(schema)
+    time_col = _saved_time(schema, saved) if time_col is None else time_col
+    frame = without_covariates(pd.DataFrame(columns=schema.names), config, time_col=time_col, id_col=id_col,
+                               target_col=target_col)  # [0, columns]: the columns alone
+    _require_column(frame, time_col, "time_col")
+    _require_column(frame, id_col, "id_col")
+    candidates = frame.drop(columns=[name for name in saved if name not in (id_col, time_col, target_col)],
+                            errors="ignore")
+    return time_col, _long_target(candidates, id_col, time_col, target_col)
+
+
+def _saved_index(schema: pa.Schema) -> list[str]:
+    """The columns holding an index pandas saved with the data (``df.to_parquet``)."""
+    metadata = schema.pandas_metadata or {}
+    return [name for name in metadata.get("index_columns", []) if isinstance(name, str)]  # a RangeIndex is a dict
+
+
+def _saved_time(schema: pa.Schema, saved: Sequence[str]) -> str:
+    """The column of the ``DatetimeIndex`` pandas saved (``saved``: its index columns); ``ValueError`` without one."""
+    import pyarrow as pa
+
+    if len(saved) != 1 or not pa.types.is_timestamp(schema.field(saved[0]).type):
+        raise ValueError(f"time_col=None reads the timestamps from a DatetimeIndex saved by pandas, and the Parquet "
+                         f"data have none; pass time_col=<the timestamp column> (its columns: {schema.names})")
+    return saved[0]
+
+
+def _distinct_ids(dataset: ds.Dataset, id_col: Hashable) -> pa.Array:
+    """``[U]`` the distinct values of ``id_col`` (dictionaries decoded), read a batch at a time;
+    ``ValueError`` naming a row without an id (null or NaN) and its file, or data without rows."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    distinct, missing, example = [], 0, ""
+    for fragment in dataset.get_fragments():
+        start = 0
+        for batch in fragment.to_batches(schema=dataset.schema, columns=[id_col]):
+            ids = batch.column(0)
+            ids = ids.dictionary_decode() if pa.types.is_dictionary(ids.type) else ids
+            absent = pc.is_null(ids, nan_is_null=True).to_numpy(zero_copy_only=False)  # [rows of the batch]
+            if absent.any():
+                missing += int(absent.sum())
+                example = example or f"row {start + int(absent.argmax())} of {fragment.path}"
+            distinct.append(pc.unique(ids))
+            start += len(batch)
+    if missing:
+        raise ValueError(
+            f"id_col {id_col!r} is missing (null/NaN) in {missing} rows, e.g. {example}; every row needs the id of "
+            "its series: drop those rows, or fill them, e.g. with 'unknown'"
+        )
+    ids = pc.unique(pa.concat_arrays(distinct)) if distinct else pa.array([])
+    if len(ids) == 0:
+        raise ValueError(f"the Parquet data ({dataset.files[0]} ...) have no rows; pass at least one row per series")
+    return ids
+
+
+def _chunks(ids: pa.Array, id_col: Hashable, size: int) -> Iterator[pa.Array]:
+    """The raw ``ids`` ``[U]`` in runs of ``size`` consecutive ids as text, sorted (the order of
+    :func:`~tsrec.data.frame.read_targets`); ids equal as text are in one run."""
+    codes, _ = _item_codes(ids.to_pandas(), id_col)  # [U] position of each id among the ids as text, sorted
+    order = np.argsort(codes, kind="stable")  # [U]
+    bounds = np.searchsorted(codes[order], np.arange(0, codes.max() + 1 + size, size))  # run k: bounds[k]:bounds[k + 1]
+    for start, end in zip(bounds[:-1], bounds[1:]):
+        yield ids.take(order[start:end])
+
+
+def _rows(dataset: ds.Dataset, columns: list[Hashable], id_col: Hashable, ids: pa.Array) -> pd.DataFrame:
+    """``[R, len(columns)]`` the rows of the series ``ids``, only ``columns``, as pandas reads them
+    (every column a column, an index pandas saved included). The ids' range, besides the ids, lets
+    Parquet skip the row groups whose statistics lie outside it; the files are read one at a time."""
+    import pyarrow.compute as pc
+
+    field, bounds = pc.field(id_col), pc.min_max(ids)
+    rows = (field >= bounds["min"]) & (field <= bounds["max"]) & field.isin(ids)
+    table = dataset.to_table(columns=columns, filter=rows, fragment_readahead=1)
+    return table.to_pandas(ignore_metadata=True)
+
+
+def _joined(parts: Sequence[tuple[Panel, CovariateValues]]) -> tuple[Panel, CovariateValues]:
+    """The chunks' panels and covariates (``parts``, in id order) as one panel and its covariates."""
+    panels, values = zip(*parts)
+    first = panels[0]
+    panel = Panel(freq=first.freq, layout=first.layout, columns=first.columns,
+                  items=tuple(item for part in panels for item in part.items))
+    covariates = CovariateValues(dynamic=tuple(d for part in values for d in part.dynamic),
+                                 static_real=np.concatenate([part.static_real for part in values]),
+                                 static_cat=np.concatenate([part.static_cat for part in values]))
+    return panel, covariates
