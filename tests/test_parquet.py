@@ -271,3 +271,45 @@ def test_without_pyarrow_names_the_extra(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "pyarrow.dataset", None)
     with pytest.raises(ModuleNotFoundError, match=r'pip install "tsrec\[parquet\]"'):
         read(tmp_path / "data.parquet", long_frame())
+
+
+def _hourly(n_series: int = 6, length: int = 120) -> pd.DataFrame:
+    """``n_series`` complete hourly series with a daily cycle, in a long frame."""
+    rng = np.random.default_rng(5)
+    t = np.arange(length)
+    return pd.DataFrame({
+        "id": np.repeat([f"s{i}" for i in range(n_series)], length),
+        "time": np.tile(pd.date_range("2024-01-01", periods=length, freq="h").values, n_series),
+        "y": (np.sin(2 * np.pi * t / 24)[None] + rng.normal(size=(n_series, length))).ravel(),
+    })
+
+
+def test_forecaster_fits_predicts_and_backtests_parquet_as_the_frame(tmp_path):
+    from tsrec import Forecaster
+    from tsrec.evaluation import backtest
+
+    df = _hourly()
+    folder = tmp_path / "data"
+    split_into_files(df, folder)
+    options = dict(prediction_length=6, context_length=24, max_steps=3, seed=0, val_windows=2)
+    from_frame = Forecaster("dlinear", **options).fit(df, **COLUMNS)
+    from_files = Forecaster("dlinear", **options).fit(folder, **COLUMNS)
+    pd.testing.assert_frame_equal(from_files.predict(), from_frame.predict())
+    pd.testing.assert_frame_equal(from_files.predict(folder), from_frame.predict(df))
+    scored = [backtest(f, source, n_windows=3, baselines=(), **COLUMNS).summary
+              for f, source in ((from_frame, df), (from_files, folder))]
+    pd.testing.assert_frame_equal(scored[1], scored[0])
+
+
+def test_parquet_sources_are_refused_where_a_frame_is_cut(tmp_path):
+    from tsrec import Forecaster
+    from tsrec.evaluation import backtest
+
+    path = tmp_path / "data.parquet"
+    _hourly().to_parquet(path)
+    with pytest.raises(ValueError, match=r"Forecaster\('auto'\) takes no Parquet data"):
+        Forecaster("auto", prediction_length=6).fit(path, **COLUMNS)
+    with pytest.raises(ValueError, match="refit_every refits on the history .* pd.read_parquet"):
+        backtest(Forecaster("naive", prediction_length=6), path, refit_every=1, **COLUMNS)
+    with pytest.raises(TypeError, match="expected a pandas DataFrame, or long Parquet data"):
+        Forecaster("naive", prediction_length=6).fit(np.zeros(3), **COLUMNS)

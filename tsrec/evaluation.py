@@ -11,7 +11,7 @@ import pandas as pd
 from tsrec import metrics
 from tsrec.config import CovariateConfig
 from tsrec.data import Panel, WindowDataset, seasonality
-from tsrec.data.schema import Schema
+from tsrec.data.schema import Schema, Source, is_parquet
 from tsrec.data.scaling import StandardScaler
 from tsrec.fitted import ForecastResult
 from tsrec.forecaster import Forecaster
@@ -173,7 +173,7 @@ def _history_before(df: pd.DataFrame, panel: Panel, cut: Sequence[pd.Timestamp],
     return df[times < pd.DatetimeIndex(limit)]
 
 
-def backtest(forecaster: Forecaster, df: pd.DataFrame, *, start: int | str | pd.Timestamp | None = None,
+def backtest(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timestamp | None = None,
              n_windows: int | None = None, stride: int | None = None, refit_every: int | None = None,
              batch_size: int | None = None, season_length: int | None = None,
              quantiles: Sequence[float] | None = None, baselines: Sequence[str] | None = None,
@@ -183,8 +183,10 @@ def backtest(forecaster: Forecaster, df: pd.DataFrame, *, start: int | str | pd.
 
     Args:
         forecaster: a fitted Forecaster (or an unfitted one with ``refit_every``).
-        df: the frame to backtest on, in the layout the forecaster was fitted with; windows read
-            their context from it, so it must hold ``context_length`` steps before the first origin.
+        df: the frame to backtest on, in the layout the forecaster was fitted with, or long
+            Parquet data (a file, a folder of files or a list of files; not with ``refit_every``);
+            windows read their context from it, so it must hold ``context_length`` steps before the
+            first origin.
             A forecaster fitted with covariates reads them from it too, the future covariates of
             each window included (a missing value reads as the training mean, as in ``fit``);
             refits use the same covariate columns.
@@ -214,6 +216,9 @@ def backtest(forecaster: Forecaster, df: pd.DataFrame, *, start: int | str | pd.
         raise ValueError(f"n_windows must be a positive int, got {n_windows!r}")
     if refit_every is not None and (not isinstance(refit_every, int) or refit_every < 1):
         raise ValueError(f"refit_every must be a positive int, got {refit_every!r}")
+    if refit_every is not None and is_parquet(df):
+        raise ValueError("refit_every refits on the history before each block of windows, cut from a DataFrame: load "
+                         "the Parquet data with pd.read_parquet, or backtest a fitted forecaster without refit_every")
     if forecaster.model is None and refit_every is None:
         from sklearn.exceptions import NotFittedError
 

@@ -34,8 +34,8 @@ from tsrec.data import (
     normalize_freq,
     split_panel,
 )
-from tsrec.data.covariates import categorical_statics, check_context, read_future
-from tsrec.data.schema import Schema
+from tsrec.data.covariates import check_context, read_future
+from tsrec.data.schema import Schema, Source, is_parquet
 from tsrec.data.periods import dominant_periods
 from tsrec.data.split import default_val_windows
 from tsrec.data.time_features import seasonality
@@ -217,11 +217,16 @@ class Forecaster:
         return clone(self)
 
     # ------------------------------------------------------------------ fit
-    def fit(self, df: pd.DataFrame, *, time_col: str | None = None, id_col: str | None = None,
-            target_col: str | None = None, val_df: pd.DataFrame | None = None, resume: bool = False,
+    def fit(self, df: Source, *, time_col: str | None = None, id_col: str | None = None,
+            target_col: str | None = None, val_df: Source | None = None, resume: bool = False,
             past_covariates: Sequence[str] | None = None, future_covariates: Sequence[str] | None = None,
             static_covariates: Sequence[str] | None = None) -> Forecaster:
         """Train on ``df`` (validation from its end, or on ``val_df``); returns ``self``.
+
+        ``df`` is a DataFrame (wide or long, see the class docstring) or long Parquet data: a file,
+        a folder of ``*.parquet`` files or a list of files, read a chunk of series at a time
+        (:func:`~tsrec.data.parquet.read_parquet`; ``id_col`` is then required). ``predict`` and
+        ``backtest`` take the same.
 
         Training runs for the budget of :class:`~tsrec.config.TrainingConfig` (by default a number
         of optimizer steps scaled to the training windows, validated 20 times, with early stopping
@@ -256,7 +261,7 @@ class Forecaster:
         covariates = CovariateConfig(past=past_covariates, future=future_covariates, static=static_covariates)
         schema = Schema(time_col, id_col, target_col, covariates)
         columns = schema.columns
-        categorical = categorical_statics(df, covariates)
+        categorical = schema.categorical(df)
         gaps = self.settings.window.gaps
         panel, values = schema.read(df, categorical=categorical, freq=self.settings.window.freq, gaps=gaps)
         val_panel, val_values = (None, None) if val_df is None else \
@@ -316,7 +321,8 @@ class Forecaster:
         """``Forecaster("auto")``'s candidates scored, weighted and refitted (:mod:`tsrec.auto`)."""
         from tsrec.auto import fit_members
 
-        refused = [what for what, given in (("covariates", covariates.columns), ("val_df", val_df is not None),
+        refused = [what for what, given in (("Parquet data", is_parquet(df)), ("covariates", covariates.columns),
+                                            ("val_df", val_df is not None),
                                             ("resume=True", resume)) if given]
         if refused:
             raise ValueError(f"Forecaster('auto') takes no {', '.join(refused)}: it validates its candidates on the "
@@ -451,7 +457,7 @@ class Forecaster:
 
             raise NotFittedError("this Forecaster is not fitted yet: call fit(df) first, or Forecaster.load(path)")
 
-    def predict(self, df: pd.DataFrame | None = None, *, future_covariates: pd.DataFrame | None = None,
+    def predict(self, df: Source | None = None, *, future_covariates: pd.DataFrame | None = None,
                 quantiles: Sequence[float] | None = None, num_samples: int | None = None,
                 batch_size: int | None = None) -> pd.DataFrame:
         """Forecast the ``prediction_length`` steps after the end of the fitted frame, or of ``df``

@@ -120,6 +120,16 @@ def read_parquet(
     return _joined(parts)
 
 
+def empty_frame(source: PathLike | Sequence[PathLike]) -> pd.DataFrame:
+    """The columns and dtypes of the Parquet data ``source`` (as :func:`read_parquet` takes it) as
+    a DataFrame without rows: what the data hold, known without reading any row."""
+    try:
+        import pyarrow.dataset as ds
+    except ModuleNotFoundError as error:
+        raise ModuleNotFoundError('reading Parquet data needs pyarrow: pip install "tsrec[parquet]"') from error
+    return ds.dataset(_files(source), format="parquet").schema.empty_table().to_pandas()
+
+
 def _files(source: PathLike | Sequence[PathLike]) -> list[str]:
     """The Parquet files of ``source`` (a file, a folder or a list of files), each checked to exist."""
     if isinstance(source, (str, os.PathLike)):

@@ -8,6 +8,7 @@ that returns the targets and the covariates together, on the same grids.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,10 +16,13 @@ from typing import Any
 import pandas as pd
 
 from tsrec.config import CovariateConfig
-from tsrec.data.covariates import CovariateValues, read_frame
+from tsrec.data.covariates import CovariateValues, categorical_statics, read_frame
 from tsrec.data.frame import Panel
 
-__all__ = ["Schema"]
+__all__ = ["Schema", "Source", "is_parquet"]
+
+#: What a read takes: a frame, or long Parquet data (a file, a folder of files, a list of files).
+Source = pd.DataFrame | str | os.PathLike | Sequence[str | os.PathLike]
 
 
 @dataclass(frozen=True)
@@ -41,9 +45,39 @@ class Schema:
         """``time_col``, ``id_col`` and ``target_col`` as keyword arguments."""
         return {"time_col": self.time_col, "id_col": self.id_col, "target_col": self.target_col}
 
-    def read(self, df: pd.DataFrame, *, categorical: Sequence[str], freq: str | None,
+    def read(self, source: Source, *, categorical: Sequence[str], freq: str | None,
              gaps: str) -> tuple[Panel, CovariateValues]:
-        """``df``'s targets as a :class:`~tsrec.data.Panel` and its covariates on the same grids
-        (:func:`~tsrec.data.covariates.read_frame`); ``categorical`` names the categorical static
-        covariates."""
-        return read_frame(df, self.covariates, categorical, freq=freq, gaps=gaps, **self.columns)
+        """``source``'s targets as a :class:`~tsrec.data.Panel` and its covariates on the same grids;
+        ``categorical`` names the categorical static covariates. ``source`` is a DataFrame
+        (:func:`~tsrec.data.covariates.read_frame`) or long Parquet data: a file, a folder of
+        files or a list of files, read a chunk of series at a time
+        (:func:`~tsrec.data.parquet.read_parquet`)."""
+        if isinstance(source, pd.DataFrame):
+            return read_frame(source, self.covariates, categorical, freq=freq, gaps=gaps, **self.columns)
+        from tsrec.data.parquet import read_parquet
+
+        return read_parquet(_parquet(source), self.covariates, categorical, freq=freq, gaps=gaps, **self.columns)
+
+    def categorical(self, source: Source) -> tuple[str, ...]:
+        """The static covariates of ``source`` that are categorical (not real numbers), from its
+        dtypes (a Parquet source's schema: no row is read)."""
+        if isinstance(source, pd.DataFrame):
+            return categorical_statics(source, self.covariates)
+        from tsrec.data.parquet import empty_frame
+
+        return categorical_statics(empty_frame(_parquet(source)), self.covariates)
+
+
+def is_parquet(source: object) -> bool:
+    """Whether ``source`` names Parquet data (a path, or a non-empty list of paths) rather than a frame."""
+    if isinstance(source, (str, os.PathLike)):
+        return True
+    return isinstance(source, (list, tuple)) and bool(source) and all(isinstance(p, (str, os.PathLike)) for p in source)
+
+
+def _parquet(source: object) -> Any:
+    """``source`` if :func:`is_parquet`, else a ``TypeError`` naming what a source may be."""
+    if not is_parquet(source):
+        raise TypeError(f"expected a pandas DataFrame, or long Parquet data (a file, a folder of files or a list of "
+                        f"files), got {type(source).__name__}")
+    return source
