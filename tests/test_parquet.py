@@ -155,7 +155,7 @@ def test_no_covariates(tmp_path):
 
 def test_chunks_hold_at_most_chunk_series_series(tmp_path, monkeypatch):
     """The memory bound: read_frame sees one chunk's rows at a time, never more than chunk_series
-    series, and every row once; the first chunk infers freq, the later ones get it."""
+    series, and every row once; every chunk infers its frequency (checked against the first's)."""
     df = long_frame(seed=7)
     split_into_files(df, tmp_path / "data")
     seen = []
@@ -168,19 +168,20 @@ def test_chunks_hold_at_most_chunk_series_series(tmp_path, monkeypatch):
     got = read(tmp_path / "data", df, chunk_series=3)
     assert [series for series, _, _ in seen] == [3, 3, 3, 1]
     assert sum(rows for _, rows, _ in seen) == len(df)
-    assert [freq for _, _, freq in seen] == [None, "h", "h", "h"]
+    assert [freq for _, _, freq in seen] == [None, None, None, None]
     assert_same(got, expected(df))
 
 
-def test_later_chunk_off_the_inferred_grid_is_named(tmp_path):
-    """freq inferred on the first chunk (hourly) is imposed on the next: a half-hourly series there
-    is an error naming it and the fix."""
+@pytest.mark.parametrize("step", ["30min", "2h"])
+def test_a_later_chunk_at_another_frequency_is_named(tmp_path, step):
+    """Each chunk's frequency is inferred and must be the first chunk's (hourly): a half-hourly or a
+    2-hourly series in a later chunk is an error naming a series of each and the fix."""
     df = long_frame(n_series=4, seed=8)
     late = df[df["id"] == "s3"].sort_values("time")
-    late["time"] = pd.date_range("2024-01-01", periods=len(late), freq="30min")
+    late["time"] = pd.date_range("2024-01-01", periods=len(late), freq=step)
     df = pd.concat([df[df["id"] != "s3"], late])
     df.to_parquet(tmp_path / "data.parquet")
-    with pytest.raises(ValueError, match=r"item 's3' does not match freq 'h'.*pass the right freq"):
+    with pytest.raises(ValueError, match=rf"different frequencies \('h' in item 's0', '{step}' in item 's3'\).*freq="):
         read(tmp_path / "data.parquet", df, chunk_series=3)
 
 

@@ -26,20 +26,18 @@ id (``df.sort_values([id_col, time_col]).to_parquet(path, row_group_size=...)``)
 once in all, and data in any other order once per chunk; a larger ``chunk_series`` means fewer
 passes.
 
-Frequency. With ``freq=None`` the frequency is inferred from the first chunk (its series alone)
-and imposed on the others, so every chunk is on one ``freq`` grid. It is the frequency
-:func:`~tsrec.data.covariates.read_frame` infers from the whole frame whenever the series share one
-frequency. When they do not, a later series off that grid, or leaving most of it empty, is a
-``ValueError`` naming it; but one whose rows are two steps apart (2-hourly after hourly series) is
-read onto the finer grid with every other step missing, and with ``gaps="warn"`` coarser ones too
-(with a warning), where the whole frame raises "the series have different frequencies". Pass
-``freq`` to fix the grid.
+Frequency. With ``freq=None`` every chunk's frequency is inferred from its series and must be
+the first chunk's (a ``ValueError`` naming a series of each otherwise, as for series of different
+frequencies in one frame); a chunk whose series give none (one timestamp each) is read at the
+first chunk's. Pass ``freq`` to fix the grid for all.
 """
 
 from __future__ import annotations
 
+import functools
+
 import os
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -114,10 +112,27 @@ def read_parquet(
     columns = list(dict.fromkeys([id_col, time_col, target_col, *config.columns]))
     parts = []
     for ids in _chunks(_distinct_ids(dataset, id_col), id_col, chunk_series):
-        parts.append(read_frame(_rows(dataset, columns, id_col, ids), config, categorical, freq=freq, gaps=gaps,
-                                time_col=time_col, id_col=id_col, target_col=target_col))
-        freq = parts[-1][0].freq  # the later chunks go on the first chunk's grid
+        rows = _rows(dataset, columns, id_col, ids)
+        read = functools.partial(read_frame, rows, config, categorical, gaps=gaps, time_col=time_col, id_col=id_col,
+                                 target_col=target_col)
+        parts.append(read(freq=freq) if freq is not None or not parts else _inferred_alike(read, parts[0][0]))
     return _joined(parts)
+
+
+def _inferred_alike(read: Callable[..., tuple[Panel, CovariateValues]], first: Panel) -> tuple[Panel, CovariateValues]:
+    """A later chunk read with its own frequency inferred, which must be the ``first`` chunk's
+    (a ``ValueError`` naming a series of each, as for one frame); a chunk whose series give no
+    frequency (one timestamp each) is read at the first chunk's."""
+    try:
+        panel, values = read(freq=None)
+    except ValueError as error:
+        if str(error).startswith("cannot infer the frequency"):
+            return read(freq=first.freq)
+        raise
+    if panel.freq != first.freq:
+        raise ValueError(f"the series have different frequencies ({first.freq!r} in {first.item_label(0)}, "
+                         f"{panel.freq!r} in {panel.item_label(0)}); resample them to one frequency and pass freq=...")
+    return panel, values
 
 
 def empty_frame(source: PathLike | Sequence[PathLike]) -> pd.DataFrame:
