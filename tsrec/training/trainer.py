@@ -17,9 +17,10 @@ import torch
 from lightning.pytorch.callbacks import Checkpoint, TQDMProgressBar
 from lightning.pytorch.callbacks.progress.tqdm_progress import Tqdm
 from lightning.pytorch.loggers import CSVLogger
-from torch.utils.data import DataLoader, Dataset, Sampler
+from torch.utils.data import DataLoader, Sampler
 
 from tsrec.config import TrainingConfig
+from tsrec.data.windows import WindowDataset
 from tsrec.training.budget import Budget
 from tsrec.training.callbacks import EpochCheckpoint, RestoreBestWeights, SmoothedEarlyStopping
 
@@ -135,14 +136,16 @@ class EpochShuffleSampler(Sampler[int]):
         return iter(torch.randperm(self.length, generator=generator).tolist())
 
 
-def make_loader(dataset: Dataset, config: TrainingConfig, *, train: bool) -> DataLoader:
-    """Batches of windows; never drops the last partial batch. Training windows are shuffled (when
-    ``config.shuffle``) by an :class:`EpochShuffleSampler`; the loader draws its workers' base
-    seed from its own generator, never from the global one that dropout uses."""
+def make_loader(dataset: WindowDataset, config: TrainingConfig, *, train: bool) -> DataLoader:
+    """Batches of windows, each gathered in one go (:meth:`WindowDataset.__getitems__`, passed on
+    by :meth:`WindowDataset.collate`); never drops the last partial batch. Training windows are
+    shuffled (when ``config.shuffle``) by an :class:`EpochShuffleSampler`, which Lightning wraps
+    in a ``DistributedSampler`` under DDP; the loader draws its workers' base seed from its own
+    generator, never from the global one that dropout uses."""
     sampler = EpochShuffleSampler(len(dataset), config.seed) if train and config.shuffle else None
     return DataLoader(dataset, batch_size=config.batch_size, sampler=sampler, drop_last=False,
-                      num_workers=config.num_workers, persistent_workers=config.num_workers > 0,
-                      generator=torch.Generator().manual_seed(config.seed))
+                      collate_fn=dataset.collate, num_workers=config.num_workers,
+                      persistent_workers=config.num_workers > 0, generator=torch.Generator().manual_seed(config.seed))
 
 
 @contextlib.contextmanager
