@@ -97,11 +97,13 @@ class StderrProgressBar(TQDMProgressBar):
             return super().init_predict_tqdm()
 
 
-def make_predict_trainer(config: TrainingConfig, trainer_kwargs: dict[str, Any] | None = None) -> pl.Trainer:
+def make_predict_trainer(config: TrainingConfig, trainer_kwargs: dict[str, Any] | None = None, *,
+                         devices: int | list[int] = 1) -> pl.Trainer:
     """A Trainer for ``trainer.predict``: the accelerator the model trains on (``trainer_kwargs``'
-    ``accelerator``, default ``"auto"``), one device, the training precision, no logs or bars."""
+    ``accelerator``, default ``"auto"``), one device (``devices``: Lightning's choice of one, or
+    ``[index]``), the training precision, no logs or bars."""
     accelerator = (trainer_kwargs or {}).get("accelerator", "auto")
-    return pl.Trainer(accelerator=accelerator, devices=1, precision=config.precision, logger=False,
+    return pl.Trainer(accelerator=accelerator, devices=devices, precision=config.precision, logger=False,
                       enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=False)
 
 
