@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 import torch
 from gluonts.time_feature import time_features_from_frequency_str
-from torch.utils.data import DataLoader
+from torch.utils.data import ConcatDataset, DataLoader, default_collate
 
+from tsrec.config import TrainingConfig
 from tsrec.data import (
     Panel,
     StandardScaler,
@@ -23,6 +24,7 @@ from tsrec.data import (
     time_feature_dim,
     time_features,
 )
+from tsrec.training import make_loader
 
 LONG = {"time_col": "ts", "id_col": "id"}
 
@@ -416,6 +418,113 @@ def test_dataloader_keeps_last_partial_batch():
     assert batches[0]["future_time_feat"].shape == (32, 5, 3)
     assert batches[0]["item"].dtype == torch.int64
     assert sorted(torch.cat([b["origin"] for b in batches]).tolist()) == list(range(10, 96))
+
+
+LENGTHS = (40, 23, 31)  # items of different lengths; the second has no window
+
+
+def mixed_inputs(prediction: bool = False, stride: int = 3, horizon: int = 4) -> dict:
+    """Three items of 2 channels and 4 time features (column 2 a past-only covariate), with
+    categorical statics and scaler statistics: ``WindowDataset``'s arguments."""
+    rng = np.random.default_rng(7)
+    values = [rng.normal(size=(t, 2)) for t in LENGTHS]
+    observed = [rng.random((t, 2)) > 0.2 for t in LENGTHS]
+    for x, mask in zip(values, observed):
+        x[~mask] = np.nan
+    extra = horizon if prediction else 0
+    origins = [(t, t + 1) for t in LENGTHS] if prediction else [(6, 37), (6, 6), (9, 28)]
+    return dict(values=values, observed=observed, time_feat=[rng.normal(size=(t + extra, 4)) for t in LENGTHS],
+                context_length=6, prediction_length=horizon, origins=origins,
+                stride=1 if prediction else stride, with_future_target=not prediction, past_only=slice(2, 3),
+                static_cat=rng.integers(0, 5, size=(3, 2)), loc=rng.normal(size=(3, 2)), scale=rng.random((3, 2)) + 0.5)
+
+
+def sliced_windows(values, observed, time_feat, context_length, prediction_length, origins, stride,
+                   with_future_target, past_only, static_cat, loc, scale) -> list[dict]:
+    """The windows of ``WindowDataset(...)`` in its order, sliced directly from its inputs."""
+    windows = []
+    for i, (x, mask, feat, (start, stop)) in enumerate(zip(values, observed, time_feat, origins)):
+        filled = np.where(mask, x, 0.0)
+        for o in range(start, stop, stride):
+            past, future = slice(o - context_length, o), slice(o, o + prediction_length)
+            future_feat = feat[future].copy()
+            future_feat[:, past_only] = 0.0
+            window = {"past_target": filled[past], "past_observed": mask[past], "past_time_feat": feat[past],
+                      "future_time_feat": future_feat, "static_cat": static_cat[i]}
+            if with_future_target:
+                window |= {"future_target": filled[future], "future_observed": mask[future]}
+            windows.append(window | {"target_loc": loc[i], "target_scale": scale[i], "item": i, "origin": o})
+    return windows
+
+
+WINDOW_DTYPES = {"static_cat": torch.int64, "target_loc": torch.float64, "target_scale": torch.float64,
+                 "item": torch.int64, "origin": torch.int64}
+
+
+def assert_batch_is(batch: dict, windows: list[dict]) -> None:
+    """``batch`` holds exactly ``windows`` stacked: the same keys in the same order, dtypes
+    (float32 unless :data:`WINDOW_DTYPES` says otherwise), contiguous ``[B, ...]`` shapes, values."""
+    assert list(batch) == list(windows[0])
+    for key, value in batch.items():
+        expected = np.stack([np.asarray(w[key]) for w in windows])
+        assert value.dtype == WINDOW_DTYPES.get(key, torch.float32), key
+        assert value.shape == expected.shape and value.is_contiguous(), key
+        np.testing.assert_array_equal(value.numpy(), expected.astype(value.numpy().dtype), err_msg=key)
+
+
+@pytest.mark.parametrize("prediction, stride", [(False, 1), (False, 3), (True, 1)])
+def test_a_batch_is_its_windows_sliced_from_the_inputs_in_the_order_asked(prediction, stride):
+    inputs = mixed_inputs(prediction, stride)
+    ds = WindowDataset(**inputs)
+    windows = sliced_windows(**inputs)
+    assert len(ds) == len(windows)
+    order = np.random.default_rng(0).permutation(len(ds)).tolist()
+    order[:2] = [-1, -len(ds)]  # negative indices count from the end
+    expected = [windows[k] for k in order]
+    assert_batch_is(ds.gather(order), expected)
+    assert_batch_is(ds.gather(torch.tensor(order)), expected)
+    assert_batch_is(WindowDataset.collate(ds.__getitems__(order)), expected)
+    assert_batch_is(default_collate(ds.__getitems__(order)), expected)  # a DataLoader without collate_fn
+    for k in (0, len(ds) - 1, -1):
+        window = ds[k]
+        assert list(window) == list(windows[k]) and type(window["item"]) is type(window["origin"]) is int
+        assert_batch_is(default_collate([window]), [windows[k]])
+
+
+def test_a_batch_with_an_index_out_of_range_names_it():
+    ds = WindowDataset(**mixed_inputs())
+    with pytest.raises(IndexError, match=rf"window {len(ds)} out of range for {len(ds)} windows"):
+        ds.__getitems__([0, len(ds), 1])
+    with pytest.raises(IndexError, match=rf"window {-len(ds) - 1} out of range"):
+        ds[-len(ds) - 1]
+
+
+def test_items_with_different_channels_or_features_are_refused():
+    inputs = mixed_inputs()
+    inputs["time_feat"][1] = inputs["time_feat"][1][:, :3]
+    with pytest.raises(ValueError, match=r"item 1: .* with the C and F of item 0"):
+        WindowDataset(**inputs)
+
+
+def test_windows_fetched_one_by_one_are_collated_too():
+    ds = WindowDataset(**mixed_inputs())
+    batch = next(iter(DataLoader(ConcatDataset([ds, ds]), batch_size=len(ds) + 2, collate_fn=ds.collate)))
+    windows = sliced_windows(**mixed_inputs())
+    assert_batch_is(batch, windows + windows[:2])
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_loader_batches_follow_the_sampler_through_a_worker_process(train):
+    inputs = mixed_inputs()
+    ds = WindowDataset(**inputs)
+    loader = make_loader(ds, TrainingConfig(batch_size=5, seed=3, num_workers=1), train=train)
+    order = list(loader.sampler)  # the EpochShuffleSampler's first epoch when training, else 0, 1, ...
+    assert (order != sorted(order)) == train
+    windows = sliced_windows(**inputs)
+    batches = list(loader)
+    assert [len(b["item"]) for b in batches] == [min(5, len(ds) - start) for start in range(0, len(ds), 5)]
+    for start, batch in zip(range(0, len(ds), 5), batches):
+        assert_batch_is(batch, [windows[k] for k in order[start:start + 5]])
 
 
 def test_pipeline_from_panel_and_prediction_windows():

@@ -1,6 +1,8 @@
 """The training layer: the masked loss, the learning-rate schedule and the REM parameter group,
-restoring the best epoch's weights, and (through the public defaults) RSA beating its base model."""
+restoring the best epoch's weights, (through the public defaults) RSA beating its base model, and
+predicting without a Trainer."""
 
+import dataclasses
 import shutil
 
 import lightning.pytorch as pl
@@ -8,13 +10,23 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from torch.utils.data import DataLoader
 
 from tsrec import Forecaster
 from tsrec.config import TrainingConfig
+from tsrec.data import WindowDataset, canonicalize
 from tsrec.datasets.synthetic import recurrent_series
 from tsrec.evaluation import backtest
 from tsrec.nn.attention import rsa_parameters
-from tsrec.training import RestoreBestWeights, informer_lr_factor, masked_loss
+from tsrec.training import (
+    ForecastingModule,
+    RestoreBestWeights,
+    informer_lr_factor,
+    make_predict_trainer,
+    masked_loss,
+    predict_batches,
+    quiet_lightning,
+)
 
 # the naive baselines only: ets and theta would cost a statsforecast fit per window
 NAIVE = ("naive", "seasonal_naive")
@@ -215,3 +227,56 @@ def test_training_config_rejects_bad_values_with_the_setting_named():
     with pytest.raises(TypeError, match="batch_size must be an integer"):
         TrainingConfig(batch_size=32.0)
     assert TrainingConfig(max_epochs=np.int64(3)).max_epochs == 3  # NumPy integers are ints
+
+
+# ------------------------------------------------------------------------------------ prediction
+@pytest.fixture(scope="module")
+def fitted_patchtst():
+    """A network with dropout, so that a forecast made in training mode differs."""
+    return Forecaster("patchtst", prediction_length=4, context_length=16, max_epochs=1, d_model=16, n_heads=4,
+                      d_ff=16, e_layers=1, trainer_kwargs=QUIET).fit(hourly())
+
+
+def _trainer_and_direct_predictions(forecaster, precision="32-true", device=None, accelerator="cpu"):
+    """Batches of 64 of 181 windows (the last one partial) predicted by ``Trainer.predict`` and by
+    ``predict_batches``, with the module in training mode on the CPU before each."""
+    config = dataclasses.replace(forecaster.training, precision=precision)
+    dataset = WindowDataset.from_panel(canonicalize(hourly()), forecaster.scaler, 16, 4, [(16, 197)])
+    module = ForecastingModule(forecaster.model, config).train()
+    with quiet_lightning():
+        expected = make_predict_trainer(config, {"accelerator": accelerator}).predict(
+            module, DataLoader(dataset, batch_size=64, collate_fn=dataset.collate))
+    module.cpu().train()
+    outputs = predict_batches(module, dataset, 64, device)
+    assert module.training and all(p.device.type == "cpu" for p in module.parameters())  # left as it was
+    return expected, outputs
+
+
+def _assert_same_batches(outputs, expected):
+    assert [out.shape for out in outputs] == [(64, 4, 1), (64, 4, 1), (53, 4, 1)]
+    assert [(out.dtype, out.device, out.is_inference()) for out in outputs] == \
+        [(out.dtype, out.device, out.is_inference()) for out in expected]
+    for out, reference in zip(outputs, expected):
+        torch.testing.assert_close(out, reference, rtol=0, atol=0, equal_nan=True)
+
+
+def test_predict_batches_returns_what_trainer_predict_returns(fitted_patchtst):
+    expected, outputs = _trainer_and_direct_predictions(fitted_patchtst)
+    _assert_same_batches(outputs, expected)
+
+
+def test_predict_batches_leaves_other_precisions_to_the_trainer(fitted_patchtst):
+    """bf16-mixed autocasts the forward on the CPU too: its forecasts are the Trainer's, not float32's."""
+    expected, outputs = _trainer_and_direct_predictions(fitted_patchtst, "bf16-mixed")
+    _assert_same_batches(outputs, expected)
+    float32, _ = _trainer_and_direct_predictions(fitted_patchtst)
+    assert not torch.equal(torch.cat(outputs).float(), torch.cat(float32))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (pytest -m gpu on a GPU)")
+@pytest.mark.parametrize("precision", ["32-true", "bf16-mixed"])
+def test_predict_batches_on_a_gpu_is_the_trainers_and_moves_the_module_back(fitted_patchtst, precision):
+    expected, outputs = _trainer_and_direct_predictions(fitted_patchtst, precision, "cuda", "cuda")
+    assert {out.device.type for out in outputs} == {"cuda"}
+    _assert_same_batches(outputs, expected)

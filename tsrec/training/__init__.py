@@ -18,6 +18,7 @@ from tsrec.training.module import (
     cosine_lr_factor,
     informer_lr_factor,
 )
+from tsrec.training.predict import predict_batches
 from tsrec.training.trainer import (
     EpochShuffleSampler,
     epoch_seed,
@@ -46,6 +47,7 @@ __all__ = [
     "make_trainer",
     "masked_loss",
     "plan_budget",
+    "predict_batches",
     "quiet_lightning",
     "refit_budget",
     "resume_checkpoint",

@@ -17,9 +17,10 @@ import torch
 from lightning.pytorch.callbacks import Checkpoint, TQDMProgressBar
 from lightning.pytorch.callbacks.progress.tqdm_progress import Tqdm
 from lightning.pytorch.loggers import CSVLogger
-from torch.utils.data import DataLoader, Dataset, Sampler
+from torch.utils.data import DataLoader, Sampler
 
 from tsrec.config import TrainingConfig
+from tsrec.data.windows import WindowDataset
 from tsrec.training.budget import Budget
 from tsrec.training.callbacks import EpochCheckpoint, RestoreBestWeights, SmoothedEarlyStopping
 
@@ -96,11 +97,13 @@ class StderrProgressBar(TQDMProgressBar):
             return super().init_predict_tqdm()
 
 
-def make_predict_trainer(config: TrainingConfig, trainer_kwargs: dict[str, Any] | None = None) -> pl.Trainer:
+def make_predict_trainer(config: TrainingConfig, trainer_kwargs: dict[str, Any] | None = None, *,
+                         devices: int | list[int] = 1) -> pl.Trainer:
     """A Trainer for ``trainer.predict``: the accelerator the model trains on (``trainer_kwargs``'
-    ``accelerator``, default ``"auto"``), one device, the training precision, no logs or bars."""
+    ``accelerator``, default ``"auto"``), one device (``devices``: Lightning's choice of one, or
+    ``[index]``), the training precision, no logs or bars."""
     accelerator = (trainer_kwargs or {}).get("accelerator", "auto")
-    return pl.Trainer(accelerator=accelerator, devices=1, precision=config.precision, logger=False,
+    return pl.Trainer(accelerator=accelerator, devices=devices, precision=config.precision, logger=False,
                       enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=False)
 
 
@@ -135,14 +138,16 @@ class EpochShuffleSampler(Sampler[int]):
         return iter(torch.randperm(self.length, generator=generator).tolist())
 
 
-def make_loader(dataset: Dataset, config: TrainingConfig, *, train: bool) -> DataLoader:
-    """Batches of windows; never drops the last partial batch. Training windows are shuffled (when
-    ``config.shuffle``) by an :class:`EpochShuffleSampler`; the loader draws its workers' base
-    seed from its own generator, never from the global one that dropout uses."""
+def make_loader(dataset: WindowDataset, config: TrainingConfig, *, train: bool) -> DataLoader:
+    """Batches of windows, each gathered in one go (:meth:`WindowDataset.__getitems__`, passed on
+    by :meth:`WindowDataset.collate`); never drops the last partial batch. Training windows are
+    shuffled (when ``config.shuffle``) by an :class:`EpochShuffleSampler`, which Lightning wraps
+    in a ``DistributedSampler`` under DDP; the loader draws its workers' base seed from its own
+    generator, never from the global one that dropout uses."""
     sampler = EpochShuffleSampler(len(dataset), config.seed) if train and config.shuffle else None
     return DataLoader(dataset, batch_size=config.batch_size, sampler=sampler, drop_last=False,
-                      num_workers=config.num_workers, persistent_workers=config.num_workers > 0,
-                      generator=torch.Generator().manual_seed(config.seed))
+                      collate_fn=dataset.collate, num_workers=config.num_workers,
+                      persistent_workers=config.num_workers > 0, generator=torch.Generator().manual_seed(config.seed))
 
 
 @contextlib.contextmanager

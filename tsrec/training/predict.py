@@ -1,0 +1,54 @@
+"""Forecasts of a trained model over windows, without a Lightning Trainer where it adds nothing."""
+
+from __future__ import annotations
+
+import itertools
+
+import torch
+from lightning.fabric.utilities.apply_func import move_data_to_device
+from torch import Tensor
+from torch.utils.data import DataLoader
+
+from tsrec.data.windows import WindowDataset
+from tsrec.training.module import ForecastingModule
+from tsrec.training.trainer import make_predict_trainer, quiet_lightning
+
+#: Lightning precisions that run the module as it is, in float32 (no autocast, no cast of the module).
+FLOAT32_PRECISIONS = ("32", "32-true")
+
+
+def predict_batches(module: ForecastingModule, dataset: WindowDataset, batch_size: int,
+                    device: torch.device | str | None = None) -> list[Tensor]:
+    """What ``Trainer.predict(module, loader)`` returns for the batches of ``batch_size`` windows of
+    ``dataset`` (in order, the last partial batch included): one
+    :meth:`~tsrec.training.module.ForecastingModule.predict_step` output per batch, ``[B, H, C]``
+    (or ``[B, H, C, P]``), on ``device``.
+
+    ``device`` defaults to the one the module's weights are on. In float32
+    (``module.config.precision`` in :data:`FLOAT32_PRECISIONS`) the module runs there directly, in
+    eval mode under ``torch.inference_mode`` as ``Trainer.predict`` runs it; any other precision
+    (autocast, or a module cast to another dtype) goes through a one-device ``Trainer.predict`` on
+    ``device`` (a CPU, CUDA or MPS device), which applies it. Either way the module is left on the
+    device and in the train/eval mode it was in.
+    """
+    home, training = _device_of(module), module.training
+    device = home if device is None else torch.device(device)
+    loader = DataLoader(dataset, batch_size=batch_size, collate_fn=dataset.collate)
+    try:
+        if str(module.config.precision) not in FLOAT32_PRECISIONS:
+            with quiet_lightning():
+                trainer = make_predict_trainer(module.config, {"accelerator": device.type},
+                                               devices=1 if device.index is None else [device.index])
+                return trainer.predict(module, loader)
+        module.to(device).eval()
+        with torch.inference_mode():
+            return [module.predict_step(move_data_to_device(batch, device), index)
+                    for index, batch in enumerate(loader)]
+    finally:
+        module.to(home).train(training)
+
+
+def _device_of(module: torch.nn.Module) -> torch.device:
+    """The device of the module's first parameter or buffer (the CPU if it has neither)."""
+    tensor = next(itertools.chain(module.parameters(), module.buffers()), None)
+    return torch.device("cpu") if tensor is None else tensor.device
