@@ -1,7 +1,8 @@
 """The one batch contract between the data layer, the models and training.
 
-:class:`~tsrec.data.windows.WindowDataset` yields these fields per window; the default
-``DataLoader`` collate stacks them into a batch, which every model's ``forward`` takes whole.
+:class:`~tsrec.data.windows.WindowDataset` gathers these fields for a batch of windows at once
+(``__getitems__``; its ``collate`` passes the batch through), and every model's ``forward`` takes it
+whole.
 Shapes per batch (``B`` windows, ``Lc = context_length``, ``H = prediction_length``, ``C``
 channels, ``F`` time features: the calendar's, then the covariates' (:mod:`tsrec.data.covariates`),
 ``Kc`` categorical static covariates), all float32 unless noted; targets are scaled and 0 where

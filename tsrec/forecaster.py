@@ -548,19 +548,25 @@ class Forecaster:
 
     def forecast_windows(self, dataset: WindowDataset, *, batch_size: int | None = None) -> np.ndarray:
         """Scaled outputs for every window of ``dataset``, in order, batched (the last partial batch
-        included), through ``Trainer.predict`` on the accelerator the model trains on
-        (``trainer_kwargs``' ``accelerator``, default ``"auto"``): point forecasts ``[N, H, C]``,
-        or a probabilistic output's parameters ``[N, H, C, P]``."""
+        included), on the accelerator the model trains on (``trainer_kwargs``' ``accelerator``,
+        default ``"auto"``; :func:`~tsrec.training.predict_batches`, without a Lightning Trainer
+        where it adds nothing): point forecasts ``[N, H, C]``, or a probabilistic output's
+        parameters ``[N, H, C, P]``."""
         self._require_fitted()
         if len(dataset) == 0:
             shape = (0, self.prediction_length, self.model.config.n_channels)
             return np.zeros(shape + ((self.model.n_params,) if self.model.output.probabilistic else ()), np.float32)
-        from tsrec.training import ForecastingModule, make_predict_trainer, quiet_lightning
+        from tsrec.training import ForecastingModule, make_predict_trainer, predict_batches, predict_device, \
+            quiet_lightning
 
-        loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size or self.training.batch_size)
-        with quiet_lightning():
-            trainer = make_predict_trainer(self.training, self.trainer_kwargs)
-            outputs = trainer.predict(ForecastingModule(self.model, self.training), loader)
+        module, size = ForecastingModule(self.model, self.training), batch_size or self.training.batch_size
+        device = predict_device(self.trainer_kwargs)
+        if device is not None:
+            outputs = predict_batches(module, dataset, size, device=device)
+        else:  # an accelerator only Lightning knows how to place the model on
+            with quiet_lightning():
+                loader = torch.utils.data.DataLoader(dataset, batch_size=size, collate_fn=dataset.collate)
+                outputs = make_predict_trainer(self.training, self.trainer_kwargs).predict(module, loader)
         self.model.eval()
         return np.concatenate([out.float().cpu().numpy() for out in outputs])
 

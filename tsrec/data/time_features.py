@@ -57,22 +57,19 @@ def time_features(index: pd.DatetimeIndex, freq: str) -> np.ndarray:
     return np.stack([f(index) for f in functions], axis=1).astype(np.float32)  # [T, F]
 
 
-def panel_time_features(indexes: Sequence[pd.DatetimeIndex], freq: str) -> list[np.ndarray]:
-    """:func:`time_features` of each of ``indexes`` (``[T_i]`` each, one time zone), computed once
-    for their distinct timestamps: per index ``[T_i, F]`` float32.
+def panel_time_features(stamps: pd.DatetimeIndex, lengths: Sequence[int] | np.ndarray, freq: str) -> list[np.ndarray]:
+    """:func:`time_features` of items whose timestamps are laid end to end in ``stamps``
+    (``[sum lengths]``, item ``i`` taking the next ``lengths[i]``), computed once per distinct
+    timestamp: per item ``[T_i, F]`` float32.
 
     Items of a panel mostly share their timestamps, so this costs about one item's features plus
     a gather, where calling :func:`time_features` per item costs the panel's size in pandas calls.
     """
-    lengths = np.array([len(index) for index in indexes], dtype=np.int64)  # [N]
-    if not len(indexes) or not lengths.sum():
-        return [time_features(index, freq) for index in indexes]
-    tz = indexes[0].tz
-    times = np.concatenate([index.as_unit("ns").asi8 for index in indexes])  # [sum T_i], UTC for a named zone
+    times = stamps.as_unit("ns").asi8  # [sum T_i], UTC for a named zone
     distinct, inverse = np.unique(times, return_inverse=True)  # [U], [sum T_i]
-    stamps = pd.DatetimeIndex(distinct.view("M8[ns]"))
-    features = time_features(stamps if tz is None else stamps.tz_localize("UTC").tz_convert(tz), freq)  # [U, F]
-    return np.split(features[inverse], np.cumsum(lengths)[:-1])
+    unique = pd.DatetimeIndex(distinct.view("M8[ns]"))
+    features = time_features(unique if stamps.tz is None else unique.tz_localize("UTC").tz_convert(stamps.tz), freq)
+    return np.split(features[inverse], np.cumsum(lengths)[:-1])  # [U, F] gathered, split per item
 
 
 def future_index(last_timestamp: pd.Timestamp, freq: str, n: int) -> pd.DatetimeIndex:

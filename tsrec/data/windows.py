@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import torch
 from torch import Tensor
 from torch.utils.data import Dataset, default_collate
@@ -17,7 +18,7 @@ from tsrec.batch import ForecastBatch
 from tsrec.data.frame import Panel
 from tsrec.data.scaling import StandardScaler
 from tsrec.data.split import OriginRange
-from tsrec.data.time_features import future_index, time_feature_dim, time_features
+from tsrec.data.time_features import future_indexes, panel_time_features, time_feature_dim
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
@@ -188,7 +189,7 @@ class WindowDataset(Dataset):
         return cls(
             scaled_values(panel, scaler, scaler_rows),
             [s.observed for s in panel.items],
-            _with_covariates([time_features(s.index, panel.freq) for s in panel.items], covariates),
+            _with_covariates(panel_time_features(panel.stamps, np.diff(panel.offsets), panel.freq), covariates),
             context_length,
             prediction_length,
             origins,
@@ -209,7 +210,7 @@ class WindowDataset(Dataset):
         covariates: WindowCovariates | None = None,
     ) -> WindowDataset:
         """One window per item forecasting the ``prediction_length`` steps after its last timestamp
-        (``origin = len(item)``); future time features come from :func:`future_index`, and
+        (``origin = len(item)``); future time features come from :func:`future_indexes`, and
         ``covariates`` (features ``[T_i + H, K]``: the forecast steps' future covariates included)
         are appended to them.
 
@@ -222,10 +223,7 @@ class WindowDataset(Dataset):
                     f"{panel.item_label(i)} has {len(series)} time steps but forecasting needs the "
                     f"last context_length={context_length}; pass more history"
                 )
-        calendar = [
-            time_features(s.index.append(future_index(s.index[-1], panel.freq, prediction_length)), panel.freq)
-            for s in panel.items
-        ]  # [T + H, F] each
+        calendar = panel_time_features(*_with_future(panel, prediction_length), panel.freq)  # [T + H, F] each
         return cls(
             scaled_values(panel, scaler, scaler_rows),
             [s.observed for s in panel.items],
@@ -342,6 +340,21 @@ def _blocks(table: Tensor, start: Tensor, length: int) -> Tensor:
     if width == 0 or len(table) < length:  # nothing to copy, or no window fits (and start is empty)
         return table.new_empty(len(start), length, width)
     return table.view(-1).unfold(0, length * width, width).index_select(0, start).view(-1, length, width)
+
+
+def _with_future(panel: Panel, horizon: int) -> tuple[pd.DatetimeIndex, np.ndarray]:
+    """Every item's timestamps followed by its ``horizon`` forecast steps, items laid end to end:
+    ``[sum (T_i + H)]``, and the ``[N]`` lengths ``T_i + H``."""
+    lengths = np.diff(panel.offsets)  # [N]
+    future = future_indexes(panel.stamps[panel.offsets[1:] - 1], panel.freq, horizon)  # [N * H]
+    total = lengths + horizon
+    start = np.r_[0, np.cumsum(total)[:-1]]  # [N] each item's first row in the result
+    past = np.repeat(start - panel.offsets[:-1], lengths) + np.arange(len(panel.stamps))  # [sum T_i] rows of history
+    ahead = np.repeat(start + lengths, horizon) + np.tile(np.arange(horizon), len(lengths))  # [N * H] forecast rows
+    times = np.empty(int(total.sum()), dtype=np.int64)
+    times[past], times[ahead] = panel.stamps.as_unit("ns").asi8, future.as_unit("ns").asi8
+    index = pd.DatetimeIndex(times.view("M8[ns]"))
+    return (index if panel.stamps.tz is None else index.tz_localize("UTC").tz_convert(panel.stamps.tz)), total
 
 
 def _with_covariates(calendar: list[np.ndarray], covariates: WindowCovariates | None) -> list[np.ndarray]:

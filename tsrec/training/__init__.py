@@ -18,7 +18,7 @@ from tsrec.training.module import (
     cosine_lr_factor,
     informer_lr_factor,
 )
-from tsrec.training.predict import predict_batches
+from tsrec.training.predict import predict_batches, predict_device
 from tsrec.training.trainer import (
     EpochShuffleSampler,
     epoch_seed,
@@ -48,6 +48,7 @@ __all__ = [
     "masked_loss",
     "plan_budget",
     "predict_batches",
+    "predict_device",
     "quiet_lightning",
     "refit_budget",
     "resume_checkpoint",

@@ -48,6 +48,26 @@ def predict_batches(module: ForecastingModule, dataset: WindowDataset, batch_siz
         module.to(home).train(training)
 
 
+def predict_device(trainer_kwargs: dict | None) -> torch.device | None:
+    """The device a model predicts on for ``trainer_kwargs``' ``accelerator`` (default ``"auto"``:
+    the first CUDA device when there is one, else Apple's MPS, else the CPU; ``"gpu"``/``"cuda"``
+    with ``devices=[i]``: CUDA device ``i``). None for an accelerator given as an object or named
+    otherwise (e.g. ``"tpu"``): leave the choice to a Lightning ``Trainer``."""
+    kwargs = trainer_kwargs or {}
+    accelerator = kwargs.get("accelerator", "auto")
+    if not isinstance(accelerator, str):
+        return None
+    devices = kwargs.get("devices")
+    index = devices[0] if isinstance(devices, (list, tuple)) and devices else 0
+    if accelerator == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda", 0)
+        return torch.device("mps") if torch.backends.mps.is_available() else torch.device("cpu")
+    if accelerator in ("gpu", "cuda"):
+        return torch.device("cuda", index)
+    return torch.device(accelerator) if accelerator in ("cpu", "mps") else None
+
+
 def _device_of(module: torch.nn.Module) -> torch.device:
     """The device of the module's first parameter or buffer (the CPU if it has neither)."""
     tensor = next(itertools.chain(module.parameters(), module.buffers()), None)
