@@ -87,7 +87,7 @@ def test_ids_equal_as_text_are_one_item_and_missing_ids_are_named():
 def test_panel_time_features_equal_each_item_alone(freq, tz):
     panel = canonicalize(_items(np.random.default_rng(2), freq, tz), time_col="time", id_col="id", target_col="y")
     indexes = [s.index for s in panel.items]
-    for index, features in zip(indexes, panel_time_features(indexes, panel.freq)):
+    for index, features in zip(indexes, panel_time_features(panel.stamps, np.diff(panel.offsets), panel.freq)):
         np.testing.assert_array_equal(features, time_features(index, panel.freq))
     lasts = pd.DatetimeIndex([s.index[-1] for s in panel.items])
     expected = [future_index(last, panel.freq, 5) for last in lasts]
