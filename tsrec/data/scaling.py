@@ -58,9 +58,12 @@ class StandardScaler:
             raise ValueError(
                 f"got {len(values)} value arrays, {len(observed)} masks and {len(ends)} train ends"
             )
-        stats = [_moments(np.asarray(x[:end], dtype=np.float64), np.asarray(m[:end], dtype=bool))
-                 for x, m, end in zip(values, observed, ends)]
-        return cls(loc=np.array([s[0] for s in stats]), scale=np.array([s[1] for s in stats]))
+        if not values:
+            return cls(loc=np.zeros((0, 0)), scale=np.ones((0, 0)))
+        x = np.concatenate([np.asarray(v[:end], dtype=np.float64) for v, end in zip(values, ends)])  # [M, C]
+        mask = np.concatenate([np.asarray(m[:end], dtype=bool) for m, end in zip(observed, ends)])
+        loc, scale = _moments(x, mask, np.repeat(np.arange(len(ends)), ends), len(ends))
+        return cls(loc=loc, scale=scale)
 
     def _params(self, items: Items, ndim: int) -> tuple[np.ndarray, np.ndarray]:
         """``loc``, ``scale`` of ``items`` shaped to broadcast against an ``ndim``-dim ``x``."""
@@ -91,21 +94,35 @@ class StandardScaler:
         return cls(loc=np.asarray(state["loc"]), scale=np.asarray(state["scale"]))
 
 
-def _moments(x: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``loc``, ``scale`` ``[C]`` of the observed entries of ``x`` ``[t, C]`` float64 (``mask``
-    ``[t, C]``), as in :class:`StandardScaler`.
+def _moments(x: np.ndarray, mask: np.ndarray, item: np.ndarray, n_items: int) -> tuple[np.ndarray, np.ndarray]:
+    """``loc``, ``scale`` ``[N, C]`` of the observed entries of ``x`` ``[M, C]`` float64 (``mask``
+    ``[M, C]``) per item (``item`` ``[M]``, ascending, in ``[0, N)``), as in :class:`StandardScaler`.
 
-    The sums run on ``x`` divided by a power of two near its largest magnitude (an exact division),
-    so they stay finite for any finite ``x``; squares of values above 1e154 would overflow float64.
+    The sums run on ``x`` divided by a power of two near each item's largest magnitude (an exact
+    division), so they stay finite for any finite ``x``; squares of values above 1e154 would
+    overflow float64.
     """
     x = np.where(mask, x, 0.0)
-    _, exponent = np.frexp(np.abs(x).max(axis=0, initial=0.0))  # [C]
-    unit = np.ldexp(1.0, exponent - 1)  # [C], <= max |x|, so |x / unit| < 2
-    y = x / unit  # [t, C]
-    count = np.maximum(mask.sum(axis=0), 1)  # [C]
-    mean = y.sum(axis=0) / count  # [C], 0 when nothing is observed
-    std = np.sqrt((np.where(mask, y - mean, 0.0) ** 2).sum(axis=0) / count) * unit  # [C]
-    high = x.max(axis=0, where=mask, initial=-np.inf)  # [C]
-    constant = ~(high > x.min(axis=0, where=mask, initial=np.inf))  # [C], True without observations
-    loc = np.where(constant, np.where(mask.any(axis=0), high, 0.0), mean * unit)  # a constant exactly
+    starts = np.searchsorted(item, np.arange(n_items))  # [N] first row of each item (its end when it has none)
+    rows = np.diff(np.r_[starts, len(item)])  # [N]
+    present = rows > 0
+
+    def per_item(ufunc: np.ufunc, y: np.ndarray, empty: float) -> np.ndarray:
+        """``ufunc`` reduced over each item's rows of ``y`` ``[M, C]``: ``[N, C]``, ``empty`` without rows."""
+        out = np.full((n_items, y.shape[1]), empty)
+        if present.any():
+            out[present] = ufunc.reduceat(y, starts[present], axis=0)
+        return out
+
+    _, exponent = np.frexp(per_item(np.maximum, np.abs(x), 0.0))  # [N, C]
+    unit = np.ldexp(1.0, exponent - 1)  # [N, C], <= max |x|, so |x / unit| < 2
+    y = x / unit[item]  # [M, C]
+    count = np.maximum(per_item(np.add, mask.astype(np.float64), 0.0), 1)  # [N, C]
+    mean = per_item(np.add, y, 0.0) / count  # [N, C], 0 when nothing is observed
+    std = np.sqrt(per_item(np.add, np.where(mask, y - mean[item], 0.0) ** 2, 0.0) / count) * unit  # [N, C]
+    high = per_item(np.maximum, np.where(mask, x, -np.inf), -np.inf)  # [N, C]
+    low = per_item(np.minimum, np.where(mask, x, np.inf), np.inf)
+    constant = ~(high > low)  # [N, C], True without observations
+    seen = per_item(np.maximum, mask.astype(np.float64), 0.0) > 0
+    loc = np.where(constant, np.where(seen, high, 0.0), mean * unit)  # a constant exactly
     return loc, np.where(constant, 1.0, std)

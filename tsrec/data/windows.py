@@ -387,21 +387,23 @@ def scaled_values(
     Raises ``ValueError`` naming the column (and item), the timestamp and the value of the first
     observed value whose scaled value lies outside float32's finite range, which models compute in.
     """
-    rows = range(len(panel.items)) if scaler_rows is None else scaler_rows
-    scaled = []
-    for position, (series, row) in enumerate(zip(panel.items, rows)):
-        x = scaler.transform(series.values, int(row))  # [T, C]
-        if (bad := first_unrepresentable(x, series.observed)) is not None:
-            t, c = bad
-            raise ValueError(
-                f"{panel.channel_label(position, c)} at {series.index[t]}: the value {series.values[t, c]:.6g} "
-                f"scales to {x[t, c]:.6g} with the scaler fitted on the training data (loc "
-                f"{scaler.loc[int(row), c]:.6g}, scale {scaler.scale[int(row), c]:.6g}), beyond float32's "
-                f"range (+-{FLOAT32_MAX:.3g}) that models compute in; check the value (a wrong unit or a "
-                "typo?), or fit on data that cover its range"
-            )
-        scaled.append(x)
-    return scaled
+    rows = np.arange(len(panel.items)) if scaler_rows is None else np.asarray(scaler_rows, dtype=np.int64)  # [N]
+    lengths = np.diff(panel.offsets)  # [N]
+    values = np.concatenate([s.values for s in panel.items])  # [sum T_i, C]
+    observed = np.concatenate([s.observed for s in panel.items])
+    x = scaler.transform(values, np.repeat(rows, lengths))  # [sum T_i, C]: every step with its item's row
+    if (bad := first_unrepresentable(x, observed)) is not None:
+        step, c = bad
+        position = int(np.searchsorted(panel.offsets, step, side="right")) - 1
+        row = int(rows[position])
+        raise ValueError(
+            f"{panel.channel_label(position, c)} at {panel.stamps[step]}: the value {values[step, c]:.6g} "
+            f"scales to {x[step, c]:.6g} with the scaler fitted on the training data (loc "
+            f"{scaler.loc[row, c]:.6g}, scale {scaler.scale[row, c]:.6g}), beyond float32's "
+            f"range (+-{FLOAT32_MAX:.3g}) that models compute in; check the value (a wrong unit or a "
+            "typo?), or fit on data that cover its range"
+        )
+    return np.split(x, panel.offsets[1:-1])
 
 
 def first_unrepresentable(x: np.ndarray, observed: np.ndarray) -> tuple[int, int] | None:
