@@ -19,12 +19,13 @@ noise; ``unique_id``/``ds``/``y`` columns, rows in id-then-time order as users k
   steps (from the callback) is taken out, its preparation is counted.
 
 ``peak_mib`` is the process's peak resident memory at the end. Ratios are tsrec / neuralforecast.
-Writes ``pipeline.csv`` and ``pipeline.md`` (rows from every finished case, after each case).
+Writes ``pipeline.csv`` and ``pipeline.md`` (``pipeline_parquet.*`` with ``--parquet``), rows from
+every finished case, after each case.
 
 Usage::
 
     python -m benchmarks.pipeline [--cases 1000x500 10000x500 1x200000 1x1000000] [--models dlinear patchtst]
-        [--with-neuralforecast] [--train-steps 20] [--batch 1024] [--origins 20] [--out-dir DIR]
+        [--with-neuralforecast | --parquet DIR] [--train-steps 20] [--batch 1024] [--origins 20] [--out-dir DIR]
 """
 
 from __future__ import annotations
@@ -99,16 +100,22 @@ def _stamp_callback(library: str, clock: Clock) -> Any:
     return Stamp()
 
 
-def run_case(library: str, model: str, n_series: int, length: int, steps: int, batch: int, origins: int) -> dict:
-    """One (library, model, case) in this process: the stages' CPU seconds and the peak memory."""
+def run_case(library: str, model: str, n_series: int, length: int, steps: int, batch: int, origins: int,
+             parquet: str | None = None) -> dict:
+    """One (library, model, case) in this process: the stages' CPU seconds and the peak memory.
+    With ``parquet`` (tsrec only) the data are read from that file, never built as a frame here."""
     import torch
 
     torch.set_num_threads(1)
-    df = make_frame(n_series, length)
-    one = df[df.unique_id == "s0"]
+    if parquet is None:
+        df = make_frame(n_series, length)
+        one = df[df.unique_id == "s0"]
+    else:
+        df, one = parquet, pd.read_parquet(parquet, filters=[("unique_id", "==", "s0")])
     stamp = Clock()
     callback = _stamp_callback(library, stamp)
-    row: dict[str, Any] = {"library": library, "model": model, "series": n_series, "length": length}
+    row: dict[str, Any] = {"library": library, "model": model, "series": n_series, "length": length,
+                           "source": "frame" if parquet is None else "parquet"}
     started = time.process_time()
     if library == "tsrec":
         from tsrec import Forecaster
@@ -162,15 +169,26 @@ def run_case(library: str, model: str, n_series: int, length: int, steps: int, b
     return row
 
 
+def write_parquet(case: str, folder: Path) -> str:
+    """The case's frame written to ``folder/<case>.parquet`` (sorted by id, row groups of 1M rows), once."""
+    path = folder / f"{case}.parquet"
+    if not path.exists():
+        n_series, length = (int(x) for x in case.split("x"))
+        folder.mkdir(parents=True, exist_ok=True)
+        make_frame(n_series, length).to_parquet(path, row_group_size=1_000_000)
+    return str(path)
+
+
 def _in_subprocess(library: str, model: str, case: str, args: argparse.Namespace) -> dict:
     n_series, length = (int(x) for x in case.split("x"))
+    parquet = None if args.parquet is None else write_parquet(case, args.parquet)
     command = [sys.executable, "-m", "benchmarks.pipeline", "--worker", json.dumps(
-        [library, model, n_series, length, args.train_steps, args.batch, args.origins if n_series > 1 else 0])]
+        [library, model, n_series, length, args.train_steps, args.batch, args.origins if n_series > 1 else 0, parquet])]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
     if done.returncode != 0:
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
         return {"library": library, "model": model, "series": n_series, "length": length,
-                **{stage: float("nan") for stage in STAGES}, "error": tail[:200]}
+                "source": "frame" if parquet is None else "parquet", **{stage: float("nan") for stage in STAGES}, "error": tail[:200]}
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -190,7 +208,7 @@ def render(rows: list[dict], header: str) -> str:
     lines = [header, "", "CPU seconds per stage (one thread), peak resident MiB:", "",
              markdown_table(frame, floatfmt=".3f"), ""]
     if {"tsrec", "neuralforecast"} <= set(frame.get("library", ())):
-        keys = ["model", "series", "length"]
+        keys = ["model", "series", "length", "source"]
         ours = frame[frame.library == "tsrec"].set_index(keys)
         theirs = frame[frame.library == "neuralforecast"].set_index(keys)
         stages = [s for s in (*STAGES, "train_per_window_us", "peak_mib") if s in ours and s in theirs]
@@ -208,11 +226,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch", type=int, default=1024)
     parser.add_argument("--origins", type=int, default=20)
     parser.add_argument("--out-dir", type=Path, default=ROOT / "benchmarks" / "results")
+    parser.add_argument("--parquet", type=Path, help="read each case from a Parquet file written into this folder "
+                        "(tsrec only; neuralforecast takes frames)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         print(json.dumps(run_case(*json.loads(args.worker))))
         return
+    if args.parquet is not None and args.with_neuralforecast:
+        parser.error("--parquet measures tsrec's Parquet path only; leave out --with-neuralforecast")
     libraries = ["tsrec"] + (["neuralforecast"] if args.with_neuralforecast else [])
     header = "\n".join([
         "# Data path around training: tsrec against neuralforecast", "",
@@ -230,8 +252,9 @@ def main(argv: list[str] | None = None) -> None:
                 row = _in_subprocess(library, model, case, args)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-        write_csv(args.out_dir / "pipeline.csv", rows)
-        (args.out_dir / "pipeline.md").write_text(render(rows, header) + "\n")
+        name = "pipeline" if args.parquet is None else "pipeline_parquet"
+        write_csv(args.out_dir / f"{name}.csv", rows)
+        (args.out_dir / f"{name}.md").write_text(render(rows, header) + "\n")
 
 
 if __name__ == "__main__":
