@@ -25,7 +25,6 @@ from tsrec.data import (
     CovariateEncoder,
     CovariateValues,
     Panel,
-    Series,
     StandardScaler,
     WindowCovariates,
     WindowDataset,
@@ -311,7 +310,7 @@ class Forecaster:
         summary = TrainingSummary(pd.DataFrame(run.history, columns=list(TrainingSummary.COLUMNS)), run.best_epoch,
                                   time.perf_counter() - started, run.best_step, run.budget, refit)
         self.fitted = FittedState(settings=self.settings, resolved=resolved, model=model.eval(),
-                                  history=_tail(panel, context), scaler=scaler, covariates=encoder,
+                                  history=panel.tail(context), scaler=scaler, covariates=encoder,
                                   covariate_history=values.tail(context), facts=facts, summary=summary,
                                   schema=schema, leaderboard=None if auto is None else auto.leaderboard)
         return self
@@ -618,10 +617,3 @@ def _require_observed(panel: Panel, train_end: Sequence[int]) -> None:
         if never.any():
             raise ValueError(f"{panel.channel_label(position, int(np.argmax(never)))} has no observed value in the "
                              f"training part (its first {end} steps); drop it, or fit on a frame where it has data")
-
-
-def _tail(panel: Panel, length: int) -> Panel:
-    """The last ``length`` steps of every item: all that ``predict()`` needs of the fit frame."""
-    items = tuple(Series(s.item_id, s.index[-length:], s.values[-length:], s.observed[-length:])
-                  for s in panel.items)
-    return dataclasses.replace(panel, items=items)

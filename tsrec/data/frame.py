@@ -31,6 +31,7 @@ item, on the timestamps of its rows (NaN values do not matter):
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import warnings
 from collections.abc import Hashable, Sequence
@@ -100,6 +101,12 @@ class Panel:
         if not self.items:
             return pd.DatetimeIndex([])
         return self.items[0].index.append([s.index for s in self.items[1:]])
+
+    def tail(self, length: int) -> Panel:
+        """The last ``length`` steps of every item (all of a shorter one)."""
+        items = tuple(Series(s.item_id, s.index[-length:], s.values[-length:], s.observed[-length:])
+                      for s in self.items)
+        return dataclasses.replace(self, items=items)
 
     def item_label(self, position: int) -> str:
         """How error messages name ``items[position]``."""
