@@ -10,7 +10,8 @@ noise; ``unique_id``/``ds``/``y`` columns, rows in id-then-time order as users k
 - ``prep``: from the ``fit`` call to the first training batch (reading the frame, windows,
   loaders, model construction), via a Lightning callback both libraries take.
 - ``train``: ``--train-steps`` optimizer steps of ``--batch`` windows (tsrec's ``batch_size``,
-  neuralforecast's ``windows_batch_size``); ``train_per_window_us`` divides by steps x batch.
+  neuralforecast's ``windows_batch_size``, drawn from its default ``batch_size`` of 32 series per
+  step); ``train_per_window_us`` divides by steps x batch.
 - ``predict``: ``predict(df)``, the horizon after every series.
 - ``predict_one``: the second ``predict`` of one series' frame (warm).
 - ``backtest``: ``--origins`` origins per series, one step apart, scored against the truth, outside
@@ -136,7 +137,7 @@ def run_case(library: str, model: str, n_series: int, length: int, steps: int, b
 
         logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
         network = getattr(nf_models, NF_CLASSES[model])(
-            h=HORIZON, input_size=CONTEXT, max_steps=steps, windows_batch_size=batch, batch_size=min(n_series, 1024),
+            h=HORIZON, input_size=CONTEXT, max_steps=steps, windows_batch_size=batch,
             val_check_steps=10**9, random_seed=0, callbacks=[callback], enable_progress_bar=False, logger=False,
             enable_model_summary=False, scaler_type="standard")
         forecaster = NeuralForecast(models=[network], freq="h")
