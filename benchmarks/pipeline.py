@@ -20,13 +20,14 @@ noise; ``unique_id``/``ds``/``y`` columns, rows in id-then-time order as users k
   steps (from the callback) is taken out, its preparation is counted.
 
 ``peak_mib`` is the process's peak resident memory at the end. Ratios are tsrec / neuralforecast.
-Writes ``pipeline.csv`` and ``pipeline.md`` (``pipeline_parquet.*`` with ``--parquet``), rows from
+Writes ``pipeline.csv`` and ``pipeline.md`` (``pipeline_parquet.*``, ``pipeline_epoch.*`` with
+``--parquet``, ``--epoch``), rows from
 every finished case, after each case.
 
 Usage::
 
     python -m benchmarks.pipeline [--cases 1000x500 10000x500 1x200000 1x1000000] [--models dlinear patchtst]
-        [--with-neuralforecast | --parquet DIR] [--train-steps 20] [--batch 1024] [--origins 20] [--out-dir DIR]
+        [--with-neuralforecast | --parquet DIR | --epoch] [--train-steps 20] [--batch 1024] [--origins 20] [--out-dir DIR]
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ def _stamp_callback(library: str, clock: Clock) -> Any:
     return Stamp()
 
 
-def run_case(library: str, model: str, n_series: int, length: int, steps: int, batch: int, origins: int,
+def run_case(library: str, model: str, n_series: int, length: int, steps: int | None, batch: int, origins: int,
              parquet: str | None = None) -> dict:
     """One (library, model, case) in this process: the stages' CPU seconds and the peak memory.
     With ``parquet`` (tsrec only) the data are read from that file, never built as a frame here."""
@@ -123,8 +124,9 @@ def run_case(library: str, model: str, n_series: int, length: int, steps: int, b
         from tsrec.evaluation import backtest
 
         columns = {"time_col": "ds", "id_col": "unique_id", "target_col": "y"}
+        budget = {"max_epochs": 1} if steps is None else {"max_steps": steps}  # None: one whole epoch
         forecaster = Forecaster(model, prediction_length=HORIZON, context_length=CONTEXT, batch_size=batch,
-                                max_steps=steps, val_windows=0, refit_full=False, seed=0,
+                                **budget, val_windows=0, refit_full=False, seed=0,
                                 trainer_kwargs={"callbacks": [callback], "enable_progress_bar": False})
         forecaster.fit(df, **columns)
         predict = lambda frame: forecaster.predict(frame)  # noqa: E731
@@ -184,7 +186,7 @@ def _in_subprocess(library: str, model: str, case: str, args: argparse.Namespace
     n_series, length = (int(x) for x in case.split("x"))
     parquet = None if args.parquet is None else write_parquet(case, args.parquet)
     command = [sys.executable, "-m", "benchmarks.pipeline", "--worker", json.dumps(
-        [library, model, n_series, length, args.train_steps, args.batch, args.origins if n_series > 1 else 0, parquet])]
+        [library, model, n_series, length, None if args.epoch else args.train_steps, args.batch, args.origins if n_series > 1 else 0, parquet])]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
     if done.returncode != 0:
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
@@ -227,6 +229,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch", type=int, default=1024)
     parser.add_argument("--origins", type=int, default=20)
     parser.add_argument("--out-dir", type=Path, default=ROOT / "benchmarks" / "results")
+    parser.add_argument("--epoch", action="store_true", help="train tsrec for one whole epoch instead of --train-steps")
     parser.add_argument("--parquet", type=Path, help="read each case from a Parquet file written into this folder "
                         "(tsrec only; neuralforecast takes frames)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -234,14 +237,15 @@ def main(argv: list[str] | None = None) -> None:
     if args.worker:
         print(json.dumps(run_case(*json.loads(args.worker))))
         return
-    if args.parquet is not None and args.with_neuralforecast:
-        parser.error("--parquet measures tsrec's Parquet path only; leave out --with-neuralforecast")
+    if (args.parquet is not None or args.epoch) and args.with_neuralforecast:
+        parser.error("--parquet and --epoch measure tsrec only; leave out --with-neuralforecast")
     libraries = ["tsrec"] + (["neuralforecast"] if args.with_neuralforecast else [])
     header = "\n".join([
         "# Data path around training: tsrec against neuralforecast", "",
         f"- command: `{command_line('benchmarks.pipeline', sys.argv[1:] if argv is None else argv)}`",
         f"- commit: {git_commit()}", f"- machine: {machine()}", f"- date: {now()}",
-        f"- horizon {HORIZON}, context {CONTEXT}, {args.train_steps} training steps of {args.batch} windows, "
+        f"- horizon {HORIZON}, context {CONTEXT}, "
+        f"{'one epoch' if args.epoch else f'{args.train_steps} training steps'} of batches of {args.batch} windows, "
         f"{args.origins} backtest origins (many-series cases)",
         f"- `tsrec --help`: {help_seconds():.2f} s wall (median of 5 fresh processes)",
     ])
@@ -253,7 +257,7 @@ def main(argv: list[str] | None = None) -> None:
                 row = _in_subprocess(library, model, case, args)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-        name = "pipeline" if args.parquet is None else "pipeline_parquet"
+        name = "pipeline" + ("_parquet" if args.parquet is not None else "") + ("_epoch" if args.epoch else "")
         write_csv(args.out_dir / f"{name}.csv", rows)
         (args.out_dir / f"{name}.md").write_text(render(rows, header) + "\n")
 
