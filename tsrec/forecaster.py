@@ -476,25 +476,41 @@ class Forecaster:
         (``sample_0``, ...); the scaling is undone on every one of them.
         """
         self._require_fitted()
+        if df is None:
+            panel, values = self.panel, self.fitted.covariate_history
+        else:
+            panel, values = self.fitted.schema.read(df, categorical=self.covariates.categorical, freq=self.freq,
+                                                    gaps=self.settings.window.gaps)
+        return self.forecast_panel(panel, values, future_covariates=future_covariates, quantiles=quantiles,
+                                   num_samples=num_samples, batch_size=batch_size).to_frame(panel)
+
+    def forecast_panel(self, panel: Panel, values: CovariateValues | None = None, *,
+                       future_covariates: pd.DataFrame | None = None, quantiles: Sequence[float] | None = None,
+                       num_samples: int | None = None, batch_size: int | None = None) -> ForecastResult:
+        """The forecasts of the ``prediction_length`` steps after every series of ``panel`` (known
+        ids of the fitted data, read with the fitted schema or built directly), as arrays: what
+        :meth:`predict` returns as a frame. ``values``: ``panel``'s covariates (None for a model
+        without covariates); the other arguments as for :meth:`predict`."""
+        self._require_fitted()
         if not self.model.output.probabilistic and (quantiles is not None or num_samples is not None):
             raise ValueError(f"{self.model_name} was trained with output='point', so it has no quantiles or "
                              "samples; refit with output='quantile', 'normal' or 'studentt'")
         levels = () if quantiles is None else check_levels("quantiles", quantiles)
         num_samples = None if num_samples is None else check_int("num_samples", num_samples, 1)
-        if df is None:
-            panel, values, rows = self.panel, self.fitted.covariate_history, np.arange(len(self.panel.items))
-        else:
-            panel, values = self.fitted.schema.read(df, categorical=self.covariates.categorical, freq=self.freq,
-                                                    gaps=self.settings.window.gaps)
-            rows = self.panel.check_compatible(panel)
+        if values is None:
+            if self.covariates.config.columns:
+                raise ValueError(f"{self.model_name} reads the covariates {list(self.covariates.config.columns)}: "
+                                 "pass their values with the series (predict a frame that holds them)")
+            values = CovariateValues(tuple(np.zeros((len(s), 0)) for s in panel.items),
+                                     np.zeros((len(panel.items), 0)), np.zeros((len(panel.items), 0), dtype=object))
+        rows = self.panel.check_compatible(panel)
         dataset = WindowDataset.for_prediction(panel, self.scaler, self.context_length, self.prediction_length,
                                                scaler_rows=rows,
                                                covariates=self._prediction_covariates(panel, values, future_covariates))
-        items = np.arange(len(panel.items))
-        result = self.forecast(dataset, rows, items, np.diff(panel.offsets), levels=levels, num_samples=num_samples,
-                               batch_size=batch_size)
+        result = self.forecast(dataset, rows, np.arange(len(panel.items)), np.diff(panel.offsets), levels=levels,
+                               num_samples=num_samples, batch_size=batch_size)
         self._report_blind(panel, result.blind)
-        return result.to_frame(panel)
+        return result
 
     def forecast(self, dataset: WindowDataset, rows: np.ndarray, items: np.ndarray, origins: np.ndarray, *,
                  levels: Sequence[float] = (), num_samples: int | None = None,

@@ -35,8 +35,9 @@ from gluonts.model.forecast import Forecast, QuantileForecast, SampleForecast
 from gluonts.model.predictor import Predictor
 from pandas.tseries.frequencies import to_offset
 
-from tsrec.data.frame import canonicalize
-from tsrec.data.time_features import normalize_freq
+from tsrec.data.frame import Panel, Series, canonicalize
+from tsrec.data.time_features import future_index, normalize_freq
+from tsrec.fitted import ForecastResult
 from tsrec.forecaster import DEFAULT_MODEL, Forecaster
 
 __all__ = ["DEFAULT_NUM_SAMPLES", "TsrecEstimator", "TsrecPredictor", "from_tsrec_frame", "to_tsrec_frame"]
@@ -373,8 +374,8 @@ class TsrecPredictor(Predictor):
                                                               target=series.target[-context:]))
 
     def _forecast(self, requests: Sequence[_Request], num_samples: int | None) -> list[Forecast]:
-        """The forecasts of ``requests``, in order: one ``Forecaster.predict`` per round of entries
-        with distinct series (the k-th entry of each series is in round k)."""
+        """The forecasts of ``requests``, in order: one :meth:`Forecaster.forecast_panel` per round of
+        entries with distinct series (the k-th entry of each series is in round k)."""
         rounds: dict[int, list[int]] = {}
         seen: dict[str, int] = {}
         for index, request in enumerate(requests):
@@ -382,28 +383,29 @@ class TsrecPredictor(Predictor):
             rounds.setdefault(seen[request.series.item_id], []).append(index)
         forecasts: dict[int, Forecast] = {}
         for indices in rounds.values():
-            rows = self._predict_frame([requests[i].series for i in indices], num_samples)
-            for i in indices:
-                forecasts[i] = self._to_forecast(rows[requests[i].series.item_id], requests[i].item_id)
+            panel = self._panel([requests[i].series for i in indices])
+            levels = self.forecaster.settings.network.quantile_levels if num_samples is None else None
+            result = self.forecaster.forecast_panel(panel, quantiles=levels, num_samples=num_samples)
+            for k, i in enumerate(indices):
+                forecasts[i] = self._to_forecast(result, k, panel.items[k].index[-1], requests[i].item_id)
         return [forecasts[i] for i in range(len(requests))]
 
-    def _predict_frame(self, series: list[_Item], num_samples: int | None) -> dict[str, pd.DataFrame]:
-        """``Forecaster.predict`` of series with distinct ids: each id's forecast rows."""
-        columns = self.forecaster.columns
-        frame = _long_frame(series).rename(columns={
-            "item_id": columns["id_col"], "timestamp": columns["time_col"], "target": columns["target_col"]})
-        levels = self.forecaster.settings.network.quantile_levels if num_samples is None else None
-        predicted = self.forecaster.predict(frame, quantiles=levels, num_samples=num_samples)
-        return {str(item_id): rows for item_id, rows in predicted.groupby("item_id", sort=False)}
+    def _panel(self, series: list[_Item]) -> Panel:
+        """Univariate entries with distinct ids (already on the fitted frequency's grid) as a panel."""
+        items = []
+        for item in series:
+            values = np.where(np.isfinite(item.target), item.target, np.nan)[:, None]  # [T, 1]
+            items.append(Series(item.item_id, item.index, values, np.isfinite(values)))
+        return Panel(freq=self.freq, layout="long", columns=self.forecaster.panel.columns, items=tuple(items))
 
-    def _to_forecast(self, rows: pd.DataFrame, item_id: Any) -> Forecast:
-        """One series' forecast rows (``Forecaster.predict``'s columns) as a GluonTS ``Forecast``."""
-        start = pd.Period(rows["timestamp"].iloc[0], freq=_period_freq(self.freq))
-        sample_columns = [c for c in rows.columns if str(c).startswith("sample_")]
-        if sample_columns:
-            return SampleForecast(rows[sample_columns].to_numpy().T, start_date=start, item_id=item_id)  # [S, H]
-        keys = [str(level) for level in self.forecaster.settings.network.quantile_levels] + ["mean"]
-        return QuantileForecast(rows[keys].to_numpy().T, start_date=start, forecast_keys=keys, item_id=item_id)
+    def _to_forecast(self, result: ForecastResult, k: int, last: pd.Timestamp, item_id: Any) -> Forecast:
+        """Window ``k`` of ``result`` (its series' last step ``last``) as a GluonTS ``Forecast``."""
+        start = pd.Period(future_index(last, self.freq, 1)[0], freq=_period_freq(self.freq))
+        if result.samples is not None:
+            return SampleForecast(result.samples[:, k, :, 0], start_date=start, item_id=item_id)  # [S, H]
+        keys = [str(level) for level in result.levels] + ["mean"]
+        arrays = np.concatenate([result.quantiles[k, :, 0, :].T, result.mean[k, :, 0][None]])  # [Q + 1, H]
+        return QuantileForecast(arrays, start_date=start, forecast_keys=keys, item_id=item_id)
 
     def serialize(self, path: Path) -> None:
         """Write the predictor into the existing folder ``path``: GluonTS's ``gluonts-config.json``
