@@ -19,7 +19,8 @@ noise; ``unique_id``/``ds``/``y`` columns, rows in id-then-time order as users k
   ``cross_validation(df, n_windows=..., refit=False)``, which trains again: the CPU of its training
   steps (from the callback) is taken out, its preparation is counted.
 
-``peak_mib`` is the process's peak resident memory at the end. Ratios are tsrec / neuralforecast.
+``peak_mib_predict`` is the process's peak resident memory after ``predict`` (data, fit,
+predictions), ``peak_mib`` at the end (the backtest's error table included). Ratios are tsrec / neuralforecast.
 Writes ``pipeline.csv`` and ``pipeline.md`` (``pipeline_parquet.*``, ``pipeline_epoch.*`` with
 ``--parquet``, ``--epoch``), rows from
 every finished case, after each case.
@@ -162,6 +163,7 @@ def run_case(library: str, model: str, n_series: int, length: int, steps: int | 
         clock = time.process_time()
         call()
         row[stage] = time.process_time() - clock
+    row["peak_mib_predict"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # fit and predict
     if origins:
         clock = time.process_time()
         evaluate()
@@ -214,7 +216,8 @@ def render(rows: list[dict], header: str) -> str:
         keys = ["model", "series", "length", "source"]
         ours = frame[frame.library == "tsrec"].set_index(keys)
         theirs = frame[frame.library == "neuralforecast"].set_index(keys)
-        stages = [s for s in (*STAGES, "train_per_window_us", "peak_mib") if s in ours and s in theirs]
+        stages = [s for s in (*STAGES, "train_per_window_us", "peak_mib_predict", "peak_mib")
+                  if s in ours and s in theirs]
         ratio = (ours[stages] / theirs[stages]).reset_index()
         lines += ["tsrec / neuralforecast (below 1: tsrec cheaper):", "", markdown_table(ratio, floatfmt=".2f"), ""]
     return "\n".join(lines)
