@@ -773,3 +773,17 @@ def test_a_long_frame_passed_without_id_col_is_told_to_pass_it():
                        "y": np.arange(10.0)})
     with pytest.raises(TypeError, match=r"if 'id' names the series .* pass id_col='id'"):
         canonicalize(df, time_col="ds")
+
+
+def test_windows_at_other_origins_share_the_stored_values():
+    panel = canonicalize(long_frame({"x": 30, "y": 40}), **LONG)
+    split = split_panel(panel, 8, 4, val_windows=3)
+    scaler = StandardScaler.fit(*arrays(panel), split.train_end)
+    train = WindowDataset.from_panel(panel, scaler, 8, 4, split.train)
+    val = train.at_origins(split.val)
+    built = WindowDataset.from_panel(panel, scaler, 8, 4, split.val)
+    assert len(val) == len(built) == 6 and val._target is train._target
+    for got, want in zip(val.gather(range(6)).values(), built.gather(range(6)).values()):
+        torch.testing.assert_close(got, want)
+    with pytest.raises(ValueError, match=r"item 1: origins \[38, 40\) must lie within \[8, 36\]"):
+        train.at_origins([(8, 9), (38, 40)])

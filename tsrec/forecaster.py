@@ -370,9 +370,10 @@ class Forecaster:
                              "prediction_length, or fewer val_windows")
         if split.val is None:
             return train_set, None
-        return train_set, WindowDataset.from_panel(val_panel or panel, scaler, context,
-                                                   self.prediction_length, split.val, scaler_rows=split.val_rows,
-                                                   covariates=covariates[1])
+        if val_panel is None:  # the end of the same series: the same stored values, other origins
+            return train_set, train_set.at_origins(split.val)
+        return train_set, WindowDataset.from_panel(val_panel, scaler, context, self.prediction_length, split.val,
+                                                   scaler_rows=split.val_rows, covariates=covariates[1])
 
     def _refit(self, resolved: ForecasterSettings, panel: Panel, values: CovariateValues, covariates: CovariateConfig,
                categorical: Sequence[str], run: _Run, budget: Budget, max_seconds: float | None, context: int

@@ -3,6 +3,7 @@ DistributedSampler shards it as is)."""
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -121,34 +122,20 @@ class WindowDataset(Dataset):
             )
         self.with_future_target = with_future_target
         self._past_only = past_only
-        self._stride = stride
         self._static_cat = None if static_cat is None or not static_cat.shape[1] else \
             torch.as_tensor(static_cat.astype(np.int64))  # [N, Kc]
         if (loc is None) != (scale is None):
             raise ValueError("pass both loc and scale, or neither")
         self._loc = None if loc is None else torch.as_tensor(np.asarray(loc, dtype=np.float64))  # [N, C]
         self._scale = None if scale is None else torch.as_tensor(np.asarray(scale, dtype=np.float64))  # [N, C]
-        targets, masks, features, ranges = [], [], [], []
-        for i, (x, mask, feat, (start, stop)) in enumerate(
-            zip(values, observed, time_feat, origins)
-        ):
+        targets, masks, features = [], [], []
+        for i, (x, mask, feat) in enumerate(zip(values, observed, time_feat)):
             if x.ndim != 2 or mask.shape != x.shape or feat.ndim != 2 or len(feat) < len(x) or \
                     (x.shape[1], feat.shape[1]) != (values[0].shape[1], time_feat[0].shape[1]):
                 raise ValueError(
                     f"item {i}: values {x.shape} and observed {mask.shape} must both be [T, C] and "
                     f"time_feat {feat.shape} [T or more, F], with the C and F of item 0"
                 )
-            origin_range = range(int(start), int(stop), stride)
-            if origin_range:
-                last_past = len(x) - (self.prediction_length if with_future_target else 0)
-                last = min(last_past, len(feat) - self.prediction_length)
-                if origin_range[0] < self.context_length or origin_range[-1] > last:
-                    raise ValueError(
-                        f"item {i}: origins [{start}, {stop}) must lie within "
-                        f"[{self.context_length}, {last}] (context_length="
-                        f"{self.context_length}, prediction_length={self.prediction_length}, "
-                        f"{len(x)} time steps)"
-                    )
             if (bad := first_unrepresentable(x, mask)) is not None:
                 raise ValueError(
                     f"item {i}: the observed value {x[bad]} at row {bad[0]}, channel {bad[1]} is not "
@@ -157,11 +144,42 @@ class WindowDataset(Dataset):
             targets.append(np.where(mask, x, 0.0).astype(np.float32))  # [T, C]
             masks.append(mask.astype(np.float32))  # [T, C]
             features.append(np.asarray(feat, dtype=np.float32))  # [T(+H), F]
-            ranges.append(origin_range)
+        self._lengths = [len(x) for x in values]  # T_i
+        self._feature_lengths = [len(feat) for feat in time_feat]  # T_i, or T_i + H
         # Items end to end: rows first_row[i] .. first_row[i] + T_i - 1 of _target are item i's.
         self._target, self._first_row = _end_to_end(targets)  # [sum T_i, C], [N]
         self._observed, _ = _end_to_end(masks)  # [sum T_i, C]
         self._time_feat, self._first_feat_row = _end_to_end(features)  # [sum len(time_feat[i]), F], [N]
+        self._set_origins(origins, stride)
+
+    def at_origins(self, origins: Sequence[OriginRange], *, stride: int = 1) -> WindowDataset:
+        """The windows of the same items at other ``origins`` (per item ``(start, stop)``, checked as
+        in the constructor), sharing this dataset's stored values: e.g. the validation windows of
+        the series the training windows come from, without a second copy of them."""
+        other = copy.copy(self)
+        other._set_origins(origins, check_int("stride", stride, 1))
+        return other
+
+    def _set_origins(self, origins: Sequence[OriginRange], stride: int) -> None:
+        """Index the windows at ``origins`` (per item ``(start, stop)``), ``stride`` apart."""
+        if len(origins) != len(self._lengths):
+            raise ValueError(f"got {len(origins)} origin ranges for {len(self._lengths)} items; pass one per item")
+        ranges = []
+        for i, (length, feature_length, (start, stop)) in enumerate(zip(self._lengths, self._feature_lengths,
+                                                                       origins)):
+            origin_range = range(int(start), int(stop), stride)
+            if origin_range:
+                last_past = length - (self.prediction_length if self.with_future_target else 0)
+                last = min(last_past, feature_length - self.prediction_length)
+                if origin_range[0] < self.context_length or origin_range[-1] > last:
+                    raise ValueError(
+                        f"item {i}: origins [{start}, {stop}) must lie within "
+                        f"[{self.context_length}, {last}] (context_length="
+                        f"{self.context_length}, prediction_length={self.prediction_length}, "
+                        f"{length} time steps)"
+                    )
+            ranges.append(origin_range)
+        self._stride = stride
         counts = torch.tensor([len(r) for r in ranges], dtype=torch.int64)  # [N] windows per item
         self._cumulative = counts.cumsum(0)  # [N] windows of items 0..i
         self._first_window = self._cumulative - counts  # [N] index of each item's first window
