@@ -505,9 +505,11 @@ class Forecaster:
             values = CovariateValues(tuple(np.zeros((len(s), 0)) for s in panel.items),
                                      np.zeros((len(panel.items), 0)), np.zeros((len(panel.items), 0), dtype=object))
         rows = self.panel.check_compatible(panel)
-        dataset = WindowDataset.for_prediction(panel, self.scaler, self.context_length, self.prediction_length,
-                                               scaler_rows=rows,
-                                               covariates=self._prediction_covariates(panel, values, future_covariates))
+        # The windows read the last context_length steps only: they are built from those alone.
+        recent = panel.tail(self.context_length)
+        dataset = WindowDataset.for_prediction(
+            recent, self.scaler, self.context_length, self.prediction_length, scaler_rows=rows,
+            covariates=self._prediction_covariates(recent, values.tail(self.context_length), future_covariates))
         result = self.forecast(dataset, rows, np.arange(len(panel.items)), np.diff(panel.offsets), levels=levels,
                                num_samples=num_samples, batch_size=batch_size)
         self._report_blind(panel, result.blind)

@@ -100,7 +100,10 @@ class Panel:
         """``[sum T_i]`` every item's timestamps, laid end to end (see :attr:`offsets`)."""
         if not self.items:
             return pd.DatetimeIndex([])
-        return self.items[0].index.append([s.index for s in self.items[1:]])
+        tz = self.items[0].index.tz
+        times = np.concatenate([s.index.as_unit("ns").asi8 for s in self.items])  # UTC for a named zone
+        index = pd.DatetimeIndex(times.view("M8[ns]"))
+        return index if tz is None else index.tz_localize("UTC").tz_convert(tz)
 
     def tail(self, length: int) -> Panel:
         """The last ``length`` steps of every item (all of a shorter one)."""
