@@ -67,7 +67,7 @@ def read_parquet(
     time_col: Hashable | None,
     id_col: Hashable | None,
     target_col: Any,
-    chunk_series: int = 10_000,
+    chunk_series: int = 2_000,
 ) -> tuple[Panel, CovariateValues]:
     """Long Parquet data as a panel of its targets and its covariates on the panel's grids.
 
