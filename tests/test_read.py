@@ -102,3 +102,25 @@ def test_a_covariate_beyond_float32_once_scaled_names_its_item_and_step():
     with pytest.raises(ValueError, match=rf"covariate 'x' of item 'item2' at {frame.time[row]}: the value 1e\+300"):
         Forecaster("dlinear", prediction_length=2, max_steps=1).fit(frame, time_col="time", id_col="id",
                                                                     target_col="y", past_covariates=["x"])
+
+
+def test_statistics_and_scaling_in_blocks_of_series_equal_one_pass(monkeypatch):
+    from tsrec.data import StandardScaler, scaling
+    from tsrec.data.windows import scaled_values
+
+    panel = canonicalize(_items(np.random.default_rng(6), "h"), time_col="time", id_col="id", target_col="y")
+    values, observed = [s.values for s in panel.items], [s.observed for s in panel.items]
+    ends = [len(v) - 3 for v in values]
+    whole = StandardScaler.fit(values, observed, ends)
+    whole_scaled = scaled_values(panel, whole)
+    monkeypatch.setattr(scaling, "BLOCK_STEPS", 50)  # a few series per block, one series alone at times
+    assert len(scaling.item_blocks(np.diff(panel.offsets))) > 4
+    blocked = StandardScaler.fit(values, observed, ends)
+    np.testing.assert_allclose(blocked.loc, whole.loc, rtol=1e-12)
+    np.testing.assert_allclose(blocked.scale, whole.scale, rtol=1e-12)
+    for got, want in zip(scaled_values(panel, blocked), whole_scaled):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    panel.items[7].values[4, 0], panel.items[7].observed[4, 0] = 1e300, True  # beyond float32 once scaled
+    name = panel.items[7].item_id
+    with pytest.raises(ValueError, match=rf"item '{name}' \(column 'y'\) at {panel.items[7].index[4]}: the value 1e\+300"):
+        scaled_values(panel, blocked)

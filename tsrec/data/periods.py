@@ -75,7 +75,7 @@ def dominant_periods(values: Sequence[np.ndarray], observed: Sequence[np.ndarray
 
 
 #: Most values standardised and transformed in one batch of equally long columns (bounds memory).
-BATCH_VALUES = 2**22
+BATCH_VALUES = 2**20
 
 
 def _averaged_power(values: Sequence[np.ndarray], observed: Sequence[np.ndarray], segment: int) -> np.ndarray:
@@ -85,16 +85,16 @@ def _averaged_power(values: Sequence[np.ndarray], observed: Sequence[np.ndarray]
     power = np.zeros(segment // 2 + 1)
     by_length: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
     for x, mask in zip(values, observed):
-        x, mask = np.asarray(x, dtype=np.float64), np.asarray(mask, dtype=bool)  # [T, C]
         by_length.setdefault(len(x), []).append((x, mask))
     for length, items in by_length.items():
         if length == 0:
             continue
-        columns = np.concatenate([x.T for x, _ in items])  # [n, T]: every channel of every item
-        masks = np.concatenate([mask.T for _, mask in items])  # [n, T]
-        batch = max(1, BATCH_VALUES // length)
-        for first in range(0, len(columns), batch):
-            power += _columns_power(columns[first:first + batch], masks[first:first + batch], segment)
+        per_batch = max(1, BATCH_VALUES // (length * items[0][0].shape[1]))  # items per batch
+        for first in range(0, len(items), per_batch):
+            batch = items[first:first + per_batch]
+            columns = np.concatenate([np.asarray(x, dtype=np.float64).T for x, _ in batch])  # [n, T]: every channel
+            masks = np.concatenate([np.asarray(mask, dtype=bool).T for _, mask in batch])  # [n, T]
+            power += _columns_power(columns, masks, segment)
     return power
 
 

@@ -15,6 +15,21 @@ from dataclasses import dataclass
 import numpy as np
 
 Items = int | Sequence[int] | np.ndarray
+#: Most time steps whose statistics are computed at once (bounds the temporaries of many series).
+BLOCK_STEPS = 2**20
+
+
+def item_blocks(lengths: Sequence[int]) -> list[range]:
+    """Consecutive runs of items whose ``lengths`` add up to at most :data:`BLOCK_STEPS` (an item
+    longer than that alone): what array operations over many series take at a time."""
+    blocks, start, total = [], 0, 0
+    for i, length in enumerate(lengths):
+        if total and total + length > BLOCK_STEPS:
+            blocks.append(range(start, i))
+            start, total = i, 0
+        total += length
+    blocks.append(range(start, len(lengths)))
+    return blocks
 
 
 @dataclass(frozen=True)
@@ -60,10 +75,12 @@ class StandardScaler:
             )
         if not values:
             return cls(loc=np.zeros((0, 0)), scale=np.ones((0, 0)))
-        x = np.concatenate([np.asarray(v[:end], dtype=np.float64) for v, end in zip(values, ends)])  # [M, C]
-        mask = np.concatenate([np.asarray(m[:end], dtype=bool) for m, end in zip(observed, ends)])
-        loc, scale = _moments(x, mask, np.repeat(np.arange(len(ends)), ends), len(ends))
-        return cls(loc=loc, scale=scale)
+        parts = []
+        for block in item_blocks(ends):  # a few items at a time: the sums' temporaries stay small
+            x = np.concatenate([np.asarray(values[i][:ends[i]], dtype=np.float64) for i in block])  # [M, C]
+            mask = np.concatenate([np.asarray(observed[i][:ends[i]], dtype=bool) for i in block])
+            parts.append(_moments(x, mask, np.repeat(np.arange(len(block)), [ends[i] for i in block]), len(block)))
+        return cls(loc=np.concatenate([loc for loc, _ in parts]), scale=np.concatenate([scale for _, scale in parts]))
 
     def _params(self, items: Items, ndim: int) -> tuple[np.ndarray, np.ndarray]:
         """``loc``, ``scale`` of ``items`` shaped to broadcast against an ``ndim``-dim ``x``."""

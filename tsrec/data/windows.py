@@ -17,7 +17,7 @@ from torch.utils.data import Dataset, default_collate
 from tsrec._checks import check_int
 from tsrec.batch import ForecastBatch
 from tsrec.data.frame import Panel
-from tsrec.data.scaling import StandardScaler
+from tsrec.data.scaling import StandardScaler, item_blocks
 from tsrec.data.split import OriginRange
 from tsrec.data.time_features import future_indexes, panel_time_features, time_feature_dim
 
@@ -407,21 +407,24 @@ def scaled_values(
     """
     rows = np.arange(len(panel.items)) if scaler_rows is None else np.asarray(scaler_rows, dtype=np.int64)  # [N]
     lengths = np.diff(panel.offsets)  # [N]
-    values = np.concatenate([s.values for s in panel.items])  # [sum T_i, C]
-    observed = np.concatenate([s.observed for s in panel.items])
-    x = scaler.transform(values, np.repeat(rows, lengths))  # [sum T_i, C]: every step with its item's row
-    if (bad := first_unrepresentable(x, observed)) is not None:
-        step, c = bad
-        position = int(np.searchsorted(panel.offsets, step, side="right")) - 1
-        row = int(rows[position])
-        raise ValueError(
-            f"{panel.channel_label(position, c)} at {panel.stamps[step]}: the value {values[step, c]:.6g} "
-            f"scales to {x[step, c]:.6g} with the scaler fitted on the training data (loc "
-            f"{scaler.loc[row, c]:.6g}, scale {scaler.scale[row, c]:.6g}), beyond float32's "
-            f"range (+-{FLOAT32_MAX:.3g}) that models compute in; check the value (a wrong unit or a "
-            "typo?), or fit on data that cover its range"
-        )
-    return np.split(x, panel.offsets[1:-1])
+    scaled = []
+    for block in item_blocks(lengths):  # a few items at a time: the temporaries stay small
+        values = np.concatenate([panel.items[i].values for i in block])  # [sum T_i, C]
+        observed = np.concatenate([panel.items[i].observed for i in block])
+        x = scaler.transform(values, np.repeat(rows[block.start:block.stop], lengths[block]))  # [sum T_i, C]
+        if (bad := first_unrepresentable(x, observed)) is not None:
+            step, c = bad
+            position = block.start + int(np.searchsorted(np.cumsum(lengths[block]), step, side="right"))
+            row = int(rows[position])
+            raise ValueError(
+                f"{panel.channel_label(position, c)} at {panel.stamps[panel.offsets[block.start] + step]}: the value "
+                f"{values[step, c]:.6g} scales to {x[step, c]:.6g} with the scaler fitted on the training data (loc "
+                f"{scaler.loc[row, c]:.6g}, scale {scaler.scale[row, c]:.6g}), beyond float32's "
+                f"range (+-{FLOAT32_MAX:.3g}) that models compute in; check the value (a wrong unit or a "
+                "typo?), or fit on data that cover its range"
+            )
+        scaled.extend(np.split(x, np.cumsum(lengths[block])[:-1]))
+    return scaled
 
 
 def first_unrepresentable(x: np.ndarray, observed: np.ndarray) -> tuple[int, int] | None:
