@@ -3,6 +3,8 @@ item read alone gives, and the row placement puts other columns on the same step
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -84,7 +86,9 @@ def test_ids_equal_as_text_are_one_item_and_missing_ids_are_named():
 
 
 @pytest.mark.parametrize(("freq", "tz"), [("h", None), ("15min", "Europe/Berlin"), ("MS", None)])
-def test_panel_time_features_equal_each_item_alone(freq, tz):
+def test_panel_time_features_equal_each_item_alone(freq, tz, monkeypatch):
+    calendar = importlib.import_module("tsrec.data.time_features")  # the module, not the function of that name
+    monkeypatch.setattr(calendar, "BLOCK", 7)  # the gather in many blocks
     panel = canonicalize(_items(np.random.default_rng(2), freq, tz), time_col="time", id_col="id", target_col="y")
     indexes = [s.index for s in panel.items]
     for index, features in zip(indexes, panel_time_features(panel.stamps, np.diff(panel.offsets), panel.freq)):

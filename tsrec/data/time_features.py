@@ -10,6 +10,8 @@ from pandas.tseries.frequencies import to_offset
 
 from tsrec.config import DataFacts
 
+#: Time steps handled at once when gathering a panel's calendar features (bounds the temporaries).
+BLOCK = 2**20
 _GLUONTS_FREQS = "YS, YE, QS, QE, MS, ME, W, D, B, h, min, s (and multiples such as '15min')"
 
 
@@ -69,15 +71,23 @@ def panel_time_features(stamps: pd.DatetimeIndex, lengths: Sequence[int] | np.nd
     times = stamps.as_unit("ns").asi8  # [sum T_i], UTC for a named zone
     nanos = fixed_step_nanos(freq, stamps.tz)
     if nanos is not None and len(times):
-        first = int(times.argmin())
-        steps, off = np.divmod(times - times[first], nanos)  # [sum T_i] position on the grid from the earliest step
-        if not off.any() and steps.max() < 2 * len(times):  # one grid, not much wider than the items: no sort
-            grid = regular_stamps(stamps[[first]], np.array([int(steps.max()) + 1]), freq)  # [S]
-            return np.split(time_features(grid, freq)[steps], np.cumsum(lengths)[:-1])
+        first, last = int(times.argmin()), int(times.argmax())
+        span = (int(times[last]) - int(times[first])) // nanos + 1  # grid steps from the earliest to the latest
+        if span < 2 * len(times) and _on_one_grid(times, int(times[first]), nanos):  # a gather from it: no sort
+            grid = time_features(regular_stamps(stamps[[first]], np.array([span]), freq), freq)  # [S, F]
+            features = np.empty((len(times), grid.shape[1]), dtype=np.float32)  # [sum T_i, F]
+            for block in range(0, len(times), BLOCK):
+                features[block:block + BLOCK] = grid[(times[block:block + BLOCK] - times[first]) // nanos]
+            return np.split(features, np.cumsum(lengths)[:-1])
     distinct, inverse = np.unique(times, return_inverse=True)  # [U], [sum T_i]
     unique = pd.DatetimeIndex(distinct.view("M8[ns]"))
     features = time_features(unique if stamps.tz is None else unique.tz_localize("UTC").tz_convert(stamps.tz), freq)
     return np.split(features[inverse], np.cumsum(lengths)[:-1])  # [U, F] gathered, split per item
+
+
+def _on_one_grid(times: np.ndarray, origin: int, nanos: int) -> bool:
+    """Whether every one of ``times`` (int64 ns) is a whole number of ``nanos`` steps from ``origin``."""
+    return all(not ((times[block:block + BLOCK] - origin) % nanos).any() for block in range(0, len(times), BLOCK))
 
 
 def future_index(last_timestamp: pd.Timestamp, freq: str, n: int) -> pd.DatetimeIndex:

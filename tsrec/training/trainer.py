@@ -113,6 +113,11 @@ def epoch_seed(seed: int, epoch: int) -> int:
     return int(np.random.SeedSequence((seed, epoch)).generate_state(1)[0])
 
 
+#: Indices an :class:`EpochShuffleSampler` turns into Python ints at a time (bounds their memory:
+#: a whole epoch of 38M windows as a list would take about 1.4 GB).
+ORDER_CHUNK = 2**16
+
+
 class EpochShuffleSampler(Sampler[int]):
     """A random order of ``range(length)`` per epoch, a function of ``(seed, epoch)`` only.
 
@@ -135,7 +140,9 @@ class EpochShuffleSampler(Sampler[int]):
 
     def __iter__(self) -> Iterator[int]:
         generator = torch.Generator().manual_seed(epoch_seed(self.seed, self.epoch))
-        return iter(torch.randperm(self.length, generator=generator).tolist())
+        order = torch.randperm(self.length, generator=generator)  # [length] int64
+        for part in order.split(ORDER_CHUNK):  # Python ints for a chunk at a time, never the whole epoch
+            yield from part.tolist()
 
 
 def make_loader(dataset: WindowDataset, config: TrainingConfig, *, train: bool) -> DataLoader:
