@@ -502,8 +502,7 @@ class Forecaster:
             if self.covariates.config.columns:
                 raise ValueError(f"{self.model_name} reads the covariates {list(self.covariates.config.columns)}: "
                                  "pass their values with the series (predict a frame that holds them)")
-            values = CovariateValues(tuple(np.zeros((len(s), 0)) for s in panel.items),
-                                     np.zeros((len(panel.items), 0)), np.zeros((len(panel.items), 0), dtype=object))
+            values = CovariateValues.none(panel)
         rows = self.panel.check_compatible(panel)
         # The windows read the last context_length steps only: they are built from those alone.
         recent = panel.tail(self.context_length)

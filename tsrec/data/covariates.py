@@ -25,6 +25,7 @@ covariate over the horizon (:func:`check_context`, :func:`read_future`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -56,6 +57,13 @@ class CovariateValues:
     dynamic: tuple[np.ndarray, ...]
     static_real: np.ndarray
     static_cat: np.ndarray
+
+    @classmethod
+    def none(cls, panel: Panel) -> CovariateValues:
+        """No covariates for the items of ``panel``: ``[T_i, 0]`` dynamic, ``[N, 0]`` statics."""
+        n = len(panel.items)
+        return cls(tuple(np.zeros((len(item), 0)) for item in panel.items), np.zeros((n, 0)),
+                   np.zeros((n, 0), dtype=object))
 
     def tail(self, length: int) -> CovariateValues:
         """The last ``length`` steps of every item (what ``predict()`` needs of the fit frame)."""
@@ -108,13 +116,13 @@ def read_covariates(df: pd.DataFrame, panel: Panel, placement: Placement, config
     for a missing column and for a static covariate that is missing or not constant within a
     series (naming the series, the column and the timestamps).
     """
+    if not config.columns:
+        return CovariateValues.none(panel)
     _require_columns(df, config.columns, "the frame")
-    values = _numeric(df, config.dynamic, "dynamic")  # [R, Kd]
-    dynamic = placement.per_item(placement.on_grid(values)) if config.dynamic else \
-        tuple(np.zeros((len(item), 0)) for item in panel.items)
-    real = [name for name in config.static if name not in categorical]
+    dynamic = placement.per_item(placement.on_grid(_numeric(df, config.dynamic, "dynamic")))  # per item [T_i, Kd]
     if not config.static:
-        return CovariateValues(dynamic, np.zeros((len(panel.items), 0)), np.zeros((len(panel.items), 0), dtype=object))
+        return dataclasses.replace(CovariateValues.none(panel), dynamic=dynamic)
+    real = [name for name in config.static if name not in categorical]
     times = _timestamps(df, time_col)  # [R], validated by read_targets
     return CovariateValues(dynamic, _statics(df, panel, placement, times, real, numeric=True),
                            _statics(df, panel, placement, times, list(categorical), numeric=False))

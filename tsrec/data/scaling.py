@@ -134,12 +134,12 @@ def _moments(x: np.ndarray, mask: np.ndarray, item: np.ndarray, n_items: int) ->
     _, exponent = np.frexp(per_item(np.maximum, np.abs(x), 0.0))  # [N, C]
     unit = np.ldexp(1.0, exponent - 1)  # [N, C], <= max |x|, so |x / unit| < 2
     y = x / unit[item]  # [M, C]
-    count = np.maximum(per_item(np.add, mask.astype(np.float64), 0.0), 1)  # [N, C]
+    observed = per_item(np.add, mask.astype(np.float64), 0.0)  # [N, C] observed entries
+    count = np.maximum(observed, 1)
     mean = per_item(np.add, y, 0.0) / count  # [N, C], 0 when nothing is observed
     std = np.sqrt(per_item(np.add, np.where(mask, y - mean[item], 0.0) ** 2, 0.0) / count) * unit  # [N, C]
     high = per_item(np.maximum, np.where(mask, x, -np.inf), -np.inf)  # [N, C]
     low = per_item(np.minimum, np.where(mask, x, np.inf), np.inf)
     constant = ~(high > low)  # [N, C], True without observations
-    seen = per_item(np.maximum, mask.astype(np.float64), 0.0) > 0
-    loc = np.where(constant, np.where(seen, high, 0.0), mean * unit)  # a constant exactly
+    loc = np.where(constant, np.where(observed > 0, high, 0.0), mean * unit)  # a constant exactly
     return loc, np.where(constant, 1.0, std)
