@@ -303,7 +303,7 @@ class WindowDataset(Dataset):
 
     def _locate(self, indices: Sequence[int] | Tensor) -> tuple[Tensor, Tensor]:
         """The item and the origin of each of the windows ``indices`` ``[B]``: int64 ``[B]`` each."""
-        index = np.asarray(indices, dtype=np.int64)  # [B]; NumPy reads a list of ints 3x faster than torch
+        index = np.asarray(indices, dtype=np.int64)  # [B]; NumPy reads a list of ints faster than torch does
         total = len(self)
         outside = (index < -total) | (index >= total)
         if outside.any():
