@@ -480,8 +480,9 @@ class Forecaster:
         if df is None:
             panel, values = self.panel, self.fitted.covariate_history
         else:
+            # The forecasts read each series' last context_length steps: its earlier rows are not read.
             panel, values = self.fitted.schema.read(df, categorical=self.covariates.categorical, freq=self.freq,
-                                                    gaps=self.settings.window.gaps)
+                                                    gaps=self.settings.window.gaps, last=self.context_length)
         return self.forecast_panel(panel, values, future_covariates=future_covariates, quantiles=quantiles,
                                    num_samples=num_samples, batch_size=batch_size).to_frame(panel)
 

@@ -219,8 +219,11 @@ def read_targets(
     id_col: Hashable | None = None,
     target_col: Hashable | Sequence[Hashable] | None = None,
     gaps: str = "raise",
+    last: int | None = None,
 ) -> tuple[Panel, Placement]:
-    """:func:`canonicalize`, and where each row of ``df`` landed (:class:`Placement`).
+    """:func:`canonicalize`, and where each row of ``df`` landed (:class:`Placement`); with ``last``,
+    of each item's ``last`` latest rows alone (what forecasting from a long history reads: the
+    earlier rows are neither placed nor checked).
 
     Every step is vectorised over the rows: one sort by (item, time), one pass for duplicates,
     spacing and grid positions; only items whose rows are not one step apart, and calendar
@@ -252,6 +255,8 @@ def read_targets(
         grouping = f"df.groupby([{id_col!r}, {time_key}]).mean()"
     values = _target_values(df, targets, timestamps, wide=layout == "wide")  # [R, C]
     rows = _by_item_and_time(codes, timestamps.asi8)  # [R]
+    if last is not None:
+        rows = _latest(rows, codes[rows], last)  # [R'] <= [R]
     item = codes[rows]  # [R]
     first = np.flatnonzero(np.r_[True, item[1:] != item[:-1]])  # [N] first sorted row of each item
     stamps = timestamps[rows]  # [R]
@@ -347,8 +352,9 @@ def _timestamps(df: pd.DataFrame, time_col: Hashable | None) -> pd.DatetimeIndex
                 f"{where} has numeric dtype {column.dtype}; convert it to datetimes, e.g. "
                 f"df[{time_col!r}] = pd.to_datetime(df[{time_col!r}], unit='s')"
             )
-        try:
-            timestamps = pd.DatetimeIndex(pd.to_datetime(column))
+        try:  # a datetime column as it is (to_datetime would look at its values one by one)
+            timestamps = pd.DatetimeIndex(column if isinstance(column.dtype, (np.dtype, pd.DatetimeTZDtype))
+                                          and column.dtype.kind == "M" else pd.to_datetime(column))
         except (TypeError, ValueError) as error:
             raise ValueError(
                 f"{where} cannot be parsed as datetimes ({error}); convert it with pd.to_datetime"
@@ -458,6 +464,14 @@ def _by_item_and_time(codes: np.ndarray, times: np.ndarray) -> np.ndarray:
     if ((ordered[1:] != ordered[:-1]) | (later[1:] > later[:-1])).all():
         return order
     return np.lexsort((times, codes))
+
+
+def _latest(rows: np.ndarray, item: np.ndarray, count: int) -> np.ndarray:
+    """The ``count`` last of ``rows`` ``[R]`` of each item (``item`` ``[R]``: their items; both
+    sorted by item, then time)."""
+    ends = np.flatnonzero(np.r_[item[1:] != item[:-1], True])  # [N] each item's last position
+    end = np.repeat(ends, np.diff(np.r_[-1, ends]))  # [R] its item's last position
+    return rows[np.arange(len(rows)) > end - count]
 
 
 def _require_unique(stamps: pd.DatetimeIndex, item: np.ndarray, where: Sequence[str], grouping: str) -> None:

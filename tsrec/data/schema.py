@@ -46,17 +46,19 @@ class Schema:
         return {"time_col": self.time_col, "id_col": self.id_col, "target_col": self.target_col}
 
     def read(self, source: Source, *, categorical: Sequence[str], freq: str | None,
-             gaps: str) -> tuple[Panel, CovariateValues]:
+             gaps: str, last: int | None = None) -> tuple[Panel, CovariateValues]:
         """``source``'s targets as a :class:`~tsrec.data.Panel` and its covariates on the same grids;
-        ``categorical`` names the categorical static covariates. ``source`` is a DataFrame
+        ``categorical`` names the categorical static covariates; ``last``: read each series' ``last``
+        latest rows alone (None: all). ``source`` is a DataFrame
         (:func:`~tsrec.data.covariates.read_frame`) or long Parquet data: a file, a folder of
         files or a list of files, read a chunk of series at a time
         (:func:`~tsrec.data.parquet.read_parquet`)."""
+        options = {"freq": freq, "gaps": gaps, "last": last, **self.columns}
         if isinstance(source, pd.DataFrame):
-            return read_frame(source, self.covariates, categorical, freq=freq, gaps=gaps, **self.columns)
+            return read_frame(source, self.covariates, categorical, **options)
         from tsrec.data.parquet import read_parquet
 
-        return read_parquet(_parquet(source), self.covariates, categorical, freq=freq, gaps=gaps, **self.columns)
+        return read_parquet(_parquet(source), self.covariates, categorical, **options)
 
     def categorical(self, source: Source) -> tuple[str, ...]:
         """The static covariates of ``source`` that are categorical (not real numbers), from its

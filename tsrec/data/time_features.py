@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -59,30 +59,32 @@ def time_features(index: pd.DatetimeIndex, freq: str) -> np.ndarray:
     return np.stack([f(index) for f in functions], axis=1).astype(np.float32)  # [T, F]
 
 
-def panel_time_features(stamps: pd.DatetimeIndex, lengths: Sequence[int] | np.ndarray, freq: str) -> list[np.ndarray]:
-    """:func:`time_features` of items whose timestamps are laid end to end in ``stamps``
-    (``[sum lengths]``, item ``i`` taking the next ``lengths[i]``), computed once per distinct
-    timestamp: per item ``[T_i, F]`` float32.
+def panel_time_features(stamps: pd.DatetimeIndex, freq: str, *, out: np.ndarray | None = None) -> np.ndarray:
+    """:func:`time_features` of ``stamps`` ``[S]`` (e.g. every item's timestamps laid end to end),
+    computed once per distinct timestamp: ``[S, F]`` float32, written into ``out`` when given (e.g.
+    the leading columns of a larger table).
 
     Items of a panel mostly share their timestamps, so this costs about one item's features plus
     a gather, where calling :func:`time_features` per item costs the panel's size in pandas calls.
     For steps of a fixed duration the distinct timestamps are the positions on one grid (no sort).
     """
-    times = stamps.as_unit("ns").asi8  # [sum T_i], UTC for a named zone
+    times = stamps.as_unit("ns").asi8  # [S], UTC for a named zone
+    if out is None:
+        out = np.empty((len(times), time_feature_dim(freq)), dtype=np.float32)
     nanos = fixed_step_nanos(freq, stamps.tz)
     if nanos is not None and len(times):
         first, last = int(times.argmin()), int(times.argmax())
         span = (int(times[last]) - int(times[first])) // nanos + 1  # grid steps from the earliest to the latest
         if span < 2 * len(times) and _on_one_grid(times, int(times[first]), nanos):  # a gather from it: no sort
-            grid = time_features(regular_stamps(stamps[[first]], np.array([span]), freq), freq)  # [S, F]
-            features = np.empty((len(times), grid.shape[1]), dtype=np.float32)  # [sum T_i, F]
-            for block in range(0, len(times), BLOCK):
-                features[block:block + BLOCK] = grid[(times[block:block + BLOCK] - times[first]) // nanos]
-            return np.split(features, np.cumsum(lengths)[:-1])
-    distinct, inverse = np.unique(times, return_inverse=True)  # [U], [sum T_i]
+            grid = time_features(regular_stamps(stamps[[first]], np.array([span]), freq), freq)  # [span, F]
+            for block in range(0, len(times), BLOCK):  # in blocks: the temporaries stay small
+                out[block:block + BLOCK] = grid[(times[block:block + BLOCK] - times[first]) // nanos]
+            return out
+    distinct, inverse = np.unique(times, return_inverse=True)  # [U], [S]
     unique = pd.DatetimeIndex(distinct.view("M8[ns]"))
-    features = time_features(unique if stamps.tz is None else unique.tz_localize("UTC").tz_convert(stamps.tz), freq)
-    return np.split(features[inverse], np.cumsum(lengths)[:-1])  # [U, F] gathered, split per item
+    table = time_features(unique if stamps.tz is None else unique.tz_localize("UTC").tz_convert(stamps.tz), freq)
+    out[:] = table[inverse]  # [U, F] gathered
+    return out
 
 
 def _on_one_grid(times: np.ndarray, origin: int, nanos: int) -> bool:
