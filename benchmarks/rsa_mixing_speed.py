@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     setting = Setting(horizon=args.horizon, d_model=None, d_ff=None)
     table = measure(setting, args.length, args.steps)
     print("\n".join([f"- command: `{command_line('benchmarks.rsa_mixing_speed', argv)}`",
-                     f"- commit: `{git_commit()}`", f"- machine: {machine()}, {torch.get_num_threads()} threads",
+                     f"- commit: `{git_commit()}`", f"- machine: {machine()}",
                      f"- date: {now()}", "", markdown_table(table)]))
     return 0
 
