@@ -283,3 +283,21 @@ def test_a_bias_whose_rem_reaches_no_key_is_refused():
     mixer = RSAMixer(rsa, 1)
     with pytest.raises(ValueError, match="reach no key through their REM"):
         mixer.score_bias(2, 3, query_offset=3)  # lags 1..5: no multiple of 7
+
+
+def test_plot_rem_draws_the_chosen_channels_rems():
+    from tsrec.plotting import plot_rem
+
+    torch.manual_seed(0)
+    model = build_model("rsa_patchtst", data=THREE_CHANNELS, context_length=48, prediction_length=12,
+                        rsa={"per_channel": True})
+    rem = model.layers[0].attention.rsa.rem
+    with torch.no_grad():
+        rem.theta.copy_(torch.tensor([[1.0], [2.0], [4.0]]))
+        expected = rem.matrix(7, channel=torch.tensor([2]))[0].numpy()  # [H, 7, 7] of channel 2
+    fig = plot_rem(model, max_lag=6, channel=2)
+    curves = fig.axes[0]
+    lines = [line for line in curves.get_lines() if not line.get_label().startswith("_")]
+    assert len(lines) == 4
+    for h, line in enumerate(lines):
+        np.testing.assert_allclose(line.get_ydata(), expected[h, 1:, 0], rtol=1e-5, atol=1e-7)  # f(l) = P[l, 0]
