@@ -480,8 +480,11 @@ class Forecaster:
         if df is None:
             panel, values = self.panel, self.fitted.covariate_history
         else:
+            if isinstance(df, pd.DataFrame):
+                self.fitted.schema.require_layout(df, self.panel.columns)
             panel, values = self.fitted.schema.read(df, categorical=self.covariates.categorical, freq=self.freq,
                                                     gaps=self.settings.window.gaps)
+            panel = panel.in_order_of(self.panel)
         return self.forecast_panel(panel, values, future_covariates=future_covariates, quantiles=quantiles,
                                    num_samples=num_samples, batch_size=batch_size).to_frame(panel)
 
