@@ -93,7 +93,8 @@ class Schema:
                 f"series first, e.g. df.pivot({index}columns={text[0]!r}, values={value!r}){back}"
             )
         raise ValueError(
-            f"the frame lacks the fitted target columns {missing} (it has {list(df.columns)}); pass a frame "
+            f"columns differ from the fitted frame: it lacks the target columns {missing} (it has "
+            f"{list(df.columns)}); pass a frame "
             f"with every column the model was fitted on: {list(targets)} (in any order)"
         )
 
