@@ -26,7 +26,15 @@ item, on the timestamps of its rows (NaN values do not matter):
   quarters). So a week of hourly data may be missing, not more: a day missing passes, a timestamp
   typed a year late (8,759 missing hourly steps) is caught.
 - mostly empty grid: more than half of the item's grid steps (its long gaps aside) have no row,
-  e.g. under a declared ``freq`` finer than the data's.
+  or its rows (three or more) are usually two or more steps apart: a declared ``freq`` finer than
+  the data's, refused even where the rows fill half of the grid, naming the frequency they follow.
+- weekends empty: under ``freq="D"``, no row on a Saturday or Sunday and at least two steps from a
+  Friday to the next Monday: the rows are business days (``"B"``).
+
+Without ``freq``, calendar frequencies are read from the dates where rows are missing
+(:func:`tsrec.data.time_features.calendar_freq`: business days with holidays missing, weeks on a
+weekday, month, quarter and year starts or ends). A row off the grid that the item's other rows
+follow is a ``ValueError`` naming it and how many are off.
 """
 
 from __future__ import annotations
