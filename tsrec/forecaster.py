@@ -480,9 +480,12 @@ class Forecaster:
         if df is None:
             panel, values = self.panel, self.fitted.covariate_history
         else:
+            if isinstance(df, pd.DataFrame):
+                self.fitted.schema.require_layout(df, self.panel.columns)
             # The forecasts read each series' last context_length steps: its earlier rows are not read.
             panel, values = self.fitted.schema.read(df, categorical=self.covariates.categorical, freq=self.freq,
                                                     gaps=self.settings.window.gaps, last=self.context_length)
+            panel = panel.in_order_of(self.panel)
         return self.forecast_panel(panel, values, future_covariates=future_covariates, quantiles=quantiles,
                                    num_samples=num_samples, batch_size=batch_size).to_frame(panel)
 
