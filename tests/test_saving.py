@@ -367,3 +367,31 @@ def test_a_model_in_a_read_only_folder_loads_without_a_lock(fitted, tmp_path, mo
     pd.testing.assert_frame_equal(Forecaster.load(path).predict(), fitted.predict())
     monkeypatch.undo()
     assert hidden(tmp_path) == []
+
+
+def test_a_file_system_without_flock_still_saves_and_loads_whole_models(fitted, other, tmp_path, monkeypatch):
+    def unsupported(fd, operation):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(_saving.fcntl, "flock", unsupported)
+    path = fitted.save(tmp_path / "m")
+    other.save(path)
+    assert float(FittedState.load(path).scaler.loc[0, 0]) == float(other.scaler.loc[0, 0])
+    assert hidden(tmp_path) == []
+
+
+def test_a_save_whose_last_rename_fails_puts_the_previous_model_back(fitted, other, tmp_path, monkeypatch):
+    path = fitted.save(tmp_path / "m")
+    real_replace = os.replace
+
+    def refuse_the_new_folder(source, destination):
+        if ".m.saving-" in str(source):
+            raise OSError(errno.EIO, "Input/output error")
+        real_replace(source, destination)
+
+    monkeypatch.setattr(os, "replace", refuse_the_new_folder)
+    with pytest.raises(OSError, match="Input/output error"):
+        other.save(path)
+    monkeypatch.undo()
+    assert hidden(tmp_path) == []
+    pd.testing.assert_frame_equal(Forecaster.load(path).predict(), fitted.predict())

@@ -16,8 +16,8 @@ left over), and every ``.NAME.saving-<token>`` whose owner is gone (a live save 
 its staging folder from its creation, which happens under the target's lock, until it is renamed
 into place or removed; the kernel releases it when the process dies).
 
-Without ``fcntl`` (Windows) the folder is still renamed into place, but saves are not
-serialised, readers are not protected and leftovers are not removed.
+Without ``fcntl`` (Windows), or on a file system without ``flock``, the folder is still renamed
+into place, but saves are not serialised, readers are not protected and leftovers are not removed.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import secrets
 import shutil
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 try:
@@ -45,6 +45,8 @@ _POLL_SECONDS = (0.002, 0.05)  # first and longest wait between two attempts to 
 _STAGING, _OLD = "saving", "old"
 # mkdtemp's 8 characters are the tokens of tsrec 0.1's saves, whose leftovers are removed too.
 _TOKEN = r"(?:[0-9a-f]{12}|[a-z0-9_]{8})"
+# flock's errors on a file system that does not support it: such folders are used without locks.
+_NO_FLOCK = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL})
 
 
 class ConcurrentSaveError(TimeoutError):
@@ -52,15 +54,17 @@ class ConcurrentSaveError(TimeoutError):
 
 
 @contextmanager
-def folder_lock(path: Path, *, exclusive: bool) -> Iterator[None]:
+def folder_lock(path: Path, *, exclusive: bool) -> Iterator[bool]:
     """Hold the advisory lock of the folder ``path``: exclusive to change it, shared to read it.
+    Yields whether the lock is held: not without ``fcntl``, on a file system without ``flock``
+    (some network mounts), nor for a reader that cannot create the lock file (a read-only
+    folder, where nobody saves).
 
-    Raises :class:`ConcurrentSaveError` after :data:`LOCK_TIMEOUT` seconds. A reader that cannot
-    create the lock file (a read-only folder, where nobody saves) reads without it.
+    Raises :class:`ConcurrentSaveError` after :data:`LOCK_TIMEOUT` seconds.
     """
     fd = None if fcntl is None else _acquire(_lock_file(path), path, exclusive)
     try:
-        yield
+        yield fd is not None
     finally:
         if fd is not None:
             _release(fd, _lock_file(path))
@@ -87,17 +91,26 @@ def move_into_place(staging: Path, path: Path, check: Callable[[Path], None]) ->
     holding ``path``'s lock: removes the leftovers of crashed saves, calls ``check(path)`` (which
     raises when ``path`` must not be replaced), then swaps the folders."""
     target = _absolute(path)
-    with folder_lock(path, exclusive=True):
-        if fcntl is not None:
+    with folder_lock(path, exclusive=True) as locked:
+        if locked:  # else another save may be using what looks left over
             _remove_leftovers(target)
         check(path)
-        old = None
-        if os.path.lexists(target):
-            old = _new_folder(target, _OLD)
+        if not os.path.lexists(target):
+            os.replace(staging, target)
+            return
+        old = _new_folder(target, _OLD)
+        try:
             os.replace(target, old / target.name)
-        os.replace(staging, target)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        except OSError:
+            old.rmdir()
+            raise
+        try:
+            os.replace(staging, target)
+        except OSError:
+            os.replace(old / target.name, target)  # put the previous model back
+            old.rmdir()
+            raise
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def _absolute(path: Path) -> Path:
@@ -143,7 +156,16 @@ def _acquire(lock_file: Path, path: Path, exclusive: bool) -> int | None:
         fd = _open_lock_file(lock_file, exclusive)
         if fd is None:
             return None
-        if not _flock_until(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH, deadline):
+        try:
+            locked = _flock_until(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH, deadline)
+        except OSError as err:
+            os.close(fd)
+            if err.errno not in _NO_FLOCK:
+                raise
+            with suppress(OSError):  # useless here: leave nothing behind
+                lock_file.unlink()
+            return None
+        if not locked:
             os.close(fd)
             who = "saving to" if not exclusive else "saving to or loading"
             raise ConcurrentSaveError(f"another process is {who} {path} (it held {lock_file} for more than "
@@ -196,7 +218,13 @@ def _lock_staging(staging: Path) -> int | None:
     if fcntl is None:
         return None
     fd = os.open(staging, os.O_RDONLY)
-    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as err:
+        os.close(fd)
+        if err.errno in _NO_FLOCK:
+            return None
+        raise
     return fd
 
 
