@@ -604,15 +604,17 @@ class Forecaster:
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | os.PathLike) -> Path:
         """Write the fitted model into the directory ``path`` (:meth:`tsrec.fitted.FittedState.save`:
-        ``forecaster.json`` with the settings, data description, scaler and the weights' SHA-256,
-        and ``weights.pt``, tensors only; crash-safe, never a partial pair). Returns ``path``."""
+        ``forecaster.json`` with the settings, data description, scaler and every file's SHA-256,
+        and ``weights.pt``, tensors only; crash-safe and safe under concurrent saves and loads,
+        never a partial pair). Returns ``path``."""
         self._require_fitted()
         return self.fitted.save(path)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Forecaster:
         """Load a directory written by :meth:`save`. Reads JSON and tensors only (no unpickling of
-        arbitrary objects); a missing, corrupted or foreign directory raises ``ValueError``."""
+        arbitrary objects); a missing, foreign, corrupted or edited directory, or one saved by a
+        newer tsrec, raises ``ValueError`` (:meth:`tsrec.fitted.FittedState.load`)."""
         state = FittedState.load(path)
         self = cls(**state.settings.to_options())
         self.fitted = state
