@@ -127,3 +127,15 @@ def test_sigterm_before_training_ends_tsrec_with_143_and_one_line(wide_csv, tmp_
             "--model", "dlinear", "--prediction-length", "8", "--output", str(tmp_path / "model")]
     status, out, err = signal_when(tmp_path / "marker", argv, signal.SIGTERM, tmp_path)
     assert status == 143 and err.splitlines() == ["tsrec: interrupted by SIGTERM"] and out == ""
+
+
+def test_training_terminated_stops_a_pytest_run_like_ctrl_c(tmp_path):
+    """pytest reports a SystemExit as one failed test and goes on; a KeyboardInterrupt ends the run."""
+    (tmp_path / "test_stop.py").write_text(
+        "from tsrec.training import TrainingTerminated\n"
+        "def test_terminated():\n    raise TrainingTerminated('interrupted by SIGTERM', None)\n"
+        "def test_after():\n    pass\n")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", str(tmp_path / "test_stop.py")],
+                          capture_output=True, text=True, timeout=TIMEOUT, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout  # pytest's status for an interrupted run
+    assert "TrainingTerminated: interrupted by SIGTERM" in proc.stdout and "no tests ran" in proc.stdout

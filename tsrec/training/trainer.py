@@ -111,9 +111,9 @@ class TrainingTerminated(SystemExit, KeyboardInterrupt):
 
     A ``SystemExit`` with status 143 (128 + SIGTERM): uncaught, it ends the program with the status
     of a process killed by SIGTERM, after ``finally`` blocks and ``atexit`` handlers have run. And a
-    ``KeyboardInterrupt``, so that ``except Exception`` blocks and test runners pass it on instead
-    of carrying on after it. ``checkpoint``: the checkpoint ``fit(..., resume=True)`` continues
-    from, or None when none was kept.
+    ``KeyboardInterrupt``, so that test runners, which report a ``SystemExit`` as one failed test
+    and carry on, stop as on Ctrl-C. ``checkpoint``: the checkpoint ``fit(..., resume=True)``
+    continues from, or None when none was kept.
     """
 
     def __init__(self, message: str, checkpoint: Path | None) -> None:
