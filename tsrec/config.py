@@ -21,6 +21,7 @@ from typing import Any, Literal, TypeVar
 from tsrec._checks import check_choice, check_int, check_optional_int
 
 __all__ = [
+    "DEFAULT_MODEL",
     "Config",
     "CovariateConfig",
     "DataFacts",
@@ -31,6 +32,12 @@ __all__ = [
     "default_rem_kinds",
     "static_embedding_dim",
 ]
+
+#: The model ``Forecaster`` and ``tsrec fit`` train when none is named: RSA in the backbone with the
+#: lowest long-horizon error measured here (RSA-PatchTST ties PatchTST and beats DLinear, the zoo
+#: backbones and the naive forecasts on ETTh1/ETTh2; benchmarks/README.md). Here, where importing
+#: costs nothing, so that ``tsrec --help`` can name it.
+DEFAULT_MODEL = "rsa_patchtst"
 
 C = TypeVar("C", bound="Config")
 

@@ -20,7 +20,7 @@ import pandas as pd
 import torch
 
 from tsrec._checks import check_int
-from tsrec.config import CovariateConfig, DataFacts, TrainingConfig
+from tsrec.config import DEFAULT_MODEL, CovariateConfig, DataFacts, TrainingConfig
 from tsrec.data import (
     CovariateEncoder,
     CovariateValues,
@@ -46,11 +46,6 @@ from tsrec.settings import ForecasterSettings
 from tsrec.training.budget import Budget, plan_budget, refit_budget
 
 __all__ = ["DEFAULT_MODEL", "Forecaster"]
-
-#: The model ``Forecaster`` and ``tsrec fit`` train when none is named: RSA in the backbone with the
-#: lowest long-horizon error measured here (RSA-PatchTST ties PatchTST and beats DLinear, the zoo
-#: backbones and the naive forecasts on ETTh1/ETTh2; benchmarks/README.md).
-DEFAULT_MODEL = "rsa_patchtst"
 
 log = logging.getLogger(__name__)
 
@@ -256,6 +251,13 @@ class Forecaster:
         Raises :class:`tsrec.training.TrainingDiverged` (a ``ValueError`` naming the epoch, the
         learning rate and the fix) when an epoch's training loss is not finite or explodes; no
         model is fitted from that run (a new Forecaster stays unfitted).
+
+        Signals during training (:func:`tsrec.training.fit_or_raise`) log one line naming the
+        signal and the checkpoint kept for ``resume=True`` (with ``output_dir`` set, once an epoch
+        has finished), and leave the Forecaster as it was: Ctrl-C (SIGINT) raises a
+        ``KeyboardInterrupt`` with that line; SIGTERM raises
+        :class:`~tsrec.training.TrainingTerminated`, a ``SystemExit`` with status 143 that ends
+        the program unless caught.
         """
         covariates = CovariateConfig(past=past_covariates, future=future_covariates, static=static_covariates)
         schema = Schema(time_col, id_col, target_col, covariates)
@@ -415,6 +417,7 @@ class Forecaster:
             RestoreBestWeights,
             SmoothedEarlyStopping,
             describe_run,
+            fit_or_raise,
             make_loader,
             make_trainer,
             quiet_lightning,
@@ -425,6 +428,9 @@ class Forecaster:
         checkpoints = None if self.output_dir is None or describe is None else self.output_dir / "checkpoints"
         run = None if checkpoints is None else describe_run(resolved.to_dict(), *describe)
         ckpt_path = resume_checkpoint(checkpoints, run) if resume else None
+        # what resume=True continues from if a signal stops this run: its own checkpoint, or in the
+        # refit (describe None) the finished validated run's
+        resumable = None if self.output_dir is None else self.output_dir / "checkpoints" / EpochCheckpoint.FILENAME
         started = time.perf_counter()
         with contextlib.ExitStack() as stack:
             output_dir = self.output_dir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tsrec-run-")))
@@ -433,8 +439,8 @@ class Forecaster:
             self.trainer = make_trainer(self.training, output_dir, budget=budget, validate=val_loader is not None,
                                         trainer_kwargs=self.trainer_kwargs, max_seconds=max_seconds,
                                         checkpoint=None if checkpoints is None else EpochCheckpoint(checkpoints, run))
-            self.trainer.fit(module, make_loader(train_set, self.training, train=True), val_loader,
-                             ckpt_path=ckpt_path, weights_only=True)
+            fit_or_raise(self.trainer, module, make_loader(train_set, self.training, train=True), val_loader,
+                         ckpt_path=ckpt_path, resumable=resumable)
         log.debug("tsrec: training logs in %s", output_dir)
         callbacks = self.trainer.callbacks
         restore = next((c for c in callbacks if isinstance(c, RestoreBestWeights)), None)

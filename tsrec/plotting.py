@@ -361,7 +361,9 @@ def plot_forecast(history: pd.DataFrame, forecast: pd.DataFrame, *, item_id: str
         history_steps: observed steps drawn before the forecast start (default 4 horizons).
 
     Returns:
-        A figure with one axes per item: the observed line, the forecast mean line and the bands.
+        A figure with one axes per item: the observed line, the forecast mean line, a dashed
+        vertical line at the forecast origin (the first forecast step, as a backtest's ``origin``)
+        and the bands.
     """
     missing = {"item_id", "timestamp", "mean"} - set(forecast.columns)
     if missing:
@@ -401,6 +403,7 @@ def plot_forecast(history: pd.DataFrame, forecast: pd.DataFrame, *, item_id: str
             shown = pd.concat([past, series[(series.index >= start) & (series.index <= end)]])
             ax.plot(shown.index, shown.to_numpy(), color="black", linewidth=1.0, label="observed")
         ax.plot(part["timestamp"], part["mean"], color="tab:blue", linewidth=1.5, label="forecast mean")
+        ax.axvline(start, color="gray", linestyle="--", linewidth=1.0, label="forecast origin")
         for depth, (low, high) in enumerate(bands):  # widest first, each inner band darker
             ax.fill_between(part["timestamp"], part[low], part[high], color="tab:blue", alpha=0.18 + 0.1 * depth,
                             linewidth=0, label=f"{low}-{high} quantiles")

@@ -124,7 +124,10 @@ class DistributionOutput(ForecastOutput):
     output), trained by negative log-likelihood."""
 
     def __init__(self, kind: str) -> None:
-        from gluonts.torch.distributions import NormalOutput, StudentTOutput
+        from tsrec.interop import quiet_gluonts_import
+
+        with quiet_gluonts_import():
+            from gluonts.torch.distributions import NormalOutput, StudentTOutput
 
         self.kind = kind
         self.gluonts = {"normal": NormalOutput, "studentt": StudentTOutput}[kind]()
