@@ -23,10 +23,7 @@ import pandas as pd
 import torch
 
 from benchmarks.common import command_line, git_commit, machine, markdown_table, now
-from benchmarks.speed import Setting, random_batch, seconds
-from tsrec.config import DataFacts, TrainingConfig
-from tsrec.models import build_model
-from tsrec.training import ForecastingModule
+from benchmarks.speed import Setting, Stepper, seconds
 
 #: label -> (registered model, options): the variants of configs/rsa_mixing.toml.
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -35,26 +32,6 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "rsa_patchtst mix=bias": ("rsa_patchtst", {"rsa": {"mix": "bias"}}),
     "rsa_patchtst per_channel": ("rsa_patchtst", {"rsa": {"per_channel": True}}),
 }
-
-
-class Stepper:
-    """One variant with its optimizer and a random batch; :meth:`step` trains once."""
-
-    def __init__(self, name: str, options: dict[str, Any], setting: Setting, length: int) -> None:
-        torch.manual_seed(0)
-        data = DataFacts(season=24, sub_daily=True, n_channels=setting.channels, n_time_features=setting.time_features)
-        self.model = build_model(name, data=data, context_length=length, prediction_length=setting.horizon, **options)
-        configured = ForecastingModule(self.model, TrainingConfig()).configure_optimizers()
-        self.optimizer = configured["optimizer"] if isinstance(configured, dict) else configured
-        self.batch = random_batch(setting, length)
-
-    def step(self) -> None:
-        self.model.train()
-        self.optimizer.zero_grad()
-        loss = self.model.output.loss(self.model(self.batch), self.batch["future_target"],
-                                      self.batch["future_observed"], "mse")
-        loss.backward()
-        self.optimizer.step()
 
 
 def measure(setting: Setting, length: int, steps: int) -> pd.DataFrame:

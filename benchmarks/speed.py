@@ -268,6 +268,28 @@ def seconds(run: Callable[[], object], device: torch.device | None = None) -> fl
     return time.perf_counter() - start
 
 
+class Stepper:
+    """One model (registered ``name`` with ``options``) at one input ``length`` of ``setting``, with
+    the training optimizer (``ForecastingModule.configure_optimizers``) and a random batch;
+    :meth:`step` trains once: ``zero_grad`` + forward + MSE + backward + the optimizer's step."""
+
+    def __init__(self, name: str, options: dict[str, Any], setting: Setting, length: int) -> None:
+        torch.manual_seed(0)
+        data = DataFacts(season=24, sub_daily=True, n_channels=setting.channels, n_time_features=setting.time_features)
+        self.model = build_model(name, data=data, context_length=length, prediction_length=setting.horizon, **options)
+        configured = ForecastingModule(self.model, TrainingConfig()).configure_optimizers()
+        self.optimizer = configured["optimizer"] if isinstance(configured, dict) else configured
+        self.batch = random_batch(setting, length)
+
+    def step(self) -> None:
+        self.model.train()
+        self.optimizer.zero_grad()
+        loss = self.model.output.loss(self.model(self.batch), self.batch["future_target"],
+                                      self.batch["future_observed"], "mse")
+        loss.backward()
+        self.optimizer.step()
+
+
 def flops(run: Callable[[], object]) -> int:
     """FLOPs that ``FlopCounterMode`` counts while ``run()`` runs."""
     counter = FlopCounterMode(display=False)

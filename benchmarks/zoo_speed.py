@@ -26,40 +26,22 @@ import pandas as pd
 import torch
 
 from benchmarks.common import ROOT, command_line, git_commit, machine, markdown_table, now, write_csv
-from benchmarks.speed import Setting, random_batch, seconds
-from tsrec.config import DataFacts, TrainingConfig
-from tsrec.models import build_model, model_config
-from tsrec.training import ForecastingModule
+from benchmarks.speed import Setting, Stepper, seconds
+from tsrec.models import model_config
 
 MODELS = ("dlinear", "patchtst", "rsa_patchtst", "rsa_informer", "srupp", "rsa_srupp", "starsaber",
           "rsa_starsaber", "relevancy_rnn")
 SETTING = Setting(horizon=96, d_model=64, d_ff=128)
 
 
-class Stepper:
-    """One model at one input length with its optimizer and a random batch; :meth:`step` trains once."""
-
-    def __init__(self, name: str, length: int) -> None:
-        torch.manual_seed(0)
-        fields = model_config(name).to_dict()
-        options = {k: v for k, v in (("d_model", SETTING.d_model), ("d_ff", SETTING.d_ff)) if k in fields}
-        data = DataFacts(season=24, sub_daily=True, n_channels=SETTING.channels, n_time_features=SETTING.time_features)
-        self.model = build_model(name, data=data, context_length=length, prediction_length=SETTING.horizon, **options)
-        configured = ForecastingModule(self.model, TrainingConfig()).configure_optimizers()
-        self.optimizer = configured["optimizer"] if isinstance(configured, dict) else configured
-        self.batch = random_batch(SETTING, length)
-
-    def step(self) -> None:
-        self.model.train()
-        self.optimizer.zero_grad()
-        loss = self.model.output.loss(self.model(self.batch), self.batch["future_target"],
-                                      self.batch["future_observed"], "mse")
-        loss.backward()
-        self.optimizer.step()
+def _width(name: str) -> dict[str, int]:
+    """``name``'s ``d_model`` and ``d_ff`` at the benchmark's width, where it has them."""
+    fields = model_config(name).to_dict()
+    return {k: v for k, v in (("d_model", SETTING.d_model), ("d_ff", SETTING.d_ff)) if k in fields}
 
 
 def measure(length: int, steps: int) -> list[dict[str, Any]]:
-    steppers = {name: Stepper(name, length) for name in MODELS}
+    steppers = {name: Stepper(name, _width(name), SETTING, length) for name in MODELS}
     for stepper in steppers.values():
         stepper.step()  # warm-up: kernels, Adam's state
     times: dict[str, list[float]] = {name: [] for name in MODELS}
