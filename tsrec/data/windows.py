@@ -197,15 +197,20 @@ class WindowDataset(Dataset):
         stride: int = 1,
         scaler_rows: Sequence[int] | None = None,
         covariates: WindowCovariates | None = None,
+        drop_far: bool = False,
     ) -> WindowDataset:
         """Training / validation windows of ``panel`` (e.g. ``Split.train`` or ``Split.val``).
 
         scaler_rows: per item, its row in ``scaler`` (default its position; ``Split.val_rows`` or
                      ``Panel.check_compatible`` for another panel).
         covariates:  ``panel``'s encoded covariates (features ``[T_i, K]``), appended to the calendar features.
+        drop_far:    treat values far from the training distribution as missing when the scaler is
+                     robust (:func:`scaled_values`): the windows a model is fitted on.
         """
+        values = scaled_values(panel, scaler, scaler_rows, drop_far=drop_far)
         return cls(
-            scaled_values(panel, scaler, scaler_rows),
+            values,
+            [s.observed & ~np.isnan(x) for s, x in zip(panel.items, values)] if drop_far else
             [s.observed for s in panel.items],
             _with_covariates(panel_time_features(panel.stamps, np.diff(panel.offsets), panel.freq), covariates),
             context_length,
@@ -397,10 +402,11 @@ def _statistics(panel: Panel, scaler: StandardScaler, scaler_rows: Sequence[int]
 
 
 def scaled_values(
-    panel: Panel, scaler: StandardScaler, scaler_rows: Sequence[int] | None = None
+    panel: Panel, scaler: StandardScaler, scaler_rows: Sequence[int] | None = None, *, drop_far: bool = False
 ) -> list[np.ndarray]:
     """Per item ``[T_i, C]`` float64: ``panel``'s values scaled (in float64) with the ``scaler`` row
-    ``scaler_rows[i]`` (default ``i``), NaN where unobserved.
+    ``scaler_rows[i]`` (default ``i``), NaN where unobserved, and with ``drop_far`` and a robust
+    scaler (``StandardScaler.robust``) also where a value lies beyond the fences (``StandardScaler.far``).
 
     Raises ``ValueError`` naming the column (and item), the timestamp and the value of the first
     observed value whose scaled value lies outside float32's finite range, which models compute in.
@@ -411,7 +417,12 @@ def scaled_values(
     for block in item_blocks(lengths):  # a few items at a time: the temporaries stay small
         values = np.concatenate([panel.items[i].values for i in block])  # [sum T_i, C]
         observed = np.concatenate([panel.items[i].observed for i in block])
-        x = scaler.transform(values, np.repeat(rows[block.start:block.stop], lengths[block]))  # [sum T_i, C]
+        items = np.repeat(rows[block.start:block.stop], lengths[block])  # [sum T_i]
+        x = scaler.transform(values, items)  # [sum T_i, C]
+        if drop_far and scaler.robust:
+            far = scaler.far(values, items)
+            x[far] = np.nan
+            observed = observed & ~far
         if (bad := first_unrepresentable(x, observed)) is not None:
             step, c = bad
             position = block.start + int(np.searchsorted(np.cumsum(lengths[block]), step, side="right"))
