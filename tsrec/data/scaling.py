@@ -179,9 +179,10 @@ def _fences(x: np.ndarray, mask: np.ndarray, item: np.ndarray, n_items: int) -> 
     q1, median, q3 = _quantiles(x, mask, item, n_items, (0.25, 0.5, 0.75))  # [N, C] each
     deviation = np.abs(x - median[item])  # [M, C]
     off = mask & (deviation > 0)  # [M, C] values that differ from their median
-    (typical_off,) = _quantiles(deviation, off, item, n_items, (0.5,))
     n_off = _counts(off, item, n_items)  # [N, C]
-    spread = np.where(q3 > q1, q3 - q1, np.where(n_off >= 2, typical_off, 0.0))  # [N, C]
+    tied = (q3 == q1) & (n_off >= 2)  # [N, C] where the fallback spread is needed (rarely anywhere)
+    typical_off = _quantiles(deviation, off & tied[item], item, n_items, (0.5,))[0] if tied.any() else q1
+    spread = np.where(q3 > q1, q3 - q1, np.where(tied, typical_off, 0.0))  # [N, C]
     bounded = n_off > 0  # [N, C] not constant (NaN quartiles of empty channels compare False too)
     return (np.where(bounded, q1 - FAR_IQRS * spread, -np.inf),
             np.where(bounded, q3 + FAR_IQRS * spread, np.inf))
@@ -206,22 +207,25 @@ def _quantiles(x: np.ndarray, mask: np.ndarray, item: np.ndarray, n_items: int,
     (linear interpolation between order statistics, as ``np.quantile``): one ``[N, C]`` array per
     level, NaN where an item has no observed entry. ``item`` ``[M]`` ascending in ``[0, N)``.
 
-    Vectorised over items: one sort per channel orders every item's rows at once."""
-    starts = _starts(item, n_items)  # [N]
-    out = [np.full((n_items, x.shape[1]), np.nan) for _ in levels]
-    counts = _counts(mask, item, n_items)  # [N, C] observed entries
-    for c in range(x.shape[1]):
-        order = np.lexsort((np.where(mask[:, c], x[:, c], np.inf), item))  # by item, then value; unobserved last
-        ordered = x[order, c]  # [M]
-        has = counts[:, c] > 0
-        count = counts[has, c]  # [n]
-        for q, level in zip(out, levels):
-            position = (count - 1) * level  # [n] fractional rank within each item
-            below = np.floor(position).astype(np.int64)
-            above = np.minimum(below + 1, count - 1)
-            first = starts[has]
-            low, high = ordered[first + below], ordered[first + above]
-            q[has, c] = low + (position - below) * (high - low)
+    Vectorised over items and channels: two sorts order every item's rows at once (by value, then
+    by item and rank: faster than ``np.lexsort``)."""
+    rows = len(item)
+    if rows == 0:
+        return [np.full((n_items, x.shape[1]), np.nan) for _ in levels]
+    keyed = np.ascontiguousarray(np.where(mask, x, np.inf).T)  # [C, M]: sorts run along contiguous rows
+    rank = np.empty(keyed.shape, dtype=np.int64)  # [C, M] each entry's rank by value, unobserved last
+    np.put_along_axis(rank, np.argsort(keyed, axis=1), np.arange(rows)[None], axis=1)
+    ordered = np.take_along_axis(keyed, np.argsort(item * rows + rank, axis=1), axis=1).T  # [M, C] by item, value
+    count = _counts(mask, item, n_items)  # [N, C] observed entries
+    first = _starts(item, n_items)[:, None]  # [N, 1]
+    last = np.maximum(count - 1, 0)
+    out = []
+    for level in levels:
+        position = last * level  # [N, C] fractional rank within each item
+        below = np.floor(position).astype(np.int64)
+        low, high = (np.take_along_axis(ordered, np.minimum(first + k, rows - 1), axis=0)
+                     for k in (below, np.minimum(below + 1, last)))  # [N, C] each
+        out.append(np.where(count > 0, low + (position - below) * (high - low), np.nan))
     return out
 
 
