@@ -2,6 +2,9 @@
 
 The statistics are explicit arrays (GluonTS style ``loc`` / ``scale``), and this is the one place
 where values are scaled and unscaled: ``scaled = (x - loc) / scale``, ``x = scaled * scale + loc``.
+Everything here is float64: a level of 1e9 with a swing of 10 keeps its swing (float32 would keep
+about 7 significant digits, i.e. steps of 64 at 1e9). Only scaled values are rounded to float32,
+for the model (:class:`tsrec.data.windows.WindowDataset`).
 
 Extreme values. Each item and channel also gets robust *fences* ``[low, high]``: its training
 quartiles widened by :data:`~tsrec.config.FAR_IQRS` interquartile ranges (Tukey's fences, with a
@@ -12,9 +15,6 @@ moments, and of the windows a model is fitted on (:func:`tsrec.data.windows.scal
 ``drop_far``). One typo of 1e9 in a series around 5 thus no longer sets the scale to 4e7, which
 flattened every other value to a constant and let the model's small errors come back multiplied
 by 4e7. On data without far values both modes give the same ``loc`` and ``scale``, bit for bit.
-Everything here is float64: a level of 1e9 with a swing of 10 keeps its swing (float32 would keep
-about 7 significant digits, i.e. steps of 64 at 1e9). Only scaled values are rounded to float32,
-for the model (:class:`tsrec.data.windows.WindowDataset`).
 """
 
 from __future__ import annotations
@@ -223,9 +223,9 @@ def _quantiles(x: np.ndarray, mask: np.ndarray, item: np.ndarray, n_items: int,
     for level in levels:
         position = last * level  # [N, C] fractional rank within each item
         below = np.floor(position).astype(np.int64)
-        low, high = (np.take_along_axis(ordered, np.minimum(first + k, rows - 1), axis=0)
-                     for k in (below, np.minimum(below + 1, last)))  # [N, C] each
-        out.append(np.where(count > 0, low + (position - below) * (high - low), np.nan))
+        low, high = (np.where(count > 0, np.take_along_axis(ordered, np.minimum(first + k, rows - 1), axis=0), np.nan)
+                     for k in (below, np.minimum(below + 1, last)))  # [N, C] each; NaN, not inf, without entries
+        out.append(low + (position - below) * (high - low))
     return out
 
 
