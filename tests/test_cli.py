@@ -4,14 +4,16 @@ CSV files, and one-line errors (exit status 2, no traceback) for bad arguments a
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from tsrec import Forecaster
+from tsrec import Forecaster, cli
 from tsrec.cli import main, parse_options
+from tsrec.config import DEFAULT_MODEL, TrainingConfig
 
 SHARED_DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 COMMANDS = ["quickstart", "fit", "predict", "backtest", "plot-gates"]
@@ -186,6 +188,11 @@ def bad_commands(csv: str, tmp: Path) -> dict[str, tuple[list[str], str]]:
                             "unknown dataset 'mnist'"),
         "semicolon-separated file": (["fit", "--data", str(tmp / "semi.csv"), "--prediction-length", "2",
                                       "--output", str(tmp / "o")], "semi.csv looks ';'-separated"),
+        "unsupported image extension": (["plot-gates", "--model-dir", str(tmp), "--output", str(tmp / "g.xyz")],
+                                        "'" + str(tmp / "g.xyz") + "' is not an image file name; end it with one of "),
+        "unsupported plot extension": (["backtest", "--model-dir", str(tmp), "--data", csv, "--output",
+                                        str(tmp / "e.csv"), "--plot", str(tmp / "b.txt")], ".png, .ps"),
+        "unknown encoding": ([*fit, "--encoding", "klingon"], "unknown encoding 'klingon'"),
     }
 
 
@@ -250,3 +257,98 @@ def test_module_entry_point_exits_with_a_one_line_error(tmp_path):
                            "--output", str(tmp_path / "f.csv")], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [f"tsrec: error: model directory {tmp_path / 'nope'} does not exist"]
+
+
+def test_help_names_the_default_model_and_budget(capsys):
+    helps = {}
+    for command in ["", *COMMANDS]:
+        main([command, "--help"] if command else ["--help"])
+        helps[command] = " ".join(capsys.readouterr().out.split())
+    assert not any("Informer" in text for text in helps.values())
+    assert f"train the default model ({DEFAULT_MODEL})" in helps[""]
+    assert f"Train the default model, {DEFAULT_MODEL}," in helps["quickstart"]
+    assert f"(default {DEFAULT_MODEL}, as Forecaster's)" in helps["fit"]
+    assert TrainingConfig().max_epochs is None  # the budget the help texts describe
+    assert "--epochs EPOCHS an epoch budget (default: the Forecaster's step budget scaled to the data)" in helps["fit"]
+    assert "(default: the Forecaster's step budget scaled to the data; 1 epoch with --tiny)" in helps["quickstart"]
+
+
+# ------------------------------------------------------------------------------------------ hostile files
+def test_a_latin1_file_says_so_and_reads_with_encoding(tmp_path, capsys):
+    path = tmp_path / "latin.csv"
+    path.write_bytes("date,caf\u00e9\n2024-01-01 00:00,1\n2024-01-01 01:00,2\n".encode("latin-1"))
+    code, err = run_error(capsys, ["fit", "--data", str(path), "--prediction-length", "2", "--output",
+                                   str(tmp_path / "out")])
+    assert code == 2 and err.count("\n") == 1
+    assert f"{path} is not UTF-8 (byte 0xe9 on line 1; it looks like latin-1?): re-save it as UTF-8, or pass " \
+           "--encoding latin-1" in err
+    df, time_col = cli._read_csv(str(path), None, "latin-1")
+    assert time_col == "date" and list(df.columns) == ["date", "caf\u00e9"]
+    assert df["date"].dtype == "datetime64[ns]"
+
+
+def test_a_line_longer_than_the_limit_fails_before_pandas_parses_the_file(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(cli, "MAX_LINE_BYTES", 2**20)
+    monkeypatch.setattr(pd, "read_csv", lambda *args, **kwargs: pytest.fail("the file was parsed"))
+    path = tmp_path / "dump.csv"
+    path.write_text("date,y\n2024-01-01 00:00,1\n" + "x" * 3 * 2**20 + "\n")
+    code, err = run_error(capsys, ["fit", "--data", str(path), "--prediction-length", "2", "--output",
+                                   str(tmp_path / "out")])
+    assert code == 2 and err.count("\n") == 1 and len(err) < 400
+    assert f"{path}: line 3 is longer than 1 MiB (it starts 'xxx" in err
+
+
+@pytest.mark.parametrize("row", [1, 3])
+def test_a_huge_time_cell_fails_in_seconds_without_being_echoed(row, tmp_path, capsys):
+    rows = ["2024-01-01 00:00,1", "2024-01-01 01:00,2", "2024-01-01 02:00,3"]
+    rows[row - 1] = "9" * 5_000_000 + ",0"  # pandas spent minutes guessing a format for such a first cell
+    path = tmp_path / "huge.csv"
+    path.write_text("date,y\n" + "\n".join(rows) + "\n")
+    started = time.perf_counter()
+    code, err = run_error(capsys, ["fit", "--data", str(path), "--prediction-length", "2", "--output",
+                                   str(tmp_path / "out")])
+    assert time.perf_counter() - started < 5
+    assert code == 2 and err.count("\n") == 1 and len(err) < 400
+    assert f"time column 'date', row {row}, holds '{'9' * 60}'... (5,000,000 characters), not a timestamp" in err
+
+
+def test_a_bad_timestamp_names_its_row_and_the_format(tmp_path, capsys):
+    path = tmp_path / "bad.csv"
+    path.write_text("date,y\n2024-01-01 00:00,1\n2024-01-01 01:00,2\nyesterday,3\n")
+    code, err = run_error(capsys, ["fit", "--data", str(path), "--prediction-length", "2", "--output",
+                                   str(tmp_path / "out")])
+    assert code == 2 and "time column 'date', row 3, holds 'yesterday', not a timestamp like '2024-01-01 00:00' " \
+                          "(%Y-%m-%d %H:%M)" in err
+
+
+# Runs the command, then prints which heavy libraries it imported.
+IMPORTED = """
+import sys
+from tsrec.cli import main
+code = main(sys.argv[1:])
+print(sorted(m for m in ("torch", "lightning", "pandas") if m in sys.modules))
+sys.exit(code)
+"""
+
+
+@pytest.mark.parametrize("case", ["missing file", "missing model", "latin-1 file"])
+def test_file_errors_come_before_torch_is_imported(case, tmp_path):
+    (tmp_path / "latin.csv").write_bytes("date,y\n2024-01-01,caf\u00e9\n".encode("latin-1"))
+    argv = {"missing file": ["fit", "--data", str(tmp_path / "nope.csv"), "--prediction-length", "2",
+                             "--output", str(tmp_path / "out")],
+            "missing model": ["predict", "--model-dir", str(tmp_path / "nope"), "--output", str(tmp_path / "f.csv")],
+            "latin-1 file": ["fit", "--data", str(tmp_path / "latin.csv"), "--prediction-length", "2",
+                             "--output", str(tmp_path / "out")]}[case]
+    proc = subprocess.run([sys.executable, "-c", IMPORTED, *argv], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and proc.stdout == "[]\n", proc.stderr
+    assert proc.stderr.startswith("tsrec: error: ") and proc.stderr.count("\n") == 1
+
+
+def test_gluonts_json_warning_is_silenced(tmp_path):
+    """GluonTS warns at import when orjson/ujson are missing; tsrec's GluonTS imports hide it."""
+    code = ("import tsrec.interop.gluonts\n"
+            "from tsrec.nn.outputs import DistributionOutput\n"
+            "DistributionOutput('studentt')\n")
+    proc = subprocess.run([sys.executable, "-W", "always", "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "json" not in proc.stderr, proc.stderr

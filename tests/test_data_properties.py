@@ -199,13 +199,14 @@ def test_random_frames_give_exactly_their_rows_or_a_clear_error(case, fit_fracti
 def spacing_rule(positions: list[int], freq: str) -> list[str]:
     """The documented spacing rule, re-derived from one item's grid ``positions``: ``"gap"`` for a
     run of missing steps longer than 7 seasons of the median step, ``"empty"`` for a grid more than
-    half empty apart from such gaps."""
+    half empty apart from such gaps, or for rows (three or more) usually two or more steps apart."""
     steps = np.diff(positions)
     if not steps.size:
         return []
     long = steps - 1 > 7 * seasonality(freq) * np.median(steps)
     empty = (steps[~long] - 1).sum()
-    return ["gap"] * bool(long.any()) + ["empty"] * bool(empty > len(positions))
+    finer = np.median(steps) >= 2 and len(positions) >= 3
+    return ["gap"] * bool(long.any()) + ["empty"] * bool(empty > len(positions) or finer)
 
 
 def kind(message: str) -> str:

@@ -113,8 +113,9 @@ def test_plot_forecast_wide_with_quantile_band(fitted, data):
     fig = plot_forecast(data, forecast, max_items=1)
     assert len(fig.axes) == 1
     ax = fig.axes[0]
-    observed, mean = labelled_lines(ax)
+    observed, mean, origin = labelled_lines(ax)
     assert ax.get_ylabel() == "series_0" and "1 of 2 items" in ax.get_title()
+    assert origin.get_label() == "forecast origin"
     assert len(observed.get_xdata()) == 4 * HORIZON + HORIZON  # 4 horizons of history + the held-out truth
     assert len(mean.get_xdata()) == HORIZON
     bands = [c for c in ax.collections if isinstance(c, PolyCollection)]
@@ -141,7 +142,7 @@ def test_plot_forecast_long_frame_one_panel_per_item():
                              "mean": np.arange(18.0)})
     fig = plot_forecast(history, forecast, id_col="id", time_col="ds", target_col="y", history_steps=10)
     assert [ax.get_ylabel() for ax in fig.axes] == ["a", "b", "c"]
-    assert all(len(labelled_lines(ax)) == 2 and not ax.collections for ax in fig.axes)
+    assert all(len(labelled_lines(ax)) == 3 and not ax.collections for ax in fig.axes)
     assert len(labelled_lines(fig.axes[0])[0].get_xdata()) == 10
     one = plot_forecast(history, forecast, item_id="b", id_col="id", time_col="ds", target_col="y")
     assert [ax.get_ylabel() for ax in one.axes] == ["b"]
@@ -152,6 +153,20 @@ def test_plot_forecast_long_frame_one_panel_per_item():
 
 
 # ------------------------------------------------------------------------------------------ backtests
+def test_plot_forecast_marks_the_forecast_origin_in_every_panel():
+    history = long_frame(n=50)
+    future = pd.date_range(history["ds"].max(), periods=5, freq="h")[1:]  # the origin: the first forecast step
+    forecast = pd.DataFrame({"item_id": np.repeat(["a", "b"], 4), "timestamp": np.tile(future, 2),
+                             "mean": np.arange(8.0)})
+    fig = plot_forecast(history, forecast, id_col="id", time_col="ds", target_col="y")
+    for ax in fig.axes:
+        origin = next(line for line in ax.get_lines() if line.get_label() == "forecast origin")
+        assert origin.get_linestyle() == "--"
+        assert list(origin.get_xdata()) == [future[0], future[0]]
+        assert origin.get_transform() is ax.get_xaxis_transform() and list(origin.get_ydata()) == [0, 1]  # full height
+        assert "forecast origin" in [text.get_text() for text in ax.get_legend().get_texts()]
+
+
 def test_plot_backtest_per_step_errors_from_a_frame():
     steps = np.tile(np.arange(1, 5), 6)  # 2 items x 3 origins x 4 steps
     errors = pd.DataFrame({"item_id": np.repeat(["a", "b"], 12), "origin": np.tile(np.repeat([0, 1, 2], 4), 2),

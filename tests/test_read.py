@@ -50,6 +50,32 @@ def test_many_items_read_together_equal_each_item_read_alone(freq, tz):
         np.testing.assert_array_equal(series.values[at, 0], rows.y.to_numpy())
 
 
+@pytest.mark.parametrize("last", [1, 4, 31, 200])
+def test_reading_the_last_rows_equals_reading_each_items_tail(last):
+    frame = _items(np.random.default_rng(0), "h")  # rows shuffled, a few missing steps
+    frame.loc[frame.time == frame.time.min(), "y"] = 1.5  # an early row, kept only when last reaches it
+    panel = canonicalize(frame, time_col="time", id_col="id", target_col="y")
+    latest = frame.sort_values("time").groupby("id").tail(last)
+    expected = canonicalize(latest, freq=panel.freq, time_col="time", id_col="id", target_col="y")
+    got, placement = read_targets(frame, freq=panel.freq, time_col="time", id_col="id", target_col="y", last=last)
+    assert got.item_ids == expected.item_ids == panel.item_ids
+    for series, want in zip(got.items, expected.items):
+        assert series.index.equals(want.index)
+        np.testing.assert_array_equal(series.values, want.values)
+    assert len(placement.rows) == len(latest) and set(placement.rows) == set(latest.index)
+
+
+def test_predict_reads_each_series_last_context_only():
+    frame = _items(np.random.default_rng(3), "h")
+    forecaster = Forecaster("dlinear", prediction_length=2, context_length=8, max_steps=1, val_windows=0,
+                            trainer_kwargs={"enable_progress_bar": False, "logger": False})
+    forecaster.fit(frame, time_col="time", id_col="id", target_col="y")
+    recent = frame.sort_values("time").groupby("id").tail(8)
+    pd.testing.assert_frame_equal(forecaster.predict(frame), forecaster.predict(recent))
+    early = frame.loc[[frame.time.idxmin()]]  # a second row at an early timestamp: before every context
+    pd.testing.assert_frame_equal(forecaster.predict(pd.concat([frame, early])), forecaster.predict(recent))
+
+
 def test_placement_puts_every_row_on_its_step():
     frame = _items(np.random.default_rng(1), "h")
     panel, placement = read_targets(frame, time_col="time", id_col="id", target_col="y")
@@ -91,7 +117,8 @@ def test_panel_time_features_equal_each_item_alone(freq, tz, monkeypatch):
     monkeypatch.setattr(calendar, "BLOCK", 7)  # the gather in many blocks
     panel = canonicalize(_items(np.random.default_rng(2), freq, tz), time_col="time", id_col="id", target_col="y")
     indexes = [s.index for s in panel.items]
-    for index, features in zip(indexes, panel_time_features(panel.stamps, np.diff(panel.offsets), panel.freq)):
+    together = np.split(panel_time_features(panel.stamps, panel.freq), panel.offsets[1:-1])
+    for index, features in zip(indexes, together):
         np.testing.assert_array_equal(features, time_features(index, panel.freq))
     lasts = pd.DatetimeIndex([s.index[-1] for s in panel.items])
     expected = [future_index(last, panel.freq, 5) for last in lasts]
@@ -110,21 +137,26 @@ def test_a_covariate_beyond_float32_once_scaled_names_its_item_and_step():
 
 def test_statistics_and_scaling_in_blocks_of_series_equal_one_pass(monkeypatch):
     from tsrec.data import StandardScaler, scaling
-    from tsrec.data.windows import scaled_values
+    from tsrec.data.windows import stored_panel
 
     panel = canonicalize(_items(np.random.default_rng(6), "h"), time_col="time", id_col="id", target_col="y")
     values, observed = [s.values for s in panel.items], [s.observed for s in panel.items]
     ends = [len(v) - 3 for v in values]
+    steps = (panel.stamps, np.diff(panel.offsets))
     whole = StandardScaler.fit(values, observed, ends)
-    whole_scaled = scaled_values(panel, whole)
+    whole_stored = stored_panel(panel, whole, None, steps)
     monkeypatch.setattr(scaling, "BLOCK_STEPS", 50)  # a few series per block, one series alone at times
     assert len(scaling.item_blocks(np.diff(panel.offsets))) > 4
     blocked = StandardScaler.fit(values, observed, ends)
     np.testing.assert_allclose(blocked.loc, whole.loc, rtol=1e-12)
     np.testing.assert_allclose(blocked.scale, whole.scale, rtol=1e-12)
-    for got, want in zip(scaled_values(panel, blocked), whole_scaled):
-        np.testing.assert_allclose(got, want, rtol=1e-12)
+    blocked_stored = stored_panel(panel, blocked, None, steps)
+    np.testing.assert_array_equal(blocked_stored.observed, np.concatenate(observed))
+    np.testing.assert_allclose(blocked_stored.target, whole_stored.target, rtol=1e-6)
+    expected = np.where(np.concatenate(observed), whole.transform(np.concatenate(values), np.repeat(
+        np.arange(len(values)), np.diff(panel.offsets))), 0.0)
+    np.testing.assert_array_equal(whole_stored.target, expected.astype(np.float32))
     panel.items[7].values[4, 0], panel.items[7].observed[4, 0] = 1e300, True  # beyond float32 once scaled
     name = panel.items[7].item_id
     with pytest.raises(ValueError, match=rf"item '{name}' \(column 'y'\) at {panel.items[7].index[4]}: the value 1e\+300"):
-        scaled_values(panel, blocked)
+        stored_panel(panel, blocked, None, steps)

@@ -2,26 +2,34 @@
 
 Commands (``tsrec <command> --help`` lists each one's options):
 
-- ``quickstart``: train RSA-Informer on synthetic recurrent data (or a benchmark file), forecast
-  held-out steps, and write the forecast, the learned gates, figures and metrics.
+- ``quickstart``: train the default model (:data:`tsrec.config.DEFAULT_MODEL`, RSA-PatchTST) on
+  synthetic recurrent data (or a benchmark file), forecast held-out steps, and write the forecast,
+  the learned gates, figures and metrics.
 - ``fit``: train any registered model on a CSV file and save it.
 - ``predict``: forecast the steps after the fitted data, or after a CSV file.
 - ``backtest``: rolling-origin errors of a saved model on a CSV file.
 - ``plot-gates``: the learned gates of a saved RSA model as a PNG/SVG.
 
-User errors (a missing file, an unknown model, a bad option) end with one line
-``tsrec: error: ...`` on stderr and exit status 2; ``--debug`` shows the traceback instead.
+User errors (a missing file, an unknown model, a bad option, a file that is not a CSV) end with one
+line ``tsrec: error: ...`` on stderr and exit status 2; ``--debug`` shows the traceback instead.
+Files named on the command line are checked (present, text in ``--encoding``, no line over
+:data:`MAX_LINE_BYTES`) before torch loads. Ctrl-C (SIGINT) and SIGTERM end a command with one line
+``tsrec: interrupted by ...`` (naming the checkpoint kept when training was under way) and exit
+status 130 and 143, as a shell reports a process ended by those signals.
 """
 
 from __future__ import annotations
 
 import argparse
+import codecs
+import contextlib
 import json
 import math
 import os
+import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -29,11 +37,22 @@ from typing import TYPE_CHECKING, Any, NoReturn
 if TYPE_CHECKING:  # pandas loads when a command runs, so that --help and usage errors come at once
     import pandas as pd
 
+from tsrec.config import DEFAULT_MODEL, TrainingConfig
+
 __all__ = ["main", "build_parser"]
 
 EXIT_ERROR = 2
+EXIT_SIGINT = 128 + signal.SIGINT  # 130: the shell's status for a process ended by the signal
+EXIT_SIGTERM = 128 + signal.SIGTERM  # 143
 TIME_COLUMNS = ("date", "timestamp", "ds", "time", "datetime")
 PACKAGE_DIR = Path(__file__).resolve().parent
+#: The longest line a CSV file may have: a wide file of 100,000 series has lines of about 2 MB; a
+#: longer line is a file without line breaks or separators, refused before it is parsed.
+MAX_LINE_BYTES = 2**25
+#: The longest cell of a time column taken for a timestamp (ISO 8601 with nanoseconds and a zone: 35).
+MAX_TIMESTAMP_CHARS = 64
+#: Characters of a cell or column name quoted in an error message at most.
+MAX_QUOTED = 60
 
 
 def is_user_error(err: BaseException) -> bool:
@@ -203,7 +222,25 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
     return 0
 
 
-# ---------------------------------------------------------------------------------------- fit / predict
+# ---------------------------------------------------------------------------------------- input files
+def _cut(text: str, limit: int, *, quote: bool = False) -> str:
+    """``text`` (``repr``'d with ``quote``), or its first ``limit`` characters and its length: a
+    500 MB cell is never echoed."""
+    shown = repr(text[:limit]) if quote else text[:limit]
+    return shown if len(text) <= limit else f"{shown}... ({len(text):,} characters)"
+
+
+def _quoted(value: object) -> str:
+    """``value`` quoted for an error message, cut to :data:`MAX_QUOTED` characters."""
+    return _cut(str(value), MAX_QUOTED, quote=True)
+
+
+def _column_list(df: pd.DataFrame) -> str:
+    """The first ten column names of ``df``, each cut, for an error message."""
+    names = ", ".join(_quoted(c) for c in list(df.columns)[:10])
+    return f"[{names}{', ...' if len(df.columns) > 10 else ''}]"
+
+
 def _existing(path: str, what: str) -> Path:
     p = Path(path)
     if not p.exists():
@@ -211,28 +248,128 @@ def _existing(path: str, what: str) -> Path:
     return p
 
 
-def _read_csv(path: str, time_col: str | None) -> tuple[pd.DataFrame, str]:
-    """The CSV as a frame, and its time column (``time_col``, else the first of TIME_COLUMNS present)."""
+#: The files a command reads (its parser's default ``inputs``): dest -> what it names, whether it is a CSV file.
+DATA_FILE = {"data": ("data file", True)}
+MODEL_DIR = {"model_dir": ("model directory", False)}
+SCAN_BLOCK = 2**22  # bytes check_text_file reads at a time
+
+
+def check_inputs(args: argparse.Namespace) -> None:
+    """Every file the command reads exists, and every CSV file is text in ``--encoding`` with no
+    line over :data:`MAX_LINE_BYTES`: told before torch loads, which takes seconds (a minute under
+    load), and before pandas spends time on a file it cannot parse."""
+    for dest, (what, is_csv) in args.inputs.items():
+        value = getattr(args, dest, None)
+        if value is not None:
+            path = _existing(value, what)
+            if is_csv:
+                check_text_file(path, args.encoding)
+
+
+def check_text_file(path: Path, encoding: str) -> None:
+    """A ``ValueError`` when ``path`` is not text in ``encoding`` (naming the line, the byte and the
+    encoding it looks like) or has a line longer than :data:`MAX_LINE_BYTES` (a file without line
+    breaks or separators). Reads the file once, a block at a time: about 0.4 s for 175 MB."""
+    decoder = codecs.getincrementaldecoder(encoding)()
+    line, line_bytes, head = 1, 0, b""  # the line a block starts in, its bytes before the block, its start
+    size = min(SCAN_BLOCK, MAX_LINE_BYTES)  # so that only the lines running over a block's ends can be too long
+    with path.open("rb") as file:
+        while block := file.read(size):
+            try:
+                decoder.decode(block)
+            except UnicodeDecodeError as err:
+                raise ValueError(_not_encoded(path, encoding, block, err.start,
+                                              line + block.count(b"\n", 0, err.start))) from None
+            first, last = block.find(b"\n"), block.rfind(b"\n")
+            head = head or block[:MAX_QUOTED]
+            if line_bytes + (len(block) if first < 0 else first) > MAX_LINE_BYTES:
+                raise ValueError(f"{path}: line {line} is longer than {MAX_LINE_BYTES // 2**20} MiB (it starts "
+                                 f"{_quoted(head.decode(encoding, errors='replace'))}): not a CSV file with one "
+                                 "row per line; pass a comma-separated file with a header row")
+            if first < 0:
+                line_bytes += len(block)
+            else:
+                line += block.count(b"\n")
+                line_bytes, head = len(block) - last - 1, block[last + 1:last + 1 + MAX_QUOTED]
+        try:
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            raise ValueError(f"{path} ends inside a character: it is cut short or not {encoding} text") from None
+
+
+def _not_encoded(path: Path, encoding: str, block: bytes, at: int, line: int) -> str:
+    """What a file that does not decode as ``encoding`` at ``block[at]`` (on ``line``) looks like instead."""
+    name = codecs.lookup(encoding).name.upper()
+    where = f"byte 0x{block[min(at, len(block) - 1)]:02x} on line {line}"
+    if block.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        guess = "utf-16"
+    elif b"\x00" in block:
+        return f"{path} is not a text file ({where} is not {name}, and it holds NUL bytes); pass a CSV file"
+    else:
+        guess = "latin-1"
+    return (f"{path} is not {name} ({where}; it looks like {guess}?): re-save it as UTF-8, or pass "
+            f"--encoding {guess} (or the encoding it was written in, e.g. cp1252)")
+
+
+def _read_csv(path: str, time_col: str | None, encoding: str = "utf-8") -> tuple[pd.DataFrame, str]:
+    """The CSV as a frame with its time column parsed, and that column's name (``time_col``, else
+    the first of TIME_COLUMNS present). The file is read as :func:`check_text_file` has checked it."""
     import pandas as pd
 
     try:
-        df = pd.read_csv(_existing(path, "data file"))
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
-        raise ValueError(f"{path} is not a readable CSV file ({type(err).__name__}: {err}); pass a comma-separated "
-                         "file with a header row") from err
+        df = pd.read_csv(_existing(path, "data file"), encoding=encoding)
+    except UnicodeDecodeError as err:  # check_text_file tells where; this is for a file changed since
+        raise ValueError(f"{path} is not {encoding} text ({err.reason}); re-save it as UTF-8 or pass --encoding") \
+            from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as err:
+        raise ValueError(f"{path} is not a readable CSV file ({type(err).__name__}: {_cut(str(err), 200)}); pass a "
+                         "comma-separated file with a header row") from None
     if len(df.columns) == 1 and (separator := next((c for c in ";\t|" if c in str(df.columns[0])), None)):
-        raise ValueError(f"{path} looks {separator!r}-separated (its one column is {str(df.columns[0])!r}); tsrec "
+        raise ValueError(f"{path} looks {separator!r}-separated (its one column is {_quoted(df.columns[0])}); tsrec "
                          "reads comma-separated CSV: save it with commas, e.g. df.to_csv(path, index=False)")
     if time_col is None:
         time_col = next((c for c in TIME_COLUMNS if c in df.columns), None)
         if time_col is None:
             raise ValueError(f"{path} has no time column named one of {TIME_COLUMNS}; pass --time-col "
-                             f"(columns: {list(df.columns)[:10]})")
+                             f"(columns: {_column_list(df)})")
     elif time_col not in df.columns:
-        raise ValueError(f"--time-col {time_col!r} is not a column of {path} (columns: {list(df.columns)[:10]})")
+        raise ValueError(f"--time-col {_quoted(time_col)} is not a column of {path} (columns: {_column_list(df)})")
+    df[time_col] = _parse_times(df[time_col], f"{path}: time column {_quoted(time_col)}")
     return df, time_col
 
 
+def _parse_times(column: pd.Series, where: str) -> pd.Series:
+    """A text time column as datetimes, in one format read off its first value, so that a bad cell
+    fails the file in seconds at any size (pandas would spend minutes guessing at a 500 MB cell).
+    Anything else (numbers, no value) is returned as is, for the frame reader to judge."""
+    import pandas as pd
+    from pandas.tseries.api import guess_datetime_format
+
+    start = column.first_valid_index()
+    if start is None or not isinstance(column[start], str):
+        return column
+    first = column[start]
+    fmt = guess_datetime_format(first) if len(first) <= MAX_TIMESTAMP_CHARS else None
+    if fmt is None:  # no single format: parsed cell by cell, each of bounded length
+        long = column.str.len().to_numpy() > MAX_TIMESTAMP_CHARS
+        if long.any():
+            row = int(long.argmax())
+            raise ValueError(f"{where}, row {row + 1}, holds {_quoted(column.iloc[row])}, not a timestamp; fix or "
+                             "drop that row")
+    try:
+        return pd.to_datetime(column, format=fmt)
+    except (ValueError, TypeError, OverflowError) as err:
+        parsed = pd.to_datetime(column, format=fmt, errors="coerce")
+        bad = (parsed.isna() & column.notna()).to_numpy()
+        if not bad.any():
+            raise ValueError(f"{where} cannot be parsed as datetimes ({_cut(str(err), 200)})") from None
+        row = int(bad.argmax())
+        like = f"like {first!r} ({fmt})" if fmt else "pandas can parse"
+        raise ValueError(f"{where}, row {row + 1}, holds {_quoted(column.iloc[row])}, not a timestamp {like}; fix or "
+                         "drop that row") from None
+
+
+# ---------------------------------------------------------------------------------------- fit / predict
 def parse_options(pairs: Sequence[str]) -> dict[str, Any]:
     """``["d_model=64", "rsa={\\"per_head_gate\\": true}", "lr_schedule=constant"]`` -> a dict; values
     are read as JSON when they parse (numbers, true/false/null, lists, objects), else kept as text."""
@@ -257,9 +394,9 @@ def training_dir(output: Path) -> Path:
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
+    df, time_col = _read_csv(args.data, args.time_col, args.encoding)
     from tsrec import Forecaster
 
-    df, time_col = _read_csv(args.data, args.time_col)
     options = parse_options(args.option)
     if args.epochs is not None:
         options["max_epochs"] = args.epochs
@@ -297,19 +434,19 @@ def _load(model_dir: str) -> tuple[Any, dict[str, Any]]:
     return forecaster, forecaster.columns
 
 
-def _read_like_fit(path: str, columns: dict[str, Any]) -> pd.DataFrame:
+def _read_like_fit(path: str, columns: dict[str, Any], encoding: str) -> pd.DataFrame:
     """The CSV in the layout the model was fitted with: its time column, or a DatetimeIndex when
     the model was fitted (through the Python API) on a frame indexed by time."""
     import pandas as pd
 
-    df, time_col = _read_csv(path, columns["time_col"])
+    df, time_col = _read_csv(path, columns["time_col"], encoding)
     return df if columns["time_col"] is not None else df.set_index(pd.DatetimeIndex(df.pop(time_col)))
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
     forecaster, columns = _load(args.model_dir)
-    future = None if args.future_covariates is None else _read_like_fit(args.future_covariates, columns)
-    forecast = forecaster.predict(None if args.data is None else _read_like_fit(args.data, columns),
+    future = None if args.future_covariates is None else _read_like_fit(args.future_covariates, columns, args.encoding)
+    forecast = forecaster.predict(None if args.data is None else _read_like_fit(args.data, columns, args.encoding),
                                   future_covariates=future, quantiles=args.quantiles, num_samples=args.num_samples)
     forecast.to_csv(args.output, index=False)
     print(f"wrote {len(forecast)} forecast rows ({forecast['item_id'].nunique()} items x "
@@ -321,7 +458,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     from tsrec.evaluation import backtest
 
     forecaster, columns = _load(args.model_dir)
-    df = _read_like_fit(args.data, columns)
+    df = _read_like_fit(args.data, columns, args.encoding)
     result = backtest(forecaster, df, n_windows=args.windows, stride=args.stride, baselines=args.baselines, **columns)
     result.errors.to_csv(args.output, index=False)
     print(f"wrote {len(result.errors)} error rows to {args.output}")
@@ -357,46 +494,80 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _encoding(text: str) -> str:
+    try:
+        codecs.lookup(text)
+    except LookupError:
+        raise argparse.ArgumentTypeError(f"unknown encoding {text!r}; e.g. utf-8, latin-1, cp1252") from None
+    return text
+
+
+def _image_file(text: str) -> str:
+    """An image file name with an extension matplotlib writes (checked before any work is done)."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if Path(text).suffix.lower().removeprefix(".") not in formats:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an image file name; end it with one of "
+                                         f"{', '.join('.' + f for f in sorted(formats))}")
+    return text
+
+
+def _budget(epochs: int | None) -> str:
+    """The training budget of ``--epochs`` left at ``epochs``, for the help texts (None: the
+    Forecaster's, read off :class:`~tsrec.config.TrainingConfig` rather than copied)."""
+    epochs = TrainingConfig().max_epochs if epochs is None else epochs
+    return "the Forecaster's step budget scaled to the data" if epochs is None else \
+        f"{epochs} epoch{'' if epochs == 1 else 's'}"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``tsrec`` argument parser with its subcommands."""
     parser = _Parser(prog="tsrec", description="Time-series forecasting with Self-Attention with Recurrence (RSA).")
     parser.add_argument("--debug", action="store_true", help="show full tracebacks instead of one-line errors")
     common = _Parser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    csv_files = _Parser(add_help=False)  # the commands that read CSV files
+    csv_files.add_argument("--encoding", type=_encoding, default="utf-8",
+                           help="text encoding of the CSV files (default utf-8), e.g. latin-1 or cp1252")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     quick = commands.add_parser(
-        "quickstart", parents=[common], help="train RSA-Informer on recurrent data and show what it learned",
-        description="Train RSA-PatchTST on synthetic series with decay and daily cycles (or on a benchmark file), "
-                    "forecast the held-out last steps, score it against naive forecasts, and write forecast.csv, "
-                    "forecast.png, gates.csv, gates.png, gate_history.png, metrics.json and the model.")
+        "quickstart", parents=[common],
+        help=f"train the default model ({DEFAULT_MODEL}) on recurrent data and show what it learned",
+        description=f"Train the default model, {DEFAULT_MODEL}, on synthetic series with decay and daily cycles (or "
+                    "on a benchmark file), forecast the held-out last steps, score it against naive forecasts, and "
+                    "write forecast.csv, forecast.png, gates.csv, gates.png, gate_history.png, metrics.json and the "
+                    "model.")
     quick.add_argument("--dataset", default="synthetic",
                        help="'synthetic' (default) or a benchmark name such as ETTh1 (its file must be present)")
     quick.add_argument("--data-dir", help="directory with the benchmark files (default $TSREC_DATA_DIR, then the "
                                           "user cache)")
     quick.add_argument("--output", default="tsrec-quickstart", help="output directory (default ./tsrec-quickstart)")
     quick.add_argument("--epochs", type=_positive_int,
-                       help="an epoch budget (default: the Forecaster's step budget scaled to the data; 1 with --tiny)")
-    quick.add_argument("--steps", type=_positive_int, help="the most recent steps used (default 2688, 336 with --tiny)")
+                       help=f"an epoch budget (default: {_budget(QUICKSTART.epochs)}; "
+                            f"{_budget(QUICKSTART_TINY.epochs)} with --tiny)")
+    quick.add_argument("--steps", type=_positive_int,
+                       help=f"the most recent steps used (default {QUICKSTART.steps}, {QUICKSTART_TINY.steps} with "
+                            "--tiny)")
     quick.add_argument("--seed", type=int, default=0, help="seed of the data and the training (default 0)")
     quick.add_argument("--tiny", action="store_true", help="a tiny model and data set that run in seconds (tests)")
-    quick.set_defaults(handler=cmd_quickstart)
+    quick.set_defaults(handler=cmd_quickstart, inputs={})
 
     fit = commands.add_parser(
-        "fit", parents=[common], help="train a model on a CSV file and save it",
+        "fit", parents=[common, csv_files], help="train a model on a CSV file and save it",
         description="Train a registered model on a CSV file (wide: a time column and one column per variable; "
                     "long: with --id-col and --target-col) and save it to --output.")
     fit.add_argument("--data", required=True, help="CSV file")
     fit.add_argument("--time-col", help=f"timestamp column (default: the first of {', '.join(TIME_COLUMNS)})")
     fit.add_argument("--id-col", help="series id column: makes the frame long (one series per id)")
     fit.add_argument("--target-col", help="long frames: the value column; wide frames: the one column to forecast")
-    fit.add_argument("--model", default="rsa_patchtst",
-                     help="model name from tsrec.list_models() (default rsa_patchtst, as Forecaster's)")
+    fit.add_argument("--model", default=DEFAULT_MODEL,
+                     help=f"model name from tsrec.list_models() (default {DEFAULT_MODEL}, as Forecaster's)")
     fit.add_argument("--prediction-length", type=_positive_int, required=True, help="steps to forecast")
     fit.add_argument("--context-length", type=_positive_int, help="past steps read (default 2 x prediction length)")
     fit.add_argument("--freq", help="pandas frequency, e.g. h or 15min (default: inferred)")
-    fit.add_argument("--epochs", type=_positive_int,
-                     help="an epoch budget (default: the Forecaster's step budget scaled to the data)")
+    fit.add_argument("--epochs", type=_positive_int, help=f"an epoch budget (default: {_budget(None)})")
     fit.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                      help="a model or training option, repeatable: d_model=64, learning_rate=1e-3, "
                           "rsa='{\"per_head_gate\": true}' (values are read as JSON when they parse)")
@@ -410,10 +581,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "from its last finished epoch (it trains in .OUTPUT.training beside --output)")
     fit.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                      help="progress bar on stderr (default: only when stderr is a terminal)")
-    fit.set_defaults(handler=cmd_fit)
+    fit.set_defaults(handler=cmd_fit, inputs=DATA_FILE)
 
     predict = commands.add_parser(
-        "predict", parents=[common], help="forecast with a saved model",
+        "predict", parents=[common, csv_files], help="forecast with a saved model",
         description="Forecast the prediction length after the data the model was fitted on, or after --data "
                     "(same columns as the fit data).")
     predict.add_argument("--model-dir", required=True, help="directory written by 'tsrec fit' or Forecaster.save")
@@ -427,10 +598,11 @@ def build_parser() -> argparse.ArgumentParser:
                               "--option output=quantile, normal or studentt)")
     predict.add_argument("--num-samples", type=int, metavar="N",
                          help="add N sample paths, sample_0 ... (a model fitted with output=normal or studentt)")
-    predict.set_defaults(handler=cmd_predict)
+    predict.set_defaults(handler=cmd_predict, inputs={
+        **MODEL_DIR, **DATA_FILE, "future_covariates": ("future covariates file", True)})
 
     back = commands.add_parser(
-        "backtest", parents=[common], help="rolling-origin errors of a saved model on a CSV file",
+        "backtest", parents=[common, csv_files], help="rolling-origin errors of a saved model on a CSV file",
         description="Forecast from rolling origins at the end of --data with a saved model and write the tidy "
                     "errors (item_id, origin, step, timestamp, y_true, y_pred, ...) to --output.")
     back.add_argument("--model-dir", required=True, help="directory written by 'tsrec fit' or Forecaster.save")
@@ -438,25 +610,76 @@ def build_parser() -> argparse.ArgumentParser:
     back.add_argument("--windows", type=_positive_int, help="windows per series (default 1)")
     back.add_argument("--stride", type=_positive_int, help="steps between origins (default: the prediction length)")
     back.add_argument("--output", required=True, help="CSV file for the errors")
-    back.add_argument("--plot", help="also write MSE/MAE by horizon step to this PNG/SVG")
+    back.add_argument("--plot", type=_image_file, help="also write MSE/MAE by horizon step to this PNG/SVG")
     back.add_argument("--baselines", nargs="+", choices=("naive", "seasonal_naive", "ets", "theta"),
                       help="the baselines the skill ratios compare with (default: all four with the stats extra, "
                            "else the naive ones; ets and theta fit once per window)")
-    back.set_defaults(handler=cmd_backtest)
+    back.set_defaults(handler=cmd_backtest, inputs={**MODEL_DIR, **DATA_FILE})
 
     gates = commands.add_parser(
         "plot-gates", parents=[common], help="plot the learned gates of a saved RSA model",
         description="Bar chart of the learned gates sigmoid(mu) per RSA layer, with the REM heads' half-lives "
                     "and periods.")
     gates.add_argument("--model-dir", required=True, help="directory written by 'tsrec fit' or Forecaster.save")
-    gates.add_argument("--output", required=True, help="image file (.png, .svg, .pdf)")
-    gates.set_defaults(handler=cmd_plot_gates)
+    gates.add_argument("--output", required=True, type=_image_file, help="image file (.png, .svg, .pdf)")
+    gates.set_defaults(handler=cmd_plot_gates, inputs=MODEL_DIR)
     return parser
 
 
 def _error(message: object) -> int:
-    print(f"tsrec: error: {' '.join(str(message).split())}", file=sys.stderr)
+    print(f"tsrec: error: {' '.join(_cut(str(message), 2000).split())}", file=sys.stderr)
     return EXIT_ERROR
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised by the handler :func:`main` installs. Like Ctrl-C it stops whatever runs,
+    training included (Lightning's own SIGTERM handler has flagged it by then, so training reports
+    SIGTERM), and the command ends with status 143."""
+
+
+def _raise_terminated(signum: int, frame: Any) -> NoReturn:
+    raise Terminated
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` for the duration (from the main thread only, where Python
+    runs signal handlers); the previous handler is restored after."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
+@contextlib.contextmanager
+def _log_lines() -> Iterator[None]:
+    """The warnings tsrec logs (what a training stopped by a signal kept) as ``tsrec: ...`` lines on stderr."""
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(logging.Formatter("tsrec: %(message)s"))
+    logger = logging.getLogger("tsrec")
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+
+
+def _interrupted(err: KeyboardInterrupt) -> int:
+    """The exit status of a command stopped by Ctrl-C or SIGTERM, after its one line on stderr.
+    Training logged its line already (what it kept) and raised with it as the message."""
+    terminated = isinstance(err, (Terminated, SystemExit))  # SystemExit: tsrec.training.TrainingTerminated
+    if not err.args:
+        print(f"tsrec: interrupted by {'SIGTERM' if terminated else 'Ctrl-C (SIGINT)'}", file=sys.stderr)
+    return EXIT_SIGTERM if terminated else EXIT_SIGINT
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -468,18 +691,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _error(err)
     except SystemExit as done:  # --help
         return int(done.code or 0)
-    try:
-        from tsrec.training import quiet_lightning
-
-        with quiet_lightning():
-            return args.handler(args)
-    except (OSError, ValueError, TypeError) as err:
-        if args.debug or not is_user_error(err):
-            raise
-        return _error(err)
-    except KeyboardInterrupt:
-        print("tsrec: interrupted", file=sys.stderr)
-        return 130
+    with _sigterm_raises(), _log_lines():
+        try:
+            check_inputs(args)
+            return args.handler(args)  # torch and Lightning load in there, quietened where they train and predict
+        except (OSError, ValueError, TypeError) as err:
+            if args.debug or not is_user_error(err):
+                raise
+            return _error(err)
+        except KeyboardInterrupt as err:
+            return _interrupted(err)
 
 
 if __name__ == "__main__":

@@ -13,11 +13,11 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import io
 import json
 import os
 import pickle
-import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,19 +27,29 @@ import numpy as np
 import pandas as pd
 import torch
 
+from tsrec import __version__, _saving
+from tsrec._saving import ConcurrentSaveError
 from tsrec.config import DataFacts
 from tsrec.data import CovariateEncoder, CovariateValues, Panel, Series, StandardScaler, forecast_frame
 from tsrec.data.schema import Schema
+from tsrec.data.time_features import data_facts
 from tsrec.datasets.loading import sha256_of
 from tsrec.models import ForecastModel, build_model
 from tsrec.settings import ForecasterSettings
 
-__all__ = ["FittedState", "ForecastResult", "TrainingSummary", "unscale"]
+__all__ = ["ConcurrentSaveError", "FittedState", "ForecastResult", "TrainingSummary", "unscale"]
 
 FORMAT = "tsrec-forecaster"
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
+#: Model formats this tsrec reads: 4 (tsrec 0.1 before whole-model checksums; see
+#: :func:`_verify_checksums`) and 5.
+READABLE_VERSIONS = (4, 5)
 CONFIG_FILE = "forecaster.json"
 WEIGHTS_FILE = "weights.pt"
+#: ``forecaster.json``'s entry with the SHA-256 of every file of the model, itself included.
+CHECKSUMS = "sha256"
+#: ``forecaster.json``'s entries that describe the file, not the model (format 4's ``weights_sha256`` too).
+HEADER = frozenset({"format", "format_version", "tsrec_version", CHECKSUMS, "weights_sha256"})
 
 
 @dataclass(frozen=True)
@@ -133,42 +143,44 @@ class FittedState:
     leaderboard: pd.DataFrame | None = None
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Write the state into the directory ``path``: ``forecaster.json`` (versioned settings,
-        data description, scaler, the SHA-256 of the weights) and ``weights.pt`` (tensors only).
+        """Write the state into the directory ``path``: ``forecaster.json`` (the format and tsrec
+        versions, settings, data description, scaler, and the SHA-256 of every file of the model,
+        itself included) and ``weights.pt`` (tensors only).
 
-        Crash-safe: both files are written into a new folder beside ``path`` that is renamed into
-        place only when complete, so ``path`` always holds either the previous model or the new
-        one, never a mixed or partial pair. An existing ``path`` is replaced only when it is a
-        saved model (or empty); anything else there is refused, never deleted.
+        Crash-safe and safe under concurrent saves and loads (:mod:`tsrec._saving`): the files are
+        written into a hidden folder beside ``path`` that is renamed into place, under a lock,
+        only when complete, so ``path`` always holds either the previous model or the new one,
+        never a mixed or partial pair; the folders left by crashed saves are removed. An existing
+        ``path`` is replaced only when it is a saved model (or empty); anything else there is
+        refused, never deleted. Raises :class:`ConcurrentSaveError` when another process kept
+        ``path`` locked for more than :data:`tsrec._saving.LOCK_TIMEOUT` seconds.
         """
         path = Path(path)
-        if path.exists() and not _is_replaceable(path):
-            raise ValueError(f"{path} exists and is not a saved tsrec model; save into a new or empty folder "
-                             "(tsrec replaces only a folder written by Forecaster.save)")
-        tensors = {
+        _require_replaceable(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with _saving.staging_folder(path) as staging:
+            torch.save(self._tensors(), staging / WEIGHTS_FILE)
+            meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "tsrec_version": __version__,
+                    **self._content()}
+            checksums = {file.name: sha256_of(file) for file in sorted(staging.iterdir())}
+            meta[CHECKSUMS] = {**checksums, CONFIG_FILE: _json_sha256(meta)}
+            (staging / CONFIG_FILE).write_text(json.dumps(meta, indent=2))
+            _saving.move_into_place(staging, path, _require_replaceable)
+        return path
+
+    def _tensors(self) -> dict[str, Any]:
+        """What ``weights.pt`` holds: the network's state dict and the history's arrays."""
+        return {
             "state_dict": self.model.state_dict(),
-            "history_values": [torch.from_numpy(s.values) for s in self.history.items],
+            "history_values": [torch.from_numpy(s.values) for s in self.history.items],  # [T, C] each
             "history_observed": [torch.from_numpy(s.observed) for s in self.history.items],
             "history_covariates": [torch.from_numpy(d) for d in self.covariate_history.dynamic],
         }
-        path.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.saving-", dir=path.parent))
-        try:
-            torch.save(tensors, staging / WEIGHTS_FILE)
-            meta = self._metadata(sha256_of(staging / WEIGHTS_FILE))
-            (staging / CONFIG_FILE).write_text(json.dumps(meta, indent=2))
-            _replace_folder(staging, path)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-        return path
 
-    def _metadata(self, weights_sha256: str) -> dict[str, Any]:
-        """What ``forecaster.json`` holds (see :meth:`save`)."""
+    def _content(self) -> dict[str, Any]:
+        """What ``forecaster.json`` describes of the state (all but its header, see :meth:`save`)."""
         tz = self.history.items[0].index.tz
         return {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
-            "weights_sha256": weights_sha256,
             "settings": self.settings.to_dict(),
             "resolved_settings": self.resolved.to_dict(),
             "data_facts": dataclasses.asdict(self.facts),
@@ -191,47 +203,56 @@ class FittedState:
     @classmethod
     def load(cls, path: str | os.PathLike) -> FittedState:
         """Read a directory written by :meth:`save`. Reads JSON and tensors only (no unpickling of
-        arbitrary objects); a missing, corrupted or foreign directory raises ``ValueError``."""
+        arbitrary objects). ``ValueError`` for a missing, foreign or corrupted directory, a model
+        edited after saving (a file that does not match its checksum, or settings that do not fit
+        the weights' shapes), and one saved by a newer tsrec; :class:`ConcurrentSaveError` when
+        another process is saving to ``path`` for longer than the lock's timeout."""
         path = Path(path)
-        config_file, weights_file = path / CONFIG_FILE, path / WEIGHTS_FILE
-        if not config_file.is_file() or not weights_file.is_file():
-            raise ValueError(f"{path} is not a saved tsrec Forecaster: expected {CONFIG_FILE} and {WEIGHTS_FILE} "
-                             "written by Forecaster.save")
+        with _saving.folder_lock(path, exclusive=False):  # a concurrent save never shows half its files
+            meta, files = _read_saved(path)
+        _verify_checksums(path, meta, files)
         try:
-            meta = json.loads(config_file.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            raise ValueError(f"{config_file} is corrupted (not valid JSON: {err}); save the model again") from err
-        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-            raise ValueError(f"{config_file} was not written by tsrec's Forecaster.save (format is "
-                             f"{meta.get('format') if isinstance(meta, dict) else None!r})")
-        if meta.get("format_version") != FORMAT_VERSION:
-            raise ValueError(f"{path} has format version {meta.get('format_version')!r}; this tsrec reads version "
-                             f"{FORMAT_VERSION}. Use the tsrec version that saved it, or refit")
-        if meta.get("weights_sha256") != sha256_of(weights_file):
-            raise ValueError(f"{weights_file} does not match the checksum in {CONFIG_FILE}: the weights were "
-                             "corrupted or replaced after saving; save the model again")
-        try:
-            _settings_before_scaling(meta)
-            tensors = torch.load(weights_file, map_location="cpu", weights_only=True)
-            resolved = ForecasterSettings.from_dict(meta["resolved_settings"])
-            model = build_model(resolved.model, resolved.network)
-            model.load_state_dict(tensors["state_dict"])
-            encoder = CovariateEncoder.from_dict(meta["covariates"]["encoder"])
-            state = cls(
-                settings=ForecasterSettings.from_dict(meta["settings"]), resolved=resolved, model=model.eval(),
-                history=_history(meta["data"], tensors["history_values"], tensors["history_observed"]),
-                scaler=StandardScaler.from_dict(meta["scaler"]),
-                covariates=encoder,
-                covariate_history=CovariateValues(
-                    tuple(d.numpy() for d in tensors["history_covariates"]),
-                    np.array(meta["covariates"]["static_real"], dtype=np.float64),  # [N, Ks]
-                    np.array(meta["covariates"]["static_cat"], dtype=object)),  # [N, Kc]
-                facts=DataFacts(**meta["data_facts"]),
-                summary=TrainingSummary.from_dict(meta["training_summary"]),
-                schema=Schema(**meta["columns"], covariates=encoder.config))
-        except (KeyError, TypeError, RuntimeError, EOFError, ValueError, OSError, pickle.UnpicklingError) as err:
-            raise ValueError(f"{path} is corrupted or incomplete ({type(err).__name__}: {err}); "
-                             "save the model again") from err
+            return cls._from_saved(meta, files[WEIGHTS_FILE])
+        except (KeyError, TypeError, AttributeError, IndexError, RuntimeError, EOFError, ValueError, OSError,
+                pickle.UnpicklingError) as err:
+            raise _unreadable(path, meta, err) from err
+
+    @classmethod
+    def _from_saved(cls, meta: dict[str, Any], weights: bytes) -> FittedState:
+        """The state that ``forecaster.json``'s ``meta`` and ``weights.pt``'s bytes describe,
+        checked to be one model (:func:`_state_dict_mismatches`, :func:`_inconsistencies`,
+        :func:`_unknown_keys`)."""
+        _settings_before_scaling(meta)
+        tensors = torch.load(io.BytesIO(weights), map_location="cpu", weights_only=True)
+        resolved = ForecasterSettings.from_dict(meta["resolved_settings"])
+        model = build_model(resolved.model, resolved.network)
+        mismatches = _state_dict_mismatches(model, tensors["state_dict"])
+        if mismatches:
+            network = resolved.network
+            raise _Inconsistent(
+                f"{WEIGHTS_FILE} does not fit the {resolved.model!r} network that {CONFIG_FILE} describes "
+                f"(prediction_length {network.prediction_length}, context_length {network.context_length}, "
+                f"{network.n_channels} channels): {'; '.join(mismatches)}")
+        model.load_state_dict(tensors["state_dict"])
+        encoder = CovariateEncoder.from_dict(meta["covariates"]["encoder"])
+        state = cls(
+            settings=ForecasterSettings.from_dict(meta["settings"]), resolved=resolved, model=model.eval(),
+            history=_history(meta["data"], tensors["history_values"], tensors["history_observed"]),
+            scaler=StandardScaler.from_dict(meta["scaler"]),
+            covariates=encoder,
+            covariate_history=CovariateValues(
+                tuple(d.numpy() for d in tensors["history_covariates"]),
+                np.array(meta["covariates"]["static_real"], dtype=np.float64),  # [N, Ks]
+                np.array(meta["covariates"]["static_cat"], dtype=object)),  # [N, Kc]
+            facts=DataFacts(**meta["data_facts"]),
+            summary=TrainingSummary.from_dict(meta["training_summary"]),
+            schema=Schema(**meta["columns"], covariates=encoder.config))
+        problems = _inconsistencies(state)
+        if problems:
+            raise _Inconsistent(f"{CONFIG_FILE} contradicts itself or {WEIGHTS_FILE}: {'; '.join(problems)}")
+        unknown = _unknown_keys({k: v for k, v in meta.items() if k not in HEADER}, state._content())
+        if unknown:
+            raise _Inconsistent(f"{CONFIG_FILE} has entries this tsrec does not know: {', '.join(unknown)}")
         return state
 
 
@@ -328,18 +349,170 @@ def _long_order(values: np.ndarray) -> np.ndarray:
     return values.transpose(0, 2, 1).ravel()
 
 
-def _is_replaceable(path: Path) -> bool:
-    """Whether :meth:`FittedState.save` may replace ``path``: an empty folder or a saved model."""
-    return path.is_dir() and (not any(path.iterdir()) or (path / CONFIG_FILE).is_file())
+def _require_replaceable(path: Path) -> None:
+    """Refuse to replace ``path`` unless it is missing, an empty folder or a saved model."""
+    if os.path.lexists(path) and not (path.is_dir() and (not any(path.iterdir()) or (path / CONFIG_FILE).is_file())):
+        raise ValueError(f"{path} exists and is not a saved tsrec model; save into a new or empty folder "
+                         "(tsrec replaces only a folder written by Forecaster.save)")
 
 
-def _replace_folder(new: Path, path: Path) -> None:
-    """Move the complete folder ``new`` to ``path``, replacing a previous ``path``: the old folder
-    is first renamed aside, so a crash leaves ``path`` or its ``.old`` copy whole, never a mix."""
-    old = None
-    if path.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=path.parent))
-        os.replace(path, old / path.name)
-    os.replace(new, path)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+def _json_sha256(meta: dict[str, Any]) -> str:
+    """The SHA-256 of ``meta``'s content without its checksums, as canonical JSON (sorted keys, no
+    spaces), so that the digest does not depend on the file's layout, only on what it says."""
+    content = {key: value for key, value in meta.items() if key != CHECKSUMS}
+    return hashlib.sha256(json.dumps(content, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _read_saved(path: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """``forecaster.json``'s content, checked to be a format this tsrec reads, and the bytes of
+    the model's other files (``weights.pt`` and any other file its checksums list)."""
+    config_file = path / CONFIG_FILE
+    if not config_file.is_file() or not (path / WEIGHTS_FILE).is_file():
+        raise ValueError(f"{path} is not a saved tsrec Forecaster: expected {CONFIG_FILE} and {WEIGHTS_FILE} "
+                         "written by Forecaster.save")
+    try:
+        meta = json.loads(config_file.read_bytes())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"{config_file} is corrupted (not valid JSON: {err}); save the model again") from err
+    _check_format(path, meta)
+    listed = meta.get(CHECKSUMS) if meta["format_version"] >= 5 else None
+    names = {WEIGHTS_FILE} | (set(listed) - {CONFIG_FILE} if isinstance(listed, dict) else set())
+    unsafe = sorted(name for name in names if not isinstance(name, str) or Path(name).name != name
+                    or name in ("", ".", ".."))
+    if unsafe:
+        raise ValueError(f"{config_file} lists files outside the model's folder ({unsafe}): it was edited or "
+                         "corrupted after saving; save the model again from the Forecaster that fitted it, or fit again")
+    try:
+        return meta, {name: (path / name).read_bytes() for name in names}
+    except FileNotFoundError as err:
+        raise ValueError(f"{err.filename} is missing, but {CONFIG_FILE} lists it: the saved model is incomplete; "
+                         "save it again from the Forecaster that fitted it, or fit again") from err
+
+
+def _check_format(path: Path, meta: Any) -> None:
+    """Refuse a JSON that is not a tsrec model, or one in a format this tsrec does not read."""
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise ValueError(f"{path / CONFIG_FILE} was not written by tsrec's Forecaster.save (format is "
+                         f"{meta.get('format') if isinstance(meta, dict) else None!r})")
+    version = meta.get("format_version")
+    if isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION:
+        raise ValueError(f"{path} was saved by a newer tsrec (version {meta.get('tsrec_version', 'unknown')}, "
+                         f"model format {version}); upgrade tsrec to load it (tsrec {__version__} reads model "
+                         f"formats up to {FORMAT_VERSION})")
+    if version not in READABLE_VERSIONS:
+        raise ValueError(f"{path} has format version {version!r}; this tsrec reads versions "
+                         f"{', '.join(map(str, READABLE_VERSIONS))}. Use the tsrec version that saved it, or refit")
+
+
+def _verify_checksums(path: Path, meta: dict[str, Any], files: dict[str, bytes]) -> None:
+    """Refuse a model whose files do not match the checksums ``forecaster.json`` holds.
+
+    Format 4 (written by tsrec 0.1 before format 5) holds the checksum of ``weights.pt`` only, as
+    ``weights_sha256``; such models are still read, with only their weights checked here (their
+    JSON is checked against the weights' shapes in :meth:`FittedState._from_saved`, as every
+    model's is). Format 5 holds ``sha256``: every file's digest, ``forecaster.json``'s over its
+    canonical content (:func:`_json_sha256`).
+    """
+    if meta["format_version"] == 4:
+        expected = {WEIGHTS_FILE: meta.get("weights_sha256")}
+    else:
+        expected = meta.get(CHECKSUMS)
+        if not isinstance(expected, dict) or not {CONFIG_FILE, WEIGHTS_FILE} <= set(expected):
+            raise ValueError(f"{path / CONFIG_FILE} has no checksum of {CONFIG_FILE} and {WEIGHTS_FILE} "
+                             f"(its {CHECKSUMS!r} entry is {expected!r}): it was edited or corrupted after saving; "
+                             "save the model again from the Forecaster that fitted it, or fit again")
+    actual = {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}
+    actual[CONFIG_FILE] = _json_sha256(meta)
+    changed = [name for name, digest in expected.items() if actual.get(name) != digest]
+    if changed:
+        raise ValueError(f"{' and '.join(str(path / name) for name in sorted(changed))} "
+                         f"{'does' if len(changed) == 1 else 'do'} not match the checksum in {CONFIG_FILE}: the "
+                         "saved model was edited or corrupted after saving. Save it again from the Forecaster "
+                         "that fitted it, or fit again")
+
+
+class _Inconsistent(ValueError):
+    """``forecaster.json`` and ``weights.pt`` do not describe one model (the message says where)."""
+
+
+def _unreadable(path: Path, meta: dict[str, Any], err: Exception) -> ValueError:
+    """The error for a model whose checksums match but that this tsrec cannot rebuild (``err``):
+    a newer tsrec's, or one edited and given new checksums (or in format 4, which has none)."""
+    detail = str(err) if isinstance(err, _Inconsistent) else f"{type(err).__name__}: {err}"
+    newer = _newer_tsrec(meta)
+    if newer is not None:
+        return ValueError(f"{path} was saved by a newer tsrec (version {newer}); upgrade tsrec to load it "
+                          f"(tsrec {__version__} cannot read it: {detail})")
+    return ValueError(f"{path} is corrupted or was edited after saving ({detail}); save the model again from the "
+                      "Forecaster that fitted it, or fit again")
+
+
+def _newer_tsrec(meta: dict[str, Any]) -> str | None:
+    """The version of tsrec that saved ``meta`` when it is newer than this one, else None."""
+    from packaging.version import InvalidVersion, Version
+
+    saved = meta.get("tsrec_version")
+    try:
+        return saved if isinstance(saved, str) and Version(saved) > Version(__version__) else None
+    except InvalidVersion:
+        return None
+
+
+def _state_dict_mismatches(model: torch.nn.Module, saved: dict[str, torch.Tensor]) -> list[str]:
+    """How the tensors ``saved`` differ from ``model``'s parameters and buffers: missing and
+    unexpected names, and shapes (at most three of each kind)."""
+    expected = {name: tuple(value.shape) for name, value in model.state_dict().items()}
+    got = {name: tuple(value.shape) for name, value in saved.items()}
+    missing = sorted(set(expected) - set(got))
+    unexpected = sorted(set(got) - set(expected))
+    shapes = [f"{name} is {list(got[name])} in {WEIGHTS_FILE} but {list(shape)} in the network"
+              for name, shape in expected.items() if name in got and got[name] != shape]
+    return ([f"the network has {_some(missing)}, missing from {WEIGHTS_FILE}"] if missing else []) + \
+        ([f"{WEIGHTS_FILE} has {_some(unexpected)}, which the network does not"] if unexpected else []) + shapes[:3]
+
+
+def _some(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+
+def _inconsistencies(state: FittedState) -> list[str]:
+    """Where the loaded ``state`` contradicts itself (the JSON paths named): the settings,
+    network, data facts, scaler and history of one fitted model agree on the horizon, the
+    context, the frequency and the number of series and channels."""
+    settings, resolved, facts, history = state.settings, state.resolved, state.facts, state.history
+    window, network, encoder = resolved.window, resolved.network, state.covariates
+    channels = len(history.columns) if history.layout == "wide" else 1
+    expected_facts = data_facts(history.freq, channels, facts.periods, n_covariate_features=encoder.n_features,
+                                static_cardinalities=encoder.cardinalities)
+    pairs = [
+        ("settings.model", settings.model, "resolved_settings.model", resolved.model),
+        ("settings.window.prediction_length", settings.window.prediction_length,
+         "resolved_settings.window.prediction_length", window.prediction_length),
+        ("resolved_settings.network.prediction_length", network.prediction_length,
+         "resolved_settings.window.prediction_length", window.prediction_length),
+        ("resolved_settings.network.context_length", network.context_length,
+         "resolved_settings.window.context_length", window.context_length),
+        ("resolved_settings.window.freq", window.freq, "data.freq", history.freq),
+        ("data_facts", dataclasses.asdict(facts), f"what data.freq {history.freq!r} and data.targets give",
+         dataclasses.asdict(expected_facts)),
+        *((f"resolved_settings.network.{name}", getattr(network, name), f"data_facts.{name}", getattr(facts, name))
+          for name in ("n_channels", "n_time_features", "n_covariate_features", "static_cardinalities")),
+        ("the scaler's shape", [list(state.scaler.loc.shape), list(state.scaler.scale.shape)],
+         "[series, channels] of data.item_ids and data.targets", [[len(history.items), channels]] * 2),
+        ("the history's shapes", sorted({s.values.shape for s in history.items}),
+         "[context_length, channels]", [(window.context_length, channels)]),
+        ("the covariate history's series", len(state.covariate_history.dynamic), "data.item_ids", len(history.items)),
+    ]
+    return [f"{name} is {value!r} but {other} is {expected!r}" for name, value, other, expected in pairs
+            if value != expected]
+
+
+def _unknown_keys(saved: dict[str, Any], known: dict[str, Any], prefix: str = "") -> list[str]:
+    """The keys of ``saved`` (nested dicts too, as dotted paths) that ``known`` does not have."""
+    unknown = []
+    for key, value in saved.items():
+        if key not in known:
+            unknown.append(prefix + str(key))
+        elif isinstance(value, dict) and isinstance(known[key], dict):
+            unknown += _unknown_keys(value, known[key], f"{prefix}{key}.")
+    return unknown

@@ -20,7 +20,7 @@ import pandas as pd
 import torch
 
 from tsrec._checks import check_int
-from tsrec.config import FAR_IQRS, CovariateConfig, DataFacts, TrainingConfig
+from tsrec.config import DEFAULT_MODEL, FAR_IQRS, CovariateConfig, DataFacts, TrainingConfig
 from tsrec.data import (
     CovariateEncoder,
     CovariateValues,
@@ -47,11 +47,6 @@ from tsrec.settings import ForecasterSettings
 from tsrec.training.budget import Budget, plan_budget, refit_budget
 
 __all__ = ["DEFAULT_MODEL", "Forecaster"]
-
-#: The model ``Forecaster`` and ``tsrec fit`` train when none is named: RSA in the backbone with the
-#: lowest long-horizon error measured here (RSA-PatchTST ties PatchTST and beats DLinear, the zoo
-#: backbones and the naive forecasts on ETTh1/ETTh2; benchmarks/README.md).
-DEFAULT_MODEL = "rsa_patchtst"
 
 log = logging.getLogger(__name__)
 
@@ -262,6 +257,13 @@ class Forecaster:
         Raises :class:`tsrec.training.TrainingDiverged` (a ``ValueError`` naming the epoch, the
         learning rate and the fix) when an epoch's training loss is not finite or explodes; no
         model is fitted from that run (a new Forecaster stays unfitted).
+
+        Signals during training (:func:`tsrec.training.fit_or_raise`) log one line naming the
+        signal and the checkpoint kept for ``resume=True`` (with ``output_dir`` set, once an epoch
+        has finished), and leave the Forecaster as it was: Ctrl-C (SIGINT) raises a
+        ``KeyboardInterrupt`` with that line; SIGTERM raises
+        :class:`~tsrec.training.TrainingTerminated`, a ``SystemExit`` with status 143 that ends
+        the program unless caught.
         """
         covariates = CovariateConfig(past=past_covariates, future=future_covariates, static=static_covariates)
         schema = Schema(time_col, id_col, target_col, covariates)
@@ -426,6 +428,7 @@ class Forecaster:
             RestoreBestWeights,
             SmoothedEarlyStopping,
             describe_run,
+            fit_or_raise,
             make_loader,
             make_trainer,
             quiet_lightning,
@@ -436,6 +439,9 @@ class Forecaster:
         checkpoints = None if self.output_dir is None or describe is None else self.output_dir / "checkpoints"
         run = None if checkpoints is None else describe_run(resolved.to_dict(), *describe)
         ckpt_path = resume_checkpoint(checkpoints, run) if resume else None
+        # what resume=True continues from if a signal stops this run: its own checkpoint, or in the
+        # refit (describe None) the finished validated run's
+        resumable = None if self.output_dir is None else self.output_dir / "checkpoints" / EpochCheckpoint.FILENAME
         started = time.perf_counter()
         with contextlib.ExitStack() as stack:
             output_dir = self.output_dir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tsrec-run-")))
@@ -444,8 +450,8 @@ class Forecaster:
             self.trainer = make_trainer(self.training, output_dir, budget=budget, validate=val_loader is not None,
                                         trainer_kwargs=self.trainer_kwargs, max_seconds=max_seconds,
                                         checkpoint=None if checkpoints is None else EpochCheckpoint(checkpoints, run))
-            self.trainer.fit(module, make_loader(train_set, self.training, train=True), val_loader,
-                             ckpt_path=ckpt_path, weights_only=True)
+            fit_or_raise(self.trainer, module, make_loader(train_set, self.training, train=True), val_loader,
+                         ckpt_path=ckpt_path, resumable=resumable)
         log.debug("tsrec: training logs in %s", output_dir)
         callbacks = self.trainer.callbacks
         restore = next((c for c in callbacks if isinstance(c, RestoreBestWeights)), None)
@@ -491,8 +497,12 @@ class Forecaster:
         if df is None:
             panel, values = self.panel, self.fitted.covariate_history
         else:
+            if isinstance(df, pd.DataFrame):
+                self.fitted.schema.require_layout(df, self.panel.columns)
+            # The forecasts read each series' last context_length steps: its earlier rows are not read.
             panel, values = self.fitted.schema.read(df, categorical=self.covariates.categorical, freq=self.freq,
-                                                    gaps=self.settings.window.gaps)
+                                                    gaps=self.settings.window.gaps, last=self.context_length)
+            panel = panel.in_order_of(self.panel)
         return self.forecast_panel(panel, values, future_covariates=future_covariates, quantiles=quantiles,
                                    num_samples=num_samples, batch_size=batch_size).to_frame(panel)
 
@@ -635,15 +645,17 @@ class Forecaster:
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | os.PathLike) -> Path:
         """Write the fitted model into the directory ``path`` (:meth:`tsrec.fitted.FittedState.save`:
-        ``forecaster.json`` with the settings, data description, scaler and the weights' SHA-256,
-        and ``weights.pt``, tensors only; crash-safe, never a partial pair). Returns ``path``."""
+        ``forecaster.json`` with the settings, data description, scaler and every file's SHA-256,
+        and ``weights.pt``, tensors only; crash-safe and safe under concurrent saves and loads,
+        never a partial pair). Returns ``path``."""
         self._require_fitted()
         return self.fitted.save(path)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Forecaster:
         """Load a directory written by :meth:`save`. Reads JSON and tensors only (no unpickling of
-        arbitrary objects); a missing, corrupted or foreign directory raises ``ValueError``."""
+        arbitrary objects); a missing, foreign, corrupted or edited directory, or one saved by a
+        newer tsrec, raises ``ValueError`` (:meth:`tsrec.fitted.FittedState.load`)."""
         state = FittedState.load(path)
         self = cls(**state.settings.to_options())
         self.fitted = state

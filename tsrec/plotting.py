@@ -164,7 +164,7 @@ def _head_label(head: int, kind: int, dilation: int) -> str:
 
 
 def plot_rem(source: Any, layer: int = 0, attention: str = "encoder self", *, max_lag: int | None = None,
-             columns: int = 4) -> Figure:
+             columns: int = 4, channel: int = 0) -> Figure:
     """The REM kernels of one RSA layer: ``f(lag)`` per head, and each head's matrix ``P``.
 
     Args:
@@ -174,6 +174,7 @@ def plot_rem(source: Any, layer: int = 0, attention: str = "encoder self", *, ma
         max_lag: largest lag drawn (default: the model's ``context_length``); the matrices are
             ``[max_lag + 1, max_lag + 1]``, entry ``(i, j) = f(i - j)``.
         columns: matrices per row.
+        channel: whose REMs to draw where each channel has its own (``rsa.per_channel``).
 
     Returns:
         A figure whose first axes hold one curve per head (weight against lag ``1..max_lag``,
@@ -196,8 +197,10 @@ def plot_rem(source: Any, layer: int = 0, attention: str = "encoder self", *, ma
     gates = rsa.gate.values()
     with torch.no_grad():
         lags = torch.arange(1, max_lag + 1, device=rsa.rem.dilation.device).unsqueeze(0)  # [1, max_lag]
-        kernels = rsa.rem.entries(lags)[:, 0, :].float().cpu().numpy()  # [H, max_lag]
-        matrices = rsa.rem.matrix(max_lag + 1).float().cpu().numpy()  # [H, L, L]
+        which = torch.tensor([channel], device=lags.device) if rsa.rem.per_channel else None  # [1]
+        kernels = rsa.rem.entries(lags, which).reshape(-1, max_lag).float().cpu().numpy()  # [H, max_lag]
+        matrices = rsa.rem.matrix(max_lag + 1, channel=which).reshape(-1, max_lag + 1, max_lag + 1)  # [H, L, L]
+        matrices = matrices.float().cpu().numpy()
     heads = kernels.shape[0]
     labels = [_head_label(h, int(params["kind"][h]), int(params["dilation"][h])) for h in range(heads)]
     columns = max(1, min(columns, heads))
@@ -358,7 +361,9 @@ def plot_forecast(history: pd.DataFrame, forecast: pd.DataFrame, *, item_id: str
         history_steps: observed steps drawn before the forecast start (default 4 horizons).
 
     Returns:
-        A figure with one axes per item: the observed line, the forecast mean line and the bands.
+        A figure with one axes per item: the observed line, the forecast mean line, a dashed
+        vertical line at the forecast origin (the first forecast step, as a backtest's ``origin``)
+        and the bands.
     """
     missing = {"item_id", "timestamp", "mean"} - set(forecast.columns)
     if missing:
@@ -398,6 +403,7 @@ def plot_forecast(history: pd.DataFrame, forecast: pd.DataFrame, *, item_id: str
             shown = pd.concat([past, series[(series.index >= start) & (series.index <= end)]])
             ax.plot(shown.index, shown.to_numpy(), color="black", linewidth=1.0, label="observed")
         ax.plot(part["timestamp"], part["mean"], color="tab:blue", linewidth=1.5, label="forecast mean")
+        ax.axvline(start, color="gray", linestyle="--", linewidth=1.0, label="forecast origin")
         for depth, (low, high) in enumerate(bands):  # widest first, each inner band darker
             ax.fill_between(part["timestamp"], part[low], part[high], color="tab:blue", alpha=0.18 + 0.1 * depth,
                             linewidth=0, label=f"{low}-{high} quantiles")

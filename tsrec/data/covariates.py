@@ -89,11 +89,13 @@ def without_covariates(df: pd.DataFrame, config: CovariateConfig, *, time_col: H
 
 def read_frame(df: pd.DataFrame, config: CovariateConfig, categorical: Sequence[str], *, freq: str | None,
                gaps: str, time_col: Hashable | None, id_col: Hashable | None,
-               target_col: Any) -> tuple[Panel, CovariateValues]:
+               target_col: Any, last: int | None = None) -> tuple[Panel, CovariateValues]:
     """``df`` as a panel of its targets (:func:`~tsrec.data.canonicalize` of every column but the
-    covariates) and its covariates on the panel's grids (:func:`read_covariates`)."""
+    covariates) and its covariates on the panel's grids (:func:`read_covariates`); with ``last``,
+    of each series' ``last`` latest rows alone (:func:`~tsrec.data.frame.read_targets`)."""
     columns = {"time_col": time_col, "id_col": id_col, "target_col": target_col}
-    panel, placement = read_targets(without_covariates(df, config, **columns), freq=freq, gaps=gaps, **columns)
+    panel, placement = read_targets(without_covariates(df, config, **columns), freq=freq, gaps=gaps, last=last,
+                                    **columns)
     return panel, read_covariates(df, panel, placement, config, categorical, time_col=time_col)
 
 
@@ -254,7 +256,7 @@ class CovariateEncoder:
         flag = np.ones((len(scaled), 1 if n_past else 0))
         features = np.concatenate([scaled[:, :n_past], flag, scaled[:, n_past:],
                                    np.repeat(static, lengths, axis=0)], axis=1)  # [sum, K]
-        return WindowCovariates(tuple(np.split(features, np.cumsum(lengths)[:-1])), self.past_only,
+        return WindowCovariates(features, self.past_only,
                                 self._codes(panel, values.static_cat))
 
     def _scaled(self, panel: Panel, lengths: np.ndarray, dynamic: np.ndarray) -> np.ndarray:

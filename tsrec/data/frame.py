@@ -26,7 +26,15 @@ item, on the timestamps of its rows (NaN values do not matter):
   quarters). So a week of hourly data may be missing, not more: a day missing passes, a timestamp
   typed a year late (8,759 missing hourly steps) is caught.
 - mostly empty grid: more than half of the item's grid steps (its long gaps aside) have no row,
-  e.g. under a declared ``freq`` finer than the data's.
+  or its rows (three or more) are usually two or more steps apart: a declared ``freq`` finer than
+  the data's, refused even where the rows fill half of the grid, naming the frequency they follow.
+- weekends empty: under ``freq="D"``, no row on a Saturday or Sunday and at least two steps from a
+  Friday to the next Monday: the rows are business days (``"B"``).
+
+Without ``freq``, calendar frequencies are read from the dates where rows are missing
+(:func:`tsrec.data.time_features.calendar_freq`: business days with holidays missing, weeks on a
+weekday, month, quarter and year starts or ends). A row off the grid that the item's other rows
+follow is a ``ValueError`` naming it and how many are off.
 """
 
 from __future__ import annotations
@@ -44,7 +52,17 @@ from pandas.api.types import is_complex_dtype, is_numeric_dtype
 from pandas.tseries.frequencies import to_offset
 
 from tsrec.config import GAP_POLICIES
-from tsrec.data.time_features import fixed_step_nanos, future_indexes, normalize_freq, regular_stamps, seasonality
+from tsrec.data.time_features import (
+    BUSINESS_WEEKENDS,
+    calendar_freq,
+    fixed_step_nanos,
+    future_indexes,
+    most_common,
+    normalize_freq,
+    regular_stamps,
+    seasonality,
+    weekends_skipped,
+)
 
 Layout = Literal["wide", "long"]
 WIDE_ITEM_ID = "0"
@@ -121,6 +139,19 @@ class Panel:
         column = f"column {self.columns[channel]!r}"
         return column if self.layout == "wide" else f"{self.item_label(position)} ({column})"
 
+    def in_order_of(self, fitted: Panel) -> Panel:
+        """This wide panel with its columns (channels) in the order of ``fitted``'s when they are
+        the same columns in another order (a frame given to ``predict`` with its columns
+        reordered); otherwise this panel as it is (:meth:`check_compatible` names a difference)."""
+        if (self.layout, fitted.layout) != ("wide", "wide") or self.columns == fitted.columns \
+                or sorted(self.columns) != sorted(fitted.columns):
+            return self
+        order = [self.columns.index(c) for c in fitted.columns]  # [C] this panel's channel of each fitted column
+        items = tuple(dataclasses.replace(s, values=np.ascontiguousarray(s.values[:, order]),
+                                          observed=np.ascontiguousarray(s.observed[:, order]))
+                      for s in self.items)
+        return dataclasses.replace(self, columns=fitted.columns, items=items)
+
     def check_compatible(self, other: Panel) -> np.ndarray:
         """Check that ``other`` (e.g. the frame given to ``predict``) matches this fitted panel.
 
@@ -130,8 +161,8 @@ class Panel:
         """
         if other.layout != self.layout:
             raise ValueError(
-                f"the model was fitted on a {self.layout} frame but got a {other.layout} frame; "
-                "pass the same layout (id_col for a long frame, none for a wide frame)"
+                f"the model was fitted on a {self.layout} frame but got a {other.layout} frame; read it with "
+                "the fitted schema (Forecaster.predict does), in the fitted layout"
             )
         if other.freq != self.freq:
             raise ValueError(
@@ -219,8 +250,11 @@ def read_targets(
     id_col: Hashable | None = None,
     target_col: Hashable | Sequence[Hashable] | None = None,
     gaps: str = "raise",
+    last: int | None = None,
 ) -> tuple[Panel, Placement]:
-    """:func:`canonicalize`, and where each row of ``df`` landed (:class:`Placement`).
+    """:func:`canonicalize`, and where each row of ``df`` landed (:class:`Placement`); with ``last``,
+    of each item's ``last`` latest rows alone (what forecasting from a long history reads: the
+    earlier rows are neither placed nor checked).
 
     Every step is vectorised over the rows: one sort by (item, time), one pass for duplicates,
     spacing and grid positions; only items whose rows are not one step apart, and calendar
@@ -252,6 +286,8 @@ def read_targets(
         grouping = f"df.groupby([{id_col!r}, {time_key}]).mean()"
     values = _target_values(df, targets, timestamps, wide=layout == "wide")  # [R, C]
     rows = _by_item_and_time(codes, timestamps.asi8)  # [R]
+    if last is not None:
+        rows = _latest(rows, codes[rows], last)  # [R'] <= [R]
     item = codes[rows]  # [R]
     first = np.flatnonzero(np.r_[True, item[1:] != item[:-1]])  # [N] first sorted row of each item
     stamps = timestamps[rows]  # [R]
@@ -347,8 +383,9 @@ def _timestamps(df: pd.DataFrame, time_col: Hashable | None) -> pd.DatetimeIndex
                 f"{where} has numeric dtype {column.dtype}; convert it to datetimes, e.g. "
                 f"df[{time_col!r}] = pd.to_datetime(df[{time_col!r}], unit='s')"
             )
-        try:
-            timestamps = pd.DatetimeIndex(pd.to_datetime(column))
+        try:  # a datetime column as it is (to_datetime would look at its values one by one)
+            timestamps = pd.DatetimeIndex(column if isinstance(column.dtype, (np.dtype, pd.DatetimeTZDtype))
+                                          and column.dtype.kind == "M" else pd.to_datetime(column))
         except (TypeError, ValueError) as error:
             raise ValueError(
                 f"{where} cannot be parsed as datetimes ({error}); convert it with pd.to_datetime"
@@ -460,6 +497,14 @@ def _by_item_and_time(codes: np.ndarray, times: np.ndarray) -> np.ndarray:
     return np.lexsort((times, codes))
 
 
+def _latest(rows: np.ndarray, item: np.ndarray, count: int) -> np.ndarray:
+    """The ``count`` last of ``rows`` ``[R]`` of each item (``item`` ``[R]``: their items; both
+    sorted by item, then time)."""
+    ends = np.flatnonzero(np.r_[item[1:] != item[:-1], True])  # [N] each item's last position
+    end = np.repeat(ends, np.diff(np.r_[-1, ends]))  # [R] its item's last position
+    return rows[np.arange(len(rows)) > end - count]
+
+
 def _require_unique(stamps: pd.DatetimeIndex, item: np.ndarray, where: Sequence[str], grouping: str) -> None:
     """``ValueError`` naming the first item (and its earliest timestamp) with two rows at one
     time; ``stamps`` and ``item`` ``[R]`` are sorted by item, then time."""
@@ -475,7 +520,9 @@ def _require_unique(stamps: pd.DatetimeIndex, item: np.ndarray, where: Sequence[
 
 
 def _infer_freq(stamps: pd.DatetimeIndex, first: np.ndarray, where: Sequence[str]) -> str:
-    """``pd.infer_freq`` per item (all must agree); otherwise the most common step.
+    """``pd.infer_freq`` per item (all must agree); otherwise, rows being missing, the calendar
+    frequency their dates follow (:func:`~tsrec.data.time_features.calendar_freq`: business days,
+    weeks, months, quarters, years); otherwise the most common step.
 
     ``stamps`` ``[R]`` sorted by item, then time, item ``i`` starting at row ``first[i]``. Items
     whose steps are all one duration shorter than 28 days (no calendar rule can hold there) share
@@ -515,6 +562,8 @@ def _infer_freq(stamps: pd.DatetimeIndex, first: np.ndarray, where: Sequence[str
             "cannot infer the frequency: every series has a single timestamp; pass freq=..., "
             "e.g. freq='h'"
         )
+    if (calendar := calendar_freq(stamps, first)) is not None:
+        return normalize_freq(calendar)
     unique, counts = np.unique(steps, return_counts=True)
     if counts.max() * 2 < steps.size:
         shown = ", ".join(str(pd.Timedelta(int(u))) for u in unique[:4])
@@ -549,12 +598,9 @@ def _positions(stamps: pd.DatetimeIndex, item: np.ndarray, first: np.ndarray, wh
     for i in np.unique(np.r_[item[off_grid], item[irregular]]):
         rows = slice(first[i], ends[i])
         if off_grid[rows].any():
-            index = stamps[rows]
-            raise ValueError(
-                f"timestamp {index[off_grid[rows]][0]} in {where[i]} does not match freq {freq!r} (steps of "
-                f"{freq!r} from {index[0]}); resample first, e.g. df.resample({freq!r}).mean() (per id "
-                "for a long frame), or pass the right freq=..."
-            )
+            # The grid most rows follow: off it are the rows to fix (the first row may be one of them).
+            off = off_grid[rows] if nanos is None else remainder[rows] != most_common(remainder[rows])
+            raise _off_grid(where[i], stamps[rows], off, freq)
         for problem, fix in _spacing_problems(where[i], stamps[rows], positions[rows], freq):
             if gaps == "raise":
                 raise ValueError(
@@ -564,6 +610,18 @@ def _positions(stamps: pd.DatetimeIndex, item: np.ndarray, first: np.ndarray, wh
             # stacklevel 4: the caller of canonicalize (through read_targets)
             warnings.warn(f"{problem}; kept, the empty steps are missing values (gaps='warn'); {fix}", stacklevel=4)
     return positions
+
+
+def _off_grid(place: str, index: pd.DatetimeIndex, off: np.ndarray, freq: str) -> ValueError:
+    """The error naming the rows of one item (``index`` ``[n]``) that ``off`` ``[n]`` marks off the
+    ``freq`` grid that its other rows follow."""
+    shown = ", ".join(str(t) for t in index[off][:3]) + (" ..." if off.sum() > 3 else "")
+    grid = f"steps of {freq!r} from {index[~off][0]}" if (~off).any() else f"steps of {freq!r}"
+    return ValueError(
+        f"timestamp {index[off][0]} in {place} does not match freq {freq!r} ({grid}): {int(off.sum())} of "
+        f"{len(index)} rows are off that grid ({shown}); fix or drop those rows, resample first, e.g. "
+        f"df.resample({freq!r}).mean() (per id for a long frame), or pass the right freq=..."
+    )
 
 
 def _grid_positions(index: pd.DatetimeIndex, freq: str) -> tuple[np.ndarray, np.ndarray]:
@@ -576,13 +634,15 @@ def _grid_positions(index: pd.DatetimeIndex, freq: str) -> tuple[np.ndarray, np.
 def _spacing_problems(
     place: str, index: pd.DatetimeIndex, positions: np.ndarray, freq: str
 ) -> list[tuple[str, str]]:
-    """``(problem, fix)`` messages for a long gap and for a mostly empty grid (module docstring) of
-    one item: sorted unique ``index`` ``[n]`` at grid ``positions`` ``[n]``."""
+    """``(problem, fix)`` messages for a long gap, a mostly empty grid and a freq the weekdays
+    contradict (module docstring) of one item: sorted unique ``index`` ``[n]`` at grid
+    ``positions`` ``[n]``."""
     steps = np.diff(positions)  # [n - 1] grid steps between consecutive rows, >= 1
     if steps.size == 0:
         return []
     usual = float(np.median(steps))
-    found = (_long_gap(place, index, steps, usual, freq), _mostly_empty(place, steps, usual, freq))
+    found = (_long_gap(place, index, steps, usual, freq), _mostly_empty(place, index, steps, usual, freq),
+             _weekends_empty(place, index, freq))
     return [problem for problem in found if problem is not None]
 
 
@@ -616,13 +676,18 @@ def _long_gap(
     return problem, fix
 
 
-def _mostly_empty(place: str, steps: np.ndarray, usual: float, freq: str) -> tuple[str, str] | None:
-    """``(problem, fix)`` when more than half of the grid of one item (``steps`` ``[n - 1]`` grid
-    steps between its rows, median ``usual``) has no row, its long gaps aside; None otherwise. The
-    long gaps are left out so that a single mistyped timestamp is reported once, as a gap."""
+def _mostly_empty(
+    place: str, index: pd.DatetimeIndex, steps: np.ndarray, usual: float, freq: str
+) -> tuple[str, str] | None:
+    """``(problem, fix)`` when one item (``index`` ``[n]``, ``steps`` ``[n - 1]`` grid steps between
+    its rows, median ``usual``) leaves more than half of its grid without a row, its long gaps aside,
+    or has its rows usually two or more steps apart (``freq`` finer than the data's, at least two
+    steps of them); None otherwise. The long gaps are left out so that a single mistyped timestamp
+    is reported once, as a gap."""
     kept = steps[steps - 1 <= _gap_limit(usual, freq)]
     rows, empty = len(steps) + 1, int((kept - 1).sum())
-    if empty <= rows:
+    finer = usual >= 2 and rows >= 3
+    if empty <= rows and not finer:
         return None
     length = empty + rows
     problem = (
@@ -631,10 +696,39 @@ def _mostly_empty(place: str, steps: np.ndarray, usual: float, freq: str) -> tup
     )
     resample = "resample the rows onto one regular freq first, e.g. df.resample({!r}).mean() (per id for a long frame)"
     if round(usual) > 1:
-        usual_freq = _multiple(freq, round(usual))
-        return f"{problem} (freq {usual_freq!r})", f"pass freq={usual_freq!r}, or {resample.format(usual_freq)}"
+        looks = _looks_like(place, index, _multiple(freq, round(usual)))
+        shown = ", ".join(str(t) for t in index[:3])
+        return (f"{problem} (freq {looks!r}), e.g. the rows at {shown}",
+                f"pass freq={looks!r}, or {resample.format(looks)}")
     coarser = _multiple(freq, round(length / rows))  # a freq the rows would about fill
     return f"{problem} but come in bursts", f"{resample.format(coarser)}, or drop the sparse part"
+
+
+def _weekends_empty(place: str, index: pd.DatetimeIndex, freq: str) -> tuple[str, str] | None:
+    """``(problem, fix)`` when calendar days (``freq`` ``"D"``) are contradicted by the weekdays of
+    one item's rows (``index`` ``[n]``): none on a Saturday or Sunday, and at least
+    ``BUSINESS_WEEKENDS`` steps from a Friday to the next Monday: business days, ``"B"``. None
+    otherwise."""
+    if to_offset(freq) != to_offset("D") or (index.dayofweek >= 5).any():
+        return None
+    skips = np.flatnonzero(weekends_skipped(index if index.tz is None else index.tz_localize(None)))  # [K]
+    if skips.size < BUSINESS_WEEKENDS:
+        return None
+    problem = (
+        f"freq 'D' is contradicted by the rows of {place}: none falls on a Saturday or Sunday, and {skips.size:,} "
+        f"times a Friday is followed by the next Monday (e.g. {index[skips[0]]} by {index[skips[0] + 1]}); they "
+        "look like business days (freq 'B')"
+    )
+    return problem, "pass freq='B' (or leave freq unset: it is inferred)"
+
+
+def _looks_like(place: str, index: pd.DatetimeIndex, otherwise: str) -> str:
+    """The frequency inferred from one item's rows (``index`` ``[n]``, sorted), ``otherwise`` when
+    none is."""
+    try:
+        return _infer_freq(index, np.zeros(1, dtype=np.int64), [place])
+    except ValueError:
+        return otherwise
 
 
 def _multiple(freq: str, k: int) -> str:

@@ -68,6 +68,7 @@ def read_parquet(
     id_col: Hashable | None,
     target_col: Any,
     chunk_series: int = 2_000,
+    last: int | None = None,
 ) -> tuple[Panel, CovariateValues]:
     """Long Parquet data as a panel of its targets and its covariates on the panel's grids.
 
@@ -83,6 +84,7 @@ def read_parquet(
     target_col:   the target column; None: the only column left besides id, time, covariates
                   and an index pandas saved.
     chunk_series: the most series whose rows are in memory at once.
+    last:         read each series' ``last`` latest rows alone (None: all of them).
 
     Returns the :class:`~tsrec.data.frame.Panel` (layout ``"long"``, ``N`` items sorted by id as
     text, item ``i`` with ``T_i`` steps) and the :class:`~tsrec.data.covariates.CovariateValues`
@@ -114,7 +116,7 @@ def read_parquet(
     for ids in _chunks(_distinct_ids(dataset, id_col), id_col, chunk_series):
         rows = _rows(dataset, columns, id_col, ids)
         read = functools.partial(read_frame, rows, config, categorical, gaps=gaps, time_col=time_col, id_col=id_col,
-                                 target_col=target_col)
+                                 target_col=target_col, last=last)
         parts.append(read(freq=freq) if freq is not None or not parts else _inferred_alike(read, parts[0][0]))
     return _joined(parts)
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
+from pandas.api.types import is_datetime64_any_dtype, is_numeric_dtype
 
 from tsrec.config import CovariateConfig
 from tsrec.data.covariates import CovariateValues, categorical_statics, read_frame
@@ -46,17 +47,82 @@ class Schema:
         return {"time_col": self.time_col, "id_col": self.id_col, "target_col": self.target_col}
 
     def read(self, source: Source, *, categorical: Sequence[str], freq: str | None,
-             gaps: str) -> tuple[Panel, CovariateValues]:
+             gaps: str, last: int | None = None) -> tuple[Panel, CovariateValues]:
         """``source``'s targets as a :class:`~tsrec.data.Panel` and its covariates on the same grids;
-        ``categorical`` names the categorical static covariates. ``source`` is a DataFrame
+        ``categorical`` names the categorical static covariates; ``last``: read each series' ``last``
+        latest rows alone (None: all). ``source`` is a DataFrame
         (:func:`~tsrec.data.covariates.read_frame`) or long Parquet data: a file, a folder of
         files or a list of files, read a chunk of series at a time
         (:func:`~tsrec.data.parquet.read_parquet`)."""
+        options = {"freq": freq, "gaps": gaps, "last": last, **self.columns}
         if isinstance(source, pd.DataFrame):
-            return read_frame(source, self.covariates, categorical, freq=freq, gaps=gaps, **self.columns)
+            return read_frame(source, self.covariates, categorical, **options)
         from tsrec.data.parquet import read_parquet
 
-        return read_parquet(_parquet(source), self.covariates, categorical, freq=freq, gaps=gaps, **self.columns)
+        return read_parquet(_parquet(source), self.covariates, categorical, **options)
+
+    def require_layout(self, df: pd.DataFrame, targets: Sequence[str]) -> None:
+        """``ValueError`` when ``df`` is not in the layout this schema reads, with the reshaping
+        that makes it so; for a frame given where the schema is fixed (``predict``), whose
+        column arguments cannot be passed again. ``targets`` are the fitted target columns (as
+        text): a wide frame must hold them all (in any order), a long frame its id column."""
+        if self.id_col is not None:
+            if self.id_col not in df.columns:
+                keep = "ignore_index=False" if self.time_col is None else f"id_vars=[{self.time_col!r}]"
+                raise ValueError(
+                    f"the model was fitted on a long frame (one row per series and time step, series id in "
+                    f"column {self.id_col!r}) but this frame has no column {self.id_col!r} (columns "
+                    f"{list(df.columns)}); melt a wide frame into that layout first, e.g. df.melt({keep}, "
+                    f"var_name={self.id_col!r}, value_name={targets[0]!r})"
+                )
+            self._require_time(df)
+            return
+        given = {str(c) for c in df.columns}
+        missing = [c for c in targets if c not in given]
+        if not missing:
+            self._require_time(df)
+            return
+        times = [c for c in df.columns if c == self.time_col or is_datetime64_any_dtype(df[c].dtype)]
+        text = [c for c in df.columns if c not in times and not is_numeric_dtype(df[c].dtype)]
+        if text:  # a long frame: its id column holds text
+            values = [c for c in df.columns if c not in times and c not in text]
+            index = "" if isinstance(df.index, pd.DatetimeIndex) else f"index={self._time_name(df)!r}, "
+            value = values[0] if len(values) == 1 else "<value column>"
+            back = "" if self.time_col is None else ".reset_index()"
+            raise ValueError(
+                f"the model was fitted on a wide frame (one column per series: {list(targets)}) but this frame "
+                f"looks long (text column {text[0]!r}, no column {missing[0]!r}); pivot it to one column per "
+                f"series first, e.g. df.pivot({index}columns={text[0]!r}, values={value!r}){back}"
+            )
+        raise ValueError(
+            f"columns differ from the fitted frame: it lacks the target columns {missing} (it has "
+            f"{list(df.columns)}); pass a frame "
+            f"with every column the model was fitted on: {list(targets)} (in any order)"
+        )
+
+    def _require_time(self, df: pd.DataFrame) -> None:
+        """``ValueError`` when ``df`` holds its timestamps elsewhere than the schema says."""
+        if self.time_col is None and not isinstance(df.index, pd.DatetimeIndex):
+            found = self._time_name(df)
+            raise ValueError(
+                f"the model was fitted on a frame indexed by its timestamps (a DatetimeIndex) but this frame has a "
+                f"{type(df.index).__name__}; set its timestamps as the index first, e.g. df.set_index({found!r})"
+            )
+        if self.time_col is not None and self.time_col not in df.columns:
+            index = "its index" if isinstance(df.index, pd.DatetimeIndex) else "no column of it"
+            raise ValueError(
+                f"the model was fitted on a frame with its timestamps in column {self.time_col!r}, which this "
+                f"frame lacks (timestamps in {index}); name them so first, e.g. "
+                f"df.rename_axis({self.time_col!r}).reset_index()"
+            )
+
+    def _time_name(self, df: pd.DataFrame) -> Hashable:
+        """How a reshaping hint names ``df``'s timestamps: the schema's time column, else the first
+        datetime column of ``df``, else a placeholder."""
+        if self.time_col is not None:
+            return self.time_col
+        found = [c for c in df.columns if is_datetime64_any_dtype(df[c].dtype)]
+        return found[0] if found else "<time column>"
 
     def categorical(self, source: Source) -> tuple[str, ...]:
         """The static covariates of ``source`` that are categorical (not real numbers), from its

@@ -1,8 +1,13 @@
-"""Frequencies, calendar time features (from GluonTS) and future timestamps."""
+"""Frequencies, calendar time features (from GluonTS) and future timestamps.
+
+Calendar frequencies are read from the dates themselves where ``pd.infer_freq`` cannot help
+because rows are missing (:func:`calendar_freq`): quarter anchors are spelt one way
+(:func:`normalize_freq`), so that equal grids have equal names.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -13,6 +18,12 @@ from tsrec.config import DataFacts
 #: Time steps handled at once when gathering a panel's calendar features (bounds the temporaries).
 BLOCK = 2**20
 _GLUONTS_FREQS = "YS, YE, QS, QE, MS, ME, W, D, B, h, min, s (and multiples such as '15min')"
+_MONTHS = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
+_WEEKDAYS = ("MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN")
+_QUARTERLY = (pd.offsets.QuarterBegin, pd.offsets.QuarterEnd, pd.offsets.BQuarterBegin, pd.offsets.BQuarterEnd)
+_DAY_NANOS = 86_400 * 10**9
+#: Steps from a Friday to the next Monday that rows on weekdays only must make to be business days.
+BUSINESS_WEEKENDS = 2
 
 
 def _feature_functions(freq: str) -> list[Callable[[pd.DatetimeIndex], np.ndarray]]:
@@ -28,8 +39,9 @@ def _feature_functions(freq: str) -> list[Callable[[pd.DatetimeIndex], np.ndarra
 
 def normalize_freq(freq: object) -> str:
     """Validate a pandas offset alias and return its canonical spelling (``'H'`` -> ``'h'``,
-    ``'W'`` -> ``'W-SUN'``); ``ValueError`` for an invalid, non-positive or GluonTS-unsupported
-    freq."""
+    ``'W'`` -> ``'W-SUN'``; a quarter anchored on the equal-grid month among October to December, as
+    ``pd.infer_freq`` names it: ``'QS'`` and ``'QS-JAN'`` -> ``'QS-OCT'``, ``'QE-MAR'`` ->
+    ``'QE-DEC'``); ``ValueError`` for an invalid, non-positive or GluonTS-unsupported freq."""
     try:
         offset = to_offset(freq)
     except (TypeError, ValueError):
@@ -39,8 +51,95 @@ def normalize_freq(freq: object) -> str:
             f"invalid freq {freq!r}: pass a positive pandas offset alias such as 'h', '15min', "
             "'D', 'W' or 'MS'"
         )
+    if isinstance(offset, _QUARTERLY):  # QS-JAN, QS-APR, QS-JUL and QS-OCT are one grid
+        offset = type(offset)(n=offset.n, startingMonth=(offset.startingMonth - 1) % 3 + 10)
     _feature_functions(offset.freqstr)
     return offset.freqstr
+
+
+def calendar_freq(stamps: pd.DatetimeIndex, first: np.ndarray) -> str | None:
+    """The calendar frequency that the dates of rows with missing steps follow, or None.
+
+    ``stamps`` ``[R]`` sorted by item, then time, item ``i`` starting at row ``first[i]``. The rule
+    reads the wall-clock dates (in the stamps' time zone) and needs most rows (more than half) at
+    one time of day, so steps shorter than a day never match. Then, in this order:
+
+    - most rows on a month's last day: ``k`` months (``ME``, ``QE-DEC``, ``YE-DEC``, ``2ME``, ...)
+      with ``k`` the most common number of months between consecutive rows, anchored on the most
+      common month;
+    - most rows on a month's first day: the same with ``MS``, ``QS-OCT``, ``YS-JAN``, ...;
+    - the most common step a whole number ``k`` of weeks and most rows on one weekday:
+      ``k`` weeks anchored there (``W-WED``);
+    - business days (``B``): at most one row in seven on a Saturday or Sunday (calendar days have
+      two in seven), at least ``BUSINESS_WEEKENDS`` (2) steps from a Friday to the next Monday, and
+      most steps one business day (a holiday is a missing step, not a new rule).
+
+    None when no rule holds: the data's steps are then a fixed duration (the most common step).
+    """
+    wall = (stamps if stamps.tz is None else stamps.tz_localize(None)).as_unit("ns")  # [R] wall clock
+    days = wall.normalize()  # [R]
+    if not _most(wall.asi8 - days.asi8):  # rows at different times of day: steps shorter than a day
+        return None
+    within = np.ones(len(wall) - 1, dtype=bool)  # [R - 1] whether row k + 1 continues row k's item
+    within[first[1:] - 1] = False
+    if _most(wall.is_month_end, True):
+        return _monthly(wall, within, "E")
+    if _most(wall.day == 1, True):
+        return _monthly(wall, within, "S")
+    day_steps = np.diff(days.asi8 // _DAY_NANOS)[within]  # [S] days between consecutive rows of an item
+    if not day_steps.size:
+        return None
+    step = most_common(day_steps)
+    if step % 7 == 0 and _most(wall.dayofweek):
+        prefix = "" if step == 7 else str(step // 7)
+        return f"{prefix}W-{_WEEKDAYS[most_common(wall.dayofweek)]}"
+    weekend = wall.dayofweek >= 5  # [R]
+    if 7 * weekend.sum() <= len(wall) and weekends_skipped(wall)[within].sum() >= BUSINESS_WEEKENDS:
+        dates = days.values.astype("M8[D]")  # [R]
+        business_steps = np.busday_count(dates[:-1][within], dates[1:][within])  # [S]
+        if most_common(business_steps) == 1:
+            return "B"
+    return None
+
+
+def weekends_skipped(index: pd.DatetimeIndex) -> np.ndarray:
+    """``[n - 1]`` bool: whether the step from ``index[k]`` to ``index[k + 1]`` (sorted, wall clock)
+    goes from a Friday to the next Monday."""
+    days = index.normalize().as_unit("ns").asi8 // _DAY_NANOS  # [n] days since 1970
+    return (index.dayofweek[:-1] == 4) & (np.diff(days) == 3)
+
+
+def _monthly(wall: pd.DatetimeIndex, within: np.ndarray, end: str) -> str | None:
+    """``k`` months, anchored (``end``: ``"S"`` month starts or ``"E"`` month ends), for the rows
+    ``wall`` ``[R]`` (``within`` ``[R - 1]`` marks the steps inside an item); None without a step."""
+    months = wall.year.to_numpy() * 12 + wall.month.to_numpy() - 1  # [R] months since year 0
+    steps = np.diff(months)[within]
+    if not steps.size or (k := most_common(steps)) <= 0:
+        return None
+    month = wall.month.to_numpy() - 1  # [R] 0 = January
+    if k % 12 == 0:
+        n, unit, anchor = k // 12, "Y", _MONTHS[most_common(month)]
+    elif k % 3 == 0:  # named on October to December, as normalize_freq spells quarters
+        n, unit, anchor = k // 3, "Q", _MONTHS[most_common(month % 3) + 9]
+    else:
+        return f"{'' if k == 1 else k}M{end}"
+    return f"{'' if n == 1 else n}{unit}{end}-{anchor}"
+
+
+def most_common(values: np.ndarray) -> int:
+    """The most common of the integers ``values`` ``[n]``, ``n >= 1``; on a tie, the one that comes first."""
+    unique, index, counts = np.unique(values, return_index=True, return_counts=True)
+    tied = counts == counts.max()
+    return int(unique[tied][index[tied].argmin()])
+
+
+def _most(values: np.ndarray, value: object = None) -> bool:
+    """Whether more than half of ``values`` equal ``value`` (None: their most common value)."""
+    values = np.asarray(values)
+    if value is None:
+        _, counts = np.unique(values, return_counts=True)
+        return 2 * int(counts.max()) > len(values)
+    return 2 * int((values == value).sum()) > len(values)
 
 
 def time_feature_dim(freq: str) -> int:
@@ -59,30 +158,32 @@ def time_features(index: pd.DatetimeIndex, freq: str) -> np.ndarray:
     return np.stack([f(index) for f in functions], axis=1).astype(np.float32)  # [T, F]
 
 
-def panel_time_features(stamps: pd.DatetimeIndex, lengths: Sequence[int] | np.ndarray, freq: str) -> list[np.ndarray]:
-    """:func:`time_features` of items whose timestamps are laid end to end in ``stamps``
-    (``[sum lengths]``, item ``i`` taking the next ``lengths[i]``), computed once per distinct
-    timestamp: per item ``[T_i, F]`` float32.
+def panel_time_features(stamps: pd.DatetimeIndex, freq: str, *, out: np.ndarray | None = None) -> np.ndarray:
+    """:func:`time_features` of ``stamps`` ``[S]`` (e.g. every item's timestamps laid end to end),
+    computed once per distinct timestamp: ``[S, F]`` float32, written into ``out`` when given (e.g.
+    the leading columns of a larger table).
 
     Items of a panel mostly share their timestamps, so this costs about one item's features plus
     a gather, where calling :func:`time_features` per item costs the panel's size in pandas calls.
     For steps of a fixed duration the distinct timestamps are the positions on one grid (no sort).
     """
-    times = stamps.as_unit("ns").asi8  # [sum T_i], UTC for a named zone
+    times = stamps.as_unit("ns").asi8  # [S], UTC for a named zone
+    if out is None:
+        out = np.empty((len(times), time_feature_dim(freq)), dtype=np.float32)
     nanos = fixed_step_nanos(freq, stamps.tz)
     if nanos is not None and len(times):
         first, last = int(times.argmin()), int(times.argmax())
         span = (int(times[last]) - int(times[first])) // nanos + 1  # grid steps from the earliest to the latest
         if span < 2 * len(times) and _on_one_grid(times, int(times[first]), nanos):  # a gather from it: no sort
-            grid = time_features(regular_stamps(stamps[[first]], np.array([span]), freq), freq)  # [S, F]
-            features = np.empty((len(times), grid.shape[1]), dtype=np.float32)  # [sum T_i, F]
-            for block in range(0, len(times), BLOCK):
-                features[block:block + BLOCK] = grid[(times[block:block + BLOCK] - times[first]) // nanos]
-            return np.split(features, np.cumsum(lengths)[:-1])
-    distinct, inverse = np.unique(times, return_inverse=True)  # [U], [sum T_i]
+            grid = time_features(regular_stamps(stamps[[first]], np.array([span]), freq), freq)  # [span, F]
+            for block in range(0, len(times), BLOCK):  # in blocks: the temporaries stay small
+                out[block:block + BLOCK] = grid[(times[block:block + BLOCK] - times[first]) // nanos]
+            return out
+    distinct, inverse = np.unique(times, return_inverse=True)  # [U], [S]
     unique = pd.DatetimeIndex(distinct.view("M8[ns]"))
-    features = time_features(unique if stamps.tz is None else unique.tz_localize("UTC").tz_convert(stamps.tz), freq)
-    return np.split(features[inverse], np.cumsum(lengths)[:-1])  # [U, F] gathered, split per item
+    table = time_features(unique if stamps.tz is None else unique.tz_localize("UTC").tz_convert(stamps.tz), freq)
+    out[:] = table[inverse]  # [U, F] gathered
+    return out
 
 
 def _on_one_grid(times: np.ndarray, origin: int, nanos: int) -> bool:

@@ -29,15 +29,15 @@ class WindowCovariates:
     """A panel's encoded covariates, as :class:`WindowDataset` appends them to its calendar features
     (:meth:`tsrec.data.covariates.CovariateEncoder.encode` makes them).
 
-    features:   per item ``[T_i, K]`` float (``[T_i + H, K]`` for prediction windows), scaled, 0
-                where missing: the ``past_only`` columns first, then the others (future and
-                numeric static covariates).
+    features:   ``[sum T_i, K]`` float, the items' steps laid end to end (``T_i + H`` steps each
+                for prediction windows), scaled, 0 where missing: the ``past_only`` columns first,
+                then the others (future and numeric static covariates).
     past_only:  leading columns of ``features`` known only up to a window's origin (the past
                 covariates and their flag): zero in every ``future_time_feat``.
     static_cat: ``[N, Kc]`` int64 codes of each item's categorical static covariates.
     """
 
-    features: tuple[np.ndarray, ...]
+    features: np.ndarray
     past_only: int
     static_cat: np.ndarray
 
@@ -111,24 +111,12 @@ class WindowDataset(Dataset):
                     windows get them as ``target_loc`` / ``target_scale`` (models that must see
                     original units, such as the statistical ones, unscale with them).
         """
-        self.context_length = check_int("context_length", context_length, 1)
-        self.prediction_length = check_int("prediction_length", prediction_length, 1)
-        stride = check_int("stride", stride, 1)
         if not 0 < len(values) == len(observed) == len(time_feat) == len(origins):
             raise ValueError(
                 f"got {len(values)} value arrays, {len(observed)} masks, {len(time_feat)} "
                 f"time-feature arrays and {len(origins)} origin ranges; pass one of each per item, "
                 "for at least one item"
             )
-        self.with_future_target = with_future_target
-        self._past_only = past_only
-        self._static_cat = None if static_cat is None or not static_cat.shape[1] else \
-            torch.as_tensor(static_cat.astype(np.int64))  # [N, Kc]
-        if (loc is None) != (scale is None):
-            raise ValueError("pass both loc and scale, or neither")
-        self._loc = None if loc is None else torch.as_tensor(np.asarray(loc, dtype=np.float64))  # [N, C]
-        self._scale = None if scale is None else torch.as_tensor(np.asarray(scale, dtype=np.float64))  # [N, C]
-        targets, masks, features = [], [], []
         for i, (x, mask, feat) in enumerate(zip(values, observed, time_feat)):
             if x.ndim != 2 or mask.shape != x.shape or feat.ndim != 2 or len(feat) < len(x) or \
                     (x.shape[1], feat.shape[1]) != (values[0].shape[1], time_feat[0].shape[1]):
@@ -141,16 +129,50 @@ class WindowDataset(Dataset):
                     f"item {i}: the observed value {x[bad]} at row {bad[0]}, channel {bad[1]} is not "
                     "finite in float32; pass scaled values (StandardScaler.transform), or mark it unobserved"
                 )
-            targets.append(np.where(mask, x, 0.0).astype(np.float32))  # [T, C]
-            masks.append(mask.astype(np.float32))  # [T, C]
-            features.append(np.asarray(feat, dtype=np.float32))  # [T(+H), F]
-        self._lengths = [len(x) for x in values]  # T_i
-        self._feature_lengths = [len(feat) for feat in time_feat]  # T_i, or T_i + H
+        series = StoredSeries(
+            target=np.concatenate([np.where(mask, x, 0.0) for x, mask in zip(values, observed)]).astype(np.float32),
+            observed=np.concatenate(observed).astype(bool),
+            time_feat=np.concatenate(time_feat).astype(np.float32),
+            lengths=np.array([len(x) for x in values], dtype=np.int64),
+            feature_lengths=np.array([len(feat) for feat in time_feat], dtype=np.int64),
+        )
+        self._store(series, context_length, prediction_length, with_future_target=with_future_target,
+                    past_only=past_only, static_cat=static_cat, loc=loc, scale=scale)
+        self._set_origins(origins, check_int("stride", stride, 1))
+
+    @classmethod
+    def _of_series(cls, series: StoredSeries, context_length: int, prediction_length: int,
+                   origins: Sequence[OriginRange], *, stride: int = 1, **options: object) -> WindowDataset:
+        """The windows at ``origins`` of series already laid end to end (the constructor's
+        keyword ``options``), stored as they are: no per-item copy and no second check of values
+        that :func:`stored_panel` checked."""
+        dataset = cls.__new__(cls)
+        dataset._store(series, context_length, prediction_length, **options)
+        dataset._set_origins(origins, check_int("stride", stride, 1))
+        return dataset
+
+    def _store(self, series: StoredSeries, context_length: int, prediction_length: int, *,
+               with_future_target: bool = True, past_only: slice = slice(0, 0), static_cat: np.ndarray | None = None,
+               loc: np.ndarray | None = None, scale: np.ndarray | None = None) -> None:
+        """Keep ``series`` and the options of the constructor (checked)."""
+        self.context_length = check_int("context_length", context_length, 1)
+        self.prediction_length = check_int("prediction_length", prediction_length, 1)
+        self.with_future_target = with_future_target
+        self._past_only = past_only
+        self._static_cat = None if static_cat is None or not static_cat.shape[1] else \
+            torch.as_tensor(static_cat.astype(np.int64))  # [N, Kc]
+        if (loc is None) != (scale is None):
+            raise ValueError("pass both loc and scale, or neither")
+        self._loc = None if loc is None else torch.as_tensor(np.asarray(loc, dtype=np.float64))  # [N, C]
+        self._scale = None if scale is None else torch.as_tensor(np.asarray(scale, dtype=np.float64))  # [N, C]
+        self._lengths = series.lengths.tolist()  # T_i
+        self._feature_lengths = series.feature_lengths.tolist()  # T_i, or T_i + H
         # Items end to end: rows first_row[i] .. first_row[i] + T_i - 1 of _target are item i's.
-        self._target, self._first_row = _end_to_end(targets)  # [sum T_i, C], [N]
-        self._observed, _ = _end_to_end(masks)  # [sum T_i, C]
-        self._time_feat, self._first_feat_row = _end_to_end(features)  # [sum len(time_feat[i]), F], [N]
-        self._set_origins(origins, stride)
+        self._target = torch.from_numpy(series.target)  # [sum T_i, C]
+        self._observed = torch.from_numpy(series.observed)  # [sum T_i, C] bool
+        self._time_feat = torch.from_numpy(series.time_feat)  # [sum len(time_feat[i]), F]
+        self._first_row = _starts(series.lengths)  # [N]
+        self._first_feat_row = _starts(series.feature_lengths)  # [N]
 
     def at_origins(self, origins: Sequence[OriginRange], *, stride: int = 1) -> WindowDataset:
         """The windows of the same items at other ``origins`` (per item ``(start, stop)``, checked as
@@ -203,16 +225,13 @@ class WindowDataset(Dataset):
 
         scaler_rows: per item, its row in ``scaler`` (default its position; ``Split.val_rows`` or
                      ``Panel.check_compatible`` for another panel).
-        covariates:  ``panel``'s encoded covariates (features ``[T_i, K]``), appended to the calendar features.
+        covariates:  ``panel``'s encoded covariates (features ``[sum T_i, K]``), appended to the calendar features.
         drop_far:    treat values far from the training distribution as missing when the scaler is
-                     robust (:func:`scaled_values`): the windows a model is fitted on.
+                     robust (:func:`stored_panel`): the windows a model is fitted on.
         """
-        values = scaled_values(panel, scaler, scaler_rows, drop_far=drop_far)
-        return cls(
-            values,
-            [s.observed & ~np.isnan(x) for s, x in zip(panel.items, values)] if drop_far else
-            [s.observed for s in panel.items],
-            _with_covariates(panel_time_features(panel.stamps, np.diff(panel.offsets), panel.freq), covariates),
+        return cls._of_series(
+            stored_panel(panel, scaler, scaler_rows, (panel.stamps, np.diff(panel.offsets)), covariates,
+                         drop_far=drop_far),
             context_length,
             prediction_length,
             origins,
@@ -234,7 +253,7 @@ class WindowDataset(Dataset):
     ) -> WindowDataset:
         """One window per item forecasting the ``prediction_length`` steps after its last timestamp
         (``origin = len(item)``); future time features come from :func:`future_indexes`, and
-        ``covariates`` (features ``[T_i + H, K]``: the forecast steps' future covariates included)
+        ``covariates`` (features ``[sum (T_i + H), K]``: the forecast steps' future covariates included)
         are appended to them.
 
         Raises ``ValueError`` naming an item with fewer than ``context_length`` time steps.
@@ -246,11 +265,8 @@ class WindowDataset(Dataset):
                     f"{panel.item_label(i)} has {len(series)} time steps but forecasting needs the "
                     f"last context_length={context_length}; pass more history"
                 )
-        calendar = panel_time_features(*_with_future(panel, prediction_length), panel.freq)  # [T + H, F] each
-        return cls(
-            scaled_values(panel, scaler, scaler_rows),
-            [s.observed for s in panel.items],
-            _with_covariates(calendar, covariates),
+        return cls._of_series(
+            stored_panel(panel, scaler, scaler_rows, _with_future(panel, prediction_length), covariates),
             context_length,
             prediction_length,
             [(len(s), len(s) + 1) for s in panel.items],
@@ -291,7 +307,7 @@ class WindowDataset(Dataset):
         context, horizon = self.context_length, self.prediction_length
         batch: ForecastBatch = {
             "past_target": _blocks(self._target, row - context, context),
-            "past_observed": _blocks(self._observed, row - context, context),
+            "past_observed": _blocks(self._observed, row - context, context).float(),
             "past_time_feat": _blocks(self._time_feat, feat_row - context, context),
             "future_time_feat": _blocks(self._time_feat, feat_row, horizon),
         }
@@ -300,7 +316,7 @@ class WindowDataset(Dataset):
             batch["static_cat"] = self._static_cat[item]
         if self.with_future_target:
             batch["future_target"] = _blocks(self._target, row, horizon)
-            batch["future_observed"] = _blocks(self._observed, row, horizon)
+            batch["future_observed"] = _blocks(self._observed, row, horizon).float()
         if self._loc is not None:
             batch["target_loc"], batch["target_scale"] = self._loc[item], self._scale[item]
         batch["item"], batch["origin"] = item, origin
@@ -344,11 +360,10 @@ class WindowBatch(Sequence[dict[str, Tensor | int]]):
         return [dict(zip(columns, window)) for window in zip(*columns.values())]
 
 
-def _end_to_end(arrays: list[np.ndarray]) -> tuple[Tensor, Tensor]:
-    """``arrays`` (``[T_i, D]`` each) one after the other along time, ``[sum T_i, D]``, and the
-    row each starts at, int64 ``[N]``."""
-    lengths = torch.tensor([len(a) for a in arrays], dtype=torch.int64)
-    return torch.from_numpy(np.concatenate(arrays)), lengths.cumsum(0) - lengths
+def _starts(lengths: np.ndarray) -> Tensor:
+    """The row each of items of ``lengths`` ``[N]`` starts at when laid end to end: int64 ``[N]``."""
+    lengths = torch.as_tensor(lengths, dtype=torch.int64)
+    return lengths.cumsum(0) - lengths
 
 
 def _blocks(table: Tensor, start: Tensor, length: int) -> Tensor:
@@ -380,13 +395,6 @@ def _with_future(panel: Panel, horizon: int) -> tuple[pd.DatetimeIndex, np.ndarr
     return (index if panel.stamps.tz is None else index.tz_localize("UTC").tz_convert(panel.stamps.tz)), total
 
 
-def _with_covariates(calendar: list[np.ndarray], covariates: WindowCovariates | None) -> list[np.ndarray]:
-    """Per item the calendar features ``[T_i, F]`` followed by the covariate features ``[T_i, K]``."""
-    if covariates is None:
-        return calendar
-    return [np.concatenate([c, k.astype(np.float32)], axis=1) for c, k in zip(calendar, covariates.features)]
-
-
 def _covariate_options(panel: Panel, covariates: WindowCovariates | None) -> dict[str, object]:
     """The ``past_only`` and ``static_cat`` arguments of :class:`WindowDataset` for ``covariates``."""
     if covariates is None:
@@ -401,41 +409,76 @@ def _statistics(panel: Panel, scaler: StandardScaler, scaler_rows: Sequence[int]
     return {"loc": scaler.loc[rows], "scale": scaler.scale[rows]}
 
 
-def scaled_values(
-    panel: Panel, scaler: StandardScaler, scaler_rows: Sequence[int] | None = None, *, drop_far: bool = False
-) -> list[np.ndarray]:
-    """Per item ``[T_i, C]`` float64: ``panel``'s values scaled (in float64) with the ``scaler`` row
-    ``scaler_rows[i]`` (default ``i``), NaN where unobserved, and with ``drop_far`` and a robust
-    scaler (``StandardScaler.robust``) also where a value lies beyond the fences (``StandardScaler.far``).
+@dataclass(frozen=True)
+class StoredSeries:
+    """Items laid end to end along time, as :class:`WindowDataset` keeps them: rows
+    ``sum(lengths[:i]) ..`` of ``target``/``observed`` (and ``sum(feature_lengths[:i]) ..`` of
+    ``time_feat``) are item ``i``'s.
+
+    target:          ``[sum T_i, C]`` float32, scaled, 0 where unobserved.
+    observed:        ``[sum T_i, C]`` bool.
+    time_feat:       ``[sum T'_i, F]`` float32: calendar, then covariate features.
+    lengths:         ``[N]`` int64 ``T_i``.
+    feature_lengths: ``[N]`` int64 ``T'_i``: ``T_i``, or ``T_i + H`` for windows forecasting past the end.
+    """
+
+    target: np.ndarray
+    observed: np.ndarray
+    time_feat: np.ndarray
+    lengths: np.ndarray
+    feature_lengths: np.ndarray
+
+
+def stored_panel(
+    panel: Panel,
+    scaler: StandardScaler,
+    scaler_rows: Sequence[int] | None,
+    steps: tuple[pd.DatetimeIndex, np.ndarray],
+    covariates: WindowCovariates | None = None,
+    *,
+    drop_far: bool = False,
+) -> StoredSeries:
+    """``panel``'s items laid end to end, each written once into its place (no per-item arrays):
+    values scaled (in float64, a block of items at a time) with the ``scaler`` row
+    ``scaler_rows[i]`` (default ``i``), and the calendar features of ``steps`` (the timestamps of
+    every item's feature steps laid end to end, ``[sum T'_i]``, and their ``[N]`` counts ``T'_i``)
+    followed by ``covariates``' features. With ``drop_far`` and a robust scaler
+    (``StandardScaler.robust``), values beyond its fences (``StandardScaler.far``) are unobserved.
 
     Raises ``ValueError`` naming the column (and item), the timestamp and the value of the first
     observed value whose scaled value lies outside float32's finite range, which models compute in.
     """
     rows = np.arange(len(panel.items)) if scaler_rows is None else np.asarray(scaler_rows, dtype=np.int64)  # [N]
     lengths = np.diff(panel.offsets)  # [N]
-    scaled = []
-    for block in item_blocks(lengths):  # a few items at a time: the temporaries stay small
+    stamps, feature_lengths = steps
+    n_covariates = 0 if covariates is None else covariates.features.shape[1]
+    time_feat = np.empty((len(stamps), time_feature_dim(panel.freq) + n_covariates), dtype=np.float32)
+    panel_time_features(stamps, panel.freq, out=time_feat[:, :time_feat.shape[1] - n_covariates])
+    if n_covariates:
+        time_feat[:, -n_covariates:] = covariates.features
+    target = np.empty((len(panel.stamps), len(panel.columns)), dtype=np.float32)  # [sum T_i, C]
+    observed = np.empty(target.shape, dtype=bool)
+    for block in item_blocks(lengths):  # a few items at a time: the float64 temporaries stay small
+        first, last = panel.offsets[block.start], panel.offsets[block.stop]
         values = np.concatenate([panel.items[i].values for i in block])  # [sum T_i, C]
-        observed = np.concatenate([panel.items[i].observed for i in block])
+        observed[first:last] = np.concatenate([panel.items[i].observed for i in block])
         items = np.repeat(rows[block.start:block.stop], lengths[block])  # [sum T_i]
         x = scaler.transform(values, items)  # [sum T_i, C]
         if drop_far and scaler.robust:
-            far = scaler.far(values, items)
-            x[far] = np.nan
-            observed = observed & ~far
-        if (bad := first_unrepresentable(x, observed)) is not None:
+            observed[first:last] &= ~scaler.far(values, items)
+        if (bad := first_unrepresentable(x, observed[first:last])) is not None:
             step, c = bad
             position = block.start + int(np.searchsorted(np.cumsum(lengths[block]), step, side="right"))
             row = int(rows[position])
             raise ValueError(
-                f"{panel.channel_label(position, c)} at {panel.stamps[panel.offsets[block.start] + step]}: the value "
+                f"{panel.channel_label(position, c)} at {panel.stamps[first + step]}: the value "
                 f"{values[step, c]:.6g} scales to {x[step, c]:.6g} with the scaler fitted on the training data (loc "
                 f"{scaler.loc[row, c]:.6g}, scale {scaler.scale[row, c]:.6g}), beyond float32's "
                 f"range (+-{FLOAT32_MAX:.3g}) that models compute in; check the value (a wrong unit or a "
                 "typo?), or fit on data that cover its range"
             )
-        scaled.extend(np.split(x, np.cumsum(lengths[block])[:-1]))
-    return scaled
+        target[first:last] = np.where(observed[first:last], x, 0.0)
+    return StoredSeries(target, observed, time_feat, lengths.astype(np.int64), np.asarray(feature_lengths, np.int64))
 
 
 def first_unrepresentable(x: np.ndarray, observed: np.ndarray) -> tuple[int, int] | None:

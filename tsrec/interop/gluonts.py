@@ -29,16 +29,19 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
-from gluonts.dataset.common import ListDataset
-from gluonts.model.estimator import Estimator
-from gluonts.model.forecast import Forecast, QuantileForecast, SampleForecast
-from gluonts.model.predictor import Predictor
 from pandas.tseries.frequencies import to_offset
 
 from tsrec.data.frame import Panel, Series, canonicalize
 from tsrec.data.time_features import future_index, normalize_freq
 from tsrec.fitted import ForecastResult
 from tsrec.forecaster import DEFAULT_MODEL, Forecaster
+from tsrec.interop import quiet_gluonts_import
+
+with quiet_gluonts_import():
+    from gluonts.dataset.common import ListDataset
+    from gluonts.model.estimator import Estimator
+    from gluonts.model.forecast import Forecast, QuantileForecast, SampleForecast
+    from gluonts.model.predictor import Predictor
 
 __all__ = ["DEFAULT_NUM_SAMPLES", "TsrecEstimator", "TsrecPredictor", "from_tsrec_frame", "to_tsrec_frame"]
 

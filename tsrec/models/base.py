@@ -123,6 +123,10 @@ class ModelConfig(Config):
         if rsa.kinds is not None and sum(rsa.kinds) != self.n_heads:  # type: ignore[attr-defined]
             raise ValueError(f"rsa.kinds {tuple(rsa.kinds)} give {sum(rsa.kinds)} REM heads but n_heads is "
                              f"{self.n_heads}; every head needs a REM kind")  # type: ignore[attr-defined]
+        if rsa.per_channel and not self.channel_independent:
+            raise ValueError(f"rsa.per_channel gives each channel its own REM parameters, but {type(self).__name__} "
+                             "mixes the channels in every token (channel_independent=False): set "
+                             "channel_independent=True, or rsa per_channel=False")
 
     def resolved(self, data: DataFacts) -> Self:
         """A copy with every ``None`` data-dependent field filled from ``data`` (here the channel,
@@ -154,6 +158,9 @@ class ForecastModel(nn.Module, abc.ABC):
 
     config_class: ClassVar[type[ModelConfig]] = ModelConfig
     trainable: ClassVar[bool] = True
+    #: The network gives its RSA layers each batch row's channel (:meth:`row_channels`), so that
+    #: ``rsa.per_channel`` REMs can pick their channel's parameters.
+    per_channel_rsa: ClassVar[bool] = False
     #: The outputs a model that is not trained can give.
     untrained_outputs: ClassVar[tuple[str, ...]] = ("point",)
 
@@ -165,6 +172,11 @@ class ForecastModel(nn.Module, abc.ABC):
         if missing:
             raise ValueError(f"{type(self).__name__} needs {', '.join(missing)}: set them, or fill them from the data "
                              f"with config.resolved(DataFacts(season=..., n_channels=..., n_time_features=...))")
+        rsa = getattr(config, "rsa", None)
+        if rsa is not None and rsa.per_channel and not self.per_channel_rsa:
+            raise ValueError(f"{type(self).__name__} does not give its RSA layers the channel of each row, so "
+                             "rsa.per_channel is not available for it: set rsa per_channel=False, or use "
+                             "patchtst / rsa_patchtst")
         self.config = config
         self.core_channels = 1 if config.channel_independent else config.n_channels
         self.revin = RevIN(config.n_channels) if config.revin else None
@@ -221,6 +233,16 @@ class ForecastModel(nn.Module, abc.ABC):
         if stats is not None:
             params = self.output.affine(params, *self.revin.inverse_affine(stats))
         return params
+
+    def row_channels(self, rows: int, device: torch.device) -> Tensor:
+        """The channel of each row of the batch :meth:`forecast` receives, ``[rows]`` long (for a
+        channel-independent model). :meth:`forward` folds ``[B, Lc, C]`` into ``B * C`` rows with the
+        channel fastest (``x.transpose(1, 2).reshape(B * C, Lc, 1)``): row ``r`` holds channel ``r % C``."""
+        channels = self.config.n_channels
+        if rows % channels:
+            raise ValueError(f"{rows} rows are not whole windows of {channels} channels; pass forecast() the batch "
+                             "forward() folded")
+        return torch.arange(rows, device=device) % channels
 
     def time_features(self, batch: ForecastBatch) -> tuple[Tensor, Tensor]:
         """The batch's ``past_time_feat`` ``[B, Lc, F - E]`` and ``future_time_feat`` ``[B, H, F - E]``

@@ -76,7 +76,8 @@ class PatchTSTConfig(ModelConfig):
             fields); its data-dependent fields are resolved in PATCH units, i.e. from the data's
             facts with the season and periods divided by ``stride`` (hourly data, stride 8: a
             dilation of 3 patches = one day, initial periods 3 and 1.5 patches). REMs are causal
-            unless ``rsa.encoder_masked=False`` (the ``rsa_patchtst`` preset).
+            unless ``rsa.encoder_masked=False`` (the ``rsa_patchtst`` preset). With
+            ``rsa.per_channel`` each of the ``n_channels`` channels has its own REM parameters.
 
     PatchTST's "residual attention" (each layer adding the previous layer's attention scores) is
     not reproduced: the attention layers are tsrec's :class:`~tsrec.nn.attention.AttentionLayer`.
@@ -152,8 +153,9 @@ class PatchEncoderLayer(nn.Module):
         self.norm2 = make_norm(d_model)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: Tensor) -> Tensor:
-        attended, _ = self.attention(x, x, x, causal=False)
+    def forward(self, x: Tensor, channel: Tensor | None = None) -> Tensor:
+        """``x [B, N, d_model]``, ``channel [B]`` (each row's channel, for per-channel REMs) -> ``[B, N, d_model]``."""
+        attended, _ = self.attention(x, x, x, causal=False, channel=channel)
         x = self.norm1(x + self.dropout(attended))  # [B, N, d]
         return self.norm2(x + self.ffn(x))  # [B, N, d]
 
@@ -167,6 +169,7 @@ class PatchTST(ForecastModel):
     """
 
     config_class = PatchTSTConfig
+    per_channel_rsa = True
 
     @classmethod
     def default_context(cls, prediction_length: int, season: int) -> int:
@@ -179,13 +182,14 @@ class PatchTST(ForecastModel):
         c = config
         self.n_patches = c.n_patches
         masked = c.rsa.encoder_masked if c.rsa is not None else True
+        self.per_channel = c.rsa is not None and c.rsa.per_channel
         self.embedding = nn.Linear(c.patch_len, c.d_model)
         # PatchTST's learned positional encoding (pe="zeros", learn_pe=True): U(-0.02, 0.02).
         self.position = nn.Parameter(torch.empty(self.n_patches, c.d_model).uniform_(-0.02, 0.02))
         self.dropout = nn.Dropout(c.dropout)
         self.layers = nn.ModuleList(
             PatchEncoderLayer(AttentionLayer(make_kernel("full", dropout=0.0), c.d_model, c.n_heads,
-                                             rsa=c.rsa, rsa_masked=masked),
+                                             rsa=c.rsa, rsa_masked=masked, rsa_channels=c.n_channels),
                               c.d_model, c.d_ff, c.dropout, c.norm)
             for _ in range(c.e_layers))
         self.head = nn.Linear(self.n_patches * c.d_model, c.prediction_length * self.n_params)
@@ -204,8 +208,9 @@ class PatchTST(ForecastModel):
         x = past_target.transpose(1, 2).reshape(size * channels, -1)  # [B*C', Lc]
         z = self.embedding(make_patches(x, c.patch_len, c.stride))  # [B*C', N, d]
         z = self.dropout(z + self.position)  # [B*C', N, d]
+        channel = self.row_channels(size * channels, x.device) if self.per_channel else None  # [B*C']
         for layer in self.layers:
-            z = layer(z)  # [B*C', N, d]
+            z = layer(z, channel)  # [B*C', N, d]
         y = self.head_dropout(self.head(z.flatten(1)))  # [B*C', H*P]
         return y.view(size, channels, -1, self.n_params).transpose(1, 2)  # [B, H, C', P]
 

@@ -56,6 +56,9 @@ class StarSaberConfig(SequenceConfig):
             raise ValueError(f"alpha_init ({self.alpha_init}) scales the plain update only; the gated update "
                              "(1 - z) H + z Htilde has no alpha: leave alpha_init at 0.0 with gated=True")
         self._check_attention()
+        if self.rsa is not None and self.rsa.mix != "gate":
+            raise ValueError(f"StarSaber mixes REMs into its relation graph, (1 - g) A + g P, with no attention "
+                             f"scores to bias: rsa mix={self.rsa.mix!r} is not available, use mix='gate'")
         if self.causal and self.rsa is not None and not self.rsa.encoder_masked:
             raise ValueError("causal=True keeps only the past, where bidirectional REMs would lose their future "
                              "half: set rsa={'encoder_masked': True}, or causal=False")

@@ -2,17 +2,20 @@
 
 Kernel contract (:class:`AttentionKernel`)::
 
-    kernel(q [B, H, Lq, E], k [B, H, Lk, E], v [B, H, Lk, D], *, causal, query_offset, need_weights)
+    kernel(q [B, H, Lq, E], k [B, H, Lk, E], v [B, H, Lk, D], *, causal, query_offset, need_weights, bias)
         -> KernelOutput(values [B, H, Lq, D], weights [B, H, Lq, Lk] | None, query_index [B, H, u] | None)
 
 Query ``i`` sits at time ``i + query_offset`` and key ``j`` at time ``j``; ``causal`` lets a query see
-only keys at or before its own time. ``query_index`` lists the rows a sparse kernel computed exactly
-(ProbSparse's top-u queries); ``None`` means every row.
+only keys at or before its own time. ``bias`` (``[B or 1, H, Lq, Lk]``, ``-inf`` allowed, or None) is
+added to the scaled scores before the softmax. ``query_index`` lists the rows a sparse kernel
+computed exactly (ProbSparse's top-u queries); ``None`` means every row.
 
 RSA (:class:`RSAMixer`) turns any kernel's output into
 ``(1 - sigmoid(mu)) * softmax(...) V + sigmoid(mu) * P V`` with the same ``V``, where ``P`` is the
 layer's :class:`~tsrec.nn.rem.LearnableREM` evaluated at the real time lags of the queries (so REM
-rows follow the queries a sparse kernel selected, and cross-attention gets a non-square REM).
+rows follow the queries a sparse kernel selected, and cross-attention gets a non-square REM); or,
+with ``RSAConfig.mix="bias"``, gives the kernel the score bias ``sigmoid(mu) * B`` with ``B`` the
+log of the REM's envelope (:func:`~tsrec.nn.rem.rem_log_envelope`).
 :class:`AttentionLayer` owns the projections and puts kernel and mixer together.
 """
 
@@ -70,7 +73,7 @@ class AttentionKernel(nn.Module, abc.ABC):
 
     @abc.abstractmethod
     def forward(self, q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, query_offset: int = 0,
-                need_weights: bool = False) -> KernelOutput:
+                need_weights: bool = False, bias: Tensor | None = None) -> KernelOutput:
         """Attend ``q`` to ``k``/``v``; see the module docstring for the contract."""
 
 
@@ -88,7 +91,7 @@ class FullAttention(AttentionKernel):
         return _causal_allowed(query_len, key_len, query_offset, device) if causal else None
 
     def forward(self, q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, query_offset: int = 0,
-                need_weights: bool = False) -> KernelOutput:
+                need_weights: bool = False, bias: Tensor | None = None) -> KernelOutput:
         allowed = self.allowed(q.shape[-2], k.shape[-2], causal=causal, query_offset=query_offset, device=q.device)
         if allowed is not None and not bool(allowed.any(-1).all()):
             raise ValueError(
@@ -96,14 +99,17 @@ class FullAttention(AttentionKernel):
                 f"Lq={q.shape[-2]}, Lk={k.shape[-2]}, causal={causal}); use a non-causal kernel or a larger offset"
             )
         scale = self._scale(q)
+        mask = allowed
+        if bias is not None:  # an additive float mask: the bias, -inf where the pattern forbids
+            mask = bias.to(q.dtype) if allowed is None else bias.to(q.dtype).masked_fill(~allowed, float("-inf"))
         if not need_weights:
             values = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=allowed, dropout_p=self.dropout.p if self.training else 0.0, scale=scale
+                q, k, v, attn_mask=mask, dropout_p=self.dropout.p if self.training else 0.0, scale=scale
             )
             return KernelOutput(values)
         scores = torch.matmul(q, k.transpose(-2, -1)) * scale  # [B, H, Lq, Lk]
-        if allowed is not None:
-            scores = scores.masked_fill(~allowed, float("-inf"))
+        if mask is not None:
+            scores = scores + mask if mask.is_floating_point() else scores.masked_fill(~mask, float("-inf"))
         weights = torch.softmax(scores, dim=-1)
         return KernelOutput(torch.matmul(self.dropout(weights), v), weights)
 
@@ -126,7 +132,9 @@ class ProbSparseAttention(AttentionKernel):
     Each query's sparsity ``M = max_j(q k_j) - sum_j(q k_j) / Lk`` is estimated on
     ``factor * ceil(ln Lk)`` sampled keys; the ``u = factor * ceil(ln Lq)`` queries with the largest
     ``M`` get exact softmax attention, the other ("lazy") rows get ``mean(V)`` (non-causal) or
-    ``cumsum(V)`` (causal), as Informer fills them. ``query_index`` reports the selected rows.
+    ``cumsum(V)`` (causal), as Informer fills them. ``query_index`` reports the selected rows. A
+    score ``bias`` applies to the selected rows' softmax (the sparsity measure that selects them
+    reads ``Q K^T`` alone); lazy rows have no softmax and get none.
 
     Key sampling uses the global RNG while training; in eval mode it uses a fixed seed so that
     predictions are repeatable. As in Informer, the choice of the top-u rows is global: with
@@ -139,7 +147,7 @@ class ProbSparseAttention(AttentionKernel):
         self.factor = check_int("factor", factor, 1)
 
     def forward(self, q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, query_offset: int = 0,
-                need_weights: bool = False) -> KernelOutput:
+                need_weights: bool = False, bias: Tensor | None = None) -> KernelOutput:
         batch, heads, query_len, _ = q.shape
         key_len = k.shape[-2]
         if causal and (query_len != key_len or query_offset != 0):
@@ -154,6 +162,9 @@ class ProbSparseAttention(AttentionKernel):
 
         q_top = torch.gather(q, 2, top.unsqueeze(-1).expand(-1, -1, -1, q.shape[-1]))  # [B, H, u, E]
         scores = torch.matmul(q_top, k.transpose(-2, -1)) * self._scale(q)  # [B, H, u, Lk]
+        if bias is not None:  # the bias rows of the selected queries
+            rows = bias.expand(batch, heads, query_len, key_len)  # [B, H, Lq, Lk]
+            scores = scores + torch.gather(rows, 2, top.unsqueeze(-1).expand(-1, -1, -1, key_len)).to(scores.dtype)
         if causal:
             future = top.unsqueeze(-1) < torch.arange(key_len, device=q.device)  # [B, H, u, Lk]
             scores = scores.masked_fill(future, float("-inf"))
@@ -238,15 +249,31 @@ class RSAGate(nn.Module):
 
 
 class RSAMixer(nn.Module):
-    """Mixes a kernel's output with the REM term: ``(1 - g) * attention + g * (P @ V)``.
+    """A layer's REMs and gate, and how its heads use them (``config.mix``).
 
-    ``config`` is a resolved :class:`~tsrec.config.RSAConfig`; ``masked`` makes the REM causal.
+    ``"gate"`` (the paper's form), after the kernel: ``(1 - g) * attention + g * (P @ V)``
+    (:meth:`forward`). ``"bias"``, inside the kernel: :meth:`score_bias` gives the kernel
+    ``g * B`` to add to the scores before the softmax, ``B`` the log of the REM's envelope
+    (:func:`~tsrec.nn.rem.rem_log_envelope`: ALiBi's ``(i - j) log lambda`` on decay heads, the
+    log-decay plus a von Mises periodic term on cycle heads, ``-inf`` where the REM does not
+    reach), and :meth:`forward` passes the kernel's output through. The gate ``g = sigmoid(mu)``
+    is the same parameter with the same start (``gate_init``): in bias mode it scales the finite
+    bias, so that ``g -> 0`` leaves plain attention over the keys the REM reaches (the causal
+    half of a masked REM, a dilated head's grid). Rows a sparse kernel does not compute get no
+    bias (ProbSparse's lazy rows).
+
+    Args:
+        config: a resolved :class:`~tsrec.config.RSAConfig`.
+        n_heads: the layer's heads (one REM each).
+        masked: causal REMs.
+        n_channels: channels with their own REM parameters when ``config.per_channel``; every
+            call then takes ``channel [B]``, the channel of each batch row.
     """
 
-    def __init__(self, config: RSAConfig, n_heads: int, *, masked: bool = True) -> None:
+    def __init__(self, config: RSAConfig, n_heads: int, *, masked: bool = True, n_channels: int = 1) -> None:
         super().__init__()
         self.config = config
-        self.rem = LearnableREM(config, masked=masked)
+        self.rem = LearnableREM(config, masked=masked, n_channels=n_channels)
         if self.rem.n_heads != n_heads:
             raise ValueError(
                 f"REM head counts {config.kinds} sum to {self.rem.n_heads}, but the layer has {n_heads} heads; "
@@ -254,15 +281,36 @@ class RSAMixer(nn.Module):
             )
         self.gate = RSAGate(n_heads, per_head=config.per_head_gate, init=config.gate_init)
 
-    def forward(self, attended: KernelOutput, v: Tensor, *, query_offset: int = 0) -> Tensor:
-        """``attended.values [B, H, Lq, D]``, ``v [B, H, Lk, D]`` -> mixed ``[B, H, Lq, D]``."""
-        g = self.gate().to(v.dtype)
+    def score_bias(self, query_len: int, key_len: int, *, query_offset: int = 0,
+                   channel: Tensor | None = None) -> Tensor | None:
+        """The kernel's score bias ``g * B``: ``[1, H, Lq, Lk]`` (``[B, H, Lq, Lk]`` per channel),
+        ``-inf`` off the REM's support; None in gate mode."""
+        if self.config.mix != "bias":
+            return None
+        bias, support = self.rem.log_envelope(query_len, key_len, offset=query_offset, channel=channel)
+        if not bool(support.any(-1).all()):
+            raise ValueError(
+                f"rsa mix='bias': some queries reach no key through their REM (Lq={query_len}, Lk={key_len}, "
+                f"query_offset={query_offset}, dilations {self.rem.dilation.tolist()}, masked={self.rem.masked}); "
+                "use mix='gate' for this attention, or smaller dilations"
+            )
+        bias = self.gate() * (bias if bias.dim() == 4 else bias.unsqueeze(0))  # [1 or B, H, Lq, Lk]
+        return bias.masked_fill(~support, float("-inf"))
+
+    def forward(self, attended: KernelOutput, v: Tensor, *, query_offset: int = 0,
+                channel: Tensor | None = None) -> Tensor:
+        """``attended.values [B, H, Lq, D]``, ``v [B, H, Lk, D]`` -> mixed ``[B, H, Lq, D]`` (bias
+        mode: ``attended.values``, the kernel already used the REM)."""
         out = attended.values
+        if self.config.mix == "bias":
+            return out
+        g = self.gate().to(v.dtype)
         query_len, key_len = out.shape[-2], v.shape[-2]
         if attended.query_index is None or self.config.rem_on_lazy_queries:
-            return torch.lerp(out, self.rem.product(v, query_len, offset=query_offset), g)  # (1 - g) out + g PV
+            pv = self.rem.product(v, query_len, offset=query_offset, channel=channel)
+            return torch.lerp(out, pv, g)  # (1 - g) out + g PV
         index = attended.query_index  # [B, H, u]
-        rows = self.rem.rows(index, key_len, offset=query_offset).to(v.dtype)  # [B, H, u, Lk]
+        rows = self.rem.rows(index, key_len, offset=query_offset, channel=channel).to(v.dtype)  # [B, H, u, Lk]
         index_d = index.unsqueeze(-1).expand(-1, -1, -1, out.shape[-1])  # [B, H, u, D]
         mixed = torch.lerp(torch.gather(out, 2, index_d), torch.matmul(rows, v), g)
         return out.scatter(2, index_d, mixed)
@@ -272,12 +320,13 @@ class AttentionLayer(nn.Module):
     """Multi-head attention: projections, a kernel, optional RSA mixing, output projection.
 
     ``rsa`` (a resolved :class:`~tsrec.config.RSAConfig`) adds RSA mixing with causal REMs, or
-    bidirectional ones with ``rsa_masked=False``. ``mix=True`` reproduces Informer's ``mix`` option (head outputs are flattened as
+    bidirectional ones with ``rsa_masked=False``; with ``rsa.per_channel``, ``rsa_channels`` REM
+    parameter sets, one per channel, and :meth:`forward` takes each batch row's ``channel``. ``mix=True`` reproduces Informer's ``mix`` option (head outputs are flattened as
     ``[B, H, L, D] -> [B, L, H*D]`` without moving the head axis back).
     """
 
     def __init__(self, kernel: AttentionKernel, d_model: int, n_heads: int, *, rsa: RSAConfig | None = None,
-                 rsa_masked: bool = True, mix: bool = False, d_head: int | None = None) -> None:
+                 rsa_masked: bool = True, rsa_channels: int = 1, mix: bool = False, d_head: int | None = None) -> None:
         super().__init__()
         if d_head is None:
             if d_model % n_heads:
@@ -290,19 +339,26 @@ class AttentionLayer(nn.Module):
         self.key = nn.Linear(d_model, d_head * n_heads)
         self.value = nn.Linear(d_model, d_head * n_heads)
         self.out = nn.Linear(d_head * n_heads, d_model)
-        self.rsa = RSAMixer(rsa, n_heads, masked=rsa_masked) if rsa is not None else None
+        self.rsa = RSAMixer(rsa, n_heads, masked=rsa_masked, n_channels=rsa_channels) if rsa is not None else None
 
     def _heads(self, x: Tensor) -> Tensor:
         b, length, _ = x.shape
         return x.view(b, length, self.n_heads, -1).transpose(1, 2)  # [B, H, L, E]
 
     def forward(self, queries: Tensor, keys: Tensor, values: Tensor, *, causal: bool = False,
-                query_offset: int = 0, need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
-        """``queries [B, Lq, d_model]``, ``keys``/``values [B, Lk, d_model]`` -> ``([B, Lq, d_model], weights)``."""
+                query_offset: int = 0, need_weights: bool = False,
+                channel: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+        """``queries [B, Lq, d_model]``, ``keys``/``values [B, Lk, d_model]`` -> ``([B, Lq, d_model], weights)``;
+        ``channel [B]``: each row's channel, for per-channel REMs."""
         b, query_len, _ = queries.shape
         q, k, v = self._heads(self.query(queries)), self._heads(self.key(keys)), self._heads(self.value(values))
-        attended = self.kernel(q, k, v, causal=causal, query_offset=query_offset, need_weights=need_weights)
-        out = attended.values if self.rsa is None else self.rsa(attended, v, query_offset=query_offset)
+        bias = None if self.rsa is None else self.rsa.score_bias(query_len, k.shape[-2], query_offset=query_offset,
+                                                                 channel=channel)
+        # Only RSA's bias mode passes a bias: kernels registered before the keyword existed keep working.
+        extra = {} if bias is None else {"bias": bias}
+        attended = self.kernel(q, k, v, causal=causal, query_offset=query_offset, need_weights=need_weights, **extra)
+        out = attended.values if self.rsa is None else self.rsa(attended, v, query_offset=query_offset,
+                                                                channel=channel)
         if not self.mix:
             out = out.transpose(1, 2)  # [B, Lq, H, D]
         out = out.reshape(b, query_len, -1)  # [B, Lq, H*D]

@@ -23,6 +23,7 @@ import abc
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor
 from torch.nn import functional as F
@@ -123,7 +124,10 @@ class DistributionOutput(ForecastOutput):
     output), trained by negative log-likelihood."""
 
     def __init__(self, kind: str) -> None:
-        from gluonts.torch.distributions import NormalOutput, StudentTOutput
+        from tsrec.interop import quiet_gluonts_import
+
+        with quiet_gluonts_import():
+            from gluonts.torch.distributions import NormalOutput, StudentTOutput
 
         self.kind = kind
         self.gluonts = {"normal": NormalOutput, "studentt": StudentTOutput}[kind]()
@@ -203,9 +207,14 @@ def make_output(kind: str, quantile_levels: Sequence[float]) -> ForecastOutput:
 
 
 def check_levels(name: str, levels: Any) -> tuple[float, ...]:
-    """``levels`` as a sorted tuple of distinct floats in (0, 1), or a ``ValueError`` naming ``name``."""
+    """``levels`` as a sorted tuple of distinct floats in (0, 1), or a ``ValueError`` naming ``name``.
+
+    A level of a narrower float type (NumPy ``float32``, ``float16``) is read as the decimal it
+    prints as (``np.float32(0.1)`` -> ``0.1``, not ``0.10000000149011612``), so that it names the
+    same level as the Python float a user types.
+    """
     try:
-        values = tuple(sorted(float(q) for q in levels))
+        values = tuple(sorted(_level(q) for q in levels))
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a list of quantile levels in (0, 1), e.g. [0.1, 0.5, 0.9]; "
                          f"got {levels!r}") from None
@@ -213,3 +222,11 @@ def check_levels(name: str, levels: Any) -> tuple[float, ...]:
         raise ValueError(f"{name} must be distinct levels strictly between 0 and 1, e.g. [0.1, 0.5, 0.9]; "
                          f"got {levels!r}")
     return values
+
+
+def _level(q: Any) -> float:
+    """One quantile level as a Python float; a narrower float as the shortest decimal that reads
+    back to it in its own precision."""
+    if isinstance(q, np.floating) and np.finfo(q.dtype).bits < 64:
+        return float(np.format_float_positional(q, unique=True, trim="-"))
+    return float(q)

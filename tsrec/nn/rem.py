@@ -47,6 +47,8 @@ __all__ = [
     "lag_grid",
     "toeplitz_apply",
     "toeplitz_matrix",
+    "rem_entries",
+    "rem_log_envelope",
     "DENSE_MAX_ENTRIES",
 ]
 
@@ -101,27 +103,68 @@ def rem_entries(lags: Tensor, *, log_mag: Tensor, sign: Tensor, phase: Tensor, s
     """Evaluate REM coefficients at integer ``lags`` for every head.
 
     Args:
-        lags: integer lags, shape ``[..., Lq, Lk]`` where ``...`` broadcasts against ``[H]``
-            placed before the last two dims (e.g. ``[Lq, Lk]`` or ``[B, H, u, Lk]``).
-        log_mag, sign, phase, shift: per-head tensors ``[H]`` (see module docstring).
+        lags: integer lags, shape ``[Lq, Lk]`` or ``[..., H, Lq, Lk]`` (e.g. ``[B, H, u, Lk]``).
+        log_mag, sign, phase, shift: per-head terms (see module docstring), ``[H]``, or
+            ``[G, H]`` for ``G`` groups of rows with their own parameters (per-channel REMs:
+            ``G`` channels, or ``B`` batch rows after picking each row's channel).
         dilation: per-head integer dilations ``[H]``.
         masked: causal REM (``l >= 1``) if True, bidirectional (``|l| >= 1``) if False.
 
     Returns:
-        ``[..., H, Lq, Lk]`` coefficients, exactly 0 where the lag is 0, negative (masked), or
-        not divisible by the head's dilation.
+        ``[H, Lq, Lk]`` (or ``[G, H, Lq, Lk]``) for ``[Lq, Lk]`` lags, else the broadcast of the lags
+        with the terms; exactly 0 where the lag is 0, negative (masked), or not divisible by the
+        head's dilation.
     """
-    view = (-1, 1, 1)
-    d = dilation.view(view)
+    power, valid = _lag_powers(lags, dilation, masked, log_mag.dtype, lag0=False)
+    magnitude = torch.exp(power * log_mag[..., None, None])
+    odd = torch.remainder(power, 2) == 1
+    signed = torch.where(odd & (sign[..., None, None] < 0), -magnitude, magnitude)
+    values = signed * torch.cos(power * phase[..., None, None] + shift[..., None, None])
+    return torch.where(valid, values, torch.zeros_like(values))
+
+
+def rem_log_envelope(lags: Tensor, *, log_mag: Tensor, sign: Tensor, phase: Tensor, shift: Tensor,
+                     dilation: Tensor, masked: bool) -> tuple[Tensor, Tensor]:
+    """The REM as an additive attention-score bias: the log of a non-negative envelope.
+
+    A softmax weight ``exp(s + b)`` is ``exp(s)`` times the envelope ``exp(b)``, so a bias must be
+    the log of a non-negative weight. A REM coefficient ``sign^p |m|^p cos(p phase + shift)``
+    (``p = |l| / d``) is split into its magnitude, which becomes ALiBi's log-decay ``p log|m|``
+    exactly, and its sign or oscillation, which a log cannot take (it is negative at anti-phase
+    lags) and becomes the bounded periodic term ``cos(p phase' + shift)`` (the log of the von Mises
+    factor ``exp(cos(.))``): in-phase lags are favoured by up to ``e^2`` over anti-phase ones,
+    none is cut off, and the gradient in ``theta`` stays smooth (unlike ``log((1 + cos) / 2 + eps)``,
+    whose log goes to ``log eps`` at anti-phase lags). A negative ``lambda`` is the oscillation of
+    period 2: ``phase' = pi``. For a positive ``lambda`` the term is the constant 1, which the
+    softmax ignores, leaving exactly ``(i - j) log lambda``.
+
+    The envelope keeps the REM's support, with the lag 0 (weight 1) added so that every query of a
+    self-attention keeps a key: a masked REM gives the future ``-inf`` (the head becomes causal,
+    as ALiBi and Powerformer are), a dilated one the lags off its grid of multiples of ``d``.
+
+    Args: as :func:`rem_entries`.
+
+    Returns:
+        ``(bias, support)``: the bias, finite on the support and 0 off it (the caller scales it, then
+        fills ``-inf`` where ``support`` is False), shaped as :func:`rem_entries`' output, and the bool
+        support ``[H, Lq, Lk]`` (or the lags' broadcast shape with ``[H]``).
+    """
+    power, support = _lag_powers(lags, dilation, masked, log_mag.dtype, lag0=True)
+    phase = torch.where(sign < 0, torch.full_like(phase, math.pi), phase)  # (-1)^p = cos(p pi)
+    bias = power * log_mag[..., None, None] + torch.cos(power * phase[..., None, None] + shift[..., None, None])
+    return torch.where(support, bias, torch.zeros_like(bias)), support
+
+
+def _lag_powers(lags: Tensor, dilation: Tensor, masked: bool, dtype: torch.dtype, *,
+                lag0: bool) -> tuple[Tensor, Tensor]:
+    """``(power, valid)``: the REM power ``|l| / d`` (0 where invalid, so that no ``0 * inf``
+    arises) in ``dtype``, and where the REM reaches (lags ``>= 1``, or ``>= 0`` with ``lag0``; only
+    positive ones when ``masked``; multiples of the head's dilation), both ``[.., H, Lq, Lk]``."""
+    d = dilation[:, None, None]
     a = lags if masked else lags.abs()
     a = a.unsqueeze(-3) if lags.dim() == 2 else a  # [.., 1 or H, Lq, Lk]
-    valid = (a >= 1) & (a % d == 0)
-    power = torch.where(valid, a // d, torch.zeros_like(a)).to(log_mag.dtype)  # 0 where invalid: no 0 * inf
-    magnitude = torch.exp(power * log_mag.view(view))
-    odd = torch.remainder(power, 2) == 1
-    signed = torch.where(odd & (sign.view(view) < 0), -magnitude, magnitude)
-    values = signed * torch.cos(power * phase.view(view) + shift.view(view))
-    return torch.where(valid, values, torch.zeros_like(values))
+    valid = (a >= (0 if lag0 else 1)) & (a % d == 0)
+    return torch.where(valid, a // d, torch.zeros_like(a)).to(dtype), valid
 
 
 def _safe_log_abs(x: Tensor) -> Tensor:
@@ -164,9 +207,9 @@ def toeplitz_apply(kernel: Tensor, lag_start: int, values: Tensor, query_len: in
     The Toeplitz product of a per-head lag kernel with the values, by FFT along time.
 
     Args:
-        kernel: ``[H, n]`` coefficients for lags ``lag_start .. lag_start + n - 1``; lags outside
-            that range count as 0.
-        lag_start: the lag of ``kernel[:, 0]``.
+        kernel: ``[H, n]`` coefficients for lags ``lag_start .. lag_start + n - 1`` (or ``[B, H, n]``,
+            one kernel per batch row); lags outside that range count as 0.
+        lag_start: the lag of ``kernel[..., 0]``.
         values: ``[B, H, Lk, D]``.
         query_len: number of output rows ``Lq``; row ``i`` sits at time ``i + offset``.
 
@@ -183,7 +226,7 @@ def toeplitz_apply(kernel: Tensor, lag_start: int, values: Tensor, query_len: in
     fft_len = _fast_fft_len(n + key_len - 1)
     # FFTs along the last dim (time moved there by a transpose view): about 2x faster and 25% less
     # peak memory in forward+backward than FFTs along dim -2 (benchmarks/rem_speed.py, L = 8192).
-    kf = torch.fft.rfft(kernel.to(work_dtype), n=fft_len, dim=-1).unsqueeze(-2)  # [H, 1, F]
+    kf = torch.fft.rfft(kernel.to(work_dtype), n=fft_len, dim=-1).unsqueeze(-2)  # [(B,) H, 1, F]
     vf = torch.fft.rfft(values.to(work_dtype).transpose(-1, -2), n=fft_len, dim=-1)  # [B, H, D, F]
     conv = torch.fft.irfft(vf * kf, n=fft_len, dim=-1)  # [B, H, D, fft_len]
     stop = start + query_len
@@ -196,14 +239,14 @@ def toeplitz_apply(kernel: Tensor, lag_start: int, values: Tensor, query_len: in
 
 
 def toeplitz_matrix(kernel: Tensor, lag_start: int, query_len: int, key_len: int, offset: int = 0) -> Tensor:
-    """The dense Toeplitz matrices ``P[h, i, j] = kernel[h, i + offset - j - lag_start]`` (0 outside).
+    """The dense Toeplitz matrices ``P[..., h, i, j] = kernel[..., h, i + offset - j - lag_start]`` (0 outside).
 
     Args:
-        kernel: ``[H, n]`` coefficients for lags ``lag_start .. lag_start + n - 1``.
+        kernel: ``[H, n]`` (or ``[B, H, n]``) coefficients for lags ``lag_start .. lag_start + n - 1``.
         query_len, key_len: ``Lq``, ``Lk``; row ``i`` sits at time ``i + offset``, column ``j`` at ``j``.
 
     Returns:
-        ``[H, Lq, Lk]``, laid out from the zero-padded kernel by a strided window view (no
+        ``[H, Lq, Lk]`` (or ``[B, H, Lq, Lk]``), laid out from the zero-padded kernel by a strided window view (no
         per-entry evaluation; the gradient sums back along the diagonals).
     """
     lo, hi = offset - (key_len - 1), offset + query_len - 1  # lags of the matrix's corners
@@ -212,9 +255,9 @@ def toeplitz_matrix(kernel: Tensor, lag_start: int, query_len: int, key_len: int
     if left < 0 or right < 0:  # kernel reaches beyond the matrix: keep the lags in [lo, hi]
         kernel = kernel[..., max(-left, 0): n - max(-right, 0)]
         left, right = max(left, 0), max(right, 0)
-    full = F.pad(kernel, (left, right))  # [H, Lq + Lk - 1], lags lo..hi
+    full = F.pad(kernel, (left, right))  # [(B,) H, Lq + Lk - 1], lags lo..hi
     # Reversed, row i of P is the window starting at Lq - 1 - i: unfold gives the rows bottom-up.
-    return full.flip(-1).unfold(-1, key_len, 1).flip(-2)  # [H, Lq, Lk]
+    return full.flip(-1).unfold(-1, key_len, 1).flip(-2)  # [(B,) H, Lq, Lk]
 
 
 def _fast_fft_len(n: int) -> int:
@@ -245,21 +288,26 @@ class LearnableREM(nn.Module):
     Parameters (all ``nn.Parameter``): ``eta`` for the regular heads (``lambda = tanh(eta)``,
     initialised ``U([-2,-1] U [1,2])``), ``nu`` and ``theta`` for the cos/sin pairs
     (``gamma = sigmoid(nu)``, ``nu ~ U(1, 2)``, ``theta = 2 pi / period`` from ``RSAConfig.periods``).
-    Plain and dilated heads have their own parameters.
+    Plain and dilated heads have their own parameters. Each is a vector ``[n]`` (one value per
+    head or pair), or with ``config.per_channel`` a matrix ``[n_channels, n]`` whose rows all start
+    from the same per-head draw; the methods then take ``channel [B]``, the channel of each batch
+    row, and give every row its channel's REM.
 
     Args:
         config: a resolved :class:`~tsrec.config.RSAConfig` (``kinds``, ``dilation``, ``periods``
             and ``dilated_periods`` set; see ``RSAConfig.resolved``).
         masked: causal REM (``l >= 1``) if True, bidirectional (``|l| >= 1``) if False.
+        n_channels: channels with their own parameters when ``config.per_channel`` (ignored otherwise).
     """
 
-    def __init__(self, config: RSAConfig, *, masked: bool = True) -> None:
+    def __init__(self, config: RSAConfig, *, masked: bool = True, n_channels: int = 1) -> None:
         super().__init__()
         if config.unresolved():
             raise ValueError(f"the REM needs {', '.join(config.unresolved())}: set them, or fill them from the data "
                              "with RSAConfig.resolved(n_heads, DataFacts(season=...))")
         self.config = config
         self._masked = masked
+        self.n_channels = check_int("n_channels", n_channels, 1) if config.per_channel else 1
         k1, k2, k3, k4, k5, k6 = config.kinds
         pairs, dil_pairs = max(k2, k3), max(k5, k6)
         self._scalar("eta", self._init_eta(k1))
@@ -277,8 +325,11 @@ class LearnableREM(nn.Module):
         self.register_buffer("head_kind", torch.tensor(kind, dtype=torch.long), persistent=False)
 
     def _scalar(self, name: str, init: Tensor) -> None:
-        """A learnable vector, or an empty buffer when this layer has no head of that kind
-        (so that every registered parameter takes part in the REM and receives a gradient)."""
+        """A learnable vector ``[n]`` (``[n_channels, n]`` per channel), or an empty buffer when
+        this layer has no head of that kind (so that every registered parameter takes part in the
+        REM and receives a gradient)."""
+        if self.config.per_channel:
+            init = init.expand(self.n_channels, -1).clone()  # every channel starts from the same draw
         if init.numel():
             self.register_parameter(name, nn.Parameter(init))
         else:
@@ -298,24 +349,48 @@ class LearnableREM(nn.Module):
     def masked(self) -> bool:
         return self._masked
 
-    def head_terms(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """Per-head ``(log_mag, sign, phase, shift)``, each ``[H]`` in head order, differentiable."""
+    @property
+    def per_channel(self) -> bool:
+        return self.config.per_channel
+
+    def _parameters_of(self, channel: Tensor | None) -> tuple[Tensor, ...]:
+        """``(eta, nu, theta, dilated_eta, dilated_nu, dilated_theta)``: ``[n]`` shared, ``[C, n]``
+        per channel, or ``[B, n]`` per channel with ``channel [B]`` (each row's channel's values)."""
+        names = ("eta", "nu", "theta", "dilated_eta", "dilated_nu", "dilated_theta")
+        params = tuple(getattr(self, name) for name in names)
+        if not self.per_channel or channel is None:
+            return params
+        if channel.dim() != 1:
+            raise ValueError(f"channel must be a 1-D index with one channel per batch row, got shape "
+                             f"{tuple(channel.shape)}")
+        return tuple(p[channel] for p in params)
+
+    def head_terms(self, channel: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """Per-head ``(log_mag, sign, phase, shift)`` in head order, differentiable: each ``[H]``;
+        per channel ``[C, H]``, or ``[B, H]`` with ``channel [B]`` (``shift`` stays ``[H]``). A
+        shared REM ignores ``channel``."""
         k1, k2, k3, k4, k5, k6 = self.config.kinds
-        lam, dlam = torch.tanh(self.eta), torch.tanh(self.dilated_eta)
-        log_g, dlog_g = nn.functional.logsigmoid(self.nu), nn.functional.logsigmoid(self.dilated_nu)
-        th, dth = self.theta, self.dilated_theta
-        zeros, ones = lam.new_zeros, lam.new_ones
-        log_mag = torch.cat([_safe_log_abs(lam), log_g[:k2], log_g[:k3],
-                             _safe_log_abs(dlam), dlog_g[:k5], dlog_g[:k6]])
-        sign = torch.cat([torch.sign(lam), ones(k2 + k3), torch.sign(dlam), ones(k5 + k6)])
-        phase = torch.cat([zeros(k1), th[:k2], th[:k3], zeros(k4), dth[:k5], dth[:k6]])
+        eta, nu, th, deta, dnu, dth = self._parameters_of(channel)
+        lam, dlam = torch.tanh(eta), torch.tanh(deta)
+        log_g, dlog_g = nn.functional.logsigmoid(nu), nn.functional.logsigmoid(dnu)
+        lead = lam.shape[:-1]  # () shared, (C,) or (B,) per channel
+
+        def full(n: int, value: float) -> Tensor:
+            return lam.new_full((*lead, n), value)
+
+        log_mag = torch.cat([_safe_log_abs(lam), log_g[..., :k2], log_g[..., :k3],
+                             _safe_log_abs(dlam), dlog_g[..., :k5], dlog_g[..., :k6]], dim=-1)
+        sign = torch.cat([torch.sign(lam), full(k2 + k3, 1.0), torch.sign(dlam), full(k5 + k6, 1.0)], dim=-1)
+        phase = torch.cat([full(k1, 0.0), th[..., :k2], th[..., :k3], full(k4, 0.0), dth[..., :k5], dth[..., :k6]],
+                          dim=-1)
         # -pi/2 in the parameters' dtype (a scalar torch.where would round it to float32 first).
         shift = (self.head_kind == 2).to(log_mag.dtype) * (-math.pi / 2)
         return log_mag, sign, phase, shift
 
     def head_parameters(self) -> dict[str, Tensor]:
         """Per-head ``lambda``, ``gamma``, ``theta`` (NaN where a head has no such parameter),
-        ``kind`` (0 regular, 1 cos, 2 sin) and ``dilation``; detached, on the CPU, for reporting."""
+        ``[H]``, or ``[C, H]`` per channel; ``kind`` (0 regular, 1 cos, 2 sin) and ``dilation``
+        ``[H]``; detached, on the CPU, for reporting."""
         with torch.no_grad():
             log_mag, sign, phase, _ = self.head_terms()
             is_reg = self.head_kind == 0
@@ -329,24 +404,45 @@ class LearnableREM(nn.Module):
                 "theta": torch.where(is_reg, nan, phase).cpu(),
             }
 
-    def entries(self, lags: Tensor) -> Tensor:
-        """REM coefficients at integer ``lags`` (``[Lq, Lk]`` or ``[..., H, Lq, Lk]``)."""
-        log_mag, sign, phase, shift = self.head_terms()
+    def _check_channel(self, channel: Tensor | None) -> None:
+        if self.per_channel and channel is None:
+            raise ValueError("this REM has parameters per channel (rsa.per_channel): pass channel [B], the "
+                             "channel of each batch row")
+
+    def entries(self, lags: Tensor, channel: Tensor | None = None) -> Tensor:
+        """REM coefficients at integer ``lags`` (``[Lq, Lk]`` or ``[..., H, Lq, Lk]``): ``[H, Lq, Lk]``
+        (per channel ``[C, H, Lq, Lk]``, or ``[B, H, Lq, Lk]`` with ``channel [B]``), or the
+        broadcast shape of ``[..., H, Lq, Lk]`` lags."""
+        log_mag, sign, phase, shift = self.head_terms(channel)
         return rem_entries(lags, log_mag=log_mag, sign=sign, phase=phase, shift=shift,
                            dilation=self.dilation, masked=self.masked)
 
-    def matrix(self, query_len: int, key_len: int | None = None, *, offset: int = 0) -> Tensor:
-        """Dense REMs ``[H, query_len, key_len]``."""
-        return self.entries(lag_grid(query_len, key_len, offset=offset, device=self.dilation.device))
+    def log_envelope(self, query_len: int, key_len: int | None = None, *, offset: int = 0,
+                     channel: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """The score bias of :func:`rem_log_envelope` and its support: bias ``[H, Lq, Lk]`` (``[B, H,
+        Lq, Lk]`` per channel with ``channel [B]``), support ``[H, Lq, Lk]`` bool."""
+        self._check_channel(channel)
+        lags = lag_grid(query_len, key_len, offset=offset, device=self.dilation.device)
+        log_mag, sign, phase, shift = self.head_terms(channel)
+        return rem_log_envelope(lags, log_mag=log_mag, sign=sign, phase=phase, shift=shift,
+                                dilation=self.dilation, masked=self.masked)
 
-    def rows(self, query_index: Tensor, key_len: int, *, offset: int = 0) -> Tensor:
-        """REM rows at the given query positions: ``query_index [B, H, u]`` -> ``[B, H, u, key_len]``."""
+    def matrix(self, query_len: int, key_len: int | None = None, *, offset: int = 0,
+               channel: Tensor | None = None) -> Tensor:
+        """Dense REMs ``[H, query_len, key_len]`` (per channel ``[C, H, Lq, Lk]``, or ``[B, H, Lq, Lk]``
+        with ``channel [B]``)."""
+        return self.entries(lag_grid(query_len, key_len, offset=offset, device=self.dilation.device), channel)
+
+    def rows(self, query_index: Tensor, key_len: int, *, offset: int = 0, channel: Tensor | None = None) -> Tensor:
+        """REM rows at the given query positions: ``query_index [B, H, u]`` -> ``[B, H, u, key_len]``
+        (per channel, ``channel [B]`` picks each batch row's REM)."""
+        self._check_channel(channel)
         keys = torch.arange(key_len, device=query_index.device)
         lags = query_index.unsqueeze(-1) + offset - keys  # [B, H, u, Lk]
-        return self.entries(lags)
+        return self.entries(lags, channel)
 
     def product(self, values: Tensor, query_len: int | None = None, *, offset: int = 0,
-                method: str = "auto") -> Tensor:
+                method: str = "auto", channel: Tensor | None = None) -> Tensor:
         """``P @ V`` for every query row.
 
         Args:
@@ -354,6 +450,8 @@ class LearnableREM(nn.Module):
             query_len: rows ``Lq`` (default ``Lk``); row ``i`` sits at time ``i + offset``.
             method: ``"dense"`` (build ``[H, Lq, Lk]``), ``"fft"`` (Toeplitz convolution, memory
                 linear in ``L``) or ``"auto"`` (dense up to ``DENSE_MAX_ENTRIES`` entries).
+            channel: ``[B]``, the channel of each batch row; needed (only) per channel, where each
+                row gets its own REM (dense ``[B, H, Lq, Lk]``, or ``[B, H, n]`` kernels for the FFT).
 
         Returns:
             ``[B, H, Lq, D]``.
@@ -363,6 +461,9 @@ class LearnableREM(nn.Module):
         _check_lengths(query_len, key_len)
         if values.shape[1] != self.n_heads:
             raise ValueError(f"values have {values.shape[1]} heads, the REM has {self.n_heads}")
+        self._check_channel(channel)
+        if self.per_channel and channel.shape != values.shape[:1]:
+            raise ValueError(f"channel needs one index per batch row ({values.shape[0]}), got shape {tuple(channel.shape)}")
         if method == "auto":
             method = "dense" if query_len * key_len <= DENSE_MAX_ENTRIES else "fft"
         if method not in ("dense", "fft"):
@@ -373,11 +474,14 @@ class LearnableREM(nn.Module):
             lag_lo = max(lag_lo, 1)
         if lag_hi < lag_lo:  # every key lies in the future of every query
             return values.new_zeros(batch, heads, query_len, dim)
-        # Every REM entry depends on the lag alone: evaluate each lag once ([H, n], n <= Lq + Lk - 1).
-        kernel = self.entries(torch.arange(lag_lo, lag_hi + 1, device=values.device).unsqueeze(0))[:, 0, :]
+        # Every REM entry depends on the lag alone: evaluate each lag once ([(B,) H, n], n <= Lq + Lk - 1).
+        lags = torch.arange(lag_lo, lag_hi + 1, device=values.device).unsqueeze(0)  # [1, n]
+        kernel = self.entries(lags, channel)[..., 0, :]  # [H, n], per channel [B, H, n]
         if method == "fft":
             return toeplitz_apply(kernel, lag_lo, values, query_len, offset)
-        matrix = toeplitz_matrix(kernel.to(values.dtype), lag_lo, query_len, key_len, offset)  # [H, Lq, Lk]
+        matrix = toeplitz_matrix(kernel.to(values.dtype), lag_lo, query_len, key_len, offset)  # [(B,) H, Lq, Lk]
+        if self.per_channel:  # one REM per batch row
+            return torch.matmul(matrix, values)  # [B, H, Lq, D]
         # Fold the batch into the columns: one [H, Lq, Lk] x [H, Lk, B*D] product, so neither P nor
         # its gradient is broadcast over the batch.
         folded = values.permute(1, 2, 0, 3).reshape(heads, key_len, batch * dim)  # [H, Lk, B*D]

@@ -145,7 +145,8 @@ class SRUppAttention(FactorisedProjection):
         """``A``: causal attention of ``z [B, L, d']`` to itself -> ``[B, L, d']``."""
         q = self._heads(z)
         k, v = (self._heads(part) for part in self.w2(z).chunk(2, dim=-1))
-        attended = self.kernel(q, k, v, causal=True)
+        bias = None if self.rsa is None else self.rsa.score_bias(q.shape[-2], k.shape[-2])  # rsa mix="bias"
+        attended = self.kernel(q, k, v, causal=True, bias=bias)
         out = attended.values if self.rsa is None else self.rsa(attended, v)  # [B, h, L, d'/h]
         return out.transpose(1, 2).reshape(z.shape)
 

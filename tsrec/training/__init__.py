@@ -20,8 +20,12 @@ from tsrec.training.module import (
 )
 from tsrec.training.predict import predict_batches, predict_device
 from tsrec.training.trainer import (
+    EXIT_SIGTERM,
     EpochShuffleSampler,
+    InterruptRecorder,
+    TrainingTerminated,
     epoch_seed,
+    fit_or_raise,
     make_loader,
     make_predict_trainer,
     make_trainer,
@@ -31,16 +35,20 @@ from tsrec.training.trainer import (
 __all__ = [
     "Budget",
     "DIVERGED_ERROR",
+    "EXIT_SIGTERM",
     "EpochCheckpoint",
     "EpochShuffleSampler",
     "ForecastingModule",
+    "InterruptRecorder",
     "RestoreBestWeights",
     "SmoothedEarlyStopping",
     "TrainingConfig",
     "TrainingDiverged",
+    "TrainingTerminated",
     "cosine_lr_factor",
     "describe_run",
     "epoch_seed",
+    "fit_or_raise",
     "informer_lr_factor",
     "make_loader",
     "make_predict_trainer",

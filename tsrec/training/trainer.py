@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import logging
+import signal
 import sys
 import warnings
 from collections.abc import Iterator
@@ -17,12 +18,18 @@ import torch
 from lightning.pytorch.callbacks import Checkpoint, TQDMProgressBar
 from lightning.pytorch.callbacks.progress.tqdm_progress import Tqdm
 from lightning.pytorch.loggers import CSVLogger
+from lightning.pytorch.utilities.exceptions import SIGTERMException
 from torch.utils.data import DataLoader, Sampler
 
 from tsrec.config import TrainingConfig
 from tsrec.data.windows import WindowDataset
 from tsrec.training.budget import Budget
 from tsrec.training.callbacks import EpochCheckpoint, RestoreBestWeights, SmoothedEarlyStopping
+
+log = logging.getLogger(__name__)
+
+#: The exit status of a program ended by SIGTERM, by the shell's convention (128 + the signal number).
+EXIT_SIGTERM = 128 + signal.SIGTERM
 
 
 def make_trainer(config: TrainingConfig, output_dir: str | Path, *, budget: Budget, validate: bool,
@@ -37,10 +44,11 @@ def make_trainer(config: TrainingConfig, output_dir: str | Path, *, budget: Budg
     stderr is a terminal (``enable_progress_bar`` forces it on or off), and no checkpoint
     files but those of ``checkpoint`` (tsrec's per-epoch ``last.ckpt``; left out when
     ``trainer_kwargs`` set ``enable_checkpointing=False``). Checkpointing is on exactly when a
-    :class:`~lightning.pytorch.callbacks.Checkpoint` callback is present.
+    :class:`~lightning.pytorch.callbacks.Checkpoint` callback is present. An
+    :class:`InterruptRecorder` lets :func:`fit_or_raise` tell a Ctrl-C from other exits.
     """
     extra = dict(trainer_kwargs or {})
-    callbacks: list[pl.Callback] = []
+    callbacks: list[pl.Callback] = [InterruptRecorder()]
     if validate:
         callbacks.append(RestoreBestWeights("val_loss"))
         if config.patience is not None:
@@ -95,6 +103,83 @@ class StderrProgressBar(TQDMProgressBar):
     def init_predict_tqdm(self) -> Tqdm:
         with contextlib.redirect_stdout(sys.stderr):
             return super().init_predict_tqdm()
+
+
+# ---------------------------------------------------------------------------------------- signals
+class TrainingTerminated(SystemExit, KeyboardInterrupt):
+    """SIGTERM stopped training; ``str()`` is the line logged then: what was kept.
+
+    A ``SystemExit`` with status 143 (128 + SIGTERM): uncaught, it ends the program with the status
+    of a process killed by SIGTERM, after ``finally`` blocks and ``atexit`` handlers have run. And a
+    ``KeyboardInterrupt``, so that test runners, which report a ``SystemExit`` as one failed test
+    and carry on, stop as on Ctrl-C. ``checkpoint``: the checkpoint ``fit(..., resume=True)``
+    continues from, or None when none was kept.
+    """
+
+    def __init__(self, message: str, checkpoint: Path | None) -> None:
+        KeyboardInterrupt.__init__(self, message)
+        self.code = EXIT_SIGTERM
+        self.checkpoint = checkpoint
+
+
+class InterruptRecorder(pl.Callback):
+    """Keeps the exception that stopped ``Trainer.fit``: Lightning shows a Ctrl-C to callbacks only
+    (``on_exception``) before it exits with ``sys.exit(1)``."""
+
+    def __init__(self) -> None:
+        self.exception: BaseException | None = None
+
+    def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self.exception = None
+
+    def on_exception(self, trainer: pl.Trainer, pl_module: pl.LightningModule, exception: BaseException) -> None:
+        self.exception = exception
+
+
+def fit_or_raise(trainer: pl.Trainer, module: pl.LightningModule, train_loader: DataLoader,
+                 val_loader: DataLoader | None = None, *, ckpt_path: str | Path | None = None,
+                 resumable: Path | None = None) -> None:
+    """``trainer.fit``, ended by Ctrl-C or SIGTERM as a Python program is, saying what was kept.
+
+    Lightning ends a fit on Ctrl-C with ``sys.exit(1)``, and on SIGTERM at the end of the batch
+    with a ``SystemExit`` of status 0, which a script cannot tell from a finished fit. Here either
+    signal logs one line (a WARNING on this module's logger, which Python prints on stderr when
+    logging is not configured) naming the signal and what was kept, then raises a
+    ``KeyboardInterrupt`` with that line (Ctrl-C: uncaught, Python ends with the status of SIGINT,
+    130) or :class:`TrainingTerminated` (SIGTERM: uncaught, the program exits with status 143).
+    Kept is ``resumable``, the checkpoint ``resume=True`` continues from, once it exists (the
+    trainer's own :class:`EpochCheckpoint` writes it at the end of the first epoch). A SIGTERM
+    handler of the caller's that raises ``KeyboardInterrupt`` (the ``tsrec`` command's does) stops
+    training at once and counts as SIGTERM; any other exception passes unchanged.
+    """
+    recorder = next((c for c in trainer.callbacks if isinstance(c, InterruptRecorder)), InterruptRecorder())
+    try:
+        trainer.fit(module, train_loader, val_loader, ckpt_path=ckpt_path, weights_only=True)
+    except (SystemExit, KeyboardInterrupt) as err:
+        stopped_by = err if recorder.exception is None else recorder.exception  # Lightning's sys.exit(1) hides Ctrl-C
+        if not isinstance(stopped_by, (SIGTERMException, KeyboardInterrupt)):
+            raise
+        raise _interrupted(trainer, resumable) from None
+    if isinstance(recorder.exception, KeyboardInterrupt):  # older Lightning returned after a Ctrl-C
+        raise _interrupted(trainer, resumable)
+
+
+def _interrupted(trainer: pl.Trainer, resumable: Path | None) -> KeyboardInterrupt:
+    """The exception for a fit stopped by a signal, once its line is logged."""
+    signum = signal.SIGTERM if trainer.received_sigterm else signal.SIGINT
+    own = any(isinstance(c, EpochCheckpoint) and c.path == resumable for c in trainer.callbacks)
+    kept = resumable is not None and resumable.is_file() and (trainer.current_epoch > 0 or not own)
+    if kept:
+        what = (f"kept the checkpoint of the last finished epoch, {resumable}; fit again with resume=True "
+                "('tsrec fit ... --resume') to continue from it")
+    else:
+        what = "nothing kept: " + ("no epoch had finished" if resumable is not None else
+                                   "checkpoints are written only when output_dir is set")
+    name = "Ctrl-C (SIGINT)" if signum == signal.SIGINT else "SIGTERM"
+    message = f"interrupted by {name}: {what}"
+    log.warning(message)
+    return TrainingTerminated(message, resumable if kept else None) if signum == signal.SIGTERM else \
+        KeyboardInterrupt(message)
 
 
 def make_predict_trainer(config: TrainingConfig, trainer_kwargs: dict[str, Any] | None = None, *,

@@ -1,0 +1,397 @@
+"""Saved models that cannot lie, and saves that other processes cannot break.
+
+Every edit of ``forecaster.json`` is refused by its checksum; an edit that rewrites the checksum
+too is refused where the JSON no longer fits the weights (or itself); a model saved by a newer
+tsrec says so; a format-4 model (tsrec 0.1, weights-only checksum) still loads. Many processes
+saving to one path while another loads it see only whole models and leave no hidden folder; the
+folders of crashed saves are removed by the next save, those of live saves are kept."""
+
+import errno
+import hashlib
+import json
+import multiprocessing
+import os
+import queue
+import re
+import threading
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+import tsrec
+from tsrec import Forecaster, _saving
+from tsrec.config import DataFacts
+from tsrec.fitted import ConcurrentSaveError, FittedState, _json_sha256
+from tsrec.models import model_config
+
+QUIET = {"enable_progress_bar": False, "logger": False}
+FORK = "fork" in multiprocessing.get_all_start_methods()
+
+
+def two_channels(n=240, level=5.0):
+    t = np.arange(n)
+    return pd.DataFrame({"load": np.sin(2 * np.pi * t / 24) + level, "temp": np.cos(2 * np.pi * t / 24)},
+                        index=pd.date_range("2024-01-01", periods=n, freq="h"))
+
+
+def dlinear(level=5.0):
+    return Forecaster("dlinear", prediction_length=6, context_length=24, max_epochs=1, batch_size=64,
+                      trainer_kwargs=QUIET).fit(two_channels(level=level))
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    return dlinear()
+
+
+@pytest.fixture(scope="module")
+def other():
+    """A second model, told apart from ``fitted`` by its scaler's level."""
+    return dlinear(level=50.0)
+
+
+def read_meta(path):
+    return json.loads((path / "forecaster.json").read_text())
+
+
+def write_meta(path, meta, *, rehash):
+    """Write ``meta`` into ``path``'s forecaster.json; ``rehash``: with its checksum recomputed, as
+    a newer tsrec (or a user covering an edit) would write it."""
+    if rehash:
+        meta = {**meta, "sha256": {**meta["sha256"], "forecaster.json": _json_sha256(meta)}}
+    (path / "forecaster.json").write_text(json.dumps(meta, indent=2))
+
+
+def hidden(folder):
+    return sorted(p.name for p in Path(folder).iterdir() if p.name.startswith("."))
+
+
+# ---------------------------------------------------------------------------------------- format
+
+
+def test_saved_model_records_its_versions_and_every_files_checksum(fitted, tmp_path):
+    path = fitted.save(tmp_path / "m")
+    meta = read_meta(path)
+    assert meta["format_version"] == 5 and meta["tsrec_version"] == tsrec.__version__
+    assert set(meta["sha256"]) == {"forecaster.json", "weights.pt"}
+    assert meta["sha256"]["weights.pt"] == hashlib.sha256((path / "weights.pt").read_bytes()).hexdigest()
+    pd.testing.assert_frame_equal(Forecaster.load(path).predict(), fitted.predict())
+    # the checksum is over what the JSON says, not its layout
+    (path / "forecaster.json").write_text(json.dumps(meta, separators=(",", ":")))
+    pd.testing.assert_frame_equal(Forecaster.load(path).predict(), fitted.predict())
+
+
+def edit_scaler(meta):
+    meta["scaler"]["loc"][0][0] += 1.0
+
+
+def edit_freq(meta):
+    meta["data"]["freq"] = meta["resolved_settings"]["window"]["freq"] = "D"
+
+
+def edit_starts(meta):
+    meta["data"]["starts"] = ["2025-01-01T00:00:00"]
+
+
+def edit_prediction_length(meta):
+    for settings in (meta["settings"], meta["resolved_settings"]):
+        settings["window"]["prediction_length"] = 7
+    meta["resolved_settings"]["network"]["prediction_length"] = 7
+
+
+def edit_model(meta):
+    meta["settings"]["model"] = meta["resolved_settings"]["model"] = "seasonal_naive"
+
+
+def edit_n_channels(meta):
+    meta["data_facts"]["n_channels"] = meta["resolved_settings"]["network"]["n_channels"] = 3
+
+
+def edit_targets(meta):
+    meta["data"]["targets"] = ["temp", "load"]
+
+
+EDITS = [edit_scaler, edit_freq, edit_starts, edit_prediction_length, edit_model, edit_targets]
+
+
+@pytest.mark.parametrize("edit", EDITS, ids=lambda edit: edit.__name__)
+def test_any_edit_of_the_json_is_refused_by_its_checksum(fitted, tmp_path, edit):
+    path = fitted.save(tmp_path / "m")
+    meta = read_meta(path)
+    edit(meta)
+    write_meta(path, meta, rehash=False)
+    with pytest.raises(ValueError, match=r"forecaster\.json does not match the checksum in forecaster\.json: "
+                                         "the saved model was edited or corrupted after saving. Save it again"):
+        Forecaster.load(path)
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (edit_prediction_length, r"weights\.pt does not fit the 'dlinear' network that forecaster\.json describes "
+                             r"\(prediction_length 7, context_length 24, 2 channels\): seasonal_map\.weight is "
+                             r"\[1, 6, 24\] in weights\.pt but \[1, 7, 24\] in the network"),
+    (edit_freq, r"data_facts is .*'season': 24.* but what data.freq 'D' and data.targets give is .*'season': 7"),
+    (lambda meta: meta["settings"]["window"].update(prediction_length=12),
+     "settings.window.prediction_length is 12 but resolved_settings.window.prediction_length is 6"),
+    (lambda meta: [meta["scaler"][part].append([1.0, 1.0]) for part in ("loc", "scale")],
+     r"the scaler's shape is \[\[2, 2\], \[2, 2\]\] but \[series, channels\] .* is \[\[1, 2\], \[1, 2\]\]"),
+    (edit_model, r"SeasonalNaiveConfig has no setting\(s\) \['individual', 'moving_average'\]"),
+    (edit_n_channels, r"revin\.weight is \[2\] in weights\.pt but \[3\] in the network"),
+    (lambda meta: meta["data"].update(calendar="iso"), "forecaster.json has entries this tsrec does not know: "
+                                                       "data.calendar"),
+], ids=["prediction_length", "freq", "user_prediction_length", "scaler_rows", "model",
+                                "n_channels", "unknown_entry"])
+def test_an_edit_with_a_recomputed_checksum_is_refused_where_the_json_contradicts_the_weights(
+        fitted, tmp_path, edit, message):
+    path = fitted.save(tmp_path / "m")
+    meta = read_meta(path)
+    edit(meta)
+    write_meta(path, meta, rehash=True)
+    with pytest.raises(ValueError, match="is corrupted or was edited after saving") as error:
+        Forecaster.load(path)
+    assert error.match(message)
+
+
+def test_a_model_edited_into_another_architecture_is_refused(fitted, tmp_path):
+    path = fitted.save(tmp_path / "m")
+    meta = read_meta(path)
+    for settings in (meta["settings"], meta["resolved_settings"]):
+        settings["model"] = "patchtst"
+    window = meta["resolved_settings"]["window"]
+    network = model_config("patchtst", context_length=window["context_length"],
+                           prediction_length=window["prediction_length"])
+    meta["resolved_settings"]["network"] = network.resolved(DataFacts(**meta["data_facts"])).to_dict()
+    meta["settings"]["network"] = model_config("patchtst").to_dict()
+    write_meta(path, meta, rehash=True)
+    with pytest.raises(ValueError, match=r"weights\.pt does not fit the 'patchtst' network that forecaster\.json "
+                                         r"describes \(prediction_length 6, context_length 24, 2 channels\): the "
+                                         r"network has .* missing from weights\.pt; weights\.pt has seasonal_map"):
+        Forecaster.load(path)
+
+
+def test_a_newer_tsrec_model_says_so(fitted, tmp_path):
+    path = fitted.save(tmp_path / "m")
+    meta = read_meta(path)
+    meta["tsrec_version"] = "99.0"
+    meta["resolved_settings"]["window"]["horizon_weights"] = "linear"  # a setting this tsrec does not have
+    write_meta(path, meta, rehash=True)
+    with pytest.raises(ValueError, match=r"saved by a newer tsrec \(version 99\.0\); upgrade tsrec to load it "
+                                         rf"\(tsrec {re.escape(tsrec.__version__)} cannot read it: .*horizon_weights"):
+        Forecaster.load(path)
+    del meta["resolved_settings"]["window"]["horizon_weights"]
+    meta["calibration"] = {"method": "conformal"}  # a new section
+    write_meta(path, meta, rehash=True)
+    with pytest.raises(ValueError, match=r"saved by a newer tsrec \(version 99\.0\).*does not know: calibration"):
+        Forecaster.load(path)
+    meta = {**meta, "format_version": 6}
+    write_meta(path, meta, rehash=True)
+    with pytest.raises(ValueError, match=r"saved by a newer tsrec \(version 99\.0, model format 6\); upgrade "
+                                         "tsrec to load it"):
+        Forecaster.load(path)
+
+
+def write_format_4(path):
+    """Rewrite the model in ``path`` as tsrec 0.1 wrote it before format 5: no ``tsrec_version``,
+    no ``sha256``, only ``weights_sha256`` (the SHA-256 of ``weights.pt``), right after the version."""
+    meta = read_meta(path)
+    del meta["tsrec_version"], meta["sha256"]
+    old = {"format": meta.pop("format"), "format_version": 4,
+           "weights_sha256": hashlib.sha256((path / "weights.pt").read_bytes()).hexdigest()}
+    del meta["format_version"]
+    (path / "forecaster.json").write_text(json.dumps({**old, **meta}, indent=2))
+
+
+def test_a_format_4_model_still_loads_with_its_weights_checked(fitted, tmp_path):
+    path = fitted.save(tmp_path / "m")
+    write_format_4(path)
+    pd.testing.assert_frame_equal(Forecaster.load(path).predict(), fitted.predict())
+    meta = read_meta(path)
+    edit_prediction_length(meta)  # format 4 has no JSON checksum: the weights' shapes still refuse this
+    (path / "forecaster.json").write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match=r"seasonal_map\.weight is \[1, 6, 24\] in weights\.pt but \[1, 7, 24\]"):
+        Forecaster.load(path)
+    fitted.save(path)
+    write_format_4(path)
+    weights = bytearray((path / "weights.pt").read_bytes())
+    weights[len(weights) // 2] ^= 0x01
+    (path / "weights.pt").write_bytes(bytes(weights))
+    with pytest.raises(ValueError, match=r"weights\.pt does not match the checksum in forecaster\.json"):
+        Forecaster.load(path)
+
+
+def test_a_missing_or_foreign_listed_file_is_refused(fitted, tmp_path):
+    path = fitted.save(tmp_path / "m")
+    meta = read_meta(path)
+    meta["sha256"]["calibration.pt"] = "0" * 64
+    write_meta(path, meta, rehash=True)
+    with pytest.raises(ValueError, match=r"calibration\.pt is missing, but forecaster\.json lists it"):
+        Forecaster.load(path)
+    meta = read_meta(fitted.save(path))
+    meta["sha256"]["../outside.pt"] = "0" * 64
+    write_meta(path, meta, rehash=True)
+    with pytest.raises(ValueError, match="lists files outside the model's folder"):
+        Forecaster.load(path)
+
+
+# ------------------------------------------------------------------------------- concurrent saves
+
+
+def save_many(source, target, saves, errors, start):
+    """Save the models in ``source`` (a list of folders) in turn into ``target``, ``saves`` times,
+    from when every saver is ready (``start``)."""
+    states = [FittedState.load(s) for s in source]
+    start.wait()
+    for k in range(saves):
+        try:
+            states[k % len(states)].save(target)
+        except ConcurrentSaveError:
+            pass  # the documented refusal
+        except Exception as err:  # noqa: BLE001 - any other error fails the test, with its text
+            errors.put(f"save: {type(err).__name__}: {err}")
+
+
+def load_until(target, stop, levels, errors, loads):
+    """Load ``target`` until ``stop`` is set; each load must be one of the saved models, whole."""
+    count = 0
+    while not stop.is_set():
+        try:
+            level = float(FittedState.load(target).scaler.loc[0, 0])
+            if level not in levels:
+                errors.put(f"load: a model with level {level}, none of {levels}")
+            count += 1
+        except ConcurrentSaveError:
+            pass
+        except Exception as err:  # noqa: BLE001
+            errors.put(f"load: {type(err).__name__}: {err}")
+    loads.put(count)
+
+
+@pytest.mark.skipif(not FORK, reason="needs the fork start method (the savers share the fitted models)")
+def test_many_processes_saving_to_one_path_while_another_loads_it(fitted, other, tmp_path):
+    sources = [str(fitted.save(tmp_path / "a")), str(other.save(tmp_path / "b"))]
+    levels = [float(f.scaler.loc[0, 0]) for f in (fitted, other)]
+    target = tmp_path / "shared" / "m"
+    fitted.save(target)
+    context = multiprocessing.get_context("fork")
+    errors, loads, stop, start = context.Queue(), context.Queue(), context.Event(), context.Barrier(8)
+    reader = context.Process(target=load_until, args=(target, stop, levels, errors, loads))
+    reader.start()
+    savers = [context.Process(target=save_many, args=(sources[k % 2:] + sources[:k % 2], target, 10, errors, start))
+              for k in range(8)]
+    for saver in savers:
+        saver.start()
+    for saver in savers:
+        saver.join(120)
+    stop.set()
+    reader.join(60)
+    assert [p.exitcode for p in [*savers, reader]] == [0] * 9
+    found = []
+    while True:
+        try:
+            found.append(errors.get(timeout=0.1))
+        except queue.Empty:
+            break
+    assert found == []
+    assert loads.get(timeout=5) > 0
+    assert float(FittedState.load(target).scaler.loc[0, 0]) in levels
+    assert hidden(target.parent) == []  # no staging, old or lock file left
+
+
+def test_a_save_or_load_waiting_too_long_for_another_save_says_so(fitted, tmp_path, monkeypatch):
+    path = fitted.save(tmp_path / "m")
+    monkeypatch.setattr(_saving, "LOCK_TIMEOUT", 0.2)
+    with _saving.folder_lock(path, exclusive=True):  # another save, swapping its folder in
+        with pytest.raises(ConcurrentSaveError, match=f"another process is saving to or loading {path}"):
+            fitted.save(path)
+        with pytest.raises(ConcurrentSaveError, match=f"another process is saving to {path}"):
+            Forecaster.load(path)
+    assert hidden(tmp_path) == []
+    pd.testing.assert_frame_equal(Forecaster.load(path).predict(), fitted.predict())
+
+
+def test_a_save_waits_for_a_load_in_progress(fitted, other, tmp_path):
+    path = fitted.save(tmp_path / "m")
+    with _saving.folder_lock(path, exclusive=False):  # a load reading the files
+        saver = threading.Thread(target=other.save, args=(path,))
+        saver.start()
+        saver.join(0.3)
+        assert saver.is_alive()  # the swap waits for the reader
+        assert float(FittedState.load(path).scaler.loc[0, 0]) == float(fitted.scaler.loc[0, 0])
+    saver.join(10)
+    assert float(FittedState.load(path).scaler.loc[0, 0]) == float(other.scaler.loc[0, 0])
+    assert hidden(tmp_path) == []
+
+
+def crash_while_saving(state, path):
+    """Die (as if killed) halfway through writing the weights."""
+    def die(obj, file, *args, **kwargs):
+        Path(file).write_bytes(b"half a file")
+        os._exit(9)
+
+    torch.save = die
+    state.save(path)
+
+
+@pytest.mark.skipif(not FORK, reason="needs the fork start method (the crashing saver shares the fitted model)")
+def test_the_folders_of_crashed_saves_are_removed_by_the_next_save_and_live_ones_kept(fitted, other, tmp_path):
+    path = fitted.save(tmp_path / "m")
+    crashed = multiprocessing.get_context("fork").Process(target=crash_while_saving, args=(fitted.fitted, path))
+    crashed.start()
+    crashed.join(60)
+    assert crashed.exitcode == 9
+    [staging] = hidden(tmp_path)
+    assert staging.startswith(".m.saving-") and (tmp_path / staging / "weights.pt").read_bytes() == b"half a file"
+    # a crash between the two renames of the swap: the previous model is left aside
+    aside = tmp_path / ".m.old-0123456789ab"
+    aside.mkdir()
+    (aside / "m").mkdir()
+    with _saving.staging_folder(path) as live:  # another process's save, still writing
+        other.save(path)
+        assert hidden(tmp_path) == [live.name]
+    assert hidden(tmp_path) == []
+    assert float(FittedState.load(path).scaler.loc[0, 0]) == float(other.scaler.loc[0, 0])
+
+
+def test_a_model_in_a_read_only_folder_loads_without_a_lock(fitted, tmp_path, monkeypatch):
+    path = fitted.save(tmp_path / "m")
+    real_open = os.open
+
+    def read_only(file, flags, *args):  # the folder refuses new files (nobody can save there either)
+        if flags & os.O_CREAT:
+            raise OSError(errno.EROFS, "Read-only file system", str(file))
+        return real_open(file, flags, *args)
+
+    monkeypatch.setattr(os, "open", read_only)
+    pd.testing.assert_frame_equal(Forecaster.load(path).predict(), fitted.predict())
+    monkeypatch.undo()
+    assert hidden(tmp_path) == []
+
+
+def test_a_file_system_without_flock_still_saves_and_loads_whole_models(fitted, other, tmp_path, monkeypatch):
+    def unsupported(fd, operation):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(_saving.fcntl, "flock", unsupported)
+    path = fitted.save(tmp_path / "m")
+    other.save(path)
+    assert float(FittedState.load(path).scaler.loc[0, 0]) == float(other.scaler.loc[0, 0])
+    assert hidden(tmp_path) == []
+
+
+def test_a_save_whose_last_rename_fails_puts_the_previous_model_back(fitted, other, tmp_path, monkeypatch):
+    path = fitted.save(tmp_path / "m")
+    real_replace = os.replace
+
+    def refuse_the_new_folder(source, destination):
+        if ".m.saving-" in str(source):
+            raise OSError(errno.EIO, "Input/output error")
+        real_replace(source, destination)
+
+    monkeypatch.setattr(os, "replace", refuse_the_new_folder)
+    with pytest.raises(OSError, match="Input/output error"):
+        other.save(path)
+    monkeypatch.undo()
+    assert hidden(tmp_path) == []
+    pd.testing.assert_frame_equal(Forecaster.load(path).predict(), fitted.predict())
