@@ -149,8 +149,10 @@ def prepare(config: dict[str, Any], dataset: str, horizon: int, model: str, seed
     training = {**config.get("training", {}), **config.get("training_options", {}).get(model, {}),
                 **(QUICK_TRAINING if quick else {}), **(machine_settings or {})}
     trainer_kwargs = {"enable_progress_bar": False, **(QUICK_TRAINER if quick else {}), **(trainer_kwargs or {})}
+    # the protocol's train-only StandardScaler on every value (robust scaling would leave out weather.csv's -9999s)
     forecaster = Forecaster(registered, prediction_length=prediction, context_length=context, freq=info.freq,
-                            seed=seed, trainer_kwargs=trainer_kwargs, **{**model_options, **options}, **training)
+                            seed=seed, scaling="standard", trainer_kwargs=trainer_kwargs,
+                            **{**model_options, **options}, **training)
     return forecaster, part, split
 
 

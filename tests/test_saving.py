@@ -135,7 +135,7 @@ def test_any_edit_of_the_json_is_refused_by_its_checksum(fitted, tmp_path, edit)
     (edit_freq, r"data_facts is .*'season': 24.* but what data.freq 'D' and data.targets give is .*'season': 7"),
     (lambda meta: meta["settings"]["window"].update(prediction_length=12),
      "settings.window.prediction_length is 12 but resolved_settings.window.prediction_length is 6"),
-    (lambda meta: [meta["scaler"][part].append([1.0, 1.0]) for part in ("loc", "scale")],
+    (lambda meta: [meta["scaler"][part].append([1.0, 1.0]) for part in ("loc", "scale", "low", "high")],
      r"the scaler's shape is \[\[2, 2\], \[2, 2\]\] but \[series, channels\] .* is \[\[1, 2\], \[1, 2\]\]"),
     (edit_model, r"SeasonalNaiveConfig has no setting\(s\) \['individual', 'moving_average'\]"),
     (edit_n_channels, r"revin\.weight is \[2\] in weights\.pt but \[3\] in the network"),

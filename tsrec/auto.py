@@ -43,7 +43,7 @@ MAX_VAL_WINDOWS = 5
 #: Rounds of greedy ensemble selection (weights are multiples of 1 / ROUNDS).
 ROUNDS = 10
 #: Settings of the auto Forecaster that each candidate gets (the rest are its own defaults).
-SHARED_SETTINGS = ("val_windows", "gaps", "missing_context", "seed", "batch_size", "max_steps", "max_epochs",
+SHARED_SETTINGS = ("val_windows", "gaps", "missing_context", "scaling", "seed", "batch_size", "max_steps", "max_epochs",
                    "time_limit", "refit_full", "precision", "deterministic", "num_workers", "compile")
 
 

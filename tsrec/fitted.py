@@ -120,7 +120,8 @@ class FittedState:
         model: the trained network, in eval mode.
         history: the last ``context_length`` steps of every fitted series (what ``predict()``
             forecasts from without a frame), on its grid at ``history.freq``.
-        scaler: per series and channel ``loc``/``scale`` ``[N, C]`` fitted on the training part.
+        scaler: per series and channel ``loc``/``scale`` and fences ``low``/``high`` ``[N, C]`` fitted on the
+            training part.
         covariates: the fitted covariate encoding.
         covariate_history: the covariates over ``history``.
         facts: what the resolver knew of the data.
@@ -221,6 +222,7 @@ class FittedState:
         """The state that ``forecaster.json``'s ``meta`` and ``weights.pt``'s bytes describe,
         checked to be one model (:func:`_state_dict_mismatches`, :func:`_inconsistencies`,
         :func:`_unknown_keys`)."""
+        _settings_before_scaling(meta)
         tensors = torch.load(io.BytesIO(weights), map_location="cpu", weights_only=True)
         resolved = ForecasterSettings.from_dict(meta["resolved_settings"])
         model = build_model(resolved.model, resolved.network)
@@ -319,6 +321,16 @@ def unscale(model: ForecastModel, scaler: StandardScaler, outputs: np.ndarray, r
         quantiles=output.quantiles(params, levels).numpy() if levels else None,
         scaled_quantiles=output.quantiles(scaled_params, levels).numpy() if levels else None,
         samples=None if num_samples is None else output.sample(params, num_samples).numpy())
+
+
+def _settings_before_scaling(meta: dict[str, Any]) -> None:
+    """Complete, in place, the settings of a file saved before ``WindowConfig.scaling`` existed: its
+    scaler was fitted on the values as they were, i.e. ``scaling="standard"`` (its fences are
+    unbounded, :meth:`StandardScaler.from_dict`), and a refit of its settings fits the same way."""
+    for key in ("settings", "resolved_settings"):
+        window = meta[key]["window"]
+        if isinstance(window, dict) and "scaling" not in window:
+            window["scaling"] = "standard"
 
 
 def _history(data: dict[str, Any], values: Sequence[torch.Tensor], observed: Sequence[torch.Tensor]) -> Panel:

@@ -20,7 +20,7 @@ import pandas as pd
 import torch
 
 from tsrec._checks import check_int
-from tsrec.config import DEFAULT_MODEL, CovariateConfig, DataFacts, TrainingConfig
+from tsrec.config import DEFAULT_MODEL, FAR_IQRS, CovariateConfig, DataFacts, TrainingConfig
 from tsrec.data import (
     CovariateEncoder,
     CovariateValues,
@@ -35,6 +35,7 @@ from tsrec.data import (
 )
 from tsrec.data.covariates import check_context, read_future
 from tsrec.data.schema import Schema, Source, is_parquet
+from tsrec.data.scaling import OutlierWarning, item_blocks
 from tsrec.data.periods import dominant_periods
 from tsrec.data.split import default_val_windows
 from tsrec.data.time_features import seasonality
@@ -172,6 +173,11 @@ class Forecaster:
         return self.settings.window.val_windows
 
     @property
+    def scaling(self) -> str:
+        """How series are scaled (:attr:`WindowConfig.scaling <tsrec.config.WindowConfig>`)."""
+        return self.settings.window.scaling
+
+    @property
     def freq(self) -> str | None:
         """The fitted data's frequency, or the one set (None before ``fit`` when inferred)."""
         return self.panel.freq if self.panel is not None else self.settings.window.freq
@@ -273,7 +279,7 @@ class Forecaster:
         val_windows = 0 if auto is not None and self.training.refit_full else self.val_windows
         split = split_panel(panel, context, self.prediction_length, val_windows=val_windows, val_panel=val_panel)
         _require_observed(panel, split.train_end)
-        scaler, encoder = _fit_scaling(panel, values, covariates, categorical, split.train_end)
+        scaler, encoder = _fit_scaling(panel, values, covariates, categorical, split.train_end, self.scaling)
         periods = dominant_periods([s.values[:end] for s, end in zip(panel.items, split.train_end)],
                                    [s.observed[:end] for s, end in zip(panel.items, split.train_end)])
         facts = data_facts(panel.freq, n_channels=len(panel.columns) if panel.layout == "wide" else 1,
@@ -315,6 +321,9 @@ class Forecaster:
                                   history=panel.tail(context), scaler=scaler, covariates=encoder,
                                   covariate_history=values.tail(context), facts=facts, summary=summary,
                                   schema=schema, leaderboard=None if auto is None else auto.leaderboard)
+        self._report_far(panel, scaler, np.arange(len(panel.items)), "fit", stacklevel=3)
+        if val_panel is not None:
+            self._report_far(val_panel, scaler, np.asarray(split.val_rows), "fit", stacklevel=3)
         return self
 
     def _fit_auto_members(self, df: pd.DataFrame, panel: Panel, columns: dict[str, Any], covariates: CovariateConfig,
@@ -363,10 +372,12 @@ class Forecaster:
     def _datasets(self, panel: Panel, val_panel: Panel | None, split: Any, scaler: StandardScaler,
                   covariates: tuple[WindowCovariates, WindowCovariates],
                   context: int) -> tuple[WindowDataset, WindowDataset | None]:
-        """The training windows of ``split`` and its validation windows (None without validation).
+        """The training windows of ``split`` and its validation windows (None without validation),
+        with values far from the training distribution missing when the scaler is robust
+        (``scaling="robust"``).
         ``covariates``: the encoded covariates of the training panel and of the validation panel."""
         train_set = WindowDataset.from_panel(panel, scaler, context, self.prediction_length, split.train,
-                                             covariates=covariates[0])
+                                             covariates=covariates[0], drop_far=True)
         if len(train_set) == 0:
             raise ValueError("no training window fits in the data; use a shorter context_length or "
                              "prediction_length, or fewer val_windows")
@@ -375,7 +386,7 @@ class Forecaster:
         if val_panel is None:  # the end of the same series: the same stored values, other origins
             return train_set, train_set.at_origins(split.val)
         return train_set, WindowDataset.from_panel(val_panel, scaler, context, self.prediction_length, split.val,
-                                                   scaler_rows=split.val_rows, covariates=covariates[1])
+                                                   scaler_rows=split.val_rows, covariates=covariates[1], drop_far=True)
 
     def _refit(self, resolved: ForecasterSettings, panel: Panel, values: CovariateValues, covariates: CovariateConfig,
                categorical: Sequence[str], run: _Run, budget: Budget, max_seconds: float | None, context: int
@@ -386,7 +397,7 @@ class Forecaster:
         import lightning.pytorch as pl
 
         full = split_panel(panel, context, self.prediction_length, val_windows=0)
-        scaler, encoder = _fit_scaling(panel, values, covariates, categorical, full.train_end)
+        scaler, encoder = _fit_scaling(panel, values, covariates, categorical, full.train_end, self.scaling)
         encoded = encoder.encode(panel, values)
         train_set, _ = self._datasets(panel, None, full, scaler, (encoded, encoded), context)
         best_step = run.best_step if run.best_step is not None else run.budget["steps_run"]
@@ -519,6 +530,7 @@ class Forecaster:
         dataset = WindowDataset.for_prediction(
             recent, self.scaler, self.context_length, self.prediction_length, scaler_rows=rows,
             covariates=self._prediction_covariates(recent, values.tail(self.context_length), future_covariates))
+        self._report_far(recent, self.scaler, rows, "predict", stacklevel=4)
         result = self.forecast(dataset, rows, np.arange(len(panel.items)), np.diff(panel.offsets), levels=levels,
                                num_samples=num_samples, batch_size=batch_size)
         self._report_blind(panel, result.blind)
@@ -572,6 +584,29 @@ class Forecaster:
             raise ValueError(problem + "; pass data whose last context_length steps hold observations")
         warnings.warn(problem + "; their forecast is NaN (missing_context='raise' makes this an error)",
                       UserWarning, stacklevel=3)
+
+    def _report_far(self, panel: Panel, scaler: StandardScaler, rows: np.ndarray, when: str, *,
+                    stacklevel: int) -> None:
+        """Warn (:class:`~tsrec.data.scaling.OutlierWarning`) naming the first
+        :data:`FAR_EXAMPLES` observed values of ``panel`` beyond the fences of their scaler row
+        (``rows`` ``[N]``), with their series, column and timestamp: the fit data (``when="fit"``)
+        or the contexts forecast from (``"predict"``)."""
+        count, examples = _far_values(panel, scaler, rows)
+        if not count:
+            return
+        named = ", ".join(f"{label} at {stamp} ({value:.6g})" for label, stamp, value in examples)
+        more = f" and {count - len(examples)} more" if count > len(examples) else ""
+        where = "in the fit data" if when == "fit" else f"in the last {self.context_length} steps forecast from"
+        if when == "predict":
+            effect = ("the network's instance normalisation reads the ones far from their window as missing"
+                      if getattr(self.model.config, "revin", False) else "the model forecasts from them as they are")
+        elif scaler.robust:
+            effect = "the model was fitted with them treated as missing (scaling='standard' keeps them)"
+        else:
+            effect = "they set their series' scale and the model was trained on them (scaling='robust' leaves them out)"
+        warnings.warn(f"{count} value(s) {where} lie far outside their series' training distribution (more than "
+                      f"{FAR_IQRS:g} interquartile ranges beyond its quartiles): {named}{more}; {effect}. Check them "
+                      "(a typo, a wrong unit, a placeholder such as -9999?)", OutlierWarning, stacklevel=stacklevel)
 
     def forecast_windows(self, dataset: WindowDataset, *, batch_size: int | None = None) -> np.ndarray:
         """Scaled outputs for every window of ``dataset``, in order, batched (the last partial batch
@@ -633,10 +668,37 @@ class Forecaster:
 
 
 def _fit_scaling(panel: Panel, values: CovariateValues, covariates: CovariateConfig, categorical: Sequence[str],
-                 train_end: Sequence[int]) -> tuple[StandardScaler, CovariateEncoder]:
-    """The target scaler and the covariate encoding fitted on rows ``[0, train_end[i])`` of each item."""
-    scaler = StandardScaler.fit([s.values for s in panel.items], [s.observed for s in panel.items], train_end)
+                 train_end: Sequence[int], scaling: str) -> tuple[StandardScaler, CovariateEncoder]:
+    """The target scaler (``scaling``: :attr:`WindowConfig.scaling <tsrec.config.WindowConfig>`) and the
+    covariate encoding fitted on rows ``[0, train_end[i])`` of each item."""
+    scaler = StandardScaler.fit([s.values for s in panel.items], [s.observed for s in panel.items], train_end,
+                                robust=scaling == "robust")
     return scaler, CovariateEncoder.fit(covariates, categorical, values, panel, train_end)
+
+
+#: How many far values an :class:`~tsrec.data.scaling.OutlierWarning` names (it counts them all).
+FAR_EXAMPLES = 5
+
+
+def _far_values(panel: Panel, scaler: StandardScaler, rows: np.ndarray) -> tuple[int, list[tuple[str, Any, float]]]:
+    """How many observed values of ``panel`` lie beyond the fences of their scaler row (``rows``
+    ``[N]``, one per item), and the first :data:`FAR_EXAMPLES` as ``(channel label, timestamp,
+    value)``, in item, time and column order; a block of items at a time."""
+    lengths = np.diff(panel.offsets)  # [N]
+    count, examples = 0, []
+    for block in item_blocks(lengths):
+        values = np.concatenate([panel.items[i].values for i in block])  # [M, C]
+        observed = np.concatenate([panel.items[i].observed for i in block])
+        far = scaler.far(values, np.repeat(np.asarray(rows)[block.start:block.stop], lengths[block])) & observed
+        count += int(far.sum())
+        ends = np.cumsum(lengths[block])  # [n] end of each item's rows in the block
+        for step, c in np.argwhere(far)[:FAR_EXAMPLES - len(examples)]:
+            position = int(np.searchsorted(ends, step, side="right"))
+            item = panel.items[block.start + position]
+            at = int(step) - int(ends[position] - lengths[block.start + position])
+            examples.append((panel.channel_label(block.start + position, int(c)), item.index[at],
+                             float(values[step, c])))
+    return count, examples
 
 
 def _require_observed(panel: Panel, train_end: Sequence[int]) -> None:

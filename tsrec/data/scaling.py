@@ -1,20 +1,40 @@
-"""Per-item, per-channel standard scaling fitted on the training part only.
+"""Per-item, per-channel standard scaling fitted on the training part only, robust to extreme values.
 
 The statistics are explicit arrays (GluonTS style ``loc`` / ``scale``), and this is the one place
 where values are scaled and unscaled: ``scaled = (x - loc) / scale``, ``x = scaled * scale + loc``.
 Everything here is float64: a level of 1e9 with a swing of 10 keeps its swing (float32 would keep
 about 7 significant digits, i.e. steps of 64 at 1e9). Only scaled values are rounded to float32,
 for the model (:class:`tsrec.data.windows.WindowDataset`).
+
+Extreme values. Each item and channel also gets robust *fences* ``[low, high]``: its training
+quartiles widened by :data:`~tsrec.config.FAR_IQRS` interquartile ranges (Tukey's fences, with a
+far wider multiple than his 3: clean heavy-tailed data, such as the ETT load columns, stay inside).
+A value beyond them is *far* from the training distribution. With ``robust=True`` (the estimator's
+default, ``scaling="robust"``) far values are treated as missing, as NaN is: left out of the
+moments, and of the windows a model is fitted on (:func:`tsrec.data.windows.scaled_values` with
+``drop_far``). One typo of 1e9 in a series around 5 thus no longer sets the scale to 4e7, which
+flattened every other value to a constant and let the model's small errors come back multiplied
+by 4e7. On data without far values both modes give the same ``loc`` and ``scale``, bit for bit.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from tsrec.config import FAR_IQRS
+
 Items = int | Sequence[int] | np.ndarray
+
+
+class OutlierWarning(UserWarning):
+    """Values lie far outside their series' training distribution (beyond the fences of
+    :class:`StandardScaler`): ``Forecaster.fit`` and ``predict`` name their series, columns and
+    timestamps. Silence it with ``warnings.filterwarnings("ignore", category=OutlierWarning)``."""
+
 #: Most time steps whose statistics are computed at once (bounds the temporaries of many series).
 BLOCK_STEPS = 2**20
 
@@ -39,21 +59,34 @@ class StandardScaler:
     loc:   ``[N, C]`` mean of the observed training values (0 for a channel with none).
     scale: ``[N, C]`` population standard deviation; 1 for a constant channel (one whose observed
            values are all equal, or that has at most one, or none).
+    low, high: ``[N, C]`` the fences (module docstring): values outside ``[low, high]`` are far
+           from the training distribution. ``-inf``/``inf`` where nothing is judged far (a constant
+           channel; a scaler saved before the fences existed). Default: ``-inf``/``inf``.
+    robust: the moments leave out far values, and the windows a model is fitted on treat them as
+           missing (``fit(..., robust=True)``).
     """
 
     loc: np.ndarray
     scale: np.ndarray
+    low: np.ndarray | None = None
+    high: np.ndarray | None = None
+    robust: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "loc", np.asarray(self.loc, dtype=np.float64))
         object.__setattr__(self, "scale", np.asarray(self.scale, dtype=np.float64))
-        if self.loc.ndim != 2 or self.loc.shape != self.scale.shape:
+        for name, unbounded in (("low", -np.inf), ("high", np.inf)):
+            value = np.full(self.loc.shape, unbounded) if getattr(self, name) is None else getattr(self, name)
+            object.__setattr__(self, name, np.asarray(value, dtype=np.float64))
+        if self.loc.ndim != 2 or not self.loc.shape == self.scale.shape == self.low.shape == self.high.shape:
             raise ValueError(
-                f"loc and scale must both have shape [N, C], got {self.loc.shape} and "
-                f"{self.scale.shape}"
+                f"loc, scale, low and high must all have shape [N, C], got {self.loc.shape}, "
+                f"{self.scale.shape}, {self.low.shape} and {self.high.shape}"
             )
         if not (np.isfinite(self.scale).all() and (self.scale > 0).all()):
             raise ValueError("scale must be finite and positive")
+        if not (self.low <= self.high).all():
+            raise ValueError("the fences must have low <= high")
 
     @classmethod
     def fit(
@@ -61,12 +94,15 @@ class StandardScaler:
         values: Sequence[np.ndarray],
         observed: Sequence[np.ndarray],
         train_end: Sequence[int] | None = None,
+        *,
+        robust: bool = False,
     ) -> StandardScaler:
         """Fit on rows ``[0, train_end[i])`` of each item ``i``, observed entries only.
 
         values:    per item ``[T_i, C]`` (values where ``observed`` is False are ignored).
         observed:  per item ``[T_i, C]`` bool.
         train_end: per item, end (exclusive) of the training part; default the whole series.
+        robust:    leave far values out of the moments (see the module docstring).
         """
         ends = [len(v) for v in values] if train_end is None else list(train_end)
         if not len(values) == len(observed) == len(ends):
@@ -74,41 +110,123 @@ class StandardScaler:
                 f"got {len(values)} value arrays, {len(observed)} masks and {len(ends)} train ends"
             )
         if not values:
-            return cls(loc=np.zeros((0, 0)), scale=np.ones((0, 0)))
+            return cls(loc=np.zeros((0, 0)), scale=np.ones((0, 0)), robust=robust)
         parts = []
         for block in item_blocks(ends):  # a few items at a time: the sums' temporaries stay small
             x = np.concatenate([np.asarray(values[i][:ends[i]], dtype=np.float64) for i in block])  # [M, C]
             mask = np.concatenate([np.asarray(observed[i][:ends[i]], dtype=bool) for i in block])
-            parts.append(_moments(x, mask, np.repeat(np.arange(len(block)), [ends[i] for i in block]), len(block)))
-        return cls(loc=np.concatenate([loc for loc, _ in parts]), scale=np.concatenate([scale for _, scale in parts]))
+            item = np.repeat(np.arange(len(block)), [ends[i] for i in block])  # [M]
+            low, high = _fences(x, mask, item, len(block))  # [n, C] each
+            if robust:
+                mask = mask & (x >= low[item]) & (x <= high[item])
+            parts.append((*_moments(x, mask, item, len(block)), low, high))
+        loc, scale, low, high = (np.concatenate(column) for column in zip(*parts))
+        return cls(loc=loc, scale=scale, low=low, high=high, robust=robust)
 
-    def _params(self, items: Items, ndim: int) -> tuple[np.ndarray, np.ndarray]:
-        """``loc``, ``scale`` of ``items`` shaped to broadcast against an ``ndim``-dim ``x``."""
-        loc, scale = self.loc[items], self.scale[items]  # [C] or [N, C]
-        if loc.ndim == 2:
-            shape = (loc.shape[0],) + (1,) * (ndim - 2) + (loc.shape[1],)  # [N, 1, ..., 1, C]
-            loc, scale = loc.reshape(shape), scale.reshape(shape)
-        return loc, scale
+    def _shaped(self, stats: tuple[np.ndarray, ...], items: Items, ndim: int) -> tuple[np.ndarray, ...]:
+        """Rows ``items`` of each ``[N, C]`` array of ``stats``, shaped to broadcast against an
+        ``ndim``-dim ``x``: ``[C]`` for one item, ``[N, 1, ..., 1, C]`` for ``items`` ``[N]``."""
+        rows = tuple(s[items] for s in stats)  # [C] or [N, C] each
+        if rows[0].ndim == 2:
+            shape = (rows[0].shape[0],) + (1,) * (ndim - 2) + (rows[0].shape[1],)  # [N, 1, ..., 1, C]
+            rows = tuple(r.reshape(shape) for r in rows)
+        return rows
 
     def transform(self, x: np.ndarray, items: Items) -> np.ndarray:
         """Scale ``x`` in float64: ``[..., C]`` for one item (``items`` an int), or ``[N, ..., C]``
         with ``items`` ``[N]`` (row ``n`` of ``x`` belongs to item ``items[n]``). NaN stays NaN."""
-        loc, scale = self._params(items, np.ndim(x))
+        loc, scale = self._shaped((self.loc, self.scale), items, np.ndim(x))
         return (np.asarray(x, dtype=np.float64) - loc) / scale
+
+    def far(self, x: np.ndarray, items: Items) -> np.ndarray:
+        """Where ``x`` (shaped as for :meth:`transform`) lies outside the fences: bool, ``x``'s
+        shape (False for NaN)."""
+        low, high = self._shaped((self.low, self.high), items, np.ndim(x))
+        x = np.asarray(x, dtype=np.float64)
+        return (x < low) | (x > high)
 
     def inverse_transform(self, x: np.ndarray, items: Items) -> np.ndarray:
         """Undo :meth:`transform` (float64, same shapes), e.g. on a model's float32 forecasts."""
-        loc, scale = self._params(items, np.ndim(x))
+        loc, scale = self._shaped((self.loc, self.scale), items, np.ndim(x))
         return np.asarray(x, dtype=np.float64) * scale + loc
 
-    def to_dict(self) -> dict[str, list[list[float]]]:
-        """JSON-serialisable ``{"loc": [[...]], "scale": [[...]]}`` (exact float64 round trip)."""
-        return {"loc": self.loc.tolist(), "scale": self.scale.tolist()}
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable ``{"loc": [[...]], "scale": [[...]], "low": ..., "high": ..., "robust": bool}``
+        (exact float64 round trip; unbounded fences are written as JSON ``Infinity``, as Python's
+        ``json`` does)."""
+        return {"loc": self.loc.tolist(), "scale": self.scale.tolist(), "low": self.low.tolist(),
+                "high": self.high.tolist(), "robust": self.robust}
 
     @classmethod
-    def from_dict(cls, state: dict[str, list[list[float]]]) -> StandardScaler:
-        """Inverse of :meth:`to_dict`."""
-        return cls(loc=np.asarray(state["loc"]), scale=np.asarray(state["scale"]))
+    def from_dict(cls, state: dict[str, Any]) -> StandardScaler:
+        """Inverse of :meth:`to_dict`; a state without fences (saved before they existed) gets
+        unbounded ones and is not robust, so it scales as it did."""
+        fences = {name: np.asarray(state[name]) for name in ("low", "high") if name in state}
+        return cls(loc=np.asarray(state["loc"]), scale=np.asarray(state["scale"]), **fences,
+                   robust=bool(state.get("robust", False)))
+
+
+def _fences(x: np.ndarray, mask: np.ndarray, item: np.ndarray, n_items: int) -> tuple[np.ndarray, np.ndarray]:
+    """``low``, ``high`` ``[N, C]``: the fences of the observed entries of ``x`` (arguments as for
+    :func:`_moments`): the quartiles ``Q1``, ``Q3`` widened by ``FAR_IQRS`` spreads.
+
+    The spread is the interquartile range; where that is 0 (more than half the values equal the
+    median ``m``, as in intermittent demand), it is the median of ``|x - m|`` over the values that
+    differ from ``m``, when at least two do, else 0: a single value that differs from an otherwise
+    constant series has nothing to be judged against but that constant, and is far. A constant
+    channel, or one without observations, gets unbounded fences (nothing is judged far).
+    """
+    q1, median, q3 = _quantiles(x, mask, item, n_items, (0.25, 0.5, 0.75))  # [N, C] each
+    deviation = np.abs(x - median[item])  # [M, C]
+    off = mask & (deviation > 0)  # [M, C] values that differ from their median
+    n_off = _counts(off, item, n_items)  # [N, C]
+    tied = (q3 == q1) & (n_off >= 2)  # [N, C] where the fallback spread is needed (rarely anywhere)
+    typical_off = _quantiles(deviation, off & tied[item], item, n_items, (0.5,))[0] if tied.any() else q1
+    spread = np.where(q3 > q1, q3 - q1, np.where(tied, typical_off, 0.0))  # [N, C]
+    bounded = n_off > 0  # [N, C] not constant (NaN quartiles of empty channels compare False too)
+    return (np.where(bounded, q1 - FAR_IQRS * spread, -np.inf),
+            np.where(bounded, q3 + FAR_IQRS * spread, np.inf))
+
+
+def _starts(item: np.ndarray, n_items: int) -> np.ndarray:
+    """``[N]`` the first row of each item in ``item`` ``[M]`` (ascending; its end when it has none)."""
+    return np.searchsorted(item, np.arange(n_items))
+
+
+def _counts(mask: np.ndarray, item: np.ndarray, n_items: int) -> np.ndarray:
+    """``[N, C]`` int: the True entries of ``mask`` ``[M, C]`` per item (``item`` ``[M]``)."""
+    counts = np.zeros((n_items, mask.shape[1]), dtype=np.int64)
+    for c in range(mask.shape[1]):
+        counts[:, c] = np.bincount(item[mask[:, c]], minlength=n_items)
+    return counts
+
+
+def _quantiles(x: np.ndarray, mask: np.ndarray, item: np.ndarray, n_items: int,
+               levels: Sequence[float]) -> list[np.ndarray]:
+    """Per item and channel, the ``levels`` quantiles of the observed entries of ``x`` ``[M, C]``
+    (linear interpolation between order statistics, as ``np.quantile``): one ``[N, C]`` array per
+    level, NaN where an item has no observed entry. ``item`` ``[M]`` ascending in ``[0, N)``.
+
+    Vectorised over items and channels: two sorts order every item's rows at once (by value, then
+    by item and rank: faster than ``np.lexsort``)."""
+    rows = len(item)
+    if rows == 0:
+        return [np.full((n_items, x.shape[1]), np.nan) for _ in levels]
+    keyed = np.ascontiguousarray(np.where(mask, x, np.inf).T)  # [C, M]: sorts run along contiguous rows
+    rank = np.empty(keyed.shape, dtype=np.int64)  # [C, M] each entry's rank by value, unobserved last
+    np.put_along_axis(rank, np.argsort(keyed, axis=1), np.arange(rows)[None], axis=1)
+    ordered = np.take_along_axis(keyed, np.argsort(item * rows + rank, axis=1), axis=1).T  # [M, C] by item, value
+    count = _counts(mask, item, n_items)  # [N, C] observed entries
+    first = _starts(item, n_items)[:, None]  # [N, 1]
+    last = np.maximum(count - 1, 0)
+    out = []
+    for level in levels:
+        position = last * level  # [N, C] fractional rank within each item
+        below = np.floor(position).astype(np.int64)
+        low, high = (np.where(count > 0, np.take_along_axis(ordered, np.minimum(first + k, rows - 1), axis=0), np.nan)
+                     for k in (below, np.minimum(below + 1, last)))  # [N, C] each; NaN, not inf, without entries
+        out.append(low + (position - below) * (high - low))
+    return out
 
 
 def _moments(x: np.ndarray, mask: np.ndarray, item: np.ndarray, n_items: int) -> tuple[np.ndarray, np.ndarray]:

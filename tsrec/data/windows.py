@@ -219,15 +219,19 @@ class WindowDataset(Dataset):
         stride: int = 1,
         scaler_rows: Sequence[int] | None = None,
         covariates: WindowCovariates | None = None,
+        drop_far: bool = False,
     ) -> WindowDataset:
         """Training / validation windows of ``panel`` (e.g. ``Split.train`` or ``Split.val``).
 
         scaler_rows: per item, its row in ``scaler`` (default its position; ``Split.val_rows`` or
                      ``Panel.check_compatible`` for another panel).
         covariates:  ``panel``'s encoded covariates (features ``[sum T_i, K]``), appended to the calendar features.
+        drop_far:    treat values far from the training distribution as missing when the scaler is
+                     robust (:func:`stored_panel`): the windows a model is fitted on.
         """
         return cls._of_series(
-            stored_panel(panel, scaler, scaler_rows, (panel.stamps, np.diff(panel.offsets)), covariates),
+            stored_panel(panel, scaler, scaler_rows, (panel.stamps, np.diff(panel.offsets)), covariates,
+                         drop_far=drop_far),
             context_length,
             prediction_length,
             origins,
@@ -431,12 +435,15 @@ def stored_panel(
     scaler_rows: Sequence[int] | None,
     steps: tuple[pd.DatetimeIndex, np.ndarray],
     covariates: WindowCovariates | None = None,
+    *,
+    drop_far: bool = False,
 ) -> StoredSeries:
     """``panel``'s items laid end to end, each written once into its place (no per-item arrays):
     values scaled (in float64, a block of items at a time) with the ``scaler`` row
     ``scaler_rows[i]`` (default ``i``), and the calendar features of ``steps`` (the timestamps of
     every item's feature steps laid end to end, ``[sum T'_i]``, and their ``[N]`` counts ``T'_i``)
-    followed by ``covariates``' features.
+    followed by ``covariates``' features. With ``drop_far`` and a robust scaler
+    (``StandardScaler.robust``), values beyond its fences (``StandardScaler.far``) are unobserved.
 
     Raises ``ValueError`` naming the column (and item), the timestamp and the value of the first
     observed value whose scaled value lies outside float32's finite range, which models compute in.
@@ -455,7 +462,10 @@ def stored_panel(
         first, last = panel.offsets[block.start], panel.offsets[block.stop]
         values = np.concatenate([panel.items[i].values for i in block])  # [sum T_i, C]
         observed[first:last] = np.concatenate([panel.items[i].observed for i in block])
-        x = scaler.transform(values, np.repeat(rows[block.start:block.stop], lengths[block]))  # [sum T_i, C]
+        items = np.repeat(rows[block.start:block.stop], lengths[block])  # [sum T_i]
+        x = scaler.transform(values, items)  # [sum T_i, C]
+        if drop_far and scaler.robust:
+            observed[first:last] &= ~scaler.far(values, items)
         if (bad := first_unrepresentable(x, observed[first:last])) is not None:
             step, c = bad
             position = block.start + int(np.searchsorted(np.cumsum(lengths[block]), step, side="right"))

@@ -46,7 +46,10 @@ class ModelConfig(Config):
             the model at levels it never trained on, and the models that read raw levels then
             forecast far from the last value (DLinear and the encoder-decoder and sequence models
             were 1.4x to 24x worse than the last value on drifting unseen data without it; RevIN
-            lowered DLinear's long-horizon error on most settings, benchmarks/README.md).
+            lowered DLinear's long-horizon error on most settings, benchmarks/README.md). A context
+            value far from the rest of its window (more than ``FAR_IQRS`` interquartile ranges
+            beyond the window's quartiles, :class:`~tsrec.nn.heads.RevIN`) is read as missing, so
+            one extreme value sets neither the window's scale nor the forecast.
         channel_independent: run the core on each channel separately (``C = 1``), sharing weights.
         output: what the network forecasts per step and channel (:mod:`tsrec.nn.outputs`):
             ``"point"`` (default), ``"normal"`` or ``"studentt"`` (a distribution, trained by

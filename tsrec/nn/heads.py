@@ -6,6 +6,8 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
+from tsrec.config import FAR_IQRS
+
 
 class RevIN(nn.Module):
     """Reversible instance normalisation (Kim et al., 2022) over the time axis of ``[B, L, C]``.
@@ -13,19 +15,49 @@ class RevIN(nn.Module):
     ``normalize`` returns the per-window statistics; ``inverse_affine`` gives the map that undoes it,
     which :meth:`tsrec.nn.outputs.ForecastOutput.affine` applies to each output parameter by its role.
     Unobserved steps (``observed == 0``) are left out of the statistics.
+
+    The input is in the scaler's units, where 1 is a series' training standard deviation. A value
+    far from its own window (:meth:`far`: beyond the window's quartiles widened by ``far_iqrs``
+    times its interquartile range, or times 1 where that is smaller, so that a flat window's fences
+    do not collapse onto it) is read as missing: left out of the statistics and replaced by the
+    window's mean. One extreme value in a context thus neither sets the window's scale (a 1e9 among
+    values near 0 gave a scale near 1e8 and forecasts of that size) nor reaches the network;
+    windows without far values are normalised exactly as without this rule. ``eps`` is a floor on
+    the variance, in the same units.
     """
 
-    def __init__(self, n_channels: int, *, affine: bool = True, eps: float = 1e-5) -> None:
+    def __init__(self, n_channels: int, *, affine: bool = True, eps: float = 1e-5,
+                 far_iqrs: float | None = FAR_IQRS) -> None:
         super().__init__()
         self.eps = eps
+        self.far_iqrs = far_iqrs
         self.weight = nn.Parameter(torch.ones(n_channels)) if affine else None
         self.bias = nn.Parameter(torch.zeros(n_channels)) if affine else None
 
+    def far(self, x: Tensor, seen: Tensor) -> Tensor:
+        """``[B, L, C]`` bool: the observed steps (``seen [B, L, C]`` bool) of ``x [B, L, C]`` outside
+        ``[Q1 - k s, Q3 + k s]`` of their window and channel: ``Q1``, ``Q3`` the quartiles of its
+        observed steps (linear interpolation, as ``torch.quantile``), ``k = far_iqrs`` and
+        ``s = max(Q3 - Q1, 1)``. None are far without ``far_iqrs``."""
+        if self.far_iqrs is None:
+            return torch.zeros_like(seen)
+        with torch.no_grad():
+            count = seen.sum(1, keepdim=True)  # [B, 1, C]
+            ordered = torch.where(seen, x, torch.full_like(x, torch.inf)).sort(dim=1).values  # [B, L, C], unobserved last
+            q1, q3 = (_order_quantile(ordered, count, level) for level in (0.25, 0.75))  # [B, 1, C] each
+            reach = self.far_iqrs * (q3 - q1).clamp_min(1.0)
+            return seen & ((x < q1 - reach) | (x > q3 + reach))
+
     def normalize(self, x: Tensor, observed: Tensor | None = None) -> tuple[Tensor, tuple[Tensor, Tensor]]:
-        """``x [B, L, C]`` -> normalised ``x`` and the statistics ``(loc, scale)``, each ``[B, 1, C]``."""
+        """``x [B, L, C]`` -> normalised ``x`` and the statistics ``(loc, scale)``, each ``[B, 1, C]``;
+        far values (:meth:`far`) are left out of the statistics and normalised as the mean."""
         weight = torch.ones_like(x) if observed is None else observed.to(x.dtype)
+        far = self.far(x, weight > 0)  # [B, L, C]
+        weight = weight.masked_fill(far, 0.0)
+        x = x.masked_fill(far, 0.0)
         count = weight.sum(1, keepdim=True).clamp_min(1.0)
         loc = (x * weight).sum(1, keepdim=True) / count
+        x = torch.where(far, loc, x)
         scale = torch.sqrt(((x - loc) ** 2 * weight).sum(1, keepdim=True) / count + self.eps)
         y = (x - loc) / scale
         if self.weight is not None:
@@ -40,6 +72,18 @@ class RevIN(nn.Module):
             return loc, scale
         scale = scale / (self.weight + self.eps)
         return loc - self.bias * scale, scale
+
+
+def _order_quantile(ordered: Tensor, count: Tensor, level: float) -> Tensor:
+    """The ``level`` quantile of the first ``count`` entries of ``ordered`` along dim 1 (sorted
+    ascending): ``ordered [B, L, C]``, ``count [B, 1, C]`` -> ``[B, 1, C]`` (NaN or inf where
+    ``count`` is 0)."""
+    last = (count - 1).clamp_min(0)
+    position = last.to(torch.float32) * level  # [B, 1, C] fractional rank (exact below 2**24 steps)
+    below = position.floor().to(torch.int64)
+    above = torch.minimum(below + 1, last)
+    low, high = ordered.gather(1, below), ordered.gather(1, above)
+    return low + (position - below).to(ordered.dtype) * (high - low)
 
 
 class MovingAverage(nn.Module):

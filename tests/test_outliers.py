@@ -1,0 +1,282 @@
+"""One extreme value in a series: robust fences, the robust scaler, RevIN's far rule, the warnings.
+
+Issue #28: a single training value of 1e9 in a series around 5 made forecasts range over +-1e4 to
++-5e7. The family tested here: one extreme value of varying size, sign and position (far from the
+last context, or inside it) in varying series, for the default model and DLinear/PatchTST trained
+briefly; oracles for the fences, the moments and RevIN; the warnings' series and timestamps; and
+old saved files. Hypothesis runs derandomised, without an example database.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tsrec import Forecaster
+from tsrec.config import FAR_IQRS, WindowConfig
+from tsrec.data import StandardScaler
+from tsrec.data.scaling import OutlierWarning, _quantiles
+from tsrec.nn.heads import RevIN
+
+FAST = settings(max_examples=40, deadline=None, derandomize=True, database=None,
+                suppress_health_check=[HealthCheck.too_slow])
+FITS = settings(max_examples=2, deadline=None, derandomize=True, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+
+TRAIN = dict(max_epochs=2, batch_size=64, trainer_kwargs={"enable_progress_bar": False, "logger": False})
+NETWORKS = {  # the default model, and the two the issue names, small enough for a CPU test
+    "rsa_patchtst": dict(d_model=16, n_heads=4, d_ff=16, e_layers=1, patch_len=8, stride=4),
+    "patchtst": dict(d_model=16, n_heads=4, d_ff=16, e_layers=1, patch_len=8, stride=4),
+    "dlinear": {},
+}
+HORIZON, CONTEXT, LENGTH = 6, 24, 160
+
+
+def fences_by_loop(x: np.ndarray) -> tuple[float, float]:
+    """The fences of one channel's observed values ``x`` ``[T]``, as :mod:`tsrec.data.scaling` defines them."""
+    if len(x) == 0 or x.min() == x.max():
+        return -np.inf, np.inf
+    q1, median, q3 = np.quantile(x, [0.25, 0.5, 0.75])
+    off = np.abs(x - median)[x != median]
+    spread = q3 - q1 if q3 > q1 else (np.median(off) if len(off) >= 2 else 0.0)
+    return q1 - FAR_IQRS * spread, q3 + FAR_IQRS * spread
+
+
+@st.composite
+def panels(draw):
+    """Per item ``[T_i, C]`` values and masks: several items (some empty or of one step), ties,
+    missing entries and a few extreme values."""
+    channels = draw(st.integers(1, 3))
+    items = draw(st.lists(st.integers(0, 40), min_size=1, max_size=5))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    values, masks = [], []
+    for length in items:
+        kind = draw(st.sampled_from(["normal", "ties", "intermittent", "constant"]))
+        x = {"normal": rng.normal(draw(st.sampled_from([0.0, 5.0, -3e4])), 2.0, (length, channels)),
+             "ties": rng.integers(0, 3, (length, channels)).astype(float),
+             "intermittent": rng.integers(1, 9, (length, channels)) * (rng.random((length, channels)) < 0.15),
+             "constant": np.full((length, channels), 7.0)}[kind].astype(float)
+        if length and draw(st.booleans()):
+            x[draw(st.integers(0, length - 1)), draw(st.integers(0, channels - 1))] = draw(
+                st.sampled_from([1e9, -1e9, 1e15, 300.0]))
+        values.append(x)
+        masks.append(rng.random((length, channels)) > 0.1)
+    return values, masks
+
+
+@FAST
+@given(panels())
+def test_fences_quantiles_and_robust_moments_match_a_loop_over_items(case):
+    values, masks = case
+    standard, robust = StandardScaler.fit(values, masks), StandardScaler.fit(values, masks, robust=True)
+    for i, (x, mask) in enumerate(zip(values, masks)):
+        for c in range(x.shape[1]):
+            seen = x[mask[:, c], c]
+            low, high = fences_by_loop(seen)
+            np.testing.assert_allclose([robust.low[i, c], robust.high[i, c]], [low, high], rtol=1e-12, atol=1e-9)
+            kept = seen[(seen >= robust.low[i, c]) & (seen <= robust.high[i, c])]
+            oracle = StandardScaler.fit([kept[:, None]], [np.ones((len(kept), 1), bool)])  # robust: far left out
+            np.testing.assert_allclose([robust.loc[i, c], robust.scale[i, c]], [oracle.loc[0, 0], oracle.scale[0, 0]],
+                                       rtol=1e-12)
+    if not any(robust.far(x, i)[mask].any() for i, (x, mask) in enumerate(zip(values, masks))):
+        np.testing.assert_array_equal(robust.loc, standard.loc)  # nothing far: standard scaling, bit for bit
+        np.testing.assert_array_equal(robust.scale, standard.scale)
+    item = np.repeat(np.arange(len(values)), [len(x) for x in values])
+    x, mask = np.concatenate(values), np.concatenate(masks)
+    for level, got in zip((0.1, 0.5, 0.9), _quantiles(x, mask, item, len(values), (0.1, 0.5, 0.9))):
+        for i, (xi, mi) in enumerate(zip(values, masks)):
+            for c in range(x.shape[1]):
+                want = np.quantile(xi[mi[:, c], c], level) if mi[:, c].any() else np.nan
+                np.testing.assert_allclose(got[i, c], want, rtol=1e-12, atol=1e-9)
+
+
+@FAST
+@given(size=st.floats(2.0, 300.0), sign=st.sampled_from([-1.0, 1.0]), where=st.floats(0.0, 1.0),
+       level=st.sampled_from([0.0, 5.0, -250.0, 1e6]), swing=st.sampled_from([0.01, 1.0, 40.0]))
+def test_one_extreme_value_is_far_and_leaves_the_robust_scaling_as_without_it(size, sign, where, level, swing):
+    t = np.arange(200)
+    clean = level + swing * np.sin(2 * np.pi * t / 24)
+    dirty = clean.copy()
+    at = int(where * (len(t) - 1))
+    dirty[at] = level + sign * 10 ** (size / 30) * 1e3 * swing  # 1e3 to 1e13 swings away
+    seen = np.ones((len(t), 1), bool)
+    robust = StandardScaler.fit([dirty[:, None]], [seen], robust=True)
+    assert robust.far(dirty[:, None], 0)[:, 0].tolist() == [i == at for i in t]
+    without = seen.copy()
+    without[at] = False
+    oracle = StandardScaler.fit([dirty[:, None]], [without])
+    assert robust.loc[0, 0] == oracle.loc[0, 0] and robust.scale[0, 0] == oracle.scale[0, 0]
+    standard = StandardScaler.fit([dirty[:, None]], [seen])
+    assert standard.scale[0, 0] > 10 * robust.scale[0, 0]  # what the issue saw: the value sets the scale
+
+
+def test_what_counts_as_far_when_most_values_are_equal():
+    def far(x):
+        x = np.asarray(x, float)[:, None]
+        return StandardScaler.fit([x], [np.ones_like(x, bool)], robust=True).far(x, 0)[:, 0]
+
+    sales = np.zeros(100)
+    sales[[3, 40, 77]] = [2.0, 5.0, 1.0]  # intermittent demand: the IQR is 0, the sales are not far
+    assert not far(sales).any()
+    spike = np.full(100, 5.0)
+    spike[50] = 1e9  # one value apart from a constant: nothing to judge it by but the constant
+    assert far(spike).tolist() == [i == 50 for i in range(100)]
+    assert not far(np.full(10, 3.0)).any()  # a constant: nothing is far
+
+
+def test_the_scaler_round_trips_and_reads_a_state_saved_before_the_fences():
+    x = np.r_[np.linspace(0, 1, 50), 1e9][:, None]
+    scaler = StandardScaler.fit([x, np.full((4, 1), 2.0)], [np.ones_like(x, bool), np.ones((4, 1), bool)],
+                                robust=True)
+    back = StandardScaler.from_dict(json.loads(json.dumps(scaler.to_dict())))
+    for name in ("loc", "scale", "low", "high"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(scaler, name))
+    assert back.robust and np.isinf(back.high[1, 0])
+    old = StandardScaler.from_dict({"loc": [[1.0]], "scale": [[2.0]]})
+    assert not old.robust and not old.far(np.array([[1e300]]), 0).any()
+    with pytest.raises(ValueError, match="low <= high"):
+        StandardScaler(loc=np.zeros((1, 1)), scale=np.ones((1, 1)), low=np.ones((1, 1)), high=np.zeros((1, 1)))
+
+
+@FAST
+@given(size=st.floats(1.0, 12.0), sign=st.sampled_from([-1.0, 1.0]), at=st.integers(0, 47),
+       level=st.sampled_from([0.0, 3.0, -40.0]), missing=st.booleans())
+def test_revin_reads_a_far_value_as_missing(size, sign, at, level, missing):
+    torch.manual_seed(0)
+    clean = level + torch.randn(3, 48, 2, dtype=torch.float64)
+    observed = torch.ones_like(clean)
+    if missing:
+        observed[:, 5] = 0
+    dirty = clean.clone()
+    dirty[1, at, 0] = level + sign * 10**size
+    revin = RevIN(2).double()
+    y, (loc, scale) = revin.normalize(dirty, observed)
+    dropped = observed.clone()
+    dropped[1, at, 0] = 0
+    far = bool(observed[1, at, 0]) and abs(dirty[1, at, 0] - clean[1].median()) > 60  # far beyond any fence
+    want_y, (want_loc, want_scale) = revin.normalize(clean, dropped if far else observed)
+    if far:
+        torch.testing.assert_close((loc, scale), (want_loc, want_scale))
+        assert y[1, at, 0] == revin.bias[0]  # read as the window's mean
+        keep = torch.ones_like(y, dtype=torch.bool)
+        keep[1, at, 0] = False
+        torch.testing.assert_close(y[keep], want_y[keep])
+    assert torch.isfinite(y).all() and scale.max() < 10
+
+
+def test_revin_leaves_windows_without_far_values_as_the_plain_formula():
+    x = torch.randn(8, 64, 3) * 5 + 2
+    observed = (torch.rand(8, 64, 3) > 0.2).float()
+    y, (loc, scale) = RevIN(3, affine=False).normalize(x, observed)
+    count = observed.sum(1, keepdim=True)
+    mean = (x * observed).sum(1, keepdim=True) / count
+    std = torch.sqrt(((x - mean) ** 2 * observed).sum(1, keepdim=True) / count + 1e-5)
+    assert torch.equal(loc, mean) and torch.equal(scale, std) and torch.equal(y, (x - mean) / std)
+    assert not RevIN(3).far(x, observed > 0).any()
+
+
+def series(level: float, swing: float, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    t = np.arange(LENGTH)
+    return level + swing * (np.sin(2 * np.pi * t / 24) + 0.1 * rng.standard_normal(LENGTH))
+
+
+def long_frame(values: dict[str, np.ndarray]) -> pd.DataFrame:
+    stamps = pd.date_range("2024-01-01", periods=LENGTH, freq="h")
+    return pd.concat([pd.DataFrame({"id": key, "ds": stamps, "y": y}) for key, y in values.items()], ignore_index=True)
+
+
+def forecast(model: str, df: pd.DataFrame, **options) -> pd.DataFrame:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OutlierWarning)
+        forecaster = Forecaster(model, prediction_length=HORIZON, context_length=CONTEXT, **TRAIN,
+                                **NETWORKS[model], **options)
+        return forecaster.fit(df, id_col="id", time_col="ds", target_col="y").predict()
+
+
+@pytest.mark.parametrize("where", ["early", "last context"])
+@pytest.mark.parametrize("model", list(NETWORKS))
+@FITS
+@given(data=st.data())
+def test_one_extreme_value_leaves_forecasts_near_the_clean_ones(model, where, data, one_thread):
+    level = data.draw(st.sampled_from([5.0, -300.0, 1e5]), label="level")
+    swing = data.draw(st.sampled_from([0.5, 20.0]), label="swing")
+    at = data.draw(st.integers(10, 60) if where == "early" else st.integers(LENGTH - CONTEXT, LENGTH - 1), label="at")
+    size = data.draw(st.sampled_from([1e4, 1e9]), label="size") * data.draw(st.sampled_from([-1, 1]), label="sign")
+    clean = {"a": series(level, swing, 0), "b": series(-level, 2 * swing, 1)}
+    dirty = {**clean, "b": clean["b"].copy()}
+    dirty["b"][at] = -level + size * 2 * swing
+    fc_clean, fc_dirty = forecast(model, long_frame(clean)), forecast(model, long_frame(dirty))
+    for key, y in clean.items():
+        width = y.max() - y.min()
+        got = fc_dirty.loc[fc_dirty["item_id"] == key, "mean"].to_numpy()
+        ref = fc_clean.loc[fc_clean["item_id"] == key, "mean"].to_numpy()
+        assert (got > y.min() - width).all() and (got < y.max() + width).all(), (key, got)
+        assert np.abs(got - ref).max() < 0.25 * width, (key, got, ref)
+
+
+def test_standard_scaling_is_still_wrecked_by_the_same_value(one_thread):
+    """The control: scaling='standard' (the benchmark protocol, and models saved before the
+    setting) trains on the value as it is, and its forecasts leave the series' range by far."""
+    clean = {"a": series(5.0, 1.0, 0)}
+    dirty = {"a": clean["a"].copy()}
+    dirty["a"][30] = 1e9
+    got = forecast("dlinear", long_frame(dirty), scaling="standard")["mean"]
+    assert np.abs(got - 5.0).max() > 100
+
+
+def test_fit_and_predict_warn_naming_series_and_timestamps(one_thread):
+    values = {"a": series(5.0, 1.0, 0), "b": series(-3.0, 1.0, 1)}
+    values["b"][[20, 21, 22, 23, 24, 25, 40]] = 1e9
+    df = long_frame(values)
+    forecaster = Forecaster("dlinear", prediction_length=HORIZON, context_length=CONTEXT, **TRAIN)
+    with pytest.warns(OutlierWarning) as caught:
+        forecaster.fit(df, id_col="id", time_col="ds", target_col="y")
+    (message,) = [str(w.message) for w in caught if w.category is OutlierWarning]
+    assert message.startswith("7 value(s) in the fit data lie far outside")
+    assert "item 'b' (column 'y') at 2024-01-01 20:00:00 (1e+09)" in message
+    assert "at 2024-01-02 00:00:00" in message and "and 2 more" in message and "'a'" not in message
+    assert "treated as missing" in message
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", OutlierWarning)
+        forecaster.predict()  # the contexts hold no far value
+        forecaster.fit(long_frame({"a": series(5.0, 1.0, 0)}), id_col="id", time_col="ds", target_col="y")
+    recent = long_frame({"a": series(5.0, 1.0, 0)})
+    recent.loc[LENGTH - 3, "y"] = -4e7
+    with pytest.warns(OutlierWarning, match=r"1 value\(s\) in the last 24 steps forecast from .*item 'a' \(column "
+                                            r"'y'\) at 2024-01-07 13:00:00 \(-4e\+07\).*instance normalisation"):
+        got = forecaster.predict(recent)
+    assert np.abs(got["mean"] - 5.0).max() < 3
+
+
+def test_scaling_is_a_setting_saved_with_the_model_and_old_files_load_as_standard(tmp_path, one_thread):
+    with pytest.raises(ValueError, match=r"scaling must be one of \('robust', 'standard'\)"):
+        WindowConfig(prediction_length=2, scaling="median")
+    df = long_frame({"a": series(5.0, 1.0, 0)})
+    fitted = Forecaster("dlinear", prediction_length=HORIZON, context_length=CONTEXT, scaling="standard", **TRAIN)
+    fitted.fit(df, id_col="id", time_col="ds", target_col="y")
+    assert Forecaster("dlinear", prediction_length=2).settings.window.scaling == "robust"
+    assert fitted.resolved_settings.window.scaling == "standard" and not fitted.scaler.robust
+    fitted.save(tmp_path / "m")
+    config = tmp_path / "m" / "forecaster.json"
+    meta = json.loads(config.read_text())
+    for key in ("settings", "resolved_settings"):
+        del meta[key]["window"]["scaling"]
+    for name in ("low", "high", "robust"):
+        del meta["scaler"][name]
+    del meta["tsrec_version"], meta["sha256"]  # format 4 checks the weights only
+    meta.update(format_version=4, weights_sha256=hashlib.sha256((tmp_path / "m" / "weights.pt").read_bytes()).hexdigest())
+    config.write_text(json.dumps(meta))  # what a format-4 file saved before the setting holds
+    old = Forecaster.load(tmp_path / "m")
+    assert old.settings.window.scaling == old.resolved_settings.window.scaling == "standard"
+    assert not old.scaler.robust and np.isinf(old.scaler.high).all()
+    pd.testing.assert_frame_equal(old.predict(), fitted.predict())
+    assert old.unfitted_copy().settings.window.scaling == "standard"
