@@ -207,24 +207,38 @@ def _quantiles(x: np.ndarray, mask: np.ndarray, item: np.ndarray, n_items: int,
     (linear interpolation between order statistics, as ``np.quantile``): one ``[N, C]`` array per
     level, NaN where an item has no observed entry. ``item`` ``[M]`` ascending in ``[0, N)``.
 
-    Vectorised over items and channels: two sorts order every item's rows at once (by value, then
-    by item and rank: faster than ``np.lexsort``)."""
+    Vectorised over items and channels: each item's rows sorted at once, as rows of one padded
+    ``[N, W, C]`` array where the items have about one length (padding at most doubles it), else
+    by two sorts of all rows (by value, then by item and rank: faster than ``np.lexsort``)."""
     rows = len(item)
     if rows == 0:
         return [np.full((n_items, x.shape[1]), np.nan) for _ in levels]
-    keyed = np.ascontiguousarray(np.where(mask, x, np.inf).T)  # [C, M]: sorts run along contiguous rows
-    rank = np.empty(keyed.shape, dtype=np.int64)  # [C, M] each entry's rank by value, unobserved last
-    np.put_along_axis(rank, np.argsort(keyed, axis=1), np.arange(rows)[None], axis=1)
-    ordered = np.take_along_axis(keyed, np.argsort(item * rows + rank, axis=1), axis=1).T  # [M, C] by item, value
     count = _counts(mask, item, n_items)  # [N, C] observed entries
-    first = _starts(item, n_items)[:, None]  # [N, 1]
+    first = _starts(item, n_items)  # [N]
+    lengths = np.diff(np.r_[first, rows])  # [N] rows of each item
+    keyed = np.where(mask, x, np.inf)  # [M, C]: unobserved entries sort last
+    if n_items * int(lengths.max()) <= 2 * rows:
+        padded = np.full((n_items, int(lengths.max()), x.shape[1]), np.inf)  # [N, W, C]
+        padded[item, np.arange(rows) - first[item]] = keyed
+        padded.sort(axis=1)
+
+        def ranked(k: np.ndarray) -> np.ndarray:  # [N, C] the entries of rank k [N, C] of each item
+            return np.take_along_axis(padded, k[:, None, :], axis=1)[:, 0, :]
+    else:
+        by_value = np.ascontiguousarray(keyed.T)  # [C, M]: sorts run along contiguous rows
+        rank = np.empty(by_value.shape, dtype=np.int64)  # [C, M] each entry's rank by value
+        np.put_along_axis(rank, np.argsort(by_value, axis=1), np.arange(rows)[None], axis=1)
+        ordered = np.take_along_axis(by_value, np.argsort(item * rows + rank, axis=1), axis=1).T  # [M, C]
+
+        def ranked(k: np.ndarray) -> np.ndarray:
+            return np.take_along_axis(ordered, np.minimum(first[:, None] + k, rows - 1), axis=0)
     last = np.maximum(count - 1, 0)
     out = []
     for level in levels:
         position = last * level  # [N, C] fractional rank within each item
         below = np.floor(position).astype(np.int64)
-        low, high = (np.where(count > 0, np.take_along_axis(ordered, np.minimum(first + k, rows - 1), axis=0), np.nan)
-                     for k in (below, np.minimum(below + 1, last)))  # [N, C] each; NaN, not inf, without entries
+        low, high = (np.where(count > 0, ranked(k), np.nan)  # NaN, not inf, without entries
+                     for k in (below, np.minimum(below + 1, last)))  # [N, C] each
         out.append(low + (position - below) * (high - low))
     return out
 
