@@ -17,8 +17,10 @@ listed in ``models`` and gets its own options sections; its rows carry its name.
 A long-horizon config may set ``context_length``, the input of its runs (default 96), as one length or a
 list of them (a grid over inputs). ``train_fractions`` (default ``[1.0]``) is a grid over training data,
 the few-shot protocol: a run at fraction ``f`` trains on the last ``f`` of the training part's windows
-(rounded down, at least one; :func:`train_fraction_split`), validation and test unchanged. Each row
-records its ``context_length`` and ``train_fraction``, both part of what identifies a run.
+(rounded down, at least one; :func:`train_fraction_split`), validation and test unchanged, and its
+metrics are on the data scaled with the statistics of the whole training part, as TimeLLM's and IBM
+TSFM's few-shot protocols do (:func:`scaled_by_training_part`). Each row records its ``context_length``
+and ``train_fraction``, both part of what identifies a run.
 Each run follows the protocol end to end through the public API: ``tsrec.datasets.load`` and
 ``splits`` give train / validation / test frames (validation and test start ``context_length``
 rows before their border), ``Forecaster.fit(train, val_df=val)`` fits the scaler on the training
@@ -151,7 +153,8 @@ def train_fraction_split(split: Any, fraction: float) -> Any:
     """``split`` (:class:`tsrec.datasets.Splits`) with its training part cut to the last ``fraction`` of
     its windows (rounded down, at least one): it starts ``context_length`` rows before the first kept
     window's origin, so that window is whole, and ends where it did. Validation and test are unchanged;
-    the scaler rows are the kept training rows (the Forecaster fits its scaler on what it trains on)."""
+    the scaler rows are the kept training rows (the Forecaster fits its scaler on what it trains on; the
+    runner scores the run in the whole training part's units, :func:`scaled_by_training_part`)."""
     import dataclasses
 
     if not 0 < fraction <= 1:
@@ -163,6 +166,17 @@ def train_fraction_split(split: Any, fraction: float) -> Any:
                                scaler_rows=range(start, train.end))
 
 
+def scaled_by_training_part(frame: Any, train: Any) -> Any:
+    """``frame`` (wide: one column per variable) standardised with the mean and population standard
+    deviation of each column over the whole training part ``train`` (a :class:`tsrec.datasets.Split`;
+    1 for a constant column): the few-shot protocol's scaling (TimeLLM's and IBM TSFM's fit their scaler
+    on the whole training part, then keep a fraction of it), so the metrics of a run that trains on a
+    fraction are in the same units as those of a run on all of it."""
+    rows = frame.iloc[train.start:train.end]
+    std = rows.std(ddof=0)
+    return (frame - rows.mean()) / std.where(std > 0, 1.0)
+
+
 def prepare(config: dict[str, Any], dataset: str, horizon: int, model: str, seed: int, *, data_dir: str | None,
             quick: bool, trainer_kwargs: dict[str, Any] | None = None,
             machine_settings: dict[str, Any] | None = None, context_length: int | None = None,
@@ -170,7 +184,9 @@ def prepare(config: dict[str, Any], dataset: str, horizon: int, model: str, seed
     """The unfitted Forecaster of one run, its train / val / test frames and the protocol's splits
     (the training part cut to ``train_fraction`` of its windows, :func:`train_fraction_split`).
     ``machine_settings``: ``precision`` and ``compile`` (:data:`MACHINE_SETTINGS`) over the config's training.
-    ``context_length``: the run's input, one of :func:`input_lengths` (default: the first)."""
+    ``context_length``: the run's input, one of :func:`input_lengths` (default: the first).
+    A run on a fraction gets frames already scaled by :func:`scaled_by_training_part`: score it on them
+    (``score_test(..., scaled=False)``), not on the Forecaster's scaling of its few training rows."""
     from tsrec import Forecaster, datasets
     from tsrec.models.presets import paper_options
 
@@ -190,6 +206,7 @@ def prepare(config: dict[str, Any], dataset: str, horizon: int, model: str, seed
     split = datasets.splits(dataset, config["protocol"], context_length=context, prediction_length=prediction,
                             n_rows=len(frame))
     if train_fraction != FULL_TRAINING:
+        frame = scaled_by_training_part(frame, split.train)
         split = train_fraction_split(split, train_fraction)
     part = {name: frame.iloc[split[name].start:split[name].end] for name in ("train", "val", "test")}
     fields = model_config_fields(registered)
@@ -221,7 +238,8 @@ def run_one(config: dict[str, Any], dataset: str, horizon: int, model: str, seed
     forecaster.fit(part["train"], val_df=part["val"])
     train_seconds = time.perf_counter() - started
     started = time.perf_counter()
-    mse, mae, n_test = score_test(forecaster, part["test"], QUICK_TEST_WINDOWS if quick else split.test.n_windows)
+    mse, mae, n_test = score_test(forecaster, part["test"], QUICK_TEST_WINDOWS if quick else split.test.n_windows,
+                                  scaled=train_fraction == FULL_TRAINING)  # else prepare scaled the frames
     test_seconds = time.perf_counter() - started
     if not quick and n_test != split.test.n_windows:
         raise RuntimeError(f"{dataset}-{horizon}: scored {n_test} test windows, the protocol has "
@@ -244,9 +262,10 @@ def run_one(config: dict[str, Any], dataset: str, horizon: int, model: str, seed
     }
 
 
-def score_test(forecaster: Any, test: Any, n_windows: int) -> tuple[float, float, int]:
-    """MSE and MAE on the scaled data of the ``n_windows`` windows of ``test`` whose origins follow
-    its first ``context_length`` rows one step apart, and the number of windows scored.
+def score_test(forecaster: Any, test: Any, n_windows: int, *, scaled: bool = True) -> tuple[float, float, int]:
+    """MSE and MAE on the scaled data (``scaled``: scaled by the forecaster's scaler, else ``test`` as it
+    is) of the ``n_windows`` windows of ``test`` whose origins follow its first ``context_length`` rows one
+    step apart, and the number of windows scored.
 
     ``backtest`` keeps one row per (window, step, series); over a whole test part that can exceed
     the memory (weather at horizon 720: 10,539 windows x 720 steps x 21 series = 159M rows), so the
@@ -264,7 +283,8 @@ def score_test(forecaster: Any, test: Any, n_windows: int) -> tuple[float, float
         errors = backtest(forecaster, test, start=context + first, n_windows=min(chunk, n_windows - first),
                           stride=1, batch_size=64, baselines=("naive", "seasonal_naive")).errors
         scored = (errors["observed"] & errors["forecast"]).to_numpy()
-        diff = (errors["y_pred_scaled"].to_numpy(np.float64) - errors["y_true_scaled"].to_numpy(np.float64))[scored]
+        suffix = "_scaled" if scaled else ""
+        diff = (errors[f"y_pred{suffix}"].to_numpy(np.float64) - errors[f"y_true{suffix}"].to_numpy(np.float64))[scored]
         squared += float((diff ** 2).sum())
         absolute += float(np.abs(diff).sum())
         entries += diff.size
@@ -563,8 +583,8 @@ def render_comparisons(rows: list[dict[str, str]]) -> list[str]:
                 if not result.n:
                     continue
                 table.append(f"| {_label(model, group[0])} | {base} | {context} | {fraction:g} | "
-                             f"{'all' if horizon is None else horizon} | {result.n} | {result.wins} | {result.losses} | "
-                             f"{result.p_value:.3f} | {100 * result.mean_change:+.2f}% | "
+                             f"{'all' if horizon is None else horizon} | {result.n} | {result.wins} | "
+                             f"{result.losses} | {result.p_value:.3f} | {100 * result.mean_change:+.2f}% | "
                              f"{'' if math.isnan(result.std_change) else f'{100 * result.std_change:.2f}%'} |")
     if not table:
         return []
