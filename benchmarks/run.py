@@ -559,9 +559,17 @@ def _setting(row: dict[str, str]) -> tuple[str, int, int, float]:
     return row["dataset"], int(row["horizon"]), int(row["context_length"]), train_fraction_of(row)
 
 
+def base_model(model: str, models: list[str]) -> str | None:
+    """The model of ``models`` that the RSA model ``model`` adds RSA to: ``X`` for ``rsa_X`` and for its
+    variants ``rsa_X_...`` (the longest such ``X``); None for a model without RSA or without its base."""
+    bases = [base for base in models if not base.startswith("rsa_")
+             and (model == f"rsa_{base}" or model.startswith(f"rsa_{base}_"))]
+    return max(bases, key=len, default=None)
+
+
 def render_comparisons(rows: list[dict[str, str]]) -> list[str]:
-    """Markdown lines comparing each RSA model ``rsa_X`` with its base ``X`` where ``rows`` hold both (of
-    one config, at one precision): runs paired by (dataset, horizon, input, training fraction, seed), per
+    """Markdown lines comparing each RSA model ``rsa_X`` (or variant ``rsa_X_...``, :func:`base_model`)
+    with its base ``X`` where ``rows`` hold both (of one config, at one precision): runs paired by (dataset, horizon, input, training fraction, seed), per
     horizon and over all horizons, for each input and training fraction (:func:`benchmarks.sign_test.compare`).
     No lines when no such pair of models ran."""
     from benchmarks.sign_test import compare
@@ -573,8 +581,7 @@ def render_comparisons(rows: list[dict[str, str]]) -> list[str]:
     for (config, precision, context, fraction), group in sorted(groups.items(), key=lambda g: (g[0][3], g[0][2])):
         models = list(dict.fromkeys(row["model"] for row in group))
         for model in models:
-            base = model.removeprefix("rsa_")
-            if base == model or base not in models:
+            if (base := base_model(model, models)) is None:
                 continue
             horizons = sorted({int(row["horizon"]) for row in group})
             for horizon in [*horizons, None]:

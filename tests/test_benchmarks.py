@@ -676,6 +676,13 @@ def test_plan_projects_a_few_shot_run_from_its_kept_windows(tmp_path, monkeypatc
     assert "| ETTh1 | 96 | patchtst | 96 | 844/2785/2785 | 0.1 |" in table
 
 
+def test_an_rsa_model_and_its_variants_are_compared_with_their_base_model():
+    models = ["patchtst", "patchtst_wide", "rsa_patchtst", "rsa_patchtst_low_gate", "rsa_patchtst_wide", "rsa_srupp",
+              "rsa_informer_x", "dlinear"]
+    assert [run.base_model(model, models) for model in models] == [
+        None, None, "patchtst", "patchtst", "patchtst_wide", None, None, None]
+
+
 def test_rows_from_before_the_train_fraction_column_are_runs_on_all_the_training_data(tmp_path):
     path = tmp_path / "results.csv"
     write_older_csv(path, [result_row(context_length="96")])
