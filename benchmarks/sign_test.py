@@ -10,13 +10,20 @@ probability 1/2: twice the smaller tail, at most 1.
     >>> from benchmarks.sign_test import sign_test_p
     >>> round(sign_test_p(wins=10, n=20), 2), round(sign_test_p(wins=14, n=16), 4)
     (1.0, 0.0042)
+
+From the command line, over all the paired runs of a results CSV and per value of a column::
+
+    python -m benchmarks.sign_test benchmarks/results/few_shot.csv rsa_patchtst patchtst --by train_fraction horizon
 """
 
 from __future__ import annotations
 
+import argparse
 import math
 import statistics
+import sys
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from dataclasses import dataclass
 
 #: What pairs two rows: one run of two models.
@@ -57,10 +64,12 @@ class PairedComparison:
         return self.wins / self.n if self.n else math.nan
 
     def describe(self) -> str:
-        """One line: ``rsa_patchtst ahead in 7 of 12 pairs (sign test p = 0.77), mean MSE change -1.2% ± 3.4%``."""
+        """One line: ``rsa_patchtst ahead of patchtst in 7 of 12 pairs (sign test p = 0.774), mean relative MSE
+        change -1.2% ± 3.4%`` (no spread with one pair)."""
         return (f"{self.model} ahead of {self.baseline} in {self.wins} of {self.n} pairs"
                 f"{f' ({self.ties} ties)' if self.ties else ''} (sign test p = {self.p_value:.3f}), "
-                f"mean relative MSE change {100 * self.mean_change:+.1f}% ± {100 * self.std_change:.1f}%")
+                f"mean relative MSE change {100 * self.mean_change:+.1f}%"
+                + ("" if math.isnan(self.std_change) else f" ± {100 * self.std_change:.1f}%"))
 
 
 def sign_test_p(wins: int, n: int) -> float:
@@ -110,3 +119,31 @@ def compare(rows: Iterable[Mapping[str, str]], model: str, baseline: str) -> Pai
         p_value=sign_test_p(wins, wins + losses),
         mean_change=statistics.fmean(changes) if changes else math.nan,
         std_change=statistics.stdev(changes) if len(changes) > 1 else math.nan)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.sign_test", description=__doc__.split("\n\n")[0])
+    parser.add_argument("csv", type=Path, help="a benchmarks.run results CSV")
+    parser.add_argument("model", help="the model compared, e.g. rsa_patchtst")
+    parser.add_argument("baseline", help="the model it is compared with, e.g. patchtst")
+    parser.add_argument("--by", nargs="*", default=[], choices=PAIR_COLUMNS[:-1],
+                        help="also compare within each value of these columns, one at a time")
+    args = parser.parse_args(argv)
+    from benchmarks.run import read_rows
+
+    rows = read_rows(args.csv)
+    if not rows:
+        parser.error(f"{args.csv} has no rows")
+    print(f"all: {compare(rows, args.model, args.baseline).describe()}")
+    for column in args.by:
+        index = PAIR_COLUMNS.index(column)
+        for value in sorted({pair_key(row)[index] for row in rows}):
+            chosen = [row for row in rows if pair_key(row)[index] == value]
+            print(f"{column} = {value:g}: {compare(chosen, args.model, args.baseline).describe()}"
+                  if isinstance(value, float) else
+                  f"{column} = {value}: {compare(chosen, args.model, args.baseline).describe()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -4,7 +4,8 @@ import math
 
 import pytest
 
-from benchmarks.sign_test import compare, paired_mse, sign_test_p
+from benchmarks import run
+from benchmarks.sign_test import compare, main, paired_mse, sign_test_p
 
 
 def test_sign_test_p_is_the_exact_two_sided_binomial_one():
@@ -49,3 +50,19 @@ def test_no_pairs_and_duplicate_runs():
     assert empty.n == 0 and empty.p_value == 1.0 and math.isnan(empty.mean_change) and math.isnan(empty.win_share)
     with pytest.raises(ValueError, match=r"two rows of rsa for \('ETTh1', 96, 96, 1.0, 0\).*one config at one"):
         compare([row("rsa", 1.0), row("rsa", 1.1), row("base", 1.0)], "rsa", "base")
+
+
+def test_the_command_compares_all_pairs_and_within_each_value_of_a_column(tmp_path, capsys):
+    path = tmp_path / "few.csv"
+    for fraction, seed, base, rsa in (("0.05", 0, 1.0, 0.9), ("0.05", 1, 1.0, 0.8), ("0.1", 0, 1.0, 1.1)):
+        for model, mse in (("patchtst", base), ("rsa_patchtst", rsa)):
+            run.append_row(path, {**dict.fromkeys(run.RESULT_COLUMNS, ""),
+                                  **row(model, mse, seed=seed, fraction=fraction)})
+    assert main([str(path), "rsa_patchtst", "patchtst", "--by", "train_fraction"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "all: rsa_patchtst ahead of patchtst in 2 of 3 pairs (sign test p = 1.000), "
+        "mean relative MSE change -6.7% ± 15.3%",
+        "train_fraction = 0.05: rsa_patchtst ahead of patchtst in 2 of 2 pairs (sign test p = 0.500), "
+        "mean relative MSE change -15.0% ± 7.1%",
+        "train_fraction = 0.1: rsa_patchtst ahead of patchtst in 0 of 1 pairs (sign test p = 1.000), "
+        "mean relative MSE change +10.0%"]
