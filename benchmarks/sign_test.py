@@ -66,6 +66,8 @@ class PairedComparison:
     def describe(self) -> str:
         """One line: ``rsa_patchtst ahead of patchtst in 7 of 12 pairs (sign test p = 0.774), mean relative MSE
         change -1.2% ± 3.4%`` (no spread with one pair)."""
+        if not self.n:
+            return f"{self.model} and {self.baseline}: no paired runs"
         return (f"{self.model} ahead of {self.baseline} in {self.wins} of {self.n} pairs"
                 f"{f' ({self.ties} ties)' if self.ties else ''} (sign test p = {self.p_value:.3f}), "
                 f"mean relative MSE change {100 * self.mean_change:+.1f}%"

@@ -48,6 +48,7 @@ def test_runs_pair_by_dataset_horizon_input_fraction_and_seed():
 def test_no_pairs_and_duplicate_runs():
     empty = compare([row("base", 1.0)], "rsa", "base")
     assert empty.n == 0 and empty.p_value == 1.0 and math.isnan(empty.mean_change) and math.isnan(empty.win_share)
+    assert empty.describe() == "rsa and base: no paired runs"
     with pytest.raises(ValueError, match=r"two rows of rsa for \('ETTh1', 96, 96, 1.0, 0\).*one config at one"):
         compare([row("rsa", 1.0), row("rsa", 1.1), row("base", 1.0)], "rsa", "base")
 
