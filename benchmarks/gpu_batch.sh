@@ -8,6 +8,16 @@
 # `python -m benchmarks.run CONFIG... [options] --data-dir BUNDLE/data` with this checkout and $SITE
 # importable and the rows naming the commit the bundle was built at. $PYTHON (default python3) is
 # the interpreter. Give --out-dir DIR for results in a folder of your choice (see benchmarks.run).
+#
+# Configs waiting for a GPU (each resumes from its committed CSV; benchmarks/README.md says which of
+# their runs the CPU did):
+#   benchmarks/configs/paper_table_d512.toml benchmarks/configs/paper_logsparse_d512.toml
+#   benchmarks/configs/long_horizon.toml (--model patchtst rsa_patchtst rsa_informer)
+#   benchmarks/configs/long_lookback.toml (issue 26: inputs 336 and 720, ETTh1/ETTh2/ETTm1; all of it
+#     that the CPU has not run)
+#   benchmarks/configs/few_shot.toml (issue 26: the 5% and 10% runs the CPU has not run)
+# e.g. bash benchmarks/gpu_batch.sh .bundle benchmarks/configs/long_lookback.toml \
+#        benchmarks/configs/few_shot.toml --out-dir "$OUT" --jobs 4
 set -euo pipefail
 if [ $# -lt 2 ]; then
   echo "usage: bash benchmarks/gpu_batch.sh BUNDLE CONFIG.toml... [benchmarks.run options]" >&2

@@ -67,7 +67,7 @@ def needed_datasets(configs: list[dict[str, Any]], args: argparse.Namespace) -> 
     """The registry entries of the datasets of the runs that ``args`` selects in ``configs``, in order."""
     from tsrec.datasets import get_info
 
-    infos = (get_info(dataset) for config in configs for dataset, _, _ in selected_runs(config, args))
+    infos = (get_info(setting.dataset) for config in configs for setting in selected_runs(config, args))
     return list({info.name: info for info in infos}.values())
 
 

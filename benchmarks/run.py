@@ -14,6 +14,13 @@ the model options shared by every run (``[model]``) and the training settings (`
 and per model ``[model_options.NAME]`` / ``[training_options.NAME]`` over those. ``[variants]`` names
 variants of registered models for ablations (``rsa_patchtst_low_gate = "rsa_patchtst"``): a variant is
 listed in ``models`` and gets its own options sections; its rows carry its name.
+A long-horizon config may set ``context_length``, the input of its runs (default 96), as one length or a
+list of them (a grid over inputs). ``train_fractions`` (default ``[1.0]``) is a grid over training data,
+the few-shot protocol: a run at fraction ``f`` trains on the last ``f`` of the training part's windows
+(rounded down, at least one; :func:`train_fraction_split`), validation and test unchanged, and its
+metrics are on the data scaled with the statistics of the whole training part, as TimeLLM's and IBM
+TSFM's few-shot protocols do (:func:`scaled_by_training_part`). Each row records its ``context_length``
+and ``train_fraction``, both part of what identifies a run.
 Each run follows the protocol end to end through the public API: ``tsrec.datasets.load`` and
 ``splits`` give train / validation / test frames (validation and test start ``context_length``
 rows before their border), ``Forecaster.fit(train, val_df=val)`` fits the scaler on the training
@@ -61,7 +68,7 @@ import traceback
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from benchmarks.common import PRECISIONS, ROOT, git_commit, machine, now
 from benchmarks.paper import LONG_HORIZON_PUBLISHED_PATCHTST, PAPER_TABLE1
@@ -70,7 +77,7 @@ from benchmarks.paper import LONG_HORIZON_PUBLISHED_PATCHTST, PAPER_TABLE1
 #: it is and rewritten with the new header by the next :func:`append_row`.
 RESULT_COLUMNS = ["config", "protocol", "dataset", "horizon", "context_length", "label_length", "model", "seed",
                   "d_model", "mse", "mae", "test_windows", "epochs", "best_epoch", "train_seconds", "test_seconds",
-                  "commit", "machine", "date", "command", "precision", "compile"]
+                  "commit", "machine", "date", "command", "precision", "compile", "train_fraction"]
 #: Lightning's precision of every run before the ``precision`` column (and of rows where it is blank).
 DEFAULT_PRECISION = PRECISIONS[0]
 #: Training settings that the command line chooses for the machine, never a config.
@@ -83,6 +90,8 @@ QUICK_TEST_WINDOWS = 32
 #: Test entries (windows x horizon x series) scored per ``backtest`` call (:func:`score_test`).
 SCORE_CHUNK_ENTRIES = 4_000_000
 LONG_HORIZONS = (96, 192, 336, 720)
+#: The training fraction of every run without ``train_fractions`` in its config (and of rows from before the column).
+FULL_TRAINING = 1.0
 
 
 def load_config(path: Path) -> dict[str, Any]:
@@ -105,10 +114,17 @@ def load_config(path: Path) -> dict[str, Any]:
         raise SystemExit(f"benchmarks.run: {path}: the variant(s) {shadowed} have the name of a registered model; "
                          "give each variant a name of its own, so that its rows cannot pass for that model's")
     context = config.get("context_length")
-    if context is not None and (config["protocol"] != "long_horizon" or type(context) is not int or context < 1):
+    contexts = context if isinstance(context, list) else [context]
+    if context is not None and (config["protocol"] != "long_horizon" or not contexts
+                                or any(type(c) is not int or c < 1 for c in contexts)):
         raise SystemExit(f"benchmarks.run: {path}: context_length = {context!r}: only a long_horizon config may set "
-                         "its input length, to a positive whole number of steps (its default is 96); the "
-                         "informer protocol takes each setting's from the paper")
+                         "its input length, to a positive whole number of steps or a list of them (its default is "
+                         "96); the informer protocol takes each setting's from the paper")
+    fractions = config.get("train_fractions", [FULL_TRAINING])
+    if not isinstance(fractions, list) or not fractions or any(
+            type(f) not in (int, float) or not 0 < f <= 1 for f in fractions):
+        raise SystemExit(f"benchmarks.run: {path}: train_fractions = {fractions!r}: give a list of fractions of the "
+                         "training windows, each in (0, 1], e.g. train_fractions = [0.05, 0.1]")
     for section in (config.get("training", {}), *config.get("training_options", {}).values()):
         if chosen := sorted(set(section) & set(MACHINE_SETTINGS)):
             raise SystemExit(f"benchmarks.run: {path} sets {chosen}: the machine chooses them; remove them from "
@@ -122,11 +138,55 @@ def registered_model(config: dict[str, Any], model: str) -> str:
     return config.get("variants", {}).get(model, model)
 
 
+def input_lengths(config: dict[str, Any], dataset: str, horizon: int) -> list[int]:
+    """The inputs the config runs ``dataset`` at ``horizon`` with: its ``context_length`` (one or a list),
+    else the protocol's (the paper's setting; 96 for long_horizon)."""
+    from tsrec import datasets
+
+    context = config.get("context_length")
+    if context is None:
+        return [datasets.paper_setting(dataset, horizon, protocol=config["protocol"])[0]]
+    return context if isinstance(context, list) else [context]
+
+
+def train_fraction_split(split: Any, fraction: float) -> Any:
+    """``split`` (:class:`tsrec.datasets.Splits`) with its training part cut to the last ``fraction`` of
+    its windows (rounded down, at least one): it starts ``context_length`` rows before the first kept
+    window's origin, so that window is whole, and ends where it did. Validation and test are unchanged;
+    the scaler rows are the kept training rows (the Forecaster fits its scaler on what it trains on; the
+    runner scores the run in the whole training part's units, :func:`scaled_by_training_part`)."""
+    import dataclasses
+
+    if not 0 < fraction <= 1:
+        raise ValueError(f"train fraction {fraction!r} is not in (0, 1]")
+    train = split.train
+    kept = max(1, math.floor(round(fraction * train.n_windows, 6)))
+    start = train.end - (kept + train.context_length + train.prediction_length - 1)
+    return dataclasses.replace(split, train=dataclasses.replace(train, start=start),
+                               scaler_rows=range(start, train.end))
+
+
+def scaled_by_training_part(frame: Any, train: Any) -> Any:
+    """``frame`` (wide: one column per variable) standardised with the mean and population standard
+    deviation of each column over the whole training part ``train`` (a :class:`tsrec.datasets.Split`;
+    1 for a constant column): the few-shot protocol's scaling (TimeLLM's and IBM TSFM's fit their scaler
+    on the whole training part, then keep a fraction of it), so the metrics of a run that trains on a
+    fraction are in the same units as those of a run on all of it."""
+    rows = frame.iloc[train.start:train.end]
+    std = rows.std(ddof=0)
+    return (frame - rows.mean()) / std.where(std > 0, 1.0)
+
+
 def prepare(config: dict[str, Any], dataset: str, horizon: int, model: str, seed: int, *, data_dir: str | None,
             quick: bool, trainer_kwargs: dict[str, Any] | None = None,
-            machine_settings: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any], Any]:
-    """The unfitted Forecaster of one run, its train / val / test frames and the protocol's splits.
-    ``machine_settings``: ``precision`` and ``compile`` (:data:`MACHINE_SETTINGS`) over the config's training."""
+            machine_settings: dict[str, Any] | None = None, context_length: int | None = None,
+            train_fraction: float = FULL_TRAINING) -> tuple[Any, dict[str, Any], Any]:
+    """The unfitted Forecaster of one run, its train / val / test frames and the protocol's splits
+    (the training part cut to ``train_fraction`` of its windows, :func:`train_fraction_split`).
+    ``machine_settings``: ``precision`` and ``compile`` (:data:`MACHINE_SETTINGS`) over the config's training.
+    ``context_length``: the run's input, one of :func:`input_lengths` (default: the first).
+    A run on a fraction gets frames already scaled by :func:`scaled_by_training_part`: score it on them
+    (``score_test(..., scaled=False)``), not on the Forecaster's scaling of its few training rows."""
     from tsrec import Forecaster, datasets
     from tsrec.models.presets import paper_options
 
@@ -135,12 +195,19 @@ def prepare(config: dict[str, Any], dataset: str, horizon: int, model: str, seed
     registered = registered_model(config, model)
     options = paper_options(dataset, horizon, registered) if config["protocol"] == "informer" else {}
     if config["protocol"] == "long_horizon":
-        context, label, _ = datasets.paper_setting(dataset, horizon, protocol="long_horizon")
-        options = dict(context_length=config.get("context_length", context), label_length=label,
-                       prediction_length=horizon)
-    context, prediction = options.pop("context_length"), options.pop("prediction_length")
+        _, label, _ = datasets.paper_setting(dataset, horizon, protocol="long_horizon")
+        options = dict(label_length=label, prediction_length=horizon)
+    inputs = input_lengths(config, dataset, horizon)
+    context = inputs[0] if context_length is None else context_length
+    if context not in inputs:
+        raise ValueError(f"{config['name']}: {dataset}-{horizon} runs with the input(s) {inputs}, not {context}")
+    options.pop("context_length", None)
+    prediction = options.pop("prediction_length")
     split = datasets.splits(dataset, config["protocol"], context_length=context, prediction_length=prediction,
                             n_rows=len(frame))
+    if train_fraction != FULL_TRAINING:
+        frame = scaled_by_training_part(frame, split.train)
+        split = train_fraction_split(split, train_fraction)
     part = {name: frame.iloc[split[name].start:split[name].end] for name in ("train", "val", "test")}
     fields = model_config_fields(registered)
     model_options = {**config.get("model", {}), **config.get("model_options", {}).get(model, {}),
@@ -157,21 +224,24 @@ def prepare(config: dict[str, Any], dataset: str, horizon: int, model: str, seed
 
 
 def run_one(config: dict[str, Any], dataset: str, horizon: int, model: str, seed: int, *, data_dir: str | None,
-            quick: bool, command: str, commit: str, machine_settings: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Train and test one (dataset, horizon, model, seed) under the config's protocol.
+            quick: bool, command: str, commit: str, machine_settings: dict[str, Any] | None = None,
+            context_length: int | None = None, train_fraction: float = FULL_TRAINING) -> dict[str, Any]:
+    """Train and test one (dataset, horizon, model, seed, input, training fraction) under the config's protocol.
 
     ``commit`` is the checkout's commit when the runner started (and imported tsrec): rows of a
     long run keep naming the code they ran even if the checkout changes meanwhile."""
     from tsrec.datasets import get_info
 
     forecaster, part, split = prepare(config, dataset, horizon, model, seed, data_dir=data_dir, quick=quick,
-                                      machine_settings=machine_settings)
+                                      machine_settings=machine_settings, context_length=context_length,
+                                      train_fraction=train_fraction)
     context = forecaster.context_length
     started = time.perf_counter()
     forecaster.fit(part["train"], val_df=part["val"])
     train_seconds = time.perf_counter() - started
     started = time.perf_counter()
-    mse, mae, n_test = score_test(forecaster, part["test"], QUICK_TEST_WINDOWS if quick else split.test.n_windows)
+    mse, mae, n_test = score_test(forecaster, part["test"], QUICK_TEST_WINDOWS if quick else split.test.n_windows,
+                                  scaled=train_fraction == FULL_TRAINING)  # else prepare scaled the frames
     test_seconds = time.perf_counter() - started
     if not quick and n_test != split.test.n_windows:
         raise RuntimeError(f"{dataset}-{horizon}: scored {n_test} test windows, the protocol has "
@@ -190,12 +260,14 @@ def run_one(config: dict[str, Any], dataset: str, horizon: int, model: str, seed
         "train_seconds": round(train_seconds, 1), "test_seconds": round(test_seconds, 1),
         "commit": commit, "machine": machine(), "date": now(), "command": command,
         "precision": forecaster.training.precision, "compile": forecaster.training.compile,
+        "train_fraction": train_fraction,
     }
 
 
-def score_test(forecaster: Any, test: Any, n_windows: int) -> tuple[float, float, int]:
-    """MSE and MAE on the scaled data of the ``n_windows`` windows of ``test`` whose origins follow
-    its first ``context_length`` rows one step apart, and the number of windows scored.
+def score_test(forecaster: Any, test: Any, n_windows: int, *, scaled: bool = True) -> tuple[float, float, int]:
+    """MSE and MAE on the scaled data (``scaled``: scaled by the forecaster's scaler, else ``test`` as it
+    is) of the ``n_windows`` windows of ``test`` whose origins follow its first ``context_length`` rows one
+    step apart, and the number of windows scored.
 
     ``backtest`` keeps one row per (window, step, series); over a whole test part that can exceed
     the memory (weather at horizon 720: 10,539 windows x 720 steps x 21 series = 159M rows), so the
@@ -213,7 +285,8 @@ def score_test(forecaster: Any, test: Any, n_windows: int) -> tuple[float, float
         errors = backtest(forecaster, test, start=context + first, n_windows=min(chunk, n_windows - first),
                           stride=1, batch_size=64, baselines=("naive", "seasonal_naive")).errors
         scored = (errors["observed"] & errors["forecast"]).to_numpy()
-        diff = (errors["y_pred_scaled"].to_numpy(np.float64) - errors["y_true_scaled"].to_numpy(np.float64))[scored]
+        suffix = "_scaled" if scaled else ""
+        diff = (errors[f"y_pred{suffix}"].to_numpy(np.float64) - errors[f"y_true{suffix}"].to_numpy(np.float64))[scored]
         squared += float((diff ** 2).sum())
         absolute += float(np.abs(diff).sum())
         entries += diff.size
@@ -247,7 +320,8 @@ def _batch_timer() -> Any:
 
 
 def plan_one(config: dict[str, Any], dataset: str, horizon: int, model: str, *, data_dir: str | None,
-             steps: int, machine_settings: dict[str, Any] | None = None) -> dict[str, Any]:
+             steps: int, machine_settings: dict[str, Any] | None = None, context_length: int | None = None,
+             train_fraction: float = FULL_TRAINING) -> dict[str, Any]:
     """Projected time of one full run on this machine: ``steps`` timed training and validation batches
     of the real Forecaster on the real data (one untimed batch first), scaled by the protocol's window
     counts: ``epochs x (train batches x step + val batches x val batch) + test batches x val batch``."""
@@ -257,7 +331,8 @@ def plan_one(config: dict[str, Any], dataset: str, horizon: int, model: str, *, 
     forecaster, part, split = prepare(
         config, dataset, horizon, model, 0, data_dir=data_dir, quick=False,
         trainer_kwargs={"max_epochs": 1, "limit_train_batches": steps + 1, "limit_val_batches": steps + 1,
-                        "callbacks": [timer]}, machine_settings=machine_settings)
+                        "callbacks": [timer]}, machine_settings=machine_settings, context_length=context_length,
+        train_fraction=train_fraction)
     forecaster.fit(part["train"], val_df=part["val"])
     if not forecaster.trainable:  # nothing to train; its forecasts cost next to nothing
         train_s = val_s = 0.0
@@ -268,7 +343,7 @@ def plan_one(config: dict[str, Any], dataset: str, horizon: int, model: str, *, 
     projected = epochs * (batches["train"] * train_s + batches["val"] * val_s) + batches["test"] * val_s
     return {"dataset": dataset, "horizon": horizon, "model": model, "context": forecaster.context_length,
             "windows": "/".join(str(split[name].n_windows) for name in ("train", "val", "test")),
-            "train_s": train_s, "val_s": val_s, "minutes": projected / 60}
+            "train_fraction": train_fraction, "train_s": train_s, "val_s": val_s, "minutes": projected / 60}
 
 
 def render_plan(rows: list[dict[str, Any]], path: Path, *, command: str, commit: str, steps: int) -> Path:
@@ -284,10 +359,11 @@ def render_plan(rows: list[dict[str, Any]], path: Path, *, command: str, commit:
              "through the real Forecaster on the real data; projected run = epochs x (training batches x step + "
              "validation batches x validation batch) + test batches x validation batch. A projection from "
              "measured steps, not a measured run.", "",
-             "| data | H | model | context | windows train/val/test | train s/step | val s/batch | projected min |",
-             "|---|---:|---|---:|---|---:|---:|---:|"]
+             "| data | H | model | context | windows train/val/test | train fraction | train s/step | val s/batch "
+             "| projected min |",
+             "|---|---:|---|---:|---|---:|---:|---:|---:|"]
     lines += [f"| {r['dataset']} | {r['horizon']} | {r['model']} | {r['context']} | {r['windows']} | "
-              f"{r['train_s']:.3f} | {r['val_s']:.3f} | {r['minutes']:.1f} |" for r in rows]
+              f"{r['train_fraction']:g} | {r['train_s']:.3f} | {r['val_s']:.3f} | {r['minutes']:.1f} |" for r in rows]
     lines += ["", f"Total: {total:.0f} minutes ({total / 60:.1f} hours) for one seed of every run listed, "
               "one run at a time."]
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -343,9 +419,15 @@ def precision_of(row: dict[str, str]) -> str:
     return row.get("precision") or DEFAULT_PRECISION
 
 
-def run_key(row: dict[str, str]) -> tuple[str, ...]:
+def train_fraction_of(row: dict[str, str]) -> float:
+    """The row's training fraction; :data:`FULL_TRAINING` for rows from before the column."""
+    return float(row.get("train_fraction") or FULL_TRAINING)
+
+
+def run_key(row: dict[str, Any]) -> tuple[Any, ...]:
     """What makes a row the result of one run: a run whose key is in the CSV is done."""
-    return (row["config"], row["dataset"], row["horizon"], row["model"], row["seed"], precision_of(row))
+    return (row["config"], row["dataset"], int(row["horizon"]), row["model"], int(row["seed"]), precision_of(row),
+            int(row["context_length"]), train_fraction_of(row))
 
 
 def start_from_committed(out: Path) -> None:
@@ -414,46 +496,113 @@ def render(csv_path: Path) -> Path:
 
 
 def render_long_horizon(csv_path: Path, rows: list[dict[str, str]]) -> Path:
-    """Markdown of a long-horizon results CSV: test MSE (mean ± std over seeds) per setting and model,
-    per-dataset averages over the horizons that every model has run, the published averages beside."""
+    """Markdown of a long-horizon results CSV: test MSE (mean ± std over seeds) per setting (dataset,
+    horizon, and input and training fraction where the CSV has several) and model, per-dataset averages
+    over the horizons that every model has run, the published averages beside, and each RSA model
+    against its base model paired by run (:func:`render_comparisons`)."""
     models = list(dict.fromkeys(_label(row["model"], row) for row in rows))
-    runs: dict[tuple[str, int, str], list[dict[str, str]]] = defaultdict(list)
+    runs: dict[tuple[str, int, int, float, str], list[dict[str, str]]] = defaultdict(list)
     for row in rows:
-        runs[(row["dataset"], int(row["horizon"]), _label(row["model"], row))].append(row)
-    settings = sorted({(dataset, horizon) for dataset, horizon, _ in runs})
+        runs[(*_setting(row), _label(row["model"], row))].append(row)
+    settings = sorted({key[:4] for key in runs}, key=lambda s: (s[3], s[2], s[0], s[1]))
     where = csv_path.relative_to(ROOT) if csv_path.is_relative_to(ROOT) else csv_path
-    inputs = " or ".join(sorted({row["context_length"] for row in rows}, key=int))
+    contexts = sorted({context for _, _, context, _ in settings})
+    fractions = sorted({fraction for _, _, _, fraction in settings})
+    show_input, show_fraction = len(contexts) > 1, fractions != [FULL_TRAINING]
+    few_shot = (f" training on the last {' or '.join(f'{f:g}' for f in fractions)} of the training windows;"
+                if show_fraction else "")
     lines = [f"# {csv_path.stem}", "",
-             f"Long-horizon protocol (input {inputs}; ETT borders 12/4/4 months, weather 70/10/20; every test window; "
-             "train-only standard scaling): test MSE on the scaled data, mean ± sample std over seeds (the seeds "
+             f"Long-horizon protocol (input {' or '.join(map(str, contexts))}; ETT borders 12/4/4 months, weather "
+             f"70/10/20;{few_shot} every test window; train-only standard scaling): test MSE on the scaled data, "
+             "mean ± sample std over seeds (the seeds "
              f"run in brackets), mean training seconds per run. Every run's command, commit, machine and date are in "
              f"[{csv_path.name}]({csv_path.name}); `python -m benchmarks.run --render {where}` redraws this table.",
-             "", "| data | H | " + " | ".join(models) + " |", "|---|---|" + "---|" * len(models)]
-    for dataset, horizon in settings:
+             "", "| data | H | " + "input | " * show_input + "train | " * show_fraction + " | ".join(models) + " |",
+             "|---|---|" + "---|" * (show_input + show_fraction + len(models))]
+
+    def grid_cells(context: int, fraction: float) -> str:
+        return f"{context} | " * show_input + f"{fraction:g} | " * show_fraction
+
+    for dataset, horizon, context, fraction in settings:
         cells = []
         for model in models:
-            done = runs.get((dataset, horizon, model), [])
+            done = runs.get((dataset, horizon, context, fraction, model), [])
             cells.append("" if not done else f"{_mean_std([float(r['mse']) for r in done])} "
                          f"[{','.join(r['seed'] for r in done)}] {_mean([float(r['train_seconds']) for r in done]):.0f} s")
-        lines.append(f"| {dataset} | {horizon} | " + " | ".join(cells) + " |")
+        lines.append(f"| {dataset} | {horizon} | {grid_cells(context, fraction)}" + " | ".join(cells) + " |")
     average_rows = []
-    for dataset in dict.fromkeys(d for d, _ in settings):
-        averages = [_mean([_mean([float(r["mse"]) for r in runs[(dataset, h, m)]]) for h in LONG_HORIZONS])
-                    if all((dataset, h, m) in runs for h in LONG_HORIZONS) else None for m in models]
+    for dataset, context, fraction in dict.fromkeys((d, c, f) for d, _, c, f in settings):
+        averages = [_mean([_mean([float(r["mse"]) for r in runs[(dataset, h, context, fraction, m)]])
+                           for h in LONG_HORIZONS])
+                    if all((dataset, h, context, fraction, m) in runs for h in LONG_HORIZONS) else None
+                    for m in models]
         if all(a is None for a in averages):
             continue
-        published = LONG_HORIZON_PUBLISHED_PATCHTST.get(dataset) if inputs == "96" else None  # input-96 numbers
-        average_rows.append(f"| {dataset} | " + " | ".join("" if a is None else f"{a:.3f}" for a in averages)
+        published = LONG_HORIZON_PUBLISHED_PATCHTST.get(dataset) \
+            if (context, fraction) == (96, FULL_TRAINING) else None  # input-96 numbers, all the training data
+        average_rows.append(f"| {dataset} | {grid_cells(context, fraction)}"
+                            + " | ".join("" if a is None else f"{a:.3f}" for a in averages)
                             + f" | {'' if published is None else f'{published:.3f}'} |")
     if average_rows:  # an ablation over some horizons has none
         lines += ["", "Per-dataset average MSE over the four horizons 96-720 (seeds averaged first), for each model "
                   "that has run all four (blank otherwise); `PatchTST (published)` is the input-96 average quoted in "
-                  "issue #11 (blank beside runs of another input).", "",
-                  "| data | " + " | ".join(models) + " | PatchTST (published) |",
-                  "|---|" + "---|" * (len(models) + 1), *average_rows]
+                  "issue #11 (blank beside runs of another input or training fraction).", "",
+                  "| data | " + "input | " * show_input + "train | " * show_fraction + " | ".join(models)
+                  + " | PatchTST (published) |",
+                  "|---|" + "---|" * (show_input + show_fraction + len(models) + 1), *average_rows]
+    lines += render_comparisons(rows)
     out = csv_path.with_suffix(".md")
     out.write_text("\n".join(lines) + "\n")
     return out
+
+
+def _setting(row: dict[str, str]) -> tuple[str, int, int, float]:
+    """(dataset, horizon, input, training fraction) of a results row."""
+    return row["dataset"], int(row["horizon"]), int(row["context_length"]), train_fraction_of(row)
+
+
+def base_model(model: str, models: list[str]) -> str | None:
+    """The model of ``models`` that the RSA model ``model`` adds RSA to: ``X`` for ``rsa_X`` and for its
+    variants ``rsa_X_...`` (the longest such ``X``); None for a model without RSA or without its base."""
+    bases = [base for base in models if not base.startswith("rsa_")
+             and (model == f"rsa_{base}" or model.startswith(f"rsa_{base}_"))]
+    return max(bases, key=len, default=None)
+
+
+def render_comparisons(rows: list[dict[str, str]]) -> list[str]:
+    """Markdown lines comparing each RSA model ``rsa_X`` (or variant ``rsa_X_...``, :func:`base_model`)
+    with its base ``X`` where ``rows`` hold both (of one config, at one precision): runs paired by (dataset, horizon, input, training fraction, seed), per
+    horizon and over all horizons, for each input and training fraction (:func:`benchmarks.sign_test.compare`).
+    No lines when no such pair of models ran."""
+    from benchmarks.sign_test import compare
+
+    groups: dict[tuple[str, str, int, float], list[dict[str, str]]] = defaultdict(list)
+    for row in rows:
+        groups[(row["config"], precision_of(row), int(row["context_length"]), train_fraction_of(row))].append(row)
+    table = []
+    for (config, precision, context, fraction), group in sorted(groups.items(), key=lambda g: (g[0][3], g[0][2])):
+        models = list(dict.fromkeys(row["model"] for row in group))
+        for model in models:
+            if (base := base_model(model, models)) is None:
+                continue
+            horizons = sorted({int(row["horizon"]) for row in group})
+            for horizon in [*horizons, None]:
+                chosen = [row for row in group if horizon is None or int(row["horizon"]) == horizon]
+                result = compare(chosen, model, base)
+                if not result.n:
+                    continue
+                table.append(f"| {_label(model, group[0])} | {base} | {context} | {fraction:g} | "
+                             f"{'all' if horizon is None else horizon} | {result.n} | {result.wins} | "
+                             f"{result.losses} | {result.p_value:.3f} | {100 * result.mean_change:+.2f}% | "
+                             f"{'' if math.isnan(result.std_change) else f'{100 * result.std_change:.2f}%'} |")
+    if not table:
+        return []
+    return ["", "Each RSA model against its base, runs paired by (dataset, horizon, input, training fraction, seed): "
+            "pairs, pairs where RSA's MSE is lower (ahead) and higher (behind), the two-sided exact sign test over "
+            "the pairs that are not ties, and the mean and sample std over the pairs of the relative MSE change "
+            "(RSA - base) / base (negative: RSA ahead). `all` pools the horizons of that input and fraction.", "",
+            "| RSA model | base | input | train | H | pairs | ahead | behind | sign test p | mean MSE change | std |",
+            "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|", *table]
 
 
 def _mean(values: list[float]) -> float:
@@ -474,16 +623,41 @@ def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", nargs="*", help="only these models")
 
 
-def selected_runs(config: dict[str, Any], args: argparse.Namespace) -> list[tuple[str, int, str]]:
-    """``(dataset, horizon, model)`` of the config, in its order, narrowed by ``--dataset/--horizon/--model``."""
-    return [(dataset, horizon, model)
-            for dataset, horizons in config["settings"].items() if not args.dataset or dataset in args.dataset
-            for horizon in horizons if not args.horizon or horizon in args.horizon
-            for model in config["models"] if not args.model or model in args.model]
+class Setting(NamedTuple):
+    """What a config trains, short of the seed: one dataset, horizon, model, input and training fraction."""
+
+    dataset: str
+    horizon: int
+    model: str
+    context_length: int
+    train_fraction: float = FULL_TRAINING
 
 
-#: One run of a batch: ``(dataset, horizon, model, seed)``.
-Run = tuple[str, int, str, int]
+class Run(NamedTuple):
+    """One run of a batch: a :class:`Setting` and a seed."""
+
+    dataset: str
+    horizon: int
+    model: str
+    seed: int
+    context_length: int
+    train_fraction: float = FULL_TRAINING
+
+
+def selected_runs(config: dict[str, Any], args: argparse.Namespace) -> list[Setting]:
+    """The config's settings, narrowed by ``--dataset/--horizon/--model``, in its order: by training
+    fraction, then by input (of a config that lists several), then datasets, horizons and models. So the
+    smallest fraction and the first input of every dataset run before the others."""
+    fractions = config.get("train_fractions", [FULL_TRAINING])
+    listed = config.get("context_length") if isinstance(config.get("context_length"), list) else []
+    settings = [Setting(dataset, horizon, model, context, fraction)
+                for fraction in fractions
+                for dataset, horizons in config["settings"].items() if not args.dataset or dataset in args.dataset
+                for horizon in horizons if not args.horizon or horizon in args.horizon
+                for context in input_lengths(config, dataset, horizon)
+                for model in config["models"] if not args.model or model in args.model]
+    return sorted(settings, key=lambda s: (fractions.index(s.train_fraction),
+                                           listed.index(s.context_length) if listed else 0))
 
 
 @dataclass(frozen=True)
@@ -502,11 +676,12 @@ class Batch:
 
 def run_and_append(batch: Batch, run: Run) -> None:
     """Train and test one run and append its row to the batch's CSV as soon as it has finished."""
-    dataset, horizon, model, seed = run
-    row = run_one(batch.config, dataset, horizon, model, seed, data_dir=batch.data_dir, quick=batch.quick,
-                  command=batch.command, commit=batch.commit, machine_settings=batch.machine_settings)
+    row = run_one(batch.config, run.dataset, run.horizon, run.model, run.seed, data_dir=batch.data_dir,
+                  quick=batch.quick, command=batch.command, commit=batch.commit,
+                  machine_settings=batch.machine_settings, context_length=run.context_length,
+                  train_fraction=run.train_fraction)
     append_row(batch.out, row)
-    print(f"{dataset}-{horizon} {model} seed {seed}: mse {row['mse']:.4f} mae {row['mae']:.4f} "
+    print(f"{_describe(run)}: mse {row['mse']:.4f} mae {row['mae']:.4f} "
           f"({row['train_seconds']} s train, best epoch {row['best_epoch']})", flush=True)
 
 
@@ -561,8 +736,8 @@ def run_batch(batch: Batch, runs: list[Run], jobs: int) -> list[Run]:
 
 
 def _describe(run: Run) -> str:
-    dataset, horizon, model, seed = run
-    return f"{dataset}-{horizon} {model} seed {seed}"
+    fraction = "" if run.train_fraction == FULL_TRAINING else f", {run.train_fraction:g} of the training windows"
+    return f"{run.dataset}-{run.horizon} {run.model} seed {run.seed} (input {run.context_length}{fraction})"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -626,11 +801,12 @@ def main(argv: list[str] | None = None) -> int:
         out = out_dir / config["output"]
         if args.plan is not None:
             rows = []
-            for dataset, horizon, model in selected_runs(config, args):
-                rows.append(plan_one(config, dataset, horizon, model, data_dir=args.data_dir, steps=args.plan,
-                                     machine_settings=machine_settings))
-                print(f"{dataset}-{horizon} {model}: {rows[-1]['train_s']:.3f} s/step, projected "
-                      f"{rows[-1]['minutes']:.1f} min", flush=True)
+            for setting in selected_runs(config, args):
+                rows.append(plan_one(config, setting.dataset, setting.horizon, setting.model, data_dir=args.data_dir,
+                                     steps=args.plan, machine_settings=machine_settings,
+                                     context_length=setting.context_length, train_fraction=setting.train_fraction))
+                print(f"{_describe(Run(*setting[:3], 0, *setting[3:]))}: {rows[-1]['train_s']:.3f} s/step, "
+                      f"projected {rows[-1]['minutes']:.1f} min", flush=True)
             print(render_plan(rows, out.with_name(f"{out.stem}_plan.md"), command=command, commit=commit,
                               steps=args.plan))
             continue
@@ -638,10 +814,10 @@ def main(argv: list[str] | None = None) -> int:
             start_from_committed(out)
         name = config["name"] + ("-quick" if args.quick else "")
         done = {run_key(row) for row in read_rows(out)}
-        runs = [(dataset, horizon, model, seed) for dataset, horizon, model in selected_runs(config, args)
-                for seed in (args.seeds if args.seeds is not None else config["seeds"])
-                if run_key({"config": name, "dataset": dataset, "horizon": str(horizon), "model": model,
-                            "seed": str(seed), "precision": args.precision}) not in done]
+        runs = [run for setting in selected_runs(config, args)
+                for run in (Run(*setting[:3], seed, *setting[3:])
+                            for seed in (args.seeds if args.seeds is not None else config["seeds"]))
+                if run_key({**run._asdict(), "config": name, "precision": args.precision}) not in done]
         print(f"{path}: {len(runs)} runs to do, up to {args.jobs} at once; results in {out}", flush=True)
         batch = Batch(config, out, args.data_dir, args.quick, command, commit, machine_settings, args.threads)
         failed += run_batch(batch, runs, args.jobs)

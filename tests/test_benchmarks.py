@@ -341,6 +341,10 @@ def test_long_horizon_table_averages_the_models_with_all_four_horizons_beside_th
     assert "| ETTh1 | 96 | 0.400 ± 0.000 [0,1] 1 s | 0.300 ± 0.000 [0,1] 1 s | 0.500 [0] 1 s |" in table
     assert "| ETTh1 | 0.400 | 0.300 |  | 0.469 |" in table  # srupp has one of the four horizons
     assert "| ETTh2 |" not in table.split("Per-dataset")[1]  # no model has all four horizons there
+    # RSA against its base, paired by run: 5 settings x 2 seeds, RSA 25% lower in each; srupp has no RSA model
+    assert "| rsa_patchtst | patchtst | 96 | 1 | 96 | 4 | 4 | 0 | 0.125 | -25.00% | 0.00% |" in table
+    assert "| rsa_patchtst | patchtst | 96 | 1 | all | 10 | 10 | 0 | 0.002 | -25.00% | 0.00% |" in table
+    assert "| rsa_srupp" not in table
     path.unlink()
     for row in rows:
         run.append_row(path, {**row, "context_length": "336"})
@@ -360,12 +364,12 @@ def test_long_horizon_table_averages_the_models_with_all_four_horizons_beside_th
 def result_row(**values):
     return {**{key: "" for key in run.RESULT_COLUMNS}, "config": "c", "protocol": "informer", "dataset": "ETTh1",
             "horizon": "24", "model": "informer", "seed": "0", "mse": "0.5", "mae": "0.5", "train_seconds": "1.0",
-            "epochs": "1", "best_epoch": "1", "d_model": "16", **values}
+            "epochs": "1", "best_epoch": "1", "d_model": "16", "context_length": "48", **values}
 
 
 def write_older_csv(path, rows):
-    """A results CSV as the runner wrote it before the precision and compile columns."""
-    columns = run.RESULT_COLUMNS[:-2]
+    """A results CSV as the runner wrote it before the precision and compile columns (and train_fraction)."""
+    columns = run.RESULT_COLUMNS[:run.RESULT_COLUMNS.index("precision")]
     with path.open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
         writer.writeheader()
@@ -411,7 +415,7 @@ def test_an_out_dir_starts_from_the_committed_csv_and_runs_only_what_it_lacks(tm
     assert run.main(args) == 0
     assert (tmp_path / "paper_table.csv").read_bytes() == (run.RESULTS / "paper_table.csv").read_bytes()
     batch, runs, jobs = batches[-1]
-    assert runs == [("ETTh1", 24, "informer", 1), ("ETTh1", 24, "rsa_informer", 1)] and jobs == 3
+    assert runs == [("ETTh1", 24, "informer", 1, 48, 1.0), ("ETTh1", 24, "rsa_informer", 1, 48, 1.0)] and jobs == 3
     assert batch.out == tmp_path / "paper_table.csv"
     assert batch.machine_settings == {"precision": "32-true", "compile": False}
     assert run.main([*args, "--precision", "bf16-mixed", "--compile"]) == 0  # another precision: other runs
@@ -465,11 +469,16 @@ def test_committed_csvs_render_the_same_tables_once_their_header_has_the_new_col
     ('[variants]\ndlinear_wide = { individual = true }\n',
      r"\[variants\] maps each variant's name to the registered model it trains"),
     ('[variants]\npatchtst = "rsa_patchtst"\n', r"variant\(s\) \['patchtst'\] have the name of a registered model"),
+    ("train_fractions = 0.05\n", r"train_fractions = 0.05: give a list of fractions .* in \(0, 1\]"),
+    ("train_fractions = [0.05, 0]\n", r"train_fractions = \[0.05, 0\]: give a list of fractions"),
+    ("train_fractions = [1.5]\n", r"train_fractions = \[1.5\]: give a list of fractions"),
+    ("train_fractions = []\n", r"train_fractions = \[\]: give a list of fractions"),
 ])
 def test_a_config_is_refused_with_the_fix(tmp_path, section, error):
     path = tmp_path / "c.toml"
+    top, tables = (section, "") if section.startswith("train_fractions") else ("", section)
     path.write_text('name = "c"\nprotocol = "informer"\noutput = "c.csv"\nmodels = ["dlinear"]\nseeds = [0]\n'
-                    '[settings]\nETTh1 = [24]\n' + section)
+                    + top + '[settings]\nETTh1 = [24]\n' + tables)
     with pytest.raises(SystemExit, match=error):
         run.load_config(path)
 
@@ -492,7 +501,8 @@ def test_a_variant_trains_its_registered_model_with_its_own_options(tmp_path):
 
 
 @pytest.mark.parametrize(("protocol", "context"), [("informer", "336"), ("long_horizon", "0"),
-                                                   ("long_horizon", '"336"')])
+                                                   ("long_horizon", '"336"'), ("long_horizon", "[]"),
+                                                   ("long_horizon", '[336, "720"]'), ("informer", "[336]")])
 def test_an_input_length_is_refused_unless_a_long_horizon_config_gives_a_positive_whole_number(
         tmp_path, protocol, context):
     path = tmp_path / "c.toml"
@@ -529,7 +539,8 @@ def test_a_failed_run_is_reported_and_the_others_carry_on(tmp_path, monkeypatch,
                      "--seeds", "0", "--jobs", "2", "--threads", "1", "--data-dir", str(data),
                      "--out-dir", str(tmp_path / "out")]) == 1
     assert [row["dataset"] for row in run.read_rows(tmp_path / "out" / "long_horizon.csv")] == ["ETTh1"]
-    assert "1 runs failed: ETTh2-96 naive seed 0; the same command runs them again" in capsys.readouterr().err
+    assert "1 runs failed: ETTh2-96 naive seed 0 (input 96); the same command runs them again" in \
+        capsys.readouterr().err
 
 
 def test_rows_name_the_commit_of_a_copied_checkout_without_git(tmp_path, monkeypatch):
@@ -563,3 +574,120 @@ def test_scoring_the_test_part_in_chunks_equals_one_backtest(monkeypatch):
     assert windows == n_windows == whole.errors.origin.nunique()
     assert mse == pytest.approx(whole.metric("mse", "scaled"), rel=1e-12)
     assert mae == pytest.approx(whole.metric("mae", "scaled"), rel=1e-12)
+    mse, mae, windows = run.score_test(forecaster, test, n_windows, scaled=False)  # in the frame's own units
+    assert (mse, mae) == pytest.approx((whole.metric("mse", "original"), whole.metric("mae", "original")), rel=1e-12)
+
+
+# ------------------------------------------------------------------------------- few-shot and inputs (issue 26)
+def test_a_training_fraction_keeps_the_last_windows_of_the_training_part_whole():
+    from tsrec.datasets import splits
+
+    split = splits("ETTh1", "long_horizon", context_length=96, prediction_length=96)
+    assert split.train.n_windows == 8449
+    for fraction, kept in ((0.05, 422), (0.1, 844), (1.0, 8449), (1e-6, 1)):
+        cut = run.train_fraction_split(split, fraction)
+        assert cut.train.n_windows == kept and cut.train.end == split.train.end == 8640
+        assert cut.train.start == 8640 - (kept + 96 + 96 - 1)  # the first kept window's input is whole
+        assert cut.scaler_rows == range(cut.train.start, 8640)
+        assert (cut.val, cut.test) == (split.val, split.test)
+    for fraction in (0.0, 1.5):
+        with pytest.raises(ValueError, match=f"train fraction {fraction} is not in"):
+            run.train_fraction_split(split, fraction)
+
+
+def few_shot_config(tmp_path, extra=""):
+    path = tmp_path / "few.toml"
+    path.write_text('name = "few"\nprotocol = "long_horizon"\noutput = "few.csv"\nmodels = ["patchtst", '
+                    '"rsa_patchtst"]\nseeds = [0]\ntrain_fractions = [0.05, 0.1]\n' + extra
+                    + '[settings]\nETTh1 = [96]\n[training]\nmax_epochs = 1\n')
+    return path
+
+
+@pytest.mark.skipif(not (DATA / "ETTh1.csv").exists(), reason=f"ETTh1.csv not found in {DATA}")
+def test_a_few_shot_run_trains_on_the_last_fraction_of_the_training_windows(tmp_path):
+    config = run.load_config(few_shot_config(tmp_path))
+    forecaster, part, split = run.prepare(config, "ETTh1", 96, "patchtst", 0, data_dir=str(DATA), quick=True,
+                                          train_fraction=0.05)
+    assert split.n_windows == {"train": 422, "val": 2785, "test": 2785}
+    assert len(part["train"]) == 422 + 96 + 96 - 1 and part["train"].index[-1] == part["val"].index[96 - 1]
+    forecaster.fit(part["train"], val_df=part["val"])
+    assert forecaster.training_summary.budget["train_windows"] == 422
+    # the frames are scaled with the whole training part's statistics (8640 rows), not the kept rows'
+    from tsrec import datasets
+
+    raw = datasets.load("ETTh1", str(DATA))
+    mean, std = raw.iloc[:8640].mean(), raw.iloc[:8640].std(ddof=0)
+    for name in ("train", "val", "test"):
+        expected = (raw.loc[part[name].index] - mean) / std
+        assert part[name].to_numpy() == pytest.approx(expected.to_numpy(), rel=1e-9, abs=1e-12)
+
+
+def test_the_few_shot_scaling_standardises_each_column_on_the_whole_training_part():
+    import numpy as np
+    import pandas as pd
+    from tsrec.datasets import Split
+
+    frame = pd.DataFrame({"a": [1.0, 3.0, 5.0, 100.0], "b": [2.0, 2.0, 2.0, 7.0]})
+    scaled = run.scaled_by_training_part(frame, Split("train", 0, 2, 0, 1, 1))  # rows 0 and 1
+    assert np.allclose(scaled["a"], [-1.0, 1.0, 3.0, 98.0]) and np.allclose(scaled["b"], [0.0, 0.0, 0.0, 5.0])
+
+
+@pytest.mark.skipif(not (DATA / "ETTh1.csv").exists(), reason=f"ETTh1.csv not found in {DATA}")
+def test_a_few_shot_config_runs_each_fraction_resumes_and_tables_the_paired_comparison(tmp_path, capsys):
+    args = [str(few_shot_config(tmp_path)), "--quick", "--data-dir", str(DATA), "--out-dir", str(tmp_path / "out")]
+    assert run.main(args) == 0
+    assert "ETTh1-96 rsa_patchtst seed 0 (input 96, 0.05 of the training windows): mse" in capsys.readouterr().out
+    rows = run.read_rows(tmp_path / "out" / "few.csv")
+    assert [(row["model"], row["train_fraction"]) for row in rows] == [
+        ("patchtst", "0.05"), ("rsa_patchtst", "0.05"), ("patchtst", "0.1"), ("rsa_patchtst", "0.1")]
+    assert run.main(args) == 0 and len(run.read_rows(tmp_path / "out" / "few.csv")) == 4  # resumed: nothing to do
+    table = (tmp_path / "out" / "few.md").read_text()
+    assert "training on the last 0.05 or 0.1 of the training windows;" in table
+    assert "| data | H | train | patchtst | rsa_patchtst |" in table and "| ETTh1 | 96 | 0.1 | " in table
+    for fraction in ("0.05", "0.1"):
+        assert f"| rsa_patchtst | patchtst | 96 | {fraction} | all | 1 | " in table
+
+
+@pytest.mark.skipif(not (DATA / "ETTh1.csv").exists(), reason=f"ETTh1.csv not found in {DATA}")
+def test_a_list_of_inputs_runs_every_setting_at_each_input_first_input_first(tmp_path):
+    path = few_shot_config(tmp_path, "context_length = [192, 144]\n")
+    config = run.load_config(path)
+    forecaster, part, _ = run.prepare(config, "ETTh1", 96, "patchtst", 0, data_dir=str(DATA), quick=True,
+                                      context_length=144)
+    assert forecaster.context_length == 144 and len(part["test"]) == 144 + 2880
+    with pytest.raises(ValueError, match=r"ETTh1-96 runs with the input\(s\) \[192, 144\], not 96"):
+        run.prepare(config, "ETTh1", 96, "patchtst", 0, data_dir=str(DATA), quick=True, context_length=96)
+    assert run.main([str(path), "--quick", "--model", "patchtst", "--data-dir", str(DATA),
+                     "--out-dir", str(tmp_path / "out")]) == 0
+    rows = run.read_rows(tmp_path / "out" / "few.csv")
+    assert [(row["context_length"], row["train_fraction"]) for row in rows] == [
+        ("192", "0.05"), ("144", "0.05"), ("192", "0.1"), ("144", "0.1")]
+    assert "| data | H | input | train | patchtst |" in (tmp_path / "out" / "few.md").read_text()
+
+
+@pytest.mark.skipif(not (DATA / "ETTh1.csv").exists(), reason=f"ETTh1.csv not found in {DATA}")
+def test_plan_projects_a_few_shot_run_from_its_kept_windows(tmp_path, monkeypatch):
+    monkeypatch.setattr(run, "load_config", lambda path: {**run.tomllib.loads(Path(path).read_text()),
+                                                          "model": dict(d_model=16, d_ff=32, e_layers=1)})
+    assert run.main([str(few_shot_config(tmp_path)), "--plan", "1", "--model", "patchtst", "--data-dir", str(DATA),
+                     "--out-dir", str(tmp_path)]) == 0
+    table = (tmp_path / "few_plan.md").read_text()
+    assert "| ETTh1 | 96 | patchtst | 96 | 422/2785/2785 | 0.05 |" in table
+    assert "| ETTh1 | 96 | patchtst | 96 | 844/2785/2785 | 0.1 |" in table
+
+
+def test_an_rsa_model_and_its_variants_are_compared_with_their_base_model():
+    models = ["patchtst", "patchtst_wide", "rsa_patchtst", "rsa_patchtst_low_gate", "rsa_patchtst_wide", "rsa_srupp",
+              "rsa_informer_x", "dlinear"]
+    assert [run.base_model(model, models) for model in models] == [
+        None, None, "patchtst", "patchtst", "patchtst_wide", None, None, None]
+
+
+def test_rows_from_before_the_train_fraction_column_are_runs_on_all_the_training_data(tmp_path):
+    path = tmp_path / "results.csv"
+    write_older_csv(path, [result_row(context_length="96")])
+    run.append_row(path, result_row(context_length="96", seed="1", train_fraction=0.05))
+    old, new = run.read_rows(path)
+    assert old["train_fraction"] == "" and run.run_key(old)[-2:] == (96, 1.0)
+    assert run.run_key(new)[-2:] == (96, 0.05)
+    assert run.run_key({**old, "train_fraction": "1.0"}) == run.run_key(old)  # what a new run of it would write
