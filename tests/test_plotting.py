@@ -54,10 +54,38 @@ def test_plot_gates_one_bar_per_layer_in_attention_order(fitted):
     assert [t.get_text() for t in bars.get_legend().get_texts()] == ["encoder self", "decoder self", "cross"]
     # REM panel: hourly data -> hours, log scale; one half-life per head and one period per cos/sin head
     assert times.get_ylabel() == "hours" and times.get_yscale() == "log"
-    half_lives, periods = times.get_lines()
-    assert len(half_lives.get_xdata()) == 24 and len(periods.get_xdata()) == 24
+    half_lives, periods = (points(times, "decay half-life"), points(times, "cycle period"))
+    assert len(half_lives) == 24 and len(periods) == 24
     hours = fitted.gates()["half_life_steps"].to_numpy()  # one step is one hour
-    np.testing.assert_allclose(np.sort(half_lives.get_ydata()), np.sort(hours), rtol=1e-9)
+    np.testing.assert_allclose(np.sort(half_lives), np.sort(hours), rtol=1e-9)
+
+
+def points(ax, label):
+    """The y values of every marker line whose label starts with ``label``."""
+    lines = [line for line in ax.get_lines() if line.get_label().startswith(label)]
+    return np.concatenate([line.get_ydata() for line in lines]) if lines else np.zeros(0)
+
+
+def test_plot_gates_marks_the_data_periods_and_the_heads_left_at_their_start(fitted):
+    """The fixture's 300 steps show no clear cycle under their AR(1) (its periods are empty: the
+    title says so); periods given are marked at their values in hours (tests/test_gate_truth.py
+    checks the marks of a forecaster whose data have a cycle)."""
+    assert fitted.data_facts.periods == ()
+    assert "no cycle in the data" in plot_gates(fitted).axes[1].get_title()
+    times = plot_gates(fitted, data_periods=(24.0, 168.0)).axes[1]
+    marks = [line for line in times.get_lines() if line.get_label().startswith("data period")]
+    assert [line.get_label() for line in marks] == ["data period 24 hours", "data period 168 hours"]
+    assert [list(line.get_ydata()) for line in marks] == [[24.0, 24.0], [168.0, 168.0]]  # horizontal lines
+    legend = [t.get_text() for t in times.get_legend().get_texts()]
+    assert all(line.get_label() in legend for line in marks)
+    # heads whose timescale and gate stayed within 5% of their start are drawn hollow
+    table = fitted.gates()
+    still = table[~table["moved"].astype(bool)]
+    np.testing.assert_allclose(np.sort(points(times, "decay half-life (start, not moved)")),
+                               np.sort(still["half_life_steps"]), rtol=1e-9)
+    hollow = [line for line in times.get_lines() if "not moved" in line.get_label()]
+    assert all(line.get_markerfacecolor() == "none" for line in hollow)
+    assert "data periods unknown" in plot_gates(table).axes[1].get_title()  # a table knows no data periods
 
 
 def test_plot_gates_per_head_and_from_a_table(fitted):
