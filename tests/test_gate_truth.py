@@ -47,12 +47,12 @@ def test_the_strongest_period_found_is_the_true_cycle_on_every_seed(case):
 
 @pytest.mark.parametrize("case", NO_CYCLE)
 def test_a_period_is_seldom_found_without_a_cycle(case):
-    """Without a cycle, one series in 12 to 16 gets a spurious period (measured on seeds 0..199:
-    white noise 16 and 13, AR(1) 0.9 12 and 13 at 720 and 2880 steps), which then starts the cycle
-    heads; docs/when_rsa_helps.md says so."""
+    """Without a cycle, a few series in a hundred get a spurious period, which then starts the
+    cycle heads (docs/when_rsa_helps.md says so). Measured on seeds 0..99 at 720 and 2880 steps:
+    white noise 9 and 2, AR(1) 0.9 3 and 5 (seeds 0..199: 16, 13, 12, 13)."""
     for n_steps in LENGTHS:
-        spurious = [seed for seed in range(200) if found_periods(n_steps, seed, **NO_CYCLE[case])]
-        assert len(spurious) <= 20, (n_steps, spurious)
+        spurious = [seed for seed in range(100) if found_periods(n_steps, seed, **NO_CYCLE[case])]
+        assert len(spurious) <= 12, (n_steps, spurious)
 
 
 @pytest.mark.parametrize("model, options", [("rsa_patchtst", {}), ("rsa_transformer", dict(d_model=32, d_ff=64))])
@@ -77,7 +77,7 @@ def test_periods_are_the_cycles_the_rem_shows_at_integer_lags():
     """theta above pi (a period under 2 tokens) encodes the cycle of 2 pi - theta at integer lags:
     the table reports that cycle, not 2 pi / theta."""
     rem = LearnableREM(RSAConfig(kinds=(0, 1, 1, 0, 0, 0), dilation=1, periods=(1.5,), dilated_periods=(8.0,)))
-    assert float(rem.theta) == pytest.approx(2 * math.pi / 1.5)
+    assert float(rem.theta.detach()) == pytest.approx(2 * math.pi / 1.5)
     folded = LearnableREM(RSAConfig(kinds=(0, 1, 1, 0, 0, 0), dilation=1, periods=(3.0,), dilated_periods=(8.0,)))
     with torch.no_grad():
         folded.nu.copy_(rem.nu)
