@@ -15,7 +15,7 @@ gate table is then read against the truth:
 - the gates on recurrent data against the gates on noise (the same seed gives both runs the same
   initial gates, so the comparison is paired).
 
-Usage (each fit on one thread; about 15 CPU minutes in all, ``--jobs`` fits at once)::
+Usage (each fit on one thread; 1281 CPU seconds in all when measured, ``--jobs`` fits at once)::
 
     OMP_NUM_THREADS=1 python -m benchmarks.gate_truth [--seeds 0 1 2] [--lengths 720 2880] [--steps 200] [--jobs 1]
 
