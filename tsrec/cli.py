@@ -187,7 +187,7 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
     forecast.to_csv(output / "forecast.csv", index=False)
     gates.to_csv(output / "gates.csv", index=False)
     plot_forecast(df, forecast, history_steps=2 * context).savefig(output / "forecast.png")
-    plot_gates(gates).savefig(output / "gates.png")
+    plot_gates(gates, data_periods=forecaster.data_facts.periods).savefig(output / "gates.png")
     plot_gate_history(forecaster).savefig(output / "gate_history.png")
     forecaster.save(output / "model")
     report = {

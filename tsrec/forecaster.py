@@ -633,14 +633,20 @@ class Forecaster:
         return np.concatenate([out.float().cpu().numpy() for out in outputs])
 
     # ------------------------------------------------------------------ gates
-    def gates(self) -> pd.DataFrame:
+    def gates(self, *, channels: str = "median") -> pd.DataFrame:
         """One row per RSA gate and REM head: ``layer``, ``attention``, ``head``, ``kind``, ``gate``,
-        ``lambda``, ``gamma``, ``theta``, ``dilation``, and in the data's time units the decay
-        ``half_life`` and the cycle ``period`` (``freq`` steps, e.g. hours for ``"h"``)."""
+        ``lambda``, ``gamma``, ``theta``, ``dilation``, in the data's time units the decay
+        ``half_life`` and the cycle ``period`` (``freq`` steps, e.g. hours for ``"h"``), and the
+        values training started from with whether it ``moved`` them; per-channel REMs by their
+        median over the channels, or with ``channels="each"`` one row per channel
+        (:func:`tsrec.inspection.gate_table`)."""
         self._require_fitted()
-        from tsrec.inspection import gate_table
+        from tsrec.inspection import gate_table, initial_network
 
-        return gate_table(self.model, self.freq)
+        resolved = self.resolved_settings
+        start = None if self.model_name == AUTO else initial_network(resolved.model, resolved.network,
+                                                                      resolved.training.seed)
+        return gate_table(self.model, self.freq, channels=channels, start=start)
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | os.PathLike) -> Path:

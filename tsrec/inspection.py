@@ -6,14 +6,19 @@ import math
 
 import numpy as np
 import pandas as pd
+import torch
 
 from tsrec.data import step_duration
-from tsrec.models.base import ForecastModel
+from tsrec.models.base import ForecastModel, ModelConfig
 
 KIND_NAMES = {0: "regular", 1: "cos", 2: "sin"}
 GATE_COLUMNS = ["layer", "attention", "head", "channel", "kind", "dilated", "mix", "gate", "lambda", "gamma", "theta",
-                "dilation", "half_life_steps", "period_steps", "half_life", "period", "steps_per_token"]
+                "dilation", "half_life_steps", "period_steps", "half_life", "period", "steps_per_token",
+                "gate_start", "half_life_start_steps", "period_start_steps", "moved"]
 CHANNEL_VIEWS = ("median", "each")
+#: Relative change of a head's timescale (its cycle period, or the half-life of a regular head) or
+#: of its gate beyond which ``gate_table`` counts the head as moved by training.
+MOVED_TOLERANCE = 0.05
 
 
 def _duration(step: pd.Timedelta | None, steps: float) -> pd.Timedelta:
@@ -21,6 +26,33 @@ def _duration(step: pd.Timedelta | None, steps: float) -> pd.Timedelta:
     if step is None or not np.isfinite(steps):
         return pd.NaT
     return pd.Timedelta(seconds=round(step.total_seconds() * steps, 3))
+
+
+def lag_frequency(theta: float) -> float:
+    """The angular frequency in ``[0, pi]`` that ``cos(p * theta)`` and ``sin(p * theta)`` show at
+    integer powers ``p``: ``theta`` folded by ``2 pi`` and reflected at ``pi``. A REM is only ever
+    evaluated at integer lags, so a ``theta`` above the Nyquist limit ``pi`` (a period under 2
+    tokens) encodes the cycle of ``2 pi - theta`` (the sin head with its sign flipped)."""
+    return abs(math.remainder(theta, 2 * math.pi))
+
+
+def _timescales(kind: int, magnitude: float, theta: float, span: int) -> tuple[float, float]:
+    """``(half-life, period)`` in steps of a head whose coefficient has ``magnitude`` (``|lambda|``
+    or ``gamma``) and angle ``theta`` per power, one power being ``span`` steps. The half-life is
+    infinite for a magnitude of 1 or more, the period NaN for a regular head and infinite for a
+    cyclical head whose lag frequency is 0 (a pure decay)."""
+    half_life = math.log(0.5) / math.log(magnitude) * span if 0.0 < magnitude < 1.0 else math.inf
+    if kind == 0:
+        return half_life, math.nan
+    frequency = lag_frequency(theta)
+    return half_life, 2 * math.pi / frequency * span if frequency > 0 else math.inf
+
+
+def _changed(end: float, start: float) -> bool:
+    """Relative change above :data:`MOVED_TOLERANCE` (infinite or equal values: unchanged)."""
+    if not (np.isfinite(end) and np.isfinite(start)):
+        return end != start and not (np.isnan(end) and np.isnan(start))
+    return abs(end - start) > MOVED_TOLERANCE * abs(start)
 
 
 def _channel_views(params: dict, channels: str) -> list[tuple[object, dict]]:
@@ -34,7 +66,42 @@ def _channel_views(params: dict, channels: str) -> list[tuple[object, dict]]:
     return [(pd.NA, {**params, **{k: params[k].median(dim=0).values for k in ("lambda", "gamma", "theta")}})]
 
 
-def gate_table(model: ForecastModel, freq: str | None = None, *, channels: str = "median") -> pd.DataFrame:
+def _head_rows(model: ForecastModel, channels: str) -> list[dict]:
+    """Per REM head (and channel, :func:`_channel_views`): its layer, kind, mix, gate, parameters
+    and timescales in steps."""
+    per_token = model.steps_per_token  # REM lags are in tokens; the table reports steps
+    rows = []
+    for attention, index, layer in model.rsa_layers():
+        gates = layer.rsa.gate.values()
+        for channel, params in _channel_views(layer.rsa.rem.head_parameters(), channels):
+            for head in range(len(params["kind"])):
+                kind = int(params["kind"][head])
+                dilation = int(params["dilation"][head])
+                magnitude = abs(float(params["lambda"][head] if kind == 0 else params["gamma"][head]))
+                theta = float(params["theta"][head])
+                half_life, period = _timescales(kind, magnitude, theta, dilation * per_token)
+                rows.append({
+                    "layer": index,
+                    "attention": attention,
+                    "head": head,
+                    "channel": channel,
+                    "kind": KIND_NAMES[kind],
+                    "dilated": dilation > 1,
+                    "mix": layer.rsa.config.mix,
+                    "gate": float(gates[head if gates.numel() > 1 else 0]),
+                    "lambda": float(params["lambda"][head]),
+                    "gamma": float(params["gamma"][head]),
+                    "theta": theta,
+                    "dilation": dilation,
+                    "half_life_steps": half_life,
+                    "period_steps": period,
+                    "steps_per_token": per_token,
+                })
+    return rows
+
+
+def gate_table(model: ForecastModel, freq: str | None = None, *, channels: str = "median",
+               start: ForecastModel | None = None) -> pd.DataFrame:
     """One row per REM head of every RSA layer of ``model``.
 
     Columns: ``layer`` (index within its attention kind), ``attention`` (``"encoder self"``,
@@ -44,51 +111,60 @@ def gate_table(model: ForecastModel, freq: str | None = None, *, channels: str =
     (``sigmoid(mu)`` of the layer, or of the head with per-head gates), ``lambda``,
     ``gamma``, ``theta`` (NaN where the head has no such parameter), ``dilation`` (in tokens);
     the decay half-life ``ln(1/2) / ln|lambda or gamma| * dilation * steps_per_token`` and the
-    cycle period ``2 pi / |theta| * dilation * steps_per_token``, in the data's steps
-    (``half_life_steps``, ``period_steps``) and, for fixed-length ``freq``, as durations
-    (``half_life``, ``period``); ``steps_per_token`` (``model.steps_per_token``: 1, or
-    PatchTST's stride, whose REM parameters act on patch lags). Empty (with these columns) for a
-    model without RSA.
+    cycle period ``2 pi / lag_frequency(theta) * dilation * steps_per_token`` (the cycle the REM
+    shows at its integer lags, :func:`lag_frequency`), in the data's steps (``half_life_steps``,
+    ``period_steps``) and, for fixed-length ``freq``, as durations (``half_life``, ``period``);
+    ``steps_per_token`` (``model.steps_per_token``: 1, or PatchTST's stride, whose REM
+    parameters act on patch lags).
+
+    With ``start``, the same network as it was initialised (:func:`initial_network`), the
+    columns ``gate_start``, ``half_life_start_steps`` and ``period_start_steps`` hold the values
+    training started from (the periods from ``RSAConfig.periods``: the data's cycles, or the
+    calendar's where none stood out), and ``moved`` says whether training changed the head's
+    timescale (its period, or a regular head's half-life) or its gate by more than
+    :data:`MOVED_TOLERANCE` (5%). A head that did not move reports its start, not something
+    learned from the data. Without ``start`` these columns are NaN / NA.
 
     REMs shared by the channels have ``channel`` NA. Per-channel REMs (``rsa.per_channel``) give,
     with ``channels="median"``, one row per head with the median of ``lambda``, ``gamma`` and
     ``theta`` over the channels (``channel`` NA), or with ``channels="each"`` one row per head and
     channel (``channel`` its index among the targets).
+
+    Empty (with these columns) for a model without RSA.
     """
     if channels not in CHANNEL_VIEWS:
         raise ValueError(f"channels must be one of {CHANNEL_VIEWS}, got {channels!r}")
     step = None if freq is None else step_duration(freq)
-    per_token = model.steps_per_token  # REM lags are in tokens; the table reports steps
-    rows = []
-    for attention, index, layer in model.rsa_layers():
-        gates = layer.rsa.gate.values()
-        for channel, params in _channel_views(layer.rsa.rem.head_parameters(), channels):
-            for head in range(len(params["kind"])):
-                rows.append({"layer": index, "attention": attention, "head": head, "channel": channel,
-                             "mix": layer.rsa.config.mix, "gate": float(gates[head if gates.numel() > 1 else 0]),
-                             **_head_row(params, head, per_token, step)})
-    return pd.DataFrame(rows, columns=GATE_COLUMNS).astype({"channel": "Int64"})
+    rows = _head_rows(model, channels)
+    if start is not None:
+        initial = _head_rows(start, channels)
+        if [(r["attention"], r["layer"], r["head"], r["channel"]) for r in initial] != \
+                [(r["attention"], r["layer"], r["head"], r["channel"]) for r in rows]:
+            raise ValueError("start is not the same network as model (its RSA layers or heads differ); pass the "
+                             "network model was initialised as (tsrec.inspection.initial_network)")
+    for i, row in enumerate(rows):
+        row["half_life"] = _duration(step, row["half_life_steps"])
+        row["period"] = _duration(step, row["period_steps"])
+        if start is None:
+            row.update(gate_start=math.nan, half_life_start_steps=math.nan, period_start_steps=math.nan, moved=pd.NA)
+            continue
+        first = initial[i]
+        timescale = "half_life_steps" if row["kind"] == "regular" else "period_steps"
+        row.update(gate_start=first["gate"], half_life_start_steps=first["half_life_steps"],
+                   period_start_steps=first["period_steps"],
+                   moved=_changed(row[timescale], first[timescale]) or _changed(row["gate"], first["gate"]))
+    table = pd.DataFrame(rows, columns=GATE_COLUMNS).astype({"channel": "Int64"})
+    table["moved"] = table["moved"].astype("boolean")
+    return table
 
 
-def _head_row(params: dict, head: int, per_token: int, step: pd.Timedelta | None) -> dict:
-    """The REM columns of one head (its kind, parameters, half-life and period)."""
-    kind = int(params["kind"][head])
-    dilation = int(params["dilation"][head])
-    magnitude = abs(float(params["lambda"][head] if kind == 0 else params["gamma"][head]))
-    theta = float(params["theta"][head])
-    span = dilation * per_token  # steps per power of the REM coefficient
-    half_life = math.log(0.5) / math.log(magnitude) * span if 0.0 < magnitude < 1.0 else math.inf
-    period = 2 * math.pi / abs(theta) * span if kind != 0 and theta != 0 else math.nan
-    return {
-        "kind": KIND_NAMES[kind],
-        "dilated": dilation > 1,
-        "lambda": float(params["lambda"][head]),
-        "gamma": float(params["gamma"][head]),
-        "theta": theta,
-        "dilation": dilation,
-        "half_life_steps": half_life,
-        "period_steps": period,
-        "half_life": _duration(step, half_life),
-        "period": _duration(step, period),
-        "steps_per_token": per_token,
-    }
+def initial_network(model_name: str, network: ModelConfig, seed: int) -> ForecastModel:
+    """The network ``Forecaster.fit`` started from: ``build_model(model_name, network)`` right after
+    seeding torch with ``seed`` (as ``fit`` and its refit do), built under a forked RNG so that the
+    caller's random state is left as it was. ``network`` is the resolved model config
+    (``Forecaster.resolved_settings.network``)."""
+    from tsrec.models import build_model
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return build_model(model_name, network)

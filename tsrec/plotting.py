@@ -89,7 +89,8 @@ def _offsets(n: int, width: float) -> np.ndarray:
     return (np.arange(n) - (n - 1) / 2) * width / n
 
 
-def plot_gates(source: Any, *, per_head: bool | None = None, rem_panel: bool = True) -> Figure:
+def plot_gates(source: Any, *, per_head: bool | None = None, rem_panel: bool = True,
+               data_periods: Sequence[float] | None = None) -> Figure:
     """Bar chart of the learned gates ``sigmoid(mu)`` of every RSA layer.
 
     Args:
@@ -100,14 +101,23 @@ def plot_gates(source: Any, *, per_head: bool | None = None, rem_panel: bool = T
         rem_panel: add a second panel with each REM head's decay half-life and cycle period, in
             the data's time units (hours for hourly data; steps when the frequency has no fixed
             length).
+        data_periods: the data's own cycle lengths in steps, marked on the REM panel. None: a
+            fitted Forecaster's ``data_facts.periods`` (the cycles found in its training part);
+            unknown for a model or a table (the panel's title says which: "no cycle in the
+            data" when there are none, "data periods unknown" when none were given).
 
     Returns:
         A figure whose first axes hold the bars (one group per layer, ticks "<attention>\\nlayer
-        <i>", y in [0, 1], coloured by attention) and, with ``rem_panel``, second axes with two
-        marker lines, "decay half-life" and "cycle period" (one point per head, at its bar's x), on
-        a log axis.
+        <i>", y in [0, 1], coloured by attention) and, with ``rem_panel``, second axes on a log
+        axis with marker lines (one point per head, at its bar's x): "decay half-life" and "cycle
+        period" for heads that training moved (or whose start is unknown), hollow "... (start,
+        not moved)" for heads still within 5% of their start (the table's ``moved`` column), and
+        one dashed horizontal line "data period <value> <unit>" per data period.
     """
     table = _gate_frame(source)
+    if data_periods is None:
+        facts = getattr(source, "data_facts", None)
+        data_periods = None if facts is None else facts.periods
     groups = _layer_groups(table)
     if per_head is None:
         per_head = any(rows["gate"].nunique() > 1 for _, _, rows in groups)
@@ -129,21 +139,36 @@ def plot_gates(source: Any, *, per_head: bool | None = None, rem_panel: bool = T
                 bbox_to_anchor=(1.01, 1.0), fontsize="small")  # beside the bars, which may reach 1
     axes[-1].set_xticks(range(len(groups)), [f"{attention}\nlayer {layer}" for attention, layer, _ in groups])
     if rem_panel:
-        factor, unit = _time_unit(table)
-        rows = pd.concat([rows for _, _, rows in groups])
-        x = np.concatenate(head_x)
-        for column, marker, color, label in (("half_life_steps", "o", "black", "decay half-life"),
-                                             ("period_steps", "^", "tab:red", "cycle period")):
-            if column not in rows:
-                continue
-            y = pd.to_numeric(rows[column], errors="coerce").to_numpy(dtype=float) * factor  # [heads]
-            keep = np.isfinite(y) & (y > 0)
-            axes[1].plot(x[keep], y[keep], linestyle="none", marker=marker, color=color, alpha=0.8, label=label)
-        axes[1].set_yscale("log")
-        axes[1].set_ylabel(unit)
-        axes[1].set_title("REM heads: decay half-lives and cycle periods")
-        axes[1].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+        _rem_panel(axes[1], pd.concat([rows for _, _, rows in groups]), np.concatenate(head_x), *_time_unit(table),
+                   data_periods=data_periods)
     return fig
+
+
+def _rem_panel(ax: Any, rows: pd.DataFrame, x: np.ndarray, factor: float, unit: str, *,
+               data_periods: Sequence[float] | None) -> None:
+    """The REM heads' half-lives and periods of ``rows`` at ``x [heads]``, in ``unit`` (``factor``
+    units per step), hollow where the head did not move from its start; the data's periods (steps)
+    as dashed lines (None: unknown, said in the title)."""
+    not_moved = rows["moved"].eq(False).to_numpy(dtype=bool) if "moved" in rows else np.zeros(len(rows), bool)
+    for column, marker, color, label in (("half_life_steps", "o", "black", "decay half-life"),
+                                         ("period_steps", "^", "tab:red", "cycle period")):
+        if column not in rows:
+            continue
+        y = pd.to_numeric(rows[column], errors="coerce").to_numpy(dtype=float) * factor  # [heads]
+        shown = np.isfinite(y) & (y > 0)
+        for still, suffix, face in ((False, "", color), (True, " (start, not moved)", "none")):
+            keep = shown & (not_moved == still)
+            if keep.any():
+                ax.plot(x[keep], y[keep], linestyle="none", marker=marker, color=color, markerfacecolor=face,
+                        alpha=0.8, label=label + suffix)
+    for k, period in enumerate(data_periods or ()):
+        ax.axhline(period * factor, color="tab:purple", linestyle=("--", ":", "-.")[k % 3], linewidth=1.0,
+                   label=f"data period {period * factor:.4g} {unit}")
+    ax.set_yscale("log")
+    ax.set_ylabel(unit)
+    note = " (data periods unknown)" if data_periods is None else "" if data_periods else " (no cycle in the data)"
+    ax.set_title("REM heads: decay half-lives and cycle periods" + note)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
 
 
 # ---------------------------------------------------------------------------------------- REM
