@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import tsrec
+from tests.saved_models import write_format_4
 from tsrec.config import DataFacts, RSAConfig
 from tsrec.inspection import gate_table
 from tsrec.models import build_model
@@ -209,7 +210,8 @@ def test_gate_table_reports_per_channel_rems_and_the_mix():
     assert len(each) == 3 * 4 * 3 and each["channel"].tolist()[:4] == [0, 0, 0, 0]
     cos = each[(each["layer"] == 0) & (each["kind"] == "cos") & ~each["dilated"]]
     assert cos["theta"].tolist() == pytest.approx([1.0, 2.0, 4.0])
-    assert cos["period_steps"].tolist() == pytest.approx([2 * math.pi / t * 8 for t in (1.0, 2.0, 4.0)])
+    # the period the REM shows at integer lags: theta 4 (above pi) is the cycle of 2 pi - 4
+    assert cos["period_steps"].tolist() == pytest.approx([2 * math.pi / t * 8 for t in (1.0, 2.0, 2 * math.pi - 4.0)])
     shared = gate_table(build_model("rsa_patchtst", data=THREE_CHANNELS, context_length=48, prediction_length=12))
     assert shared["channel"].isna().all() and (shared["mix"] == "gate").all()
     with pytest.raises(ValueError, match="channels must be one of"):
@@ -252,6 +254,7 @@ def test_a_model_saved_before_the_options_existed_loads_in_gate_mode(tmp_path):
         removed += rsa.pop("mix") == "gate" and rsa.pop("per_channel") is False
     assert removed == 2  # both sections held the new fields, now gone as in an older save
     meta_file.write_text(json.dumps(meta))
+    write_format_4(path)  # as a tsrec before these options saved it
     loaded = tsrec.Forecaster.load(path)
     assert loaded.resolved_settings.network.rsa.mix == "gate" and not loaded.resolved_settings.network.rsa.per_channel
     pd.testing.assert_frame_equal(loaded.predict(), forecaster.predict())

@@ -26,6 +26,7 @@ from tsrec import Forecaster, _saving
 from tsrec.config import DataFacts
 from tsrec.fitted import ConcurrentSaveError, FittedState, _json_sha256
 from tsrec.models import model_config
+from tests.saved_models import read_meta, write_format_4
 
 QUIET = {"enable_progress_bar": False, "logger": False}
 FORK = "fork" in multiprocessing.get_all_start_methods()
@@ -51,10 +52,6 @@ def fitted():
 def other():
     """A second model, told apart from ``fitted`` by its scaler's level."""
     return dlinear(level=50.0)
-
-
-def read_meta(path):
-    return json.loads((path / "forecaster.json").read_text())
 
 
 def write_meta(path, meta, *, rehash):
@@ -190,17 +187,6 @@ def test_a_newer_tsrec_model_says_so(fitted, tmp_path):
     with pytest.raises(ValueError, match=r"saved by a newer tsrec \(version 99\.0, model format 6\); upgrade "
                                          "tsrec to load it"):
         Forecaster.load(path)
-
-
-def write_format_4(path):
-    """Rewrite the model in ``path`` as tsrec 0.1 wrote it before format 5: no ``tsrec_version``,
-    no ``sha256``, only ``weights_sha256`` (the SHA-256 of ``weights.pt``), right after the version."""
-    meta = read_meta(path)
-    del meta["tsrec_version"], meta["sha256"]
-    old = {"format": meta.pop("format"), "format_version": 4,
-           "weights_sha256": hashlib.sha256((path / "weights.pt").read_bytes()).hexdigest()}
-    del meta["format_version"]
-    (path / "forecaster.json").write_text(json.dumps({**old, **meta}, indent=2))
 
 
 def test_a_format_4_model_still_loads_with_its_weights_checked(fitted, tmp_path):
