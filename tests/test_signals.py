@@ -64,7 +64,10 @@ def signal_when(marker: Path, argv: list[str], signum: int, tmp_path: Path) -> t
     out, err = tmp_path / "stdout", tmp_path / "stderr"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     with out.open("w") as stdout, err.open("w") as stderr:
-        process = subprocess.Popen(argv, stdout=stdout, stderr=stderr, env=env)
+        # SIGINT at its default in the child: a shell starts background jobs with it ignored, and a
+        # Python started with SIGINT ignored never turns it into KeyboardInterrupt.
+        process = subprocess.Popen(argv, stdout=stdout, stderr=stderr, env=env,
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         try:
             deadline = time.monotonic() + TIMEOUT
             while not marker.exists():
