@@ -39,14 +39,22 @@ class RevIN(nn.Module):
         ``[Q1 - k s, Q3 + k s]`` of their window and channel: ``Q1``, ``Q3`` the quartiles of its
         observed steps (linear interpolation, as ``torch.quantile``), ``k = far_iqrs`` and
         ``s = max(Q3 - Q1, 1)``. None are far without ``far_iqrs``."""
+        far = torch.zeros_like(seen)
         if self.far_iqrs is None:
-            return torch.zeros_like(seen)
+            return far
         with torch.no_grad():
-            count = seen.sum(1, keepdim=True)  # [B, 1, C]
-            ordered = torch.where(seen, x, torch.full_like(x, torch.inf)).sort(dim=1).values  # [B, L, C], unobserved last
-            q1, q3 = (_order_quantile(ordered, count, level) for level in (0.25, 0.75))  # [B, 1, C] each
-            reach = self.far_iqrs * (q3 - q1).clamp_min(1.0)
-            return seen & ((x < q1 - reach) | (x > q3 + reach))
+            # A value is far only beyond Q1 - k s or Q3 + k s with s >= 1, so only in a window whose
+            # observed values span more than k: the quartiles (a sort) are computed for those alone.
+            span = torch.where(seen, x, -torch.inf).amax(1) - torch.where(seen, x, torch.inf).amin(1)  # [B, C]
+            rows = (span > self.far_iqrs).any(1).nonzero().squeeze(1)  # [B'] windows that may hold one
+            if len(rows):
+                x, seen = x[rows], seen[rows]  # [B', L, C]
+                count = seen.sum(1, keepdim=True)  # [B', 1, C]
+                ordered = torch.where(seen, x, torch.inf).sort(dim=1).values  # [B', L, C], unobserved last
+                q1, q3 = (_order_quantile(ordered, count, level) for level in (0.25, 0.75))  # [B', 1, C] each
+                reach = self.far_iqrs * (q3 - q1).clamp_min(1.0)
+                far[rows] = seen & ((x < q1 - reach) | (x > q3 + reach))
+            return far
 
     def normalize(self, x: Tensor, observed: Tensor | None = None) -> tuple[Tensor, tuple[Tensor, Tensor]]:
         """``x [B, L, C]`` -> normalised ``x`` and the statistics ``(loc, scale)``, each ``[B, 1, C]``;
