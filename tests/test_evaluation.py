@@ -6,7 +6,7 @@ import pytest
 from sklearn.exceptions import NotFittedError
 
 from tsrec import Forecaster
-from tsrec.evaluation import backtest
+from tsrec.evaluation import backtest, score_backtest
 
 # the naive baselines only: ets and theta would cost a statsforecast fit per window
 NAIVE = ("naive", "seasonal_naive")
@@ -204,10 +204,11 @@ def wide_backtest():
 
 def fingerprint(errors):
     """Per column of backtest ``errors`` but ``item_id``: the count, sum and row-number-weighted sum of
-    its finite values (timestamps in hours after the column's first, and that first); per item id, its rows."""
+    its finite values (timestamps in hours after the column's first, and that first); per item id, its rows.
+    ``seasonal_error`` came later (test_score_backtest_of_parts_equals_the_whole_backtest checks it)."""
     weight = np.arange(1, len(errors) + 1)
     out = {"rows": errors.item_id.value_counts(sort=False).to_dict()}
-    for column in errors.columns.drop("item_id"):
+    for column in errors.columns.drop(["item_id", "seasonal_error"]):
         x = errors[column]
         if pd.api.types.is_datetime64_any_dtype(x):
             out[f"first_{column}"] = str(x.min())
@@ -335,3 +336,24 @@ def test_mase_matches_a_loop_over_the_series(fitted):
     for result, series, m in cases:
         assert result.metric("mase", "scale-free") == pytest.approx(mase_per_series(result.errors, series, m),
                                                                      rel=1e-9)
+
+
+def test_score_backtest_of_parts_equals_the_whole_backtest():
+    """Backtests over disjoint sets of series (as workers run them), their errors concatenated and
+    scored, give the whole backtest's metrics, skill and per-step errors; each row's seasonal_error is
+    its series' scale of the per-series MASE loop."""
+    df = long_frame()
+    f = Forecaster("dlinear", prediction_length=6, context_length=24, **TRAIN).fit(
+        df, id_col="id", time_col="time", target_col="y")
+    kwargs = dict(start="2024-01-06 12:00", stride=4, baselines=NAIVE, id_col="id", time_col="time", target_col="y")
+    whole = backtest(f, df, **kwargs)
+    ids = sorted(df.id.unique())
+    parts = [backtest(f, df[df.id.isin(ids[k::2])], **kwargs).errors for k in (1, 0)]
+    scored = score_backtest(f, pd.concat(parts, ignore_index=True))
+    pd.testing.assert_frame_equal(scored.summary, whole.summary, rtol=1e-9)
+    pd.testing.assert_frame_equal(scored.skill, whole.skill, rtol=1e-9)
+    pd.testing.assert_frame_equal(scored.by_step, whole.by_step, rtol=1e-9)
+    assert len(scored.errors) == len(whole.errors)
+    for name, rows in whole.errors.groupby("item_id"):
+        history = df[(df.id == name) & (df.time < rows.origin.min())].y.to_numpy()
+        np.testing.assert_allclose(rows.seasonal_error, np.nanmean(np.abs(history[24:] - history[:-24])), rtol=1e-12)

@@ -19,7 +19,7 @@ from tsrec.models.base import DEFAULT_QUANTILE_LEVELS
 from tsrec.models.naive import season_from_data
 from tsrec.nn.outputs import check_levels
 
-__all__ = ["BacktestResult", "backtest", "step_errors"]
+__all__ = ["BacktestResult", "backtest", "score_backtest", "step_errors"]
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,9 @@ class BacktestResult:
         errors: one row per window, item (wide frames: per column), horizon step: ``item_id``,
             ``origin`` (timestamp of the window's first forecast step), ``step`` (1..H),
             ``timestamp``, ``y_true``, ``y_pred`` (original units), ``y_true_scaled``,
-            ``y_pred_scaled`` (the fitted scaler's units), ``observed`` and ``forecast``.
+            ``y_pred_scaled`` (the fitted scaler's units), ``observed``, ``forecast`` and
+            ``seasonal_error`` (the series' in-sample seasonal-naive MAE before its first origin,
+            MASE's scale; NaN without that much history).
             Unobserved targets are kept, flagged, and left out of every metric; so are the windows
             of a series or column whose context held no observed value (``forecast`` False,
             ``y_pred`` NaN: a forecast is only made from data).
@@ -236,6 +238,7 @@ def backtest(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timest
     stride = stride or horizon
     stacked = _Stacked.of(panel)
     first, count = _origins(panel, stacked, context, horizon, start, n_windows, stride)  # [I] each
+    scale = _seasonal_scale(stacked, first, season_length or seasonality(panel.freq))  # [I, C]
     n_blocks = int(count.max())
     block = refit_every or n_blocks
     parts: list[pd.DataFrame] = []
@@ -254,15 +257,36 @@ def backtest(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timest
         items, origin = _block_windows(block_first, block_count, stride)  # [N] each, the dataset's windows
         result = forecaster.forecast(dataset, rows[items], items, origin, levels=levels, batch_size=batch_size)
         seasons.append(season_from_data(forecaster.data_facts, context))
-        parts.append(_window_frame(panel, stacked, forecaster, result, rows, seasons[-1][0],
+        parts.append(_window_frame(panel, stacked, forecaster, result, rows, scale, seasons[-1][0],
                                    [b for b in baselines if b in STATS_BASELINES]))
-    errors = pd.concat(parts, ignore_index=True)
-    m = season_length or seasonality(panel.freq)
-    skill = _skill(errors, baselines, seasons, _stats_notes(forecaster, panel))
+    return _result(pd.concat(parts, ignore_index=True), baselines, levels, seasons, _stats_notes(forecaster, panel.freq))
+
+
+def score_backtest(forecaster: Forecaster, errors: pd.DataFrame) -> BacktestResult:
+    """The :class:`BacktestResult` of backtest ``errors`` (:attr:`BacktestResult.errors`) of the fitted
+    ``forecaster`` without refits: its summary, per-step errors and skill, from the errors alone.
+
+    For backtests run in parts (e.g. over partitions of the series, on several workers): the errors
+    of the parts concatenated give the metrics of one backtest over all the series (within float
+    rounding), since every metric is a mean over the scored entries (MASE divides each entry by its
+    series' ``seasonal_error``). The baselines scored are those with columns in ``errors``, the
+    quantile levels those of its ``y_q<level>`` columns.
+    """
+    baselines = tuple(b for b in BASELINES if f"y_{b}_scaled" in errors)
+    levels = tuple(float(c[3:]) for c in errors.columns if c.startswith("y_q") and not c.endswith("_scaled"))
+    seasons = [season_from_data(forecaster.data_facts, forecaster.context_length)]
+    return _result(errors, baselines, levels, seasons, _stats_notes(forecaster, forecaster.freq))
+
+
+def _result(errors: pd.DataFrame, baselines: Sequence[str], levels: tuple[float, ...], seasons: list[tuple[int, str]],
+            stats: dict[str, tuple[int, str]]) -> BacktestResult:
+    """The :class:`BacktestResult` of ``errors``; ``seasons``: the seasonal naive baseline's season and
+    note in each refit block; ``stats``: the statistical baselines' season and note."""
+    skill = _skill(errors, baselines, seasons, stats)
     ratios = pd.DataFrame([(f"{ratio}_{row.baseline}", "ratio", getattr(row, ratio)) for row in skill.itertuples()
                            if np.isfinite(row.mse_ratio) for ratio in ("mse_ratio", "mae_ratio")],
                           columns=["metric", "units", "value"])
-    parts = [_summary(errors, _mase(errors, panel, stacked, first, m)), _probabilistic_summary(errors, levels), ratios]
+    parts = [_summary(errors), _probabilistic_summary(errors, levels), ratios]
     summary = pd.concat([part for part in parts if not part.empty], ignore_index=True)
     return BacktestResult(errors, summary, _by_step(errors), skill)
 
@@ -305,21 +329,21 @@ def _check_baselines(baselines: Sequence[str] | None) -> tuple[str, ...]:
     return names
 
 
-def _stats_history(forecaster: Forecaster, panel: Panel) -> int:
-    """How many steps before each origin the ets and theta baselines fit on (at most)."""
+def _stats_history(forecaster: Forecaster, freq: str) -> int:
+    """How many steps before each origin the ets and theta baselines fit on (at most), for data of ``freq``."""
     from tsrec.models.stats import StatsModel
 
     return max(forecaster.context_length,
-               StatsModel.default_context(forecaster.prediction_length, seasonality(panel.freq)))
+               StatsModel.default_context(forecaster.prediction_length, seasonality(freq)))
 
 
-def _stats_season(forecaster: Forecaster, panel: Panel) -> tuple[int, str]:
+def _stats_season(forecaster: Forecaster, freq: str) -> tuple[int, str]:
     """The ets and theta baselines' season, and why there is none (see :func:`season_from_data`)."""
-    return season_from_data(forecaster.data_facts, _stats_history(forecaster, panel), 2)
+    return season_from_data(forecaster.data_facts, _stats_history(forecaster, freq), 2)
 
 
-def _stats_notes(forecaster: Forecaster, panel: Panel) -> dict[str, tuple[int, str]]:
-    season = _stats_season(forecaster, panel)
+def _stats_notes(forecaster: Forecaster, freq: str) -> dict[str, tuple[int, str]]:
+    season = _stats_season(forecaster, freq)
     return {name: season for name in STATS_BASELINES}
 
 
@@ -329,8 +353,8 @@ def _stats_forecasts(forecaster: Forecaster, panel: Panel, items: np.ndarray, or
     the windows ``(items[k], origin[k])``, fitted on up to :func:`_stats_history` steps before each origin."""
     from tsrec.models.stats import ETS, StatsConfig, Theta, fill_context
 
-    horizon, history = forecaster.prediction_length, _stats_history(forecaster, panel)
-    season, _ = _stats_season(forecaster, panel)
+    horizon, history = forecaster.prediction_length, _stats_history(forecaster, panel.freq)
+    season, _ = _stats_season(forecaster, panel.freq)
     channels = panel.items[0].values.shape[1]
     out = {}
     for name in names:
@@ -402,12 +426,12 @@ def _levels(forecaster: Forecaster, quantiles: Sequence[float] | None) -> tuple[
 
 
 def _window_frame(panel: Panel, stacked: _Stacked, forecaster: Forecaster, result: ForecastResult, rows: np.ndarray,
-                  season: int, stats: Sequence[str] = ()) -> pd.DataFrame:
+                  scale: np.ndarray, season: int, stats: Sequence[str] = ()) -> pd.DataFrame:
     """Tidy per-window, per-step, per-channel rows for one block of windows ``(result.items[k],
     result.origins[k])`` ``[N]`` with ``rows`` ``[I]`` the items' scaler rows: the forecasts of
-    ``result`` (its quantiles too, for a probabilistic model), the truth, the naive baselines of the
-    same windows (seasonal naive: NaN when ``season`` is 1) and the statistical baselines named in
-    ``stats``."""
+    ``result`` (its quantiles too, for a probabilistic model), the truth, each series' MASE scale
+    ``scale`` ``[I, C]`` (:func:`_seasonal_scale`), the naive baselines of the same windows
+    (seasonal naive: NaN when ``season`` is 1) and the statistical baselines named in ``stats``."""
     items, origin, scaled = result.items, result.origins, result.scaled
     n, horizon, channels = scaled.shape
     context = forecaster.context_length
@@ -438,6 +462,7 @@ def _window_frame(panel: Panel, stacked: _Stacked, forecaster: Forecaster, resul
         "y_pred_scaled": scaled.ravel(),
         "observed": observed.ravel(),
         "forecast": np.isfinite(scaled).ravel(),
+        "seasonal_error": np.broadcast_to(scale[items][:, None, :], shape).ravel(),
         "y_naive": forecaster.scaler.inverse_transform(naive, scaler_rows).ravel(),
         "y_seasonal_naive": forecaster.scaler.inverse_transform(seasonal, scaler_rows).ravel(),
         "y_naive_scaled": naive.ravel(),
@@ -464,8 +489,8 @@ def _channel_names(panel: Panel) -> np.ndarray:
     return np.array(panel.item_ids, dtype=object)[:, None]
 
 
-def _summary(errors: pd.DataFrame, mase: float) -> pd.DataFrame:
-    """The point metrics of :attr:`BacktestResult.summary`, with ``mase`` from :func:`_mase`."""
+def _summary(errors: pd.DataFrame) -> pd.DataFrame:
+    """The point metrics of :attr:`BacktestResult.summary`."""
     obs = _scored(errors)
     rows = []
     for units, true_col, pred_col in (("original", "y_true", "y_pred"), ("scaled", "y_true_scaled", "y_pred_scaled")):
@@ -473,7 +498,7 @@ def _summary(errors: pd.DataFrame, mase: float) -> pd.DataFrame:
         for name, fn in (("mse", metrics.mse), ("mae", metrics.mae), ("rmse", metrics.rmse)):
             rows.append((name, units, fn(t, p, mask=obs)))
     rows.append(("smape", "scale-free", metrics.smape(errors.y_true.to_numpy(), errors.y_pred.to_numpy(), mask=obs)))
-    rows.append(("mase", "scale-free", mase))
+    rows.append(("mase", "scale-free", _mase(errors)))
     blind = errors[~errors["forecast"]].groupby(["item_id", "origin"]).ngroups
     rows.append(("windows_without_forecast", "count", float(blind)))
     return pd.DataFrame(rows, columns=["metric", "units", "value"])
@@ -503,24 +528,21 @@ def _probabilistic_summary(errors: pd.DataFrame, levels: tuple[float, ...]) -> p
     return pd.DataFrame(rows, columns=["metric", "units", "value"])
 
 
-def _mase(errors: pd.DataFrame, panel: Panel, stacked: _Stacked, first: np.ndarray, m: int) -> float:
-    """MASE over the scored ``errors``, each series' errors divided by its in-sample seasonal-naive MAE
-    before its first backtest origin ``first`` ``[I]`` (NaN when an item has no more than ``m`` steps there)."""
-    if (first <= m).any():
-        return float("nan")
-    scale = _seasonal_scale(stacked, first, m).ravel()  # [I * C]
-    series = pd.Index(_channel_names(panel).ravel()).get_indexer(errors["item_id"])  # [E] into scale
+def _mase(errors: pd.DataFrame) -> float:
+    """MASE over the scored ``errors``: each absolute error divided by its series' ``seasonal_error``
+    (NaN when a scored series has none: no more than the season's steps before its first origin)."""
     scored = _scored(errors)
     error = np.abs(errors["y_true"].to_numpy() - errors["y_pred"].to_numpy())[scored]
     if not error.size:
         return float("nan")
     with np.errstate(divide="ignore", invalid="ignore"):
-        return float(np.mean(error / scale[series[scored]]))
+        return float(np.mean(error / errors["seasonal_error"].to_numpy()[scored]))
 
 
 def _seasonal_scale(stacked: _Stacked, first: np.ndarray, m: int) -> np.ndarray:
     """``[I, C]``: each item's and channel's mean ``|y[t] - y[t - m]|`` over its steps ``t < first[i]``
-    with both values observed (NaN without one), the scale of :func:`tsrec.metrics.mase`."""
+    with both values observed (NaN without one, and for an item with no more than ``m`` steps before
+    ``first[i]``), the scale of :func:`tsrec.metrics.mase`."""
     y = np.where(stacked.observed, stacked.values, np.nan)  # [R, C]
     item = stacked.item  # [R]
     position = np.arange(len(item)) - stacked.start[item]  # [R] step within its item
@@ -532,7 +554,9 @@ def _seasonal_scale(stacked: _Stacked, first: np.ndarray, m: int) -> np.ndarray:
     total = np.bincount(cell, np.where(valid, diffs, 0.0).ravel(), minlength=items * channels)
     count = np.bincount(cell, valid.ravel(), minlength=items * channels)
     with np.errstate(invalid="ignore"):
-        return (total / count).reshape(items, channels)
+        scale = (total / count).reshape(items, channels)
+    scale[first <= m] = np.nan
+    return scale
 
 
 def step_errors(errors: pd.DataFrame, units: str = "scaled") -> pd.DataFrame:
