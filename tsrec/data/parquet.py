@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     import pyarrow.dataset as ds
 
-__all__ = ["read_parquet"]
+__all__ = ["read_parquet", "read_series", "series_ids"]
 
 PathLike = str | os.PathLike
 
@@ -104,11 +104,7 @@ def read_parquet(
         )
     if isinstance(chunk_series, bool) or not isinstance(chunk_series, (int, np.integer)) or chunk_series < 1:
         raise ValueError(f"chunk_series must be a positive integer (series read at once), got {chunk_series!r}")
-    try:
-        import pyarrow.dataset as ds
-    except ModuleNotFoundError as error:
-        raise ModuleNotFoundError('reading Parquet data needs pyarrow: pip install "tsrec[parquet]"') from error
-    dataset = ds.dataset(_files(source), format="parquet")
+    dataset = _dataset(source)
     time_col, target_col = _time_and_target(dataset.schema, config, time_col=time_col, id_col=id_col,
                                             target_col=target_col)
     columns = list(dict.fromkeys([id_col, time_col, target_col, *config.columns]))
@@ -119,6 +115,31 @@ def read_parquet(
                                  target_col=target_col, last=last)
         parts.append(read(freq=freq) if freq is not None or not parts else _inferred_alike(read, parts[0][0]))
     return _joined(parts)
+
+
+def series_ids(source: PathLike | Sequence[PathLike], id_col: Hashable) -> pd.Series:
+    """``[U]`` the distinct ids of the Parquet data ``source`` (a file, a folder or a list of files),
+    in no set order, reading the id column alone: what a driver splits among workers."""
+    return _distinct_ids(_dataset(source), id_col).to_pandas()
+
+
+def read_series(source: PathLike | Sequence[PathLike], id_col: Hashable, ids: Sequence[Any]) -> pd.DataFrame:
+    """Every column of the rows of the series ``ids`` of the Parquet data ``source``, as one long
+    frame (Parquet skips the row groups outside the ids' range: data written sorted by id are read
+    about once by all the workers together)."""
+    import pyarrow as pa
+
+    dataset = _dataset(source)
+    return _rows(dataset, dataset.schema.names, id_col, pa.array(list(ids), type=dataset.schema.field(id_col).type))
+
+
+def _dataset(source: PathLike | Sequence[PathLike]) -> ds.Dataset:
+    """``source`` as one pyarrow dataset; ``ModuleNotFoundError`` naming the extra without pyarrow."""
+    try:
+        import pyarrow.dataset as ds
+    except ModuleNotFoundError as error:
+        raise ModuleNotFoundError('reading Parquet data needs pyarrow: pip install "tsrec[parquet]"') from error
+    return ds.dataset(_files(source), format="parquet")
 
 
 def _inferred_alike(read: Callable[..., tuple[Panel, CovariateValues]], first: Panel) -> tuple[Panel, CovariateValues]:
@@ -140,11 +161,7 @@ def _inferred_alike(read: Callable[..., tuple[Panel, CovariateValues]], first: P
 def empty_frame(source: PathLike | Sequence[PathLike]) -> pd.DataFrame:
     """The columns and dtypes of the Parquet data ``source`` (as :func:`read_parquet` takes it) as
     a DataFrame without rows: what the data hold, known without reading any row."""
-    try:
-        import pyarrow.dataset as ds
-    except ModuleNotFoundError as error:
-        raise ModuleNotFoundError('reading Parquet data needs pyarrow: pip install "tsrec[parquet]"') from error
-    return ds.dataset(_files(source), format="parquet").schema.empty_table().to_pandas()
+    return _dataset(source).schema.empty_table().to_pandas()
 
 
 def _files(source: PathLike | Sequence[PathLike]) -> list[str]:
