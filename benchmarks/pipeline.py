@@ -25,6 +25,9 @@ Writes ``pipeline.csv`` and ``pipeline.md`` (``pipeline_parquet.*``, ``pipeline_
 ``--parquet``, ``--epoch``), rows from
 every finished case, after each case.
 
+``--scale`` runs :mod:`benchmarks.scale` instead (one process against two DDP processes, Ray
+workers and Spark processes; its own options, ``--scale --help``).
+
 Usage::
 
     python -m benchmarks.pipeline [--cases 1000x500 10000x500 1x200000 1x1000000] [--models dlinear patchtst]
@@ -224,6 +227,12 @@ def render(rows: list[dict], header: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--scale" in argv:
+        from benchmarks.scale import main as scale
+
+        scale([a for a in argv if a != "--scale"])
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", nargs="+", default=list(CASES))
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
@@ -245,7 +254,7 @@ def main(argv: list[str] | None = None) -> None:
     libraries = ["tsrec"] + (["neuralforecast"] if args.with_neuralforecast else [])
     header = "\n".join([
         "# Data path around training: tsrec against neuralforecast", "",
-        f"- command: `{command_line('benchmarks.pipeline', sys.argv[1:] if argv is None else argv)}`",
+        f"- command: `{command_line('benchmarks.pipeline', argv)}`",
         f"- commit: {git_commit()}", f"- machine: {machine()}", f"- date: {now()}",
         f"- horizon {HORIZON}, context {CONTEXT}, "
         f"{'one epoch' if args.epoch else f'{args.train_steps} training steps'} of batches of {args.batch} windows, "
