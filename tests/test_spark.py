@@ -1,10 +1,14 @@
 """tsrec on a local Spark: predict_spark and backtest_spark equal one process's predict and
 backtest; fit_spark trains under DDP in the processes TorchDistributor starts."""
 
+import math
 import os
+import re
 import shutil
 import sys
+from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -126,3 +130,23 @@ def test_fit_spark_refuses_what_the_processes_cannot_take_before_starting_them(s
     with pytest.raises(ValueError, match="pass model_dir="):
         fit_spark(Forecaster("dlinear", prediction_length=6), df, local_mode=False, **COLUMNS)
 
+
+@pytest.mark.slow
+def test_the_spark_docs_run_and_fit_spark_trains_in_two_processes(spark, tmp_path, monkeypatch, one_thread):
+    """The blocks fenced ```python spark in docs/ (test_docs runs the plain ```python ones): fit_spark
+    trains in two processes, each on its half of the windows, and the model it returns forecasts."""
+    monkeypatch.chdir(tmp_path)
+    namespace = {"__name__": "__scale_spark__"}
+    page = Path(__file__).resolve().parents[1] / "docs" / "scale_spark.md"
+    blocks = re.findall(r"```python spark\n(.*?)```", page.read_text(), flags=re.S)
+    assert blocks
+    for index, snippet in enumerate(blocks):
+        exec(compile(snippet, f"{page.name}[python spark #{index}]", "exec"), namespace)
+    forecaster, fitted = namespace["forecaster"], namespace["fitted"]
+    assert forecaster.model is None  # fit_spark's argument is left unfitted
+    budget = fitted.training_summary.budget
+    per_process = math.ceil(budget["train_windows"] / 2)
+    assert budget["steps_run"] == 2 * math.ceil(per_process / fitted.training.batch_size)  # 2 epochs
+    written = pd.read_parquet(tmp_path / "forecasts")
+    assert len(written) == 12 * 12 and np.isfinite(written["mean"]).all()
+    assert np.isfinite(namespace["result"].metric("mse"))
