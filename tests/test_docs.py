@@ -1,4 +1,5 @@
-"""Every page in docs/ runs as written: its Python blocks, in order, in one namespace."""
+"""Every page in docs/ runs as written: its Python blocks, in order, in one namespace (blocks that need
+Spark are fenced ```python spark and run in tests/test_spark.py)."""
 
 import re
 from pathlib import Path

@@ -11,8 +11,9 @@ from its own rows with the same weights and scaler row, whichever worker holds i
 
 from __future__ import annotations
 
+import inspect
 import os
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ import pandas as pd
 from tsrec.data.schema import Source
 from tsrec.forecaster import Forecaster
 
-__all__ = ["backtest_part", "id_column", "load_model", "part_frame", "predict_part", "split_ids"]
+__all__ = ["backtest_part", "check_backtest", "id_column", "load_model", "part_frame", "predict_part", "split_ids"]
 
 _MODELS: dict[tuple[str, int, int], Forecaster] = {}
 
@@ -87,8 +88,20 @@ def backtest_part(model_path: str | os.PathLike, frame: pd.DataFrame, **backtest
     :func:`~tsrec.evaluation.score_backtest`."""
     from tsrec.evaluation import backtest as run
 
+    check_backtest(backtest)
     forecaster = load_model(model_path)
+    return run(forecaster, frame, **forecaster.fitted.schema.columns, **backtest).errors
+
+
+def check_backtest(backtest: Mapping[str, Any]) -> None:
+    """Check the arguments of :func:`backtest_part` before any worker starts: ``ValueError`` for
+    ``refit_every`` (a distributed backtest scores one saved model) and for the column arguments
+    (the saved model's schema names the columns), ``TypeError`` naming an unknown argument."""
+    from tsrec.evaluation import backtest as run
+
     if "refit_every" in backtest:
         raise ValueError("a distributed backtest scores one saved model: refit_every is not supported; run "
                          "tsrec.evaluation.backtest with refit_every on one machine")
-    return run(forecaster, frame, **forecaster.fitted.schema.columns, **backtest).errors
+    if fixed := sorted(set(backtest) & {"time_col", "id_col", "target_col"}):
+        raise ValueError(f"{fixed} are the saved model's columns (its schema names them): leave them out")
+    inspect.signature(run).bind(None, None, **backtest)
