@@ -125,7 +125,8 @@ def compare(rows: Iterable[Mapping[str, str]], model: str, baseline: str) -> Pai
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.sign_test", description=__doc__.split("\n\n")[0])
-    parser.add_argument("csv", type=Path, help="a benchmarks.run results CSV")
+    parser.add_argument("csv", type=Path, nargs="+", help="benchmarks.run results CSVs, read as one (e.g. a "
+                        "variant's runs and the runs of the model it is compared with, from another config)")
     parser.add_argument("model", help="the model compared, e.g. rsa_patchtst")
     parser.add_argument("baseline", help="the model it is compared with, e.g. patchtst")
     parser.add_argument("--by", nargs="*", default=[], choices=PAIR_COLUMNS[:-1],
@@ -133,9 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from benchmarks.run import read_rows
 
-    rows = read_rows(args.csv)
+    rows = [row for path in args.csv for row in read_rows(path)]
     if not rows:
-        parser.error(f"{args.csv} has no rows")
+        parser.error(f"{', '.join(map(str, args.csv))} hold no rows")
     print(f"all: {compare(rows, args.model, args.baseline).describe()}")
     for column in args.by:
         index = PAIR_COLUMNS.index(column)

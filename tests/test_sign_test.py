@@ -67,3 +67,15 @@ def test_the_command_compares_all_pairs_and_within_each_value_of_a_column(tmp_pa
         "mean relative MSE change -15.0% ± 7.1%",
         "train_fraction = 0.1: rsa_patchtst ahead of patchtst in 0 of 1 pairs (sign test p = 1.000), "
         "mean relative MSE change +10.0%"]
+
+
+def test_the_command_pairs_runs_across_csvs(tmp_path, capsys):
+    """A variant's runs in one CSV, the runs it is compared with in another (two configs)."""
+    paths = {model: tmp_path / f"{model}.csv" for model in ("rsa_patchtst", "rsa_patchtst_bias")}
+    for seed, base, variant in ((0, 1.0, 1.1), (1, 1.0, 0.9), (2, 1.0, 1.2)):
+        for model, mse in (("rsa_patchtst", base), ("rsa_patchtst_bias", variant)):
+            run.append_row(paths[model], {**dict.fromkeys(run.RESULT_COLUMNS, ""), **row(model, mse, seed=seed)})
+    assert main([str(paths["rsa_patchtst_bias"]), str(paths["rsa_patchtst"]), "rsa_patchtst_bias", "rsa_patchtst"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "all: rsa_patchtst_bias ahead of rsa_patchtst in 1 of 3 pairs (sign test p = 1.000), "
+        "mean relative MSE change +6.7% ± 15.3%"]
