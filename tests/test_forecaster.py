@@ -1,10 +1,6 @@
 """The estimator end to end: fit / predict / save / load on small synthetic frames, and its errors."""
 
 import json
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -256,52 +252,6 @@ def test_gates_table(fitted_wide):
     assert set(gates["attention"]) == {"encoder self", "decoder self", "cross"}
     assert gates["gate"].between(0, 1).all()
     assert tiny("informer").fit(wide_frame()).gates().empty
-
-
-@pytest.mark.slow
-def test_ddp_on_two_cpu_processes(tmp_path):
-    """trainer_kwargs={"strategy": "ddp", "devices": 2, "accelerator": "cpu"} trains on two processes,
-    each seeing half of the training windows (of the validated run, then of the refit on all the
-    history), and the result predicts."""
-    script = tmp_path / "ddp_fit.py"
-    out = tmp_path / "out"
-    script.write_text(textwrap.dedent(f"""
-        import json, os, sys
-        sys.path.insert(0, {str(Path(__file__).parent)!r})
-        from test_forecaster import TINY, wide_frame
-        from tsrec import Forecaster
-        import lightning.pytorch as pl
-
-        class CountBatches(pl.Callback):
-            seen = 0
-            def on_train_batch_start(self, trainer, module, batch, batch_idx):
-                CountBatches.seen += batch["past_target"].shape[0]
-
-        kwargs = dict(TINY, trainer_kwargs={{"strategy": "ddp", "devices": 2, "accelerator": "cpu",
-                                             "enable_progress_bar": False, "logger": False,
-                                             "callbacks": [CountBatches()]}}, max_epochs=1)
-        f = Forecaster("rsa_informer", prediction_length=6, context_length=24, val_windows=6, **kwargs)
-        f.fit(wide_frame())
-        rank = int(os.environ.get("LOCAL_RANK", 0))
-        fc = f.predict()
-        os.makedirs({str(out)!r}, exist_ok=True)
-        with open(os.path.join({str(out)!r}, f"rank{{rank}}.json"), "w") as fh:
-            json.dump({{"seen": CountBatches.seen, "world": f.trainer.world_size,
-                       "forecast": fc["mean"].tolist()}}, fh)
-    """))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
-                            timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
-    n_train = 240 - 24 - 6 - 5 - 6 + 1  # windows before the validation part
-    n_full = 240 - 24 - 6 + 1  # every window: the refit's
-    assert all(r["world"] == 2 for r in ranks)
-    # DistributedSampler pads each run's windows to an even count
-    assert ranks[0]["seen"] + ranks[1]["seen"] == n_train + n_train % 2 + n_full + n_full % 2
-    assert abs(ranks[0]["seen"] - ranks[1]["seen"]) <= 1
-    np.testing.assert_allclose(ranks[0]["forecast"], ranks[1]["forecast"], rtol=1e-5)
-    assert np.isfinite(ranks[0]["forecast"]).all()
 
 
 # ------------------------------------------------------------------------------ only from data

@@ -283,12 +283,12 @@ def test_predict_batches_on_a_gpu_is_the_trainers_and_moves_the_module_back(fitt
 
 
 def test_the_shuffled_order_is_streamed_in_chunks_and_unchanged(monkeypatch):
-    from tsrec.training import trainer
+    from tsrec.training import sharding
 
-    sampler = trainer.EpochShuffleSampler(1000, seed=3)
+    sampler = sharding.EpochShuffleSampler(1000, seed=3)
     sampler.set_epoch(2)
     whole = list(sampler)
-    monkeypatch.setattr(trainer, "ORDER_CHUNK", 7)
+    monkeypatch.setattr(sharding, "ORDER_CHUNK", 7)
     assert list(sampler) == whole and sorted(whole) == list(range(1000))
-    generator = torch.Generator().manual_seed(trainer.epoch_seed(3, 2))
+    generator = torch.Generator().manual_seed(sharding.epoch_seed(3, 2))
     assert whole == torch.randperm(1000, generator=generator).tolist()

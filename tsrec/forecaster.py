@@ -613,24 +613,33 @@ class Forecaster:
         included), on the accelerator the model trains on (``trainer_kwargs``' ``accelerator``,
         default ``"auto"``; :func:`~tsrec.training.predict_batches`, without a Lightning Trainer
         where it adds nothing): point forecasts ``[N, H, C]``, or a probabilistic output's
-        parameters ``[N, H, C, P]``."""
+        parameters ``[N, H, C, P]``.
+
+        Under an initialized process group (e.g. on every rank of a script that fitted with
+        ``trainer_kwargs={"strategy": "ddp", ...}``, or started by ``torchrun``) each rank forecasts
+        its contiguous share of the windows and every rank gets all of them back, in order
+        (:mod:`tsrec.training.sharding`): ``predict`` and ``backtest`` return on every rank what one
+        process returns, and every rank must call them together."""
         self._require_fitted()
-        if len(dataset) == 0:
-            shape = (0, self.prediction_length, self.model.config.n_channels)
-            return np.zeros(shape + ((self.model.n_params,) if self.model.output.probabilistic else ()), np.float32)
         from tsrec.training import ForecastingModule, make_predict_trainer, predict_batches, predict_device, \
             quiet_lightning
+        from tsrec.training.sharding import ShardSampler, gather
 
+        shape = (0, self.prediction_length, self.model.config.n_channels)
+        empty = np.zeros(shape + ((self.model.n_params,) if self.model.output.probabilistic else ()), np.float32)
+        if len(dataset) == 0:
+            return empty
         module, size = ForecastingModule(self.model, self.training), batch_size or self.training.batch_size
         device = predict_device(self.trainer_kwargs)
         if device is not None:
             outputs = predict_batches(module, dataset, size, device=device)
         else:  # an accelerator only Lightning knows how to place the model on
             with quiet_lightning():
-                loader = torch.utils.data.DataLoader(dataset, batch_size=size, collate_fn=dataset.collate)
+                loader = torch.utils.data.DataLoader(dataset, batch_size=size, sampler=ShardSampler(len(dataset)),
+                                                     collate_fn=dataset.collate)
                 outputs = make_predict_trainer(self.training, self.trainer_kwargs).predict(module, loader)
         self.model.eval()
-        return np.concatenate([out.float().cpu().numpy() for out in outputs])
+        return gather(np.concatenate([out.float().cpu().numpy() for out in outputs]) if outputs else empty)
 
     # ------------------------------------------------------------------ gates
     def gates(self, *, channels: str = "median") -> pd.DataFrame:
@@ -653,9 +662,16 @@ class Forecaster:
         """Write the fitted model into the directory ``path`` (:meth:`tsrec.fitted.FittedState.save`:
         ``forecaster.json`` with the settings, data description, scaler and every file's SHA-256,
         and ``weights.pt``, tensors only; crash-safe and safe under concurrent saves and loads,
-        never a partial pair). Returns ``path``."""
+        never a partial pair). Returns ``path``. Under an initialized process group (DDP) rank 0
+        writes while the others wait for it, and every rank returns ``path``: all must call it."""
         self._require_fitted()
-        return self.fitted.save(path)
+        from tsrec.training.sharding import world
+
+        rank, size = world()
+        saved = self.fitted.save(path) if rank == 0 else Path(path)
+        if size > 1:
+            torch.distributed.barrier()
+        return saved
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Forecaster:

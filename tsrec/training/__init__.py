@@ -19,12 +19,11 @@ from tsrec.training.module import (
     informer_lr_factor,
 )
 from tsrec.training.predict import predict_batches, predict_device
+from tsrec.training.sharding import EpochShuffleSampler, epoch_seed
 from tsrec.training.trainer import (
     EXIT_SIGTERM,
-    EpochShuffleSampler,
     InterruptRecorder,
     TrainingTerminated,
-    epoch_seed,
     fit_or_raise,
     make_loader,
     make_predict_trainer,

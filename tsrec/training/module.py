@@ -17,7 +17,7 @@ from tsrec.models.base import ForecastModel
 from tsrec.nn.attention import rsa_parameters
 from tsrec.nn.covariates import covariate_parameters
 from tsrec.training.budget import COSINE_FLOOR
-from tsrec.training.trainer import epoch_seed
+from tsrec.training.sharding import epoch_seed, world
 
 #: Training has diverged when its typical error exceeds this many standard deviations of the
 #: training data: the targets are scaled to mean 0 and standard deviation 1, so forecasting zero
@@ -55,7 +55,7 @@ class ForecastingModule(pl.LightningModule):
     ``history`` gets one row per finished epoch: ``epoch`` (1-based), ``train_loss`` and
     ``val_loss`` (means over the epoch's windows; NaN without validation), the backbone's
     ``learning_rate`` and the epoch's wall ``seconds`` (validation included). Under DDP the
-    losses are those of the rank the module lives on. ``history`` is saved in checkpoints.
+    losses are the means over every rank's windows, the same on every rank. ``history`` is saved in checkpoints.
 
     Every epoch's randomness (dropout, ProbSparse's key samples) comes from the global torch
     generator reseeded at the epoch's start from ``(config.seed, epoch)``, so that a run resumed
@@ -83,7 +83,13 @@ class ForecastingModule(pl.LightningModule):
         self._totals[part] = (total + loss.detach() * windows, count + windows)
 
     def _mean(self, part: str) -> float:
+        """The mean loss over the ``part``'s windows of the epoch, over all ranks under DDP (every
+        rank calls it: a rank may have read no validation window)."""
         total, count = self._totals.pop(part, (0.0, 0))
+        if world()[1] > 1:
+            sums = self.trainer.strategy.reduce(torch.tensor([float(total), float(count)], dtype=torch.float64,
+                                                             device=self.device), reduce_op="sum")
+            total, count = float(sums[0]), int(sums[1])
         return float(total) / count if count else math.nan
 
     def on_train_epoch_start(self) -> None:

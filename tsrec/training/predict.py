@@ -11,6 +11,7 @@ from torch.utils.data import DataLoader
 
 from tsrec.data.windows import WindowDataset
 from tsrec.training.module import ForecastingModule
+from tsrec.training.sharding import ShardSampler
 from tsrec.training.trainer import make_predict_trainer, quiet_lightning
 
 #: Lightning precisions that run the module as it is, in float32 (no autocast, no cast of the module).
@@ -20,7 +21,8 @@ FLOAT32_PRECISIONS = ("32", "32-true")
 def predict_batches(module: ForecastingModule, dataset: WindowDataset, batch_size: int,
                     device: torch.device | str | None = None) -> list[Tensor]:
     """What ``Trainer.predict(module, loader)`` returns for the batches of ``batch_size`` windows of
-    ``dataset`` (in order, the last partial batch included): one
+    ``dataset`` (in order, the last partial batch included; under a process group, this rank's
+    share of the windows, :class:`~tsrec.training.sharding.ShardSampler`): one
     :meth:`~tsrec.training.module.ForecastingModule.predict_step` output per batch, ``[B, H, C]``
     (or ``[B, H, C, P]``), on ``device``.
 
@@ -33,7 +35,7 @@ def predict_batches(module: ForecastingModule, dataset: WindowDataset, batch_siz
     """
     home, training = _device_of(module), module.training
     device = home if device is None else torch.device(device)
-    loader = DataLoader(dataset, batch_size=batch_size, collate_fn=dataset.collate)
+    loader = DataLoader(dataset, batch_size=batch_size, sampler=ShardSampler(len(dataset)), collate_fn=dataset.collate)
     try:
         if str(module.config.precision) not in FLOAT32_PRECISIONS:
             with quiet_lightning():

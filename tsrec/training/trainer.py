@@ -13,18 +13,18 @@ from pathlib import Path
 from typing import Any
 
 import lightning.pytorch as pl
-import numpy as np
 import torch
 from lightning.pytorch.callbacks import Checkpoint, TQDMProgressBar
 from lightning.pytorch.callbacks.progress.tqdm_progress import Tqdm
 from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.utilities.exceptions import SIGTERMException
-from torch.utils.data import DataLoader, Sampler
+from torch.utils.data import DataLoader
 
 from tsrec.config import TrainingConfig
 from tsrec.data.windows import WindowDataset
 from tsrec.training.budget import Budget
 from tsrec.training.callbacks import EpochCheckpoint, RestoreBestWeights, SmoothedEarlyStopping
+from tsrec.training.sharding import GlobalBatchSampler, ShardSampler
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +80,7 @@ def make_trainer(config: TrainingConfig, output_dir: str | Path, *, budget: Budg
         "log_every_n_steps": 10,
         "limit_val_batches": 1.0 if validate else 0,
         "num_sanity_val_steps": 0,
+        "use_distributed_sampler": False,  # tsrec's loaders shard the windows themselves (tsrec.training.sharding)
     }
     kwargs.update(extra)
     return pl.Trainer(**kwargs)
@@ -192,54 +193,21 @@ def make_predict_trainer(config: TrainingConfig, trainer_kwargs: dict[str, Any] 
                       enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=False)
 
 
-def epoch_seed(seed: int, epoch: int) -> int:
-    """The seed of one epoch's randomness, a function of ``(seed, epoch)`` only; NumPy's
-    ``SeedSequence`` mixes the two, so neighbouring seeds or epochs give unrelated streams."""
-    return int(np.random.SeedSequence((seed, epoch)).generate_state(1)[0])
-
-
-#: Indices an :class:`EpochShuffleSampler` turns into Python ints at a time: their memory stays bounded
-#: (as a list of the whole epoch it grew with the windows: 1.1 GB more peak at 100,000 series x 500 steps).
-ORDER_CHUNK = 2**16
-
-
-class EpochShuffleSampler(Sampler[int]):
-    """A random order of ``range(length)`` per epoch, a function of ``(seed, epoch)`` only.
-
-    Lightning calls :meth:`set_epoch` before every epoch, so a run resumed from a checkpoint draws
-    the same orders as an uninterrupted one. ``RandomSampler`` would take its order from a generator
-    whose state depends on everything drawn before (and on when the loader's iterator is created,
-    which differs between a fresh and a resumed run), and that state is not checkpointed.
-    """
-
-    def __init__(self, length: int, seed: int) -> None:
-        self.length = length
-        self.seed = seed
-        self.epoch = 0
-
-    def set_epoch(self, epoch: int) -> None:
-        self.epoch = epoch
-
-    def __len__(self) -> int:
-        return self.length
-
-    def __iter__(self) -> Iterator[int]:
-        generator = torch.Generator().manual_seed(epoch_seed(self.seed, self.epoch))
-        order = torch.randperm(self.length, generator=generator)  # [length] int64
-        for part in order.split(ORDER_CHUNK):  # Python ints for a chunk at a time, never the whole epoch
-            yield from part.tolist()
-
-
 def make_loader(dataset: WindowDataset, config: TrainingConfig, *, train: bool) -> DataLoader:
     """Batches of windows, each gathered in one go (:meth:`WindowDataset.__getitems__`, passed on
-    by :meth:`WindowDataset.collate`); never drops the last partial batch. Training windows are
-    shuffled (when ``config.shuffle``) by an :class:`EpochShuffleSampler`, which Lightning wraps
-    in a ``DistributedSampler`` under DDP; the loader draws its workers' base seed from its own
-    generator, never from the global one that dropout uses."""
-    sampler = EpochShuffleSampler(len(dataset), config.seed) if train and config.shuffle else None
-    return DataLoader(dataset, batch_size=config.batch_size, sampler=sampler, drop_last=False,
-                      collate_fn=dataset.collate, num_workers=config.num_workers,
-                      persistent_workers=config.num_workers > 0, generator=torch.Generator().manual_seed(config.seed))
+    by :meth:`WindowDataset.collate`); never drops the last partial batch. Training batches come
+    from a :class:`~tsrec.training.sharding.GlobalBatchSampler` (shuffled per epoch when
+    ``config.shuffle``), evaluation windows in order from a
+    :class:`~tsrec.training.sharding.ShardSampler`: under DDP each rank reads its share of them,
+    every window exactly once. The loader draws its workers' base seed from its own generator,
+    never from the global one that dropout uses."""
+    options = {"collate_fn": dataset.collate, "num_workers": config.num_workers,
+               "persistent_workers": config.num_workers > 0,
+               "generator": torch.Generator().manual_seed(config.seed)}
+    if train:
+        return DataLoader(dataset, batch_sampler=GlobalBatchSampler(len(dataset), config.batch_size, seed=config.seed,
+                                                                    shuffle=config.shuffle), **options)
+    return DataLoader(dataset, batch_size=config.batch_size, sampler=ShardSampler(len(dataset)), **options)
 
 
 @contextlib.contextmanager

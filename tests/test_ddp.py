@@ -1,0 +1,116 @@
+"""Exact DDP: two CPU processes (gloo) read every training and validation window once, and predict and
+backtest exactly what one process does with the same model, for every trainable model family."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tsrec import Forecaster
+from tsrec.evaluation import backtest
+
+MODELS = ("dlinear", "patchtst", "rsa_patchtst", "rsa_informer", "rsa_srupp", "rsa_starsaber", "relevancy_rnn")
+COLUMNS = {"id_col": "id", "time_col": "ds", "target_col": "y"}
+BACKTEST = dict(n_windows=5, stride=3, baselines=("naive", "seasonal_naive"), **COLUMNS)
+
+SCRIPT = """
+import dataclasses, json, os, sys
+sys.path.insert(0, {tests!r})
+from test_ddp import BACKTEST, COLUMNS, MODELS, frame
+from tsrec import Forecaster
+from tsrec.evaluation import backtest
+from tsrec.models.registry import model_config
+from tsrec.training import sharding
+
+read = {{"train": [], "val": []}}  # the window indices this rank read, per loader kind
+train_iter, shard_iter = sharding.GlobalBatchSampler.__iter__, sharding.ShardSampler.__iter__
+
+def record_train(self):
+    for batch in train_iter(self):
+        read["train"].append(batch)
+        yield batch
+
+def record_shard(self):
+    indices = list(shard_iter(self))
+    read["val"].append(indices)
+    return iter(indices)
+
+sharding.GlobalBatchSampler.__iter__, sharding.ShardSampler.__iter__ = record_train, record_shard
+rank = int(os.environ.get("LOCAL_RANK", 0))
+out = {out!r}
+results = {{}}
+for name in MODELS:
+    read["train"].clear(); read["val"].clear()
+    fields = {{field.name for field in dataclasses.fields(model_config(name))}}
+    net = {{k: v for k, v in dict(d_model=16, n_heads=8, d_ff=16, e_layers=1, d_layers=1, n_layers=1).items() if k in fields}}
+    f = Forecaster(name, prediction_length=6, context_length=24, val_windows=6, max_epochs=1, batch_size=16,
+                   refit_full=False, **net, trainer_kwargs={{"strategy": "ddp", "devices": 2, "accelerator": "cpu", "enable_progress_bar": False,
+                                   "logger": False}})
+    f.fit(frame(), **COLUMNS)
+    reads = {{"train": [list(b) for b in read["train"]], "val": [list(v) for v in read["val"]]}}
+    f.save(os.path.join(out, name))
+    result = backtest(f, frame(), **BACKTEST)
+    results[name] = {{"read": reads, "world": f.trainer.world_size, "steps": int(f.trainer.global_step),
+                      "losses": f.training_summary.history[["train_loss", "val_loss"]].to_numpy().tolist(),
+                      "forecast": f.predict()["mean"].tolist(), "windows": len(result.errors),
+                      "summary": result.summary.value.tolist()}}
+with open(os.path.join(out, f"rank{{rank}}.json"), "w") as fh:
+    json.dump(results, fh)
+"""
+
+
+def frame():
+    """Five hourly series of different lengths (so that the ranks' shares hold parts of several)."""
+    rng = np.random.default_rng(0)
+    parts = []
+    for k, n in enumerate((130, 150, 170, 140, 160)):
+        t = np.arange(n)
+        parts.append(pd.DataFrame({"id": f"s{k}", "ds": pd.date_range("2024-03-01", periods=n, freq="h"),
+                                   "y": 3 * k + np.sin(2 * np.pi * t / 24) + 0.1 * rng.standard_normal(n)}))
+    return pd.concat(parts, ignore_index=True)
+
+
+@pytest.fixture(scope="module")
+def ranks(tmp_path_factory):
+    """Each rank's record of the 2-process runs (one script, Lightning's launcher starts rank 1), and
+    the folder of the models rank 0 saved."""
+    tmp = tmp_path_factory.mktemp("ddp")
+    script = tmp / "ddp_run.py"
+    script.write_text(textwrap.dedent(SCRIPT.format(tests=str(Path(__file__).parent), out=str(tmp))))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return [json.loads((tmp / f"rank{r}.json").read_text()) for r in (0, 1)], tmp
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", MODELS)
+def test_two_processes_read_every_window_once_and_score_as_one(ranks, name):
+    (first, second), folder = ranks
+    one, two = first[name], second[name]
+    assert one["world"] == two["world"] == 2
+    # training: the same number of steps on both ranks, every window once, batches split in two
+    assert len(one["read"]["train"]) == len(two["read"]["train"]) == one["steps"] == two["steps"]
+    trained = [i for rank in (one, two) for batch in rank["read"]["train"] for i in batch]
+    single = Forecaster.load(folder / name)
+    windows = single.training_summary.budget["train_windows"]
+    assert sorted(trained) == list(range(windows))
+    # validation: each rank a contiguous share, together every window once, no padding
+    val = [sorted(i for v in rank["read"]["val"] for i in v) for rank in (one, two)]
+    assert val[0] and val[1] and sorted(val[0] + val[1]) == list(range(len(val[0]) + len(val[1])))
+    assert max(val[0]) < min(val[1])
+    # the epoch's losses are over all windows, the same on both ranks
+    assert one["losses"] == two["losses"] and np.isfinite(one["losses"]).all()
+    # predict and backtest: on both ranks what one process gives with the saved model
+    expected = single.predict(frame())
+    result = backtest(single, frame(), **BACKTEST)
+    for rank in (one, two):
+        np.testing.assert_allclose(rank["forecast"], expected["mean"], rtol=1e-6, atol=1e-6)
+        assert rank["windows"] == len(result.errors)
+        np.testing.assert_allclose(rank["summary"], result.summary.value, rtol=1e-6, atol=1e-9)
