@@ -147,10 +147,10 @@ def fit_ray(forecaster: Forecaster, data: Source, *, num_workers: int = 2, use_g
     result = trainer.fit()
     if result.checkpoint is None:
         raise RuntimeError(f"Ray Train finished without the fitted model's checkpoint (result: {result!r})")
-    from tsrec.forecaster import Forecaster as _Forecaster
+    from tsrec.fitted import FittedState
 
     with result.checkpoint.as_directory() as directory:
-        forecaster.fitted = _Forecaster.load(directory).fitted
+        forecaster.fitted = FittedState.load(directory)
     forecaster.trainer = None
     return forecaster
 
