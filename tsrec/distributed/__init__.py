@@ -6,3 +6,23 @@ of the series, whichever framework runs it. Exact multi-process training, predic
 backtests on one or several machines without either framework: Lightning's DDP
 (``trainer_kwargs={"strategy": "ddp", "devices": N}``; see ``docs/scale.md``).
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__all__ = ["backtest_ray", "fit_ray", "predict_ray"]
+
+if TYPE_CHECKING:
+    from tsrec.distributed.ray import backtest_ray, fit_ray, predict_ray
+
+_LAZY = {"backtest_ray": "tsrec.distributed.ray", "fit_ray": "tsrec.distributed.ray",
+         "predict_ray": "tsrec.distributed.ray"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'tsrec.distributed' has no attribute {name!r}")

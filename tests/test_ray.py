@@ -1,0 +1,133 @@
+"""tsrec on Ray: forecasts and backtests split among Ray actors equal one process's, a worker
+killed mid-predict is restarted and its part retried, and Ray Train fits one model over two
+workers."""
+
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+ray = pytest.importorskip("ray", reason='tsrec on Ray needs Ray: pip install "tsrec[ray]"')
+
+from test_partitions import COLUMNS, NAIVE, long_frame  # noqa: E402
+
+from tsrec import Forecaster  # noqa: E402
+from tsrec.distributed import backtest_ray, fit_ray, predict_ray  # noqa: E402
+from tsrec.distributed.partitions import predict_part  # noqa: E402
+from tsrec.evaluation import backtest  # noqa: E402
+
+QUIET = {"enable_progress_bar": False, "logger": False}
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    path = tmp_path_factory.mktemp("model") / "dlinear"
+    df = long_frame()
+    Forecaster("dlinear", prediction_length=6, context_length=24, max_epochs=1, trainer_kwargs=QUIET).fit(
+        df, **COLUMNS).save(path)
+    return path, df
+
+
+@pytest.mark.parametrize("form", ["frame", "parquet"])
+def test_predict_ray_is_one_process_predict(cluster, saved, form, tmp_path, monkeypatch):
+    path, df = saved
+    source = df
+    if form == "parquet":
+        monkeypatch.chdir(tmp_path)
+        source = "data"  # relative to the driver's working directory, not the workers'
+        os.mkdir(source)
+        ordered = df.sort_values(["id", "time"])
+        ordered.iloc[:400].to_parquet("data/a.parquet", row_group_size=100)  # a series split over two files
+        ordered.iloc[400:].to_parquet("data/b.parquet", row_group_size=100)
+    forecasts = predict_ray(path, source, num_workers=2, parts_per_worker=2)
+    pd.testing.assert_frame_equal(forecasts, Forecaster.load(path).predict(df))
+
+
+def test_backtest_ray_scores_as_one_backtest(cluster, saved):
+    path, df = saved
+    options = dict(n_windows=3, stride=5, baselines=NAIVE)
+    scored = backtest_ray(path, df, num_workers=2, parts_per_worker=2, **options)
+    whole = backtest(Forecaster.load(path), df, **options, **COLUMNS)
+    windows = ["item_id", "origin"]
+    assert len(scored.errors.drop_duplicates(windows)) == len(whole.errors.drop_duplicates(windows))
+    pd.testing.assert_frame_equal(scored.errors, whole.errors, rtol=1e-6)
+    pd.testing.assert_frame_equal(scored.summary, whole.summary, rtol=1e-6)
+    pd.testing.assert_frame_equal(scored.skill, whole.skill, rtol=1e-6)
+
+
+def test_a_worker_killed_mid_predict_is_restarted_and_its_part_retried(cluster, saved, tmp_path):
+    """The first part any actor takes ends its process; Ray restarts the actor and runs the part again."""
+    from tsrec.distributed.ray import _map_parts
+
+    path, df = saved
+    marker = tmp_path / "killed"
+
+    def die_on_first_part(model_path, frame, **options):
+        if not marker.exists():
+            marker.touch()
+            os._exit(1)
+        return predict_part(model_path, frame, **options)
+
+    forecasts = _map_parts(die_on_first_part, path, df, num_workers=2, parts_per_worker=2)
+    assert marker.exists()  # a worker did die
+    assert forecasts.groupby("item_id").size().eq(6).all() and forecasts.item_id.nunique() == df.id.nunique()
+    pd.testing.assert_frame_equal(forecasts, Forecaster.load(path).predict(df))
+
+
+@pytest.mark.slow
+def test_fit_ray_trains_one_model_on_two_workers(cluster, saved, tmp_path):
+    """Each of the two workers takes half of each epoch's windows (half the optimizer steps of one
+    process), in the validated run and in the refit on all the history, a second Trainer."""
+    _, df = saved
+    forecaster = Forecaster("dlinear", prediction_length=6, context_length=24, max_epochs=1, batch_size=16,
+                            trainer_kwargs=QUIET)
+    assert fit_ray(forecaster, df, num_workers=2, storage_path=tmp_path / "ray", **COLUMNS) is forecaster
+    summary = forecaster.training_summary
+    assert summary.budget["steps_run"] == math.ceil(math.ceil(summary.budget["train_windows"] / 2) / 16)
+    assert summary.budget["steps_per_epoch"] == math.ceil(summary.budget["train_windows"] / 16)  # one process's
+    assert summary.refit is not None and summary.refit["steps"] > 0
+    forecasts = forecaster.predict(df)
+    assert len(forecasts) == 6 * df.id.nunique() and np.isfinite(forecasts["mean"]).all()
+
+
+def test_options_are_checked_before_ray_is_started(saved):
+    path, df = saved
+    with pytest.raises(ValueError, match="refit_every is not supported"):
+        backtest_ray(path, df, refit_every=2)
+    with pytest.raises(ValueError, match="num_workers must be a positive int"):
+        predict_ray(path, df, num_workers=0)
+    with pytest.raises(ValueError, match="parts_per_worker must be a positive int"):
+        predict_ray(path, df, parts_per_worker=0)
+    ddp = Forecaster("dlinear", prediction_length=6, trainer_kwargs={"strategy": "ddp", "devices": 2})
+    with pytest.raises(ValueError, match=r"sets \['devices', 'strategy'\] itself"):
+        fit_ray(ddp, df)
+
+
+def test_ray_is_imported_only_when_used_and_named_when_missing(monkeypatch):
+    code = "import sys, tsrec.distributed; print('ray' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.strip() == "False"
+    from tsrec.distributed.ray import _ray
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
+    with pytest.raises(ModuleNotFoundError, match=r'pip install "tsrec\[ray\]"'):
+        _ray()
+
+
+def test_an_error_of_predict_is_raised_not_retried(cluster, saved):
+    """Last in the file: the failed run's last actor is freed when the exception is collected."""
+    path, df = saved
+    with pytest.raises(Exception, match="target_col='y' is not a column of the frame"):
+        predict_ray(path, df.drop(columns="y"), num_workers=1, parts_per_worker=1)
