@@ -176,13 +176,13 @@ def fit_spark(forecaster: Forecaster, data: pd.DataFrame | str | os.PathLike | S
 def _fit_process(forecaster: Forecaster, source: Any, model_dir: str, trainer_kwargs: dict[str, Any],
                  fit: dict[str, Any]) -> str:
     """One torchrun process of :func:`fit_spark`: fit ``forecaster`` (unfitted) on ``source`` under
-    DDP over all the processes; process 0 saves it. Every process returns ``model_dir`` (each writes
-    its return value to the one file TorchDistributor reads)."""
+    DDP over all the processes; process 0 saves it while the others wait (``Forecaster.save`` under
+    a process group). Every process returns ``model_dir`` (each writes its return value to the one
+    file TorchDistributor reads)."""
     world, local = int(os.environ["WORLD_SIZE"]), int(os.environ["LOCAL_WORLD_SIZE"])
     layout = {"devices": local, "num_nodes": world // local}
     fitted = forecaster.set_params(trainer_kwargs={**trainer_kwargs, **layout}).fit(source, **fit)
-    if int(os.environ["RANK"]) == 0:
-        fitted.save(model_dir)
+    fitted.save(model_dir)
     return model_dir
 
 
