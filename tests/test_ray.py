@@ -4,8 +4,10 @@ workers."""
 
 import math
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -93,23 +95,41 @@ def test_fit_ray_trains_one_model_on_two_workers(cluster, saved, tmp_path):
     _, df = saved
     forecaster = Forecaster("dlinear", prediction_length=6, context_length=24, max_epochs=1, batch_size=16,
                             trainer_kwargs=QUIET)
-    assert fit_ray(forecaster, df, num_workers=2, storage_path=tmp_path / "ray", **COLUMNS) is forecaster
-    summary = forecaster.training_summary
+    fitted = fit_ray(forecaster, df, num_workers=2, storage_path=tmp_path / "ray", **COLUMNS)
+    assert forecaster.fitted is None  # left as it was
+    summary = fitted.training_summary
     assert summary.budget["steps_run"] == math.ceil(math.ceil(summary.budget["train_windows"] / 2) / 16)
     assert summary.budget["steps_per_epoch"] == math.ceil(summary.budget["train_windows"] / 16)  # one process's
     assert summary.refit is not None and summary.refit["steps"] > 0
-    forecasts = forecaster.predict(df)
+    forecasts = fitted.predict(df)
     assert len(forecasts) == 6 * df.id.nunique() and np.isfinite(forecasts["mean"]).all()
+
+
+@pytest.mark.slow
+def test_the_ray_docs_run(cluster, tmp_path, monkeypatch):
+    """The blocks fenced ```python ray in docs/scale_ray.md (test_docs runs the plain ```python ones)."""
+    monkeypatch.chdir(tmp_path)
+    page = Path(__file__).resolve().parents[1] / "docs" / "scale_ray.md"
+    blocks = re.findall(r"```python ray\n(.*?)```", page.read_text(), flags=re.S)
+    assert blocks
+    namespace = {"__name__": "__scale_ray__"}
+    monkeypatch.setattr(ray, "init", lambda *args, **kwargs: None)  # the module's cluster is already up
+    monkeypatch.setattr(ray, "shutdown", lambda: None)
+    for index, snippet in enumerate(blocks):
+        exec(compile(snippet, f"{page.name}[python ray #{index}]", "exec"), namespace)
+    assert len(namespace["forecasts"]) == 12 * 20
 
 
 def test_options_are_checked_before_ray_is_started(saved):
     path, df = saved
     with pytest.raises(ValueError, match="refit_every is not supported"):
         backtest_ray(path, df, refit_every=2)
-    with pytest.raises(ValueError, match="num_workers must be a positive int"):
+    with pytest.raises(ValueError, match="num_workers must be an integer >= 1"):
         predict_ray(path, df, num_workers=0)
-    with pytest.raises(ValueError, match="parts_per_worker must be a positive int"):
-        predict_ray(path, df, parts_per_worker=0)
+    with pytest.raises(TypeError, match="parts_per_worker must be an integer"):
+        predict_ray(path, df, parts_per_worker=2.0)
+    with pytest.raises(TypeError, match="forecaster must be a tsrec Forecaster"):
+        fit_ray(path, df)
     ddp = Forecaster("dlinear", prediction_length=6, trainer_kwargs={"strategy": "ddp", "devices": 2})
     with pytest.raises(ValueError, match=r"sets \['devices', 'strategy'\] itself"):
         fit_ray(ddp, df)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from tsrec._checks import check_int
 from tsrec.data.schema import Source, is_parquet
 from tsrec.distributed.partitions import (
     backtest_part,
@@ -34,12 +35,12 @@ from tsrec.distributed.partitions import (
     predict_part,
     split_ids,
 )
+from tsrec.forecaster import Forecaster
 
 if TYPE_CHECKING:
     from types import ModuleType
 
     from tsrec.evaluation import BacktestResult
-    from tsrec.forecaster import Forecaster
 
 __all__ = ["backtest_ray", "fit_ray", "predict_ray"]
 
@@ -119,8 +120,8 @@ def fit_ray(forecaster: Forecaster, data: Source, *, num_workers: int = 2, use_g
     with the same weights. Worker 0 saves the model into a checkpoint that it reports to Ray Train
     (under ``storage_path``: Ray's default, ``~/ray_results``, when None; pass a path every node
     reads and writes, a shared file system or cloud storage, on a cluster of several machines);
-    the driver loads it into ``forecaster``, as ``forecaster.fit`` would have fitted it, and
-    returns ``forecaster``.
+    the driver returns the Forecaster loaded from it (``forecaster`` itself is left as it was, as
+    :func:`~tsrec.distributed.spark.fit_spark` leaves it).
 
     What each worker reads and holds: all of ``data``, since every worker scales, splits and
     windows all the series and then draws its share of the windows. A DataFrame is put in Ray's
@@ -130,7 +131,9 @@ def fit_ray(forecaster: Forecaster, data: Source, *, num_workers: int = 2, use_g
     ``use_gpu``: one GPU per worker (else CPUs). ``trainer_kwargs`` of ``forecaster`` must not set
     ``strategy``, ``devices``, ``num_nodes``, ``accelerator`` or ``plugins``: Ray sets them.
     """
-    _require_workers(num_workers)
+    if not isinstance(forecaster, Forecaster):
+        raise TypeError(f"forecaster must be a tsrec Forecaster, got {type(forecaster).__name__}")
+    check_int("num_workers", num_workers)
     taken = sorted(set(forecaster.trainer_kwargs) & {"strategy", "devices", "num_nodes", "accelerator", "plugins"})
     if taken:
         raise ValueError(f"fit_ray runs Lightning's DDP on Ray's workers and sets {taken} itself: remove them from "
@@ -147,12 +150,8 @@ def fit_ray(forecaster: Forecaster, data: Source, *, num_workers: int = 2, use_g
     result = trainer.fit()
     if result.checkpoint is None:
         raise RuntimeError(f"Ray Train finished without the fitted model's checkpoint (result: {result!r})")
-    from tsrec.fitted import FittedState
-
     with result.checkpoint.as_directory() as directory:
-        forecaster.fitted = FittedState.load(directory)
-    forecaster.trainer = None
-    return forecaster
+        return Forecaster.load(directory)
 
 
 # ------------------------------------------------------------------------------------------- workers
@@ -187,9 +186,8 @@ def _map_parts(task: PartTask, model_path: str | os.PathLike, data: Source, *, n
                parts_per_worker: int, **options: Any) -> pd.DataFrame:
     """``task``'s rows of every part of the series of ``data``, run by a pool of ``num_workers``
     actors, concatenated in part order (the series' order as text: one process's order)."""
-    _require_workers(num_workers)
-    if isinstance(parts_per_worker, bool) or not isinstance(parts_per_worker, int) or parts_per_worker < 1:
-        raise ValueError(f"parts_per_worker must be a positive int, got {parts_per_worker!r}")
+    check_int("num_workers", num_workers)
+    check_int("parts_per_worker", parts_per_worker)
     ray = _ray()
     model_path = str(Path(model_path).resolve())
     id_col = id_column(load_model(model_path))
@@ -214,8 +212,6 @@ def _fit_worker(config: dict[str, Any]) -> None:
     import ray.train
     from lightning.pytorch.strategies import StrategyRegistry
     from ray.train.lightning import RayDDPStrategy, RayLightningEnvironment
-
-    from tsrec.forecaster import Forecaster
 
     # By name, so that each Trainer of the fit (the validated run, the refit) builds its own
     # strategy: Lightning refuses a strategy instance that an earlier Trainer has set up.
@@ -247,11 +243,6 @@ def _ray() -> ModuleType:
     if not ray.is_initialized():
         ray.init()
     return ray
-
-
-def _require_workers(num_workers: int) -> None:
-    if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
-        raise ValueError(f"num_workers must be a positive int, got {num_workers!r}")
 
 
 def _ids(data: Source, id_col: Hashable) -> pd.Series | Sequence[Any]:
