@@ -223,12 +223,10 @@ def _fit_worker(config: dict[str, Any]) -> None:
     forecaster = Forecaster(**{**params, "trainer_kwargs": trainer_kwargs})
     data = config["data"]
     forecaster.fit(ray.get(data) if isinstance(data, ray.ObjectRef) else data, **config["fit_kwargs"])
-    if ray.train.get_context().get_world_rank() != 0:
-        ray.train.report({}, checkpoint=None)
-        return
     with tempfile.TemporaryDirectory(prefix="tsrec-ray-") as directory:
-        forecaster.save(Path(directory) / "model")
-        ray.train.report({}, checkpoint=ray.train.Checkpoint.from_directory(Path(directory) / "model"))
+        model = forecaster.save(Path(directory) / "model")  # worker 0 writes while the others wait
+        first = ray.train.get_context().get_world_rank() == 0
+        ray.train.report({}, checkpoint=ray.train.Checkpoint.from_directory(model) if first else None)
 
 
 # ------------------------------------------------------------------------------------------- helpers
