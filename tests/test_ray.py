@@ -110,9 +110,9 @@ def test_fit_ray_trains_one_model_on_two_workers(cluster, saved, tmp_path):
 
 @pytest.mark.slow
 def test_the_ray_docs_run(cluster, tmp_path, monkeypatch):
-    """The blocks fenced ```python ray in docs/scale_ray.md (test_docs runs the plain ```python ones)."""
+    """The blocks fenced ```python ray in docs/scale.md (test_docs runs the plain ```python ones)."""
     monkeypatch.chdir(tmp_path)
-    page = Path(__file__).resolve().parents[1] / "docs" / "scale_ray.md"
+    page = Path(__file__).resolve().parents[1] / "docs" / "scale.md"
     blocks = re.findall(r"```python ray\n(.*?)```", page.read_text(), flags=re.S)
     assert blocks
     namespace = {"__name__": "__scale_ray__"}

@@ -137,7 +137,7 @@ def test_the_spark_docs_run_and_fit_spark_trains_in_two_processes(spark, tmp_pat
     trains in two processes that split each of one process's batches, and the model it returns forecasts."""
     monkeypatch.chdir(tmp_path)
     namespace = {"__name__": "__scale_spark__"}
-    page = Path(__file__).resolve().parents[1] / "docs" / "scale_spark.md"
+    page = Path(__file__).resolve().parents[1] / "docs" / "scale.md"
     blocks = re.findall(r"```python spark\n(.*?)```", page.read_text(), flags=re.S)
     assert blocks
     for index, snippet in enumerate(blocks):
