@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["backtest_ray", "fit_ray", "predict_ray"]
+__all__ = ["backtest_ray", "backtest_spark", "fit_ray", "fit_spark", "predict_ray", "predict_spark"]
 
 if TYPE_CHECKING:
     from tsrec.distributed.ray import backtest_ray, fit_ray, predict_ray
+    from tsrec.distributed.spark import backtest_spark, fit_spark, predict_spark
 
-_LAZY = {"backtest_ray": "tsrec.distributed.ray", "fit_ray": "tsrec.distributed.ray",
-         "predict_ray": "tsrec.distributed.ray"}
+_LAZY = {**dict.fromkeys(("backtest_ray", "fit_ray", "predict_ray"), "tsrec.distributed.ray"),
+         **dict.fromkeys(("backtest_spark", "fit_spark", "predict_spark"), "tsrec.distributed.spark")}
 
 
 def __getattr__(name: str) -> Any:
