@@ -21,7 +21,8 @@ case by one process (20 steps), so every path forecasts with the same weights.
 
 Peak memory per worker: the largest peak resident size (``VmHWM``) of any process of the path
 (the process itself, its DDP ranks, Ray's workers, Spark's Python workers), polled every 0.2 s.
-Writes ``scale.csv`` and ``scale.md``, after every cell; the speed-up of a path is the one-process
+Writes ``scale.csv`` and ``scale.md`` after every cell, keeping the rows of cells not run again
+(the command line in ``scale.md`` is the last run's); the speed-up of a path is the one-process
 wall time over its own, per stage and case.
 """
 
@@ -68,7 +69,8 @@ def write_data(case: str, folder: Path) -> Path:
         count = min(FILE_SERIES, n_series - start)
         frame = make_frame(count, length, seed=k)
         frame["unique_id"] = frame.unique_id.str.slice(1).astype(int).add(start).map("s{:06d}".format)
-        frame.to_parquet(target / f"part-{k:03d}.parquet", row_group_size=1_000_000)
+        frame.to_parquet(target / f"part-{k:03d}.parquet", row_group_size=1_000_000,
+                         coerce_timestamps="us")  # Spark reads no nanosecond timestamps
     (target / "_done").touch()
     return target
 
@@ -110,6 +112,7 @@ def run_stage(path: str, stage: str, data: str, model: str, batch: int, origins:
         else:
             from tsrec.distributed.spark import fit_spark
 
+            _spark()  # fit_spark runs on the active session
             fitted = fit_spark(unfitted, data, num_processes=WORKERS, **COLUMNS)
         result["windows"] = int(fitted.training_summary.budget["train_windows"]) if fitted.training_summary else None
     elif stage == "predict":
@@ -260,9 +263,10 @@ def fit_model(case: str, data: Path, folder: Path) -> Path:
 
 def render(rows: list[dict], header: str) -> str:
     frame = pd.DataFrame(rows)
+    shown = frame.drop(columns=[c for c in ("command", "commit", "date") if c in frame])
     lines = [header, "", "Wall seconds per cell, windows per second (fit: training windows; predict: series; "
              "backtest: series x origins), peak resident MiB of the largest process:", "",
-             markdown_table(frame, floatfmt=".2f"), ""]
+             markdown_table(shown, floatfmt=".2f"), ""]
     done = frame[frame.get("seconds", pd.Series(dtype=float)).notna()] if "seconds" in frame else frame.iloc[:0]
     one = done[done.path == "one"].set_index(["case", "stage"])["seconds"]
     others = done[done.path != "one"]
@@ -291,15 +295,17 @@ def main(argv: list[str] | None = None) -> None:
     if args.worker:
         run_stage(*json.loads(args.worker))
         return
+    command = command_line('benchmarks.pipeline', ['--scale', *(sys.argv[1:] if argv is None else argv)])
     header = "\n".join([
         "# Past one machine: one process against two workers", "",
-        f"- command: `{command_line('benchmarks.pipeline', ['--scale', *(sys.argv[1:] if argv is None else argv)])}`",
+        f"- last command: `{command}` (each row's own command, commit and date are in scale.csv)",
         f"- commit: {git_commit()}", f"- machine: {machine()}", f"- date: {now()}",
         f"- DLinear, horizon {HORIZON}, context {CONTEXT}, batches of {args.batch}, {args.origins} backtest origins "
         f"one step apart, one thread per worker, {WORKERS} workers",
     ])
-    rows: list[dict] = []
     args.out_dir.mkdir(parents=True, exist_ok=True)
+    csv = args.out_dir / "scale.csv"
+    rows: list[dict] = pd.read_csv(csv).to_dict("records") if csv.exists() else []  # a cell run again replaces its row
     for case in args.cases:
         data = write_data(case, args.data_dir)
         model = fit_model(case, data, args.data_dir)
@@ -307,10 +313,11 @@ def main(argv: list[str] | None = None) -> None:
             if stage == "fit" and int(case.split("x")[0]) > args.train_max:
                 continue
             for path in args.paths:
-                row = measure(path, stage, case, data, model, args)
-                rows.append(row)
+                row = {**measure(path, stage, case, data, model, args), "command": command, "commit": git_commit(),
+                       "date": now()}
+                rows = [r for r in rows if (r["case"], r["path"], r["stage"]) != (case, path, stage)] + [row]
                 print(json.dumps(row), flush=True)
-                pd.DataFrame(rows).to_csv(args.out_dir / "scale.csv", index=False)
+                pd.DataFrame(rows).to_csv(csv, index=False)
                 (args.out_dir / "scale.md").write_text(render(rows, header) + "\n")
 
 
