@@ -169,6 +169,8 @@ def _backtest(path: str, data: str, model: str, origins: int) -> int:
 def _spark() -> Any:
     from pyspark.sql import SparkSession
 
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # local workers run this interpreter
+
     return (SparkSession.builder.master(f"local[{WORKERS}]").config("spark.ui.enabled", "false")
             .config("spark.sql.shuffle.partitions", str(4 * WORKERS)).getOrCreate())
 
