@@ -228,7 +228,7 @@ def _descendants(root: int) -> list[int]:
 def measure(path: str, stage: str, case: str, data: Path, model: Path, args: argparse.Namespace) -> dict:
     """One cell in a fresh process (``torchrun`` for ``ddp``): wall seconds, windows per second,
     peak MiB per worker, or the error's last line."""
-    n_series, length = (int(x) for x in case.split("x"))
+    n_series = int(case.split("x")[0])
     row: dict[str, Any] = {"case": case, "series": n_series, "path": path, "stage": stage,
                            "workers": 1 if path == "one" else WORKERS}
     with tempfile.TemporaryDirectory() as tmp:

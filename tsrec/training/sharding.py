@@ -143,7 +143,7 @@ def gather(part: np.ndarray) -> np.ndarray:
     """This rank's ``part`` ``[n_r, ...]`` and the other ranks', concatenated in rank order on every
     rank (the windows of :class:`ShardSampler`'s shares back in their order); ``part`` itself in one
     process. Every rank must call it."""
-    rank, size = world()
+    size = world()[1]
     if size == 1:
         return part
     parts: list[np.ndarray | None] = [None] * size
