@@ -518,8 +518,8 @@ def test_loader_batches_follow_the_sampler_through_a_worker_process(train):
     inputs = mixed_inputs()
     ds = WindowDataset(**inputs)
     loader = make_loader(ds, TrainingConfig(batch_size=5, seed=3, num_workers=1), train=train)
-    order = list(loader.sampler)  # the EpochShuffleSampler's first epoch when training, else 0, 1, ...
-    assert (order != sorted(order)) == train
+    order = [k for batch in loader.batch_sampler for k in batch]  # the first epoch's order when training, else 0, 1, ...
+    assert sorted(order) == list(range(len(ds))) and (order != sorted(order)) == train
     windows = sliced_windows(**inputs)
     batches = list(loader)
     assert [len(b["item"]) for b in batches] == [min(5, len(ds) - start) for start in range(0, len(ds), 5)]
