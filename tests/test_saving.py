@@ -26,7 +26,7 @@ from tsrec import Forecaster, _saving
 from tsrec.config import DataFacts
 from tsrec.fitted import ConcurrentSaveError, FittedState, _json_sha256
 from tsrec.models import model_config
-from tests.saved_models import read_meta, write_format_4
+from tests.saved_models import read_meta, write_format_4, write_format_5
 
 QUIET = {"enable_progress_bar": False, "logger": False}
 FORK = "fork" in multiprocessing.get_all_start_methods()
@@ -72,7 +72,7 @@ def hidden(folder):
 def test_saved_model_records_its_versions_and_every_files_checksum(fitted, tmp_path):
     path = fitted.save(tmp_path / "m")
     meta = read_meta(path)
-    assert meta["format_version"] == 5 and meta["tsrec_version"] == tsrec.__version__
+    assert meta["format_version"] == 6 and meta["tsrec_version"] == tsrec.__version__
     assert set(meta["sha256"]) == {"forecaster.json", "weights.pt"}
     assert meta["sha256"]["weights.pt"] == hashlib.sha256((path / "weights.pt").read_bytes()).hexdigest()
     pd.testing.assert_frame_equal(Forecaster.load(path).predict(), fitted.predict())
@@ -182,11 +182,26 @@ def test_a_newer_tsrec_model_says_so(fitted, tmp_path):
     write_meta(path, meta, rehash=True)
     with pytest.raises(ValueError, match=r"saved by a newer tsrec \(version 99\.0\).*does not know: calibration"):
         Forecaster.load(path)
-    meta = {**meta, "format_version": 6}
+    meta = {**meta, "format_version": 7}
     write_meta(path, meta, rehash=True)
-    with pytest.raises(ValueError, match=r"saved by a newer tsrec \(version 99\.0, model format 6\); upgrade "
+    with pytest.raises(ValueError, match=r"saved by a newer tsrec \(version 99\.0, model format 7\); upgrade "
                                          "tsrec to load it"):
         Forecaster.load(path)
+
+
+def test_a_format_5_model_with_one_history_tensor_per_series_still_loads(tmp_path):
+    starts = {"a": "2024-03-30 20:00", "b": "2024-03-29 07:00", "c": "2024-03-31 00:00"}  # over a DST change
+    frame = pd.concat([pd.DataFrame({"id": name, "y": np.sin(np.arange(60 + 10 * k) / 4) + k,
+                                     "ts": pd.date_range(start, periods=60 + 10 * k, freq="h", tz="Europe/Berlin")})
+                       for k, (name, start) in enumerate(starts.items())])
+    fitted = Forecaster("dlinear", prediction_length=6, context_length=24, max_epochs=1, trainer_kwargs=QUIET).fit(
+        frame, id_col="id", time_col="ts", target_col="y")
+    path = write_format_5(fitted.save(tmp_path / "m"))
+    loaded = Forecaster.load(path)
+    for saved, read in zip(fitted.fitted.history.items, loaded.fitted.history.items, strict=True):
+        pd.testing.assert_index_equal(read.index, saved.index)
+        np.testing.assert_array_equal(read.values, saved.values)
+    pd.testing.assert_frame_equal(loaded.predict(), fitted.predict())
 
 
 def test_a_format_4_model_still_loads_with_its_weights_checked(fitted, tmp_path):

@@ -32,7 +32,7 @@ from tsrec._saving import ConcurrentSaveError
 from tsrec.config import DataFacts
 from tsrec.data import CovariateEncoder, CovariateValues, Panel, Series, StandardScaler, forecast_frame
 from tsrec.data.schema import Schema
-from tsrec.data.time_features import data_facts
+from tsrec.data.time_features import data_facts, regular_stamps
 from tsrec.datasets.loading import sha256_of
 from tsrec.models import ForecastModel, build_model
 from tsrec.settings import ForecasterSettings
@@ -40,10 +40,11 @@ from tsrec.settings import ForecasterSettings
 __all__ = ["ConcurrentSaveError", "FittedState", "ForecastResult", "TrainingSummary", "unscale"]
 
 FORMAT = "tsrec-forecaster"
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 #: Model formats this tsrec reads: 4 (tsrec 0.1 before whole-model checksums; see
-#: :func:`_verify_checksums`) and 5.
-READABLE_VERSIONS = (4, 5)
+#: :func:`_verify_checksums`), 5 (the history as three tensors per series) and 6 (the history packed
+#: end to end, :meth:`FittedState._tensors`).
+READABLE_VERSIONS = (4, 5, 6)
 CONFIG_FILE = "forecaster.json"
 WEIGHTS_FILE = "weights.pt"
 #: ``forecaster.json``'s entry with the SHA-256 of every file of the model, itself included.
@@ -169,12 +170,18 @@ class FittedState:
         return path
 
     def _tensors(self) -> dict[str, Any]:
-        """What ``weights.pt`` holds: the network's state dict and the history's arrays."""
+        """What ``weights.pt`` holds: the network's state dict and the history's arrays, every
+        series' rows laid end to end (a handful of tensors however many series were fitted, so that
+        loading costs no per-series unpickling): ``history_lengths`` ``[N]`` int64, and
+        ``[sum T_i, C]`` ``history_values`` float64, ``history_observed`` bool and
+        ``[sum T_i, K]`` ``history_covariates`` float64."""
+        items = self.history.items
         return {
             "state_dict": self.model.state_dict(),
-            "history_values": [torch.from_numpy(s.values) for s in self.history.items],  # [T, C] each
-            "history_observed": [torch.from_numpy(s.observed) for s in self.history.items],
-            "history_covariates": [torch.from_numpy(d) for d in self.covariate_history.dynamic],
+            "history_lengths": torch.tensor([len(s) for s in items], dtype=torch.int64),
+            "history_values": torch.from_numpy(np.concatenate([s.values for s in items])),
+            "history_observed": torch.from_numpy(np.concatenate([s.observed for s in items])),
+            "history_covariates": torch.from_numpy(np.concatenate(self.covariate_history.dynamic)),
         }
 
     def _content(self) -> dict[str, Any]:
@@ -237,11 +244,11 @@ class FittedState:
         encoder = CovariateEncoder.from_dict(meta["covariates"]["encoder"])
         state = cls(
             settings=ForecasterSettings.from_dict(meta["settings"]), resolved=resolved, model=model.eval(),
-            history=_history(meta["data"], tensors["history_values"], tensors["history_observed"]),
+            history=_history(meta["data"], *_series_arrays(tensors, "history_values", "history_observed")),
             scaler=StandardScaler.from_dict(meta["scaler"]),
             covariates=encoder,
             covariate_history=CovariateValues(
-                tuple(d.numpy() for d in tensors["history_covariates"]),
+                tuple(_series_arrays(tensors, "history_covariates")[0]),
                 np.array(meta["covariates"]["static_real"], dtype=np.float64),  # [N, Ks]
                 np.array(meta["covariates"]["static_cat"], dtype=object)),  # [N, Kc]
             facts=DataFacts(**meta["data_facts"]),
@@ -333,14 +340,32 @@ def _settings_before_scaling(meta: dict[str, Any]) -> None:
             window["scaling"] = "standard"
 
 
-def _history(data: dict[str, Any], values: Sequence[torch.Tensor], observed: Sequence[torch.Tensor]) -> Panel:
-    """The saved history panel (:meth:`FittedState._metadata`'s ``data`` and the tensors)."""
-    items = []
-    for item_id, start, x, seen in zip(data["item_ids"], data["starts"], values, observed):
-        first = pd.Timestamp(start) if data["tz"] is None else pd.Timestamp(start).tz_convert(data["tz"])
-        index = pd.date_range(first, periods=len(x), freq=data["freq"])
-        items.append(Series(item_id, index, x.numpy(), seen.numpy()))
-    return Panel(freq=data["freq"], layout=data["layout"], columns=tuple(data["targets"]), items=tuple(items))
+def _series_arrays(tensors: dict[str, Any], *keys: str) -> list[list[np.ndarray]]:
+    """Per key of ``weights.pt``, its arrays of each series: format 6's packed ``[sum T_i, ...]``
+    tensor cut at ``history_lengths``, or formats 4 and 5's list of one tensor per series."""
+    arrays = []
+    for key in keys:
+        saved = tensors[key]
+        if isinstance(saved, list):
+            arrays.append([part.numpy() for part in saved])
+        else:
+            cuts = np.cumsum(tensors["history_lengths"].numpy())[:-1]
+            arrays.append(np.split(saved.numpy(), cuts))
+    return arrays
+
+
+def _history(data: dict[str, Any], values: Sequence[np.ndarray], observed: Sequence[np.ndarray]) -> Panel:
+    """The saved history panel (:meth:`FittedState._content`'s ``data``, and each series' ``[T_i, C]``
+    values and observed flags); every series' grid computed at once (:func:`regular_stamps`)."""
+    firsts = pd.to_datetime(data["starts"], utc=data["tz"] is not None, format="ISO8601")  # [N]
+    if data["tz"] is not None:
+        firsts = firsts.tz_convert(data["tz"])
+    lengths = np.array([len(x) for x in values], dtype=np.int64)  # [N]
+    stamps = regular_stamps(pd.DatetimeIndex(firsts), lengths, data["freq"])  # [sum T_i]
+    ends = np.cumsum(lengths)
+    items = tuple(Series(item_id, stamps[end - len(x):end], x, seen)
+                  for item_id, x, seen, end in zip(data["item_ids"], values, observed, ends.tolist()))
+    return Panel(freq=data["freq"], layout=data["layout"], columns=tuple(data["targets"]), items=items)
 
 
 def _long_order(values: np.ndarray) -> np.ndarray:
