@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 from torch.utils.data import DataLoader
 
-from tsrec.training import EpochShuffleSampler, sharding
-from tsrec.training.sharding import GlobalBatchSampler, ShardSampler, shard_bounds
+from tsrec.config import TrainingConfig
+from tsrec.training import EpochShuffleSampler, make_trainer, plan_budget, sharding
+from tsrec.training.sharding import GlobalBatchSampler, ShardSampler, epoch_seed, shard_bounds
 
 
 def as_rank(monkeypatch, rank, size):
@@ -64,3 +65,13 @@ def test_shards_are_contiguous_unpadded_and_in_rank_order(monkeypatch):
 def test_gather_is_the_identity_in_one_process():
     part = np.arange(6.0).reshape(3, 2)
     assert sharding.gather(part) is part
+
+
+def test_each_rank_draws_its_own_randomness_and_rank_0_that_of_one_process():
+    assert epoch_seed(3, 1, rank=0) == epoch_seed(3, 1) != epoch_seed(3, 1, rank=1) != epoch_seed(3, 1, rank=2)
+
+
+def test_lightnings_padding_sampler_is_refused_with_the_reason():
+    with pytest.raises(ValueError, match=r"use_distributed_sampler=True is not supported: tsrec shards the windows"):
+        make_trainer(TrainingConfig(), "unused", budget=plan_budget(TrainingConfig(max_epochs=1), 10), validate=False,
+                     trainer_kwargs={"use_distributed_sampler": True})

@@ -663,15 +663,28 @@ class Forecaster:
         ``forecaster.json`` with the settings, data description, scaler and every file's SHA-256,
         and ``weights.pt``, tensors only; crash-safe and safe under concurrent saves and loads,
         never a partial pair). Returns ``path``. Under an initialized process group (DDP) rank 0
-        writes while the others wait for it, and every rank returns ``path``: all must call it."""
+        writes while the others wait for it, and every rank returns ``path``, or raises when rank 0
+        could not write it: all must call it."""
         self._require_fitted()
         from tsrec.training.sharding import world
 
         rank, size = world()
-        saved = self.fitted.save(path) if rank == 0 else Path(path)
-        if size > 1:
-            torch.distributed.barrier()
-        return saved
+        if size == 1:
+            return self.fitted.save(path)
+        error: Exception | None = None
+        if rank == 0:
+            try:
+                self.fitted.save(path)
+            except Exception as err:  # told to every rank before it is raised
+                error = err
+        told = [None if error is None else f"{type(error).__name__}: {error}"]
+        torch.distributed.broadcast_object_list(told, src=0)  # the others wait here for rank 0's save
+        if error is not None:
+            raise error
+        if told[0] is not None:
+            raise RuntimeError(f"process 0 could not save the model to {path} ({told[0]}); its traceback is in "
+                               "process 0's output")
+        return Path(path)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Forecaster:

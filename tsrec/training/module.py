@@ -75,6 +75,7 @@ class ForecastingModule(pl.LightningModule):
         self._compiled: Callable[[ForecastBatch], Tensor] | None = None  # see on_fit_start
         self.history: list[dict[str, float]] = []
         self._totals: dict[str, tuple[Tensor | float, int]] = {}
+        self._val_epoch = (0.0, 0)  # the epoch's validation checks' summed loss and windows, over all ranks
         self._epoch_started = 0.0
         self._epoch_lr = math.nan
 
@@ -82,32 +83,62 @@ class ForecastingModule(pl.LightningModule):
         total, count = self._totals.get(part, (0.0, 0))
         self._totals[part] = (total + loss.detach() * windows, count + windows)
 
-    def _mean(self, part: str) -> float:
-        """The mean loss over the ``part``'s windows of the epoch, over all ranks under DDP (every
-        rank calls it: a rank may have read no validation window)."""
+    def _summed(self, part: str) -> tuple[float, int]:
+        """The ``part``'s summed loss and window count since it was last read, over all ranks under
+        DDP (every rank calls it: a rank may have read no window)."""
         total, count = self._totals.pop(part, (0.0, 0))
         if world()[1] > 1:
             sums = self.trainer.strategy.reduce(torch.tensor([float(total), float(count)], dtype=torch.float64,
                                                              device=self.device), reduce_op="sum")
             total, count = float(sums[0]), int(sums[1])
-        return float(total) / count if count else math.nan
+        return float(total), count
+
+    def _rank_weight(self, batch: ForecastBatch) -> Tensor | float:
+        """1 in one process. Under DDP, which averages the ranks' gradients, ``W n_r / sum n`` for
+        this rank's ``n_r`` observed target entries among the global batch's ``sum n`` (``W`` ranks):
+        each rank's loss is the mean over its own entries, so the averaged gradient is then that of
+        the mean over every observed entry of the global batch, as one process computes it, however
+        the windows and missing values fall among the ranks."""
+        size = world()[1]
+        if size == 1:
+            return 1.0
+        observed = batch["future_observed"].sum(dtype=torch.float64)
+        total = self.trainer.strategy.reduce(observed.clone(), reduce_op="sum")
+        return (observed * size / total.clamp_min(1.0)).float()
 
     def on_train_epoch_start(self) -> None:
-        torch.manual_seed(epoch_seed(self.config.seed, self.current_epoch))
+        torch.manual_seed(epoch_seed(self.config.seed, self.current_epoch, rank=world()[0]))
         self._epoch_started = time.perf_counter()
         self._epoch_lr = self.trainer.optimizers[0].param_groups[0]["lr"]  # the scheduler steps before epoch end
 
     def on_train_epoch_end(self) -> None:
         trained = "train" in self._totals
+        (train_total, train_count), (val_total, val_count) = self._summed("train"), self._val_epoch
+        self._val_epoch = (0.0, 0)
         row = {
-            "epoch": self.current_epoch + 1, "train_loss": self._mean("train"), "val_loss": self._mean("val"),
+            "epoch": self.current_epoch + 1,
+            "train_loss": train_total / train_count if train_count else math.nan,
+            "val_loss": val_total / val_count if val_count else math.nan,
             "learning_rate": self._epoch_lr,
             "seconds": time.perf_counter() - self._epoch_started,
         }
         if trained:
             self._check_diverged(row["epoch"], row["train_loss"])
+            self.log("train_loss", row["train_loss"], prog_bar=True)
         self.history.append(row)
         self._log_gates()
+
+    def on_validation_epoch_end(self) -> None:
+        """Log ``val_loss``, which early stopping and :class:`RestoreBestWeights` watch: the check's
+        mean loss over all its windows, summed over the ranks here (a per-step log synced by
+        Lightning 2.6 is not exact under gloo: it averages the window counts in an integer tensor),
+        the same in every rank. Its sums join the epoch's ``history`` row."""
+        if self.trainer.sanity_checking:
+            return
+        total, count = self._summed("val")
+        epoch_total, epoch_count = self._val_epoch
+        self._val_epoch = (epoch_total + total, epoch_count + count)
+        self.log("val_loss", total / count if count else math.nan, prog_bar=True)
 
     def _log_gates(self) -> None:
         """Log every RSA layer's gate as ``gate/<attention>_<layer>[_h<head>]`` (once per epoch, in
@@ -160,16 +191,11 @@ class ForecastingModule(pl.LightningModule):
     def training_step(self, batch: ForecastBatch, batch_idx: int) -> Tensor:
         loss = self._loss(batch)
         self._accumulate("train", loss, batch["past_target"].shape[0])
-        self.log("train_loss", loss, on_step=False, on_epoch=True, prog_bar=True,
-                 batch_size=batch["past_target"].shape[0], sync_dist=True)
-        return loss
+        return loss * self._rank_weight(batch)
 
     def validation_step(self, batch: ForecastBatch, batch_idx: int) -> None:
-        loss = self._loss(batch)
         if not self.trainer.sanity_checking:
-            self._accumulate("val", loss, batch["past_target"].shape[0])
-        self.log("val_loss", loss, on_step=False, on_epoch=True, prog_bar=True,
-                 batch_size=batch["past_target"].shape[0], sync_dist=True)
+            self._accumulate("val", self._loss(batch), batch["past_target"].shape[0])
 
     def predict_step(self, batch: ForecastBatch, batch_idx: int, dataloader_idx: int = 0) -> Tensor:
         """The batch's scaled forecast, NaN for every channel of a window whose context holds no

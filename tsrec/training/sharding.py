@@ -28,10 +28,13 @@ __all__ = ["EpochShuffleSampler", "GlobalBatchSampler", "ShardSampler", "epoch_s
            "world"]
 
 
-def epoch_seed(seed: int, epoch: int) -> int:
-    """The seed of one epoch's randomness, a function of ``(seed, epoch)`` only; NumPy's
-    ``SeedSequence`` mixes the two, so neighbouring seeds or epochs give unrelated streams."""
-    return int(np.random.SeedSequence((seed, epoch)).generate_state(1)[0])
+def epoch_seed(seed: int, epoch: int, *, rank: int = 0) -> int:
+    """The seed of one epoch's randomness in process ``rank`` of a DDP run (0 in one process), a
+    function of ``(seed, epoch, rank)`` only; NumPy's ``SeedSequence`` mixes them, so neighbouring
+    seeds, epochs or ranks give unrelated streams (each rank draws its own dropout masks for its
+    part of a batch, as one process draws one per window)."""
+    entropy = (seed, epoch) if rank == 0 else (seed, epoch, rank)
+    return int(np.random.SeedSequence(entropy).generate_state(1)[0])
 
 
 #: Indices an :class:`EpochShuffleSampler` turns into Python ints at a time: their memory stays bounded

@@ -48,6 +48,10 @@ def make_trainer(config: TrainingConfig, output_dir: str | Path, *, budget: Budg
     :class:`InterruptRecorder` lets :func:`fit_or_raise` tell a Ctrl-C from other exits.
     """
     extra = dict(trainer_kwargs or {})
+    if extra.get("use_distributed_sampler", False):
+        raise ValueError("trainer_kwargs use_distributed_sampler=True is not supported: tsrec shards the windows "
+                         "among DDP processes itself (every window once, none repeated to pad a process's share; "
+                         "Lightning's DistributedSampler pads); leave use_distributed_sampler out")
     callbacks: list[pl.Callback] = [InterruptRecorder()]
     if validate:
         callbacks.append(RestoreBestWeights("val_loss"))
