@@ -2,6 +2,7 @@
 backtest exactly what one process does with the same model, for every trainable model family."""
 
 import dataclasses
+import io
 import json
 import os
 import subprocess
@@ -23,6 +24,7 @@ BACKTEST = dict(n_windows=5, stride=3, baselines=("naive", "seasonal_naive"), **
 
 SCRIPT = """
 import dataclasses, json, os, sys
+import pandas as pd
 sys.path.insert(0, {tests!r})
 from test_ddp import BACKTEST, COLUMNS, MODELS, frame, settings
 from tsrec import Forecaster
@@ -58,6 +60,8 @@ for name in MODELS:
                       "losses": f.training_summary.history[["train_loss", "val_loss"]].to_numpy().tolist(),
                       "logged_val_loss": float(f.trainer.callback_metrics["val_loss"]),
                       "forecast": f.predict()["mean"].tolist(), "windows": len(result.errors),
+                      "from_parquet": f.predict(os.path.join(out, "frame.parquet")).to_json(),
+                      "from_frame": f.predict(frame()).to_json(),
                       "summary": result.summary.value.tolist()}}
 blocked = os.path.join(out, "not_a_model")  # a folder of something else: rank 0's save refuses to replace it
 os.makedirs(blocked, exist_ok=True)
@@ -66,6 +70,12 @@ try:
     f.save(blocked)
 except Exception as err:
     results["save_error"] = f"{{type(err).__name__}}: {{err}}"
+short = frame()
+short = short[(short.id != "s4") | (short.ds > short.ds[short.id == "s4"].max() - pd.Timedelta(hours=10))]
+try:
+    f.predict(short)  # s4, too short to forecast, is among rank 1's series
+except Exception as err:
+    results["short_error"] = f"{{type(err).__name__}}: {{err}}"
 with open(os.path.join(out, f"rank{{rank}}.json"), "w") as fh:
     json.dump(results, fh)
 """
@@ -102,6 +112,7 @@ def ranks(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ddp")
     script = tmp / "ddp_run.py"
     script.write_text(textwrap.dedent(SCRIPT.format(tests=str(Path(__file__).parent), out=str(tmp))))
+    frame().to_parquet(tmp / "frame.parquet")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OMP_NUM_THREADS": "1"}
     done = subprocess.run([sys.executable, str(script)], cwd=tmp, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -133,6 +144,10 @@ def test_two_processes_read_every_window_once_and_score_as_one(ranks, name):
     result = backtest(single, frame(), **BACKTEST)
     for rank in (one, two):
         np.testing.assert_allclose(rank["forecast"], expected["mean"], rtol=1e-6, atol=1e-6)
+        for source in ("from_frame", "from_parquet"):  # each rank read and forecast its own series
+            got = pd.read_json(io.StringIO(rank[source]))
+            assert list(got.item_id) == list(expected.item_id) and (got.timestamp == expected.timestamp).all()
+            np.testing.assert_allclose(got["mean"], expected["mean"], rtol=1e-6, atol=1e-6)
         assert rank["windows"] == len(result.errors)
         np.testing.assert_allclose(rank["summary"], result.summary.value, rtol=1e-6, atol=1e-9)
 
@@ -154,6 +169,11 @@ def test_the_ranks_gradient_is_the_global_batchs_so_ddp_trains_as_one_process(ra
 def test_a_save_that_fails_in_process_0_raises_in_every_process(ranks):
     (first, second), _ = ranks
     assert first["save_error"].startswith("ValueError: ") and "not_a_model" in first["save_error"]
-    assert second["save_error"] == (f"RuntimeError: process 0 could not save the model to "
-                                    f"{Path(ranks[1]) / 'not_a_model'} ({first['save_error']}); its traceback is in "
-                                    "process 0's output")
+    assert second["save_error"] == f"RuntimeError: process 0 failed ({first['save_error']}); its traceback is in its output"
+
+
+@pytest.mark.slow
+def test_an_error_in_one_processs_series_is_raised_in_every_process(ranks):
+    (first, second), _ = ranks
+    assert second["short_error"].startswith("ValueError: ") and "'s4'" in second["short_error"]
+    assert first["short_error"] == f"RuntimeError: process 1 failed ({second['short_error']}); its traceback is in its output"

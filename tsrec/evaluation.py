@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -211,6 +212,10 @@ def backtest(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timest
             ets and theta cost one statsforecast fit per window and channel (AutoETS about 0.1 s
             on a few hundred steps): leave them out of long backtests with e.g.
             ``baselines=("naive", "seasonal_naive")``.
+
+    Under a process group (DDP, ``torchrun``) every rank must call it; without ``refit_every`` the
+    series of long data (``id_col``) are split among the ranks, each reading and scoring its own,
+    and every rank returns the whole result (``docs/scale.md``).
     """
     if stride is not None and (not isinstance(stride, int) or stride < 1):
         raise ValueError(f"stride must be a positive int, got {stride!r}")
@@ -226,8 +231,30 @@ def backtest(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timest
 
         raise NotFittedError("the forecaster is not fitted: fit it first, or pass refit_every=k to fit it on the data "
                            "before each block of k windows")
+    from tsrec.training.sharding import world
+
     levels = _levels(forecaster, quantiles)
     baselines = _check_baselines(baselines)
+    windows = functools.partial(_backtest_errors, forecaster, start=start, n_windows=n_windows, stride=stride,
+                                refit_every=refit_every, batch_size=batch_size, season_length=season_length,
+                                levels=levels, baselines=baselines, time_col=time_col, id_col=id_col,
+                                target_col=target_col)
+    if refit_every is None and id_col is not None and world()[1] > 1:  # DDP: each rank reads and scores its series
+        from tsrec.distributed.partitions import by_series
+
+        return _score_unrefitted(forecaster, by_series(df, id_col, lambda part: windows(part)[0]), baselines, levels)
+    errors, seasons, forecaster = windows(df)
+    return _result(errors, baselines, levels, seasons, _stats_notes(forecaster, forecaster.freq))
+
+
+def _backtest_errors(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timestamp | None,
+                     n_windows: int | None, stride: int | None, refit_every: int | None, batch_size: int | None,
+                     season_length: int | None, levels: tuple[float, ...], baselines: Sequence[str],
+                     time_col: str | None, id_col: str | None,
+                     target_col: str | None) -> tuple[pd.DataFrame, list[tuple[int, str]], Forecaster]:
+    """:func:`backtest`'s windows of ``df`` (its arguments checked, ``levels`` and ``baselines``
+    resolved): the errors, the seasonal naive baseline's season and note in each refit block, and
+    the last block's forecaster."""
     fitted = forecaster.covariates
     covariates = CovariateConfig() if fitted is None else fitted.config
     schema = Schema(time_col, id_col, target_col, covariates)
@@ -259,7 +286,7 @@ def backtest(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timest
         seasons.append(season_from_data(forecaster.data_facts, context))
         parts.append(_window_frame(panel, stacked, forecaster, result, rows, scale, seasons[-1][0],
                                    [b for b in baselines if b in STATS_BASELINES]))
-    return _result(pd.concat(parts, ignore_index=True), baselines, levels, seasons, _stats_notes(forecaster, panel.freq))
+    return pd.concat(parts, ignore_index=True), seasons, forecaster
 
 
 def score_backtest(forecaster: Forecaster, errors: pd.DataFrame) -> BacktestResult:
@@ -274,6 +301,12 @@ def score_backtest(forecaster: Forecaster, errors: pd.DataFrame) -> BacktestResu
     """
     baselines = tuple(b for b in BASELINES if f"y_{b}_scaled" in errors)
     levels = tuple(float(c[3:]) for c in errors.columns if c.startswith("y_q") and not c.endswith("_scaled"))
+    return _score_unrefitted(forecaster, errors, baselines, levels)
+
+
+def _score_unrefitted(forecaster: Forecaster, errors: pd.DataFrame, baselines: Sequence[str],
+                      levels: tuple[float, ...]) -> BacktestResult:
+    """The :class:`BacktestResult` of the fitted ``forecaster``'s backtest ``errors`` without refits."""
     seasons = [season_from_data(forecaster.data_facts, forecaster.context_length)]
     return _result(errors, baselines, levels, seasons, _stats_notes(forecaster, forecaster.freq))
 

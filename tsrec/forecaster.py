@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
 import math
 import os
@@ -492,8 +493,21 @@ class Forecaster:
         per level of ``quantiles`` (named as GluonTS's ``QuantileForecast`` keys: ``"0.1"``,
         ``"0.5"``, ...; never crossing) and, for a distribution, ``num_samples`` sample paths
         (``sample_0``, ...); the scaling is undone on every one of them.
+
+        Under a process group (DDP, ``torchrun``) every rank must call it; a long ``df`` is split
+        by series among the ranks, each reading and forecasting its own, and every rank returns
+        the whole forecast (``docs/scale.md``).
         """
         self._require_fitted()
+        from tsrec.training.sharding import world
+
+        id_col = self.fitted.schema.id_col
+        if df is not None and id_col is not None and world()[1] > 1:  # DDP: each rank reads and forecasts its series
+            from tsrec.distributed.partitions import by_series
+
+            return by_series(df, id_col, functools.partial(self.predict, future_covariates=future_covariates,
+                                                          quantiles=quantiles, num_samples=num_samples,
+                                                          batch_size=batch_size))
         if df is None:
             panel, values = self.panel, self.fitted.covariate_history
         else:
@@ -618,8 +632,9 @@ class Forecaster:
         Under an initialized process group (e.g. on every rank of a script that fitted with
         ``trainer_kwargs={"strategy": "ddp", ...}``, or started by ``torchrun``) each rank forecasts
         its contiguous share of the windows and every rank gets all of them back, in order
-        (:mod:`tsrec.training.sharding`): ``predict`` and ``backtest`` return on every rank what one
-        process returns, and every rank must call them together."""
+        (:mod:`tsrec.training.sharding`; ``predict`` and ``backtest`` of long data split the series
+        among the ranks before this, :func:`tsrec.distributed.partitions.by_series`): every rank
+        gets what one process returns, and every rank must call it."""
         self._require_fitted()
         from tsrec.training import ForecastingModule, make_predict_trainer, predict_batches, predict_device, \
             quiet_lightning
@@ -666,24 +681,10 @@ class Forecaster:
         writes while the others wait for it, and every rank returns ``path``, or raises when rank 0
         could not write it: all must call it."""
         self._require_fitted()
-        from tsrec.training.sharding import world
+        from tsrec.training.sharding import gather_parts, world
 
-        rank, size = world()
-        if size == 1:
-            return self.fitted.save(path)
-        error: Exception | None = None
-        if rank == 0:
-            try:
-                self.fitted.save(path)
-            except Exception as err:  # told to every rank before it is raised
-                error = err
-        told = [None if error is None else f"{type(error).__name__}: {error}"]
-        torch.distributed.broadcast_object_list(told, src=0)  # the others wait here for rank 0's save
-        if error is not None:
-            raise error
-        if told[0] is not None:
-            raise RuntimeError(f"process 0 could not save the model to {path} ({told[0]}); its traceback is in "
-                               "process 0's output")
+        rank = world()[0]
+        gather_parts(lambda: self.fitted.save(path) if rank == 0 else None)  # the others wait for rank 0's save
         return Path(path)
 
     @classmethod

@@ -7,13 +7,16 @@ saved model once per process (:func:`load_model`), and returns the forecasts
 parts' forecasts concatenated are one ``Forecaster.predict`` of all the series, and their errors,
 scored by :func:`tsrec.evaluation.score_backtest`, one ``backtest``: every series is forecast
 from its own rows with the same weights and scaler row, whichever worker holds it.
+
+Under a ``torch.distributed`` process group (DDP) ``Forecaster.predict`` and
+``tsrec.evaluation.backtest`` split the series the same way among the ranks (:func:`by_series`).
 """
 
 from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +26,8 @@ import pandas as pd
 from tsrec.data.schema import Source
 from tsrec.forecaster import Forecaster
 
-__all__ = ["backtest_part", "check_backtest", "id_column", "load_model", "part_frame", "predict_part", "split_ids"]
+__all__ = ["backtest_part", "by_series", "check_backtest", "id_column", "load_model", "part_frame", "predict_part",
+           "split_ids"]
 
 _MODELS: dict[tuple[str, int, int], Forecaster] = {}
 
@@ -105,3 +109,26 @@ def check_backtest(backtest: Mapping[str, Any]) -> None:
     if fixed := sorted(set(backtest) & {"time_col", "id_col", "target_col"}):
         raise ValueError(f"{fixed} are the saved model's columns (its schema names them): leave them out")
     inspect.signature(run).bind(None, None, **backtest)
+
+
+def by_series(source: Source, id_col: Hashable, compute: Callable[[Source], pd.DataFrame]) -> pd.DataFrame:
+    """``compute`` of every rank's run of the series of ``source`` (:func:`split_ids` among the
+    ranks of the process group; :func:`part_frame`: from Parquet a rank reads its series' rows
+    alone), concatenated in rank order (the series' order as text) on every rank
+    (:func:`tsrec.training.sharding.gather_parts`: each rank computes alone, and an error in one is
+    raised in all). A rank left without series (fewer series than ranks) computes nothing. A
+    DataFrame without ``id_col`` is given to ``compute`` whole (in every rank), which names the
+    problem. Every rank must call it."""
+    from tsrec.data.parquet import series_ids
+    from tsrec.training.sharding import gather_parts, world
+
+    if isinstance(source, pd.DataFrame) and id_col not in source.columns:
+        return compute(source)
+    rank, size = world()
+
+    def share() -> pd.DataFrame | None:
+        ids = source[id_col] if isinstance(source, pd.DataFrame) else series_ids(source, id_col)
+        runs = split_ids(ids, size)
+        return compute(part_frame(source, id_col, runs[rank])) if rank < len(runs) else None
+
+    return pd.concat([part for part in gather_parts(share) if part is not None], ignore_index=True)

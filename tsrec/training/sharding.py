@@ -10,7 +10,9 @@ tsrec shards the windows itself (the trainer runs with ``use_distributed_sampler
   ranks, so every window is read once per epoch, every rank runs the same number of steps, and
   DDP's gradient average is that of the global batch;
 - evaluation and prediction (:class:`ShardSampler`): each rank a contiguous run of the windows, the
-  runs in rank order, without padding; :func:`gather` puts the ranks' outputs back in window order.
+  runs in rank order, without padding; :func:`gather` puts the ranks' outputs back in window order;
+- prediction and backtests of many series (:func:`gather_parts`): each rank reads, forecasts and
+  scores its own run of the series alone, and the ranks' results are gathered in rank order.
 
 The rank and world size are read when a loader is iterated (:func:`world`): in the process that
 starts a DDP run, the process group only exists once ``Trainer.fit`` has started the others.
@@ -18,14 +20,20 @@ starts a DDP run, the process group only exists once ``Trainer.fit`` has started
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+import contextvars
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 import numpy as np
 import torch
 from torch.utils.data import Sampler
 
-__all__ = ["EpochShuffleSampler", "GlobalBatchSampler", "ShardSampler", "epoch_seed", "gather", "shard_bounds",
-           "world"]
+__all__ = ["EpochShuffleSampler", "GlobalBatchSampler", "ShardSampler", "alone", "epoch_seed", "gather", "gather_parts",
+           "shard_bounds", "world"]
+
+T = TypeVar("T")
+_ALONE = contextvars.ContextVar("tsrec_alone", default=False)
 
 
 def epoch_seed(seed: int, epoch: int, *, rank: int = 0) -> int:
@@ -73,10 +81,46 @@ class EpochShuffleSampler(Sampler[int]):
 
 
 def world() -> tuple[int, int]:
-    """``(rank, world size)`` of the initialized default process group, else ``(0, 1)``."""
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
+    """``(rank, world size)`` of the initialized default process group, else ``(0, 1)``; ``(0, 1)``
+    inside :func:`alone`."""
+    if not _ALONE.get() and torch.distributed.is_available() and torch.distributed.is_initialized():
         return torch.distributed.get_rank(), torch.distributed.get_world_size()
     return 0, 1
+
+
+@contextlib.contextmanager
+def alone() -> Iterator[None]:
+    """Within the block this process works as a world of one (:func:`world` is ``(0, 1)``): on its
+    own part of a job split among the ranks, with no collective call."""
+    token = _ALONE.set(True)
+    try:
+        yield
+    finally:
+        _ALONE.reset(token)
+
+
+def gather_parts(compute: Callable[[], T]) -> list[T]:
+    """Every rank's ``compute()``, run :func:`alone`, in rank order on every rank (``[compute()]`` in
+    one process). An exception in any rank is raised in every rank, so that none waits for the
+    others forever: its own in the rank that raised it, a ``RuntimeError`` naming that rank and
+    quoting it in the others. Every rank must call it."""
+    rank, size = world()
+    if size == 1:
+        return [compute()]
+    result, error = None, None
+    try:
+        with alone():
+            result = compute()
+    except Exception as err:  # told to every rank before it is raised
+        error = err
+    parts: list[tuple[T | None, str | None] | None] = [None] * size
+    torch.distributed.all_gather_object(parts, (result, None if error is None else f"{type(error).__name__}: {error}"))
+    if error is not None:
+        raise error
+    failed = [(r, part[1]) for r, part in enumerate(parts) if part is not None and part[1] is not None]
+    if failed:
+        raise RuntimeError(f"process {failed[0][0]} failed ({failed[0][1]}); its traceback is in its output")
+    return [part[0] for part in parts]  # type: ignore[index]
 
 
 def shard_bounds(length: int, rank: int, size: int) -> tuple[int, int]:
