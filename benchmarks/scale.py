@@ -21,9 +21,11 @@ case by one process (20 steps), so every path forecasts with the same weights.
 
 Peak memory per worker: the largest peak resident size (``VmHWM``) of any process of the path
 (the process itself, its DDP ranks, Ray's workers, Spark's Python workers), polled every 0.2 s.
-Writes ``scale.csv`` and ``scale.md`` after every cell, keeping the rows of cells not run again
-(the command line in ``scale.md`` is the last run's); the speed-up of a path is the one-process
-wall time over its own, per stage and case.
+Every cell runs ``--repeats`` times, the paths interleaved within each repeat (the machines are
+shared: a load that comes and goes falls on every path). Writes ``scale.csv`` (one row per run)
+and ``scale.md`` after every run, keeping the rows of cells not run again (the command line in
+``scale.md`` is the last run's); per cell the median wall seconds and their range, and the
+speed-up of a path: the one-process median over its own, per stage and case.
 """
 
 from __future__ import annotations
@@ -265,19 +267,21 @@ def fit_model(case: str, data: Path, folder: Path) -> Path:
 
 def render(rows: list[dict], header: str) -> str:
     frame = pd.DataFrame(rows)
+    lines = [header, ""]
+    done = frame[frame["seconds"].notna()] if "seconds" in frame else frame.iloc[:0]
+    if not done.empty:
+        cells = done.groupby(["case", "stage", "path"], sort=False).agg(
+            runs=("seconds", "size"), median_seconds=("seconds", "median"), min_seconds=("seconds", "min"),
+            max_seconds=("seconds", "max"), windows_per_second=("windows_per_second", "median"),
+            peak_mib_per_worker=("peak_mib_per_worker", "max")).reset_index()
+        one = cells[cells.path == "one"].set_index(["case", "stage"])["median_seconds"]
+        cells["speedup"] = [one.get((r.case, r.stage), float("nan")) / r.median_seconds for r in cells.itertuples()]
+        lines += ["Per cell: the median wall seconds of its runs and their range, windows per second (fit: "
+                  "training windows; predict: series; backtest: series x origins) at the median, the largest "
+                  "peak resident MiB of any process, and the speed-up (one process's median over the path's):", "",
+                  markdown_table(cells, floatfmt=".2f"), ""]
     shown = frame.drop(columns=[c for c in ("command", "commit", "date") if c in frame])
-    lines = [header, "", "Wall seconds per cell, windows per second (fit: training windows; predict: series; "
-             "backtest: series x origins), peak resident MiB of the largest process:", "",
-             markdown_table(shown, floatfmt=".2f"), ""]
-    done = frame[frame.get("seconds", pd.Series(dtype=float)).notna()] if "seconds" in frame else frame.iloc[:0]
-    one = done[done.path == "one"].set_index(["case", "stage"])["seconds"]
-    others = done[done.path != "one"]
-    if not one.empty and not others.empty:
-        speed = others.assign(speedup=[one.get((r.case, r.stage), float("nan")) / r.seconds
-                                       for r in others.itertuples()])
-        lines += ["Speed-up over one process (its wall seconds over the path's):", "",
-                  markdown_table(speed.pivot_table(index=["case", "stage"], columns="path", values="speedup")
-                                 .reset_index(), floatfmt=".2f"), ""]
+    lines += ["Every run:", "", markdown_table(shown, floatfmt=".2f"), ""]
     return "\n".join(lines)
 
 
@@ -289,6 +293,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--train-max", type=int, default=10_000, help="fit only cases of at most this many series")
     parser.add_argument("--batch", type=int, default=1024)
     parser.add_argument("--origins", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=3, help="runs of every cell, the paths interleaved")
     parser.add_argument("--timeout", type=int, default=3600, help="seconds before a cell counts as failed")
     parser.add_argument("--data-dir", type=Path, default=Path(tempfile.gettempdir()) / "tsrec-scale")
     parser.add_argument("--out-dir", type=Path, default=ROOT / "benchmarks" / "results")
@@ -307,20 +312,23 @@ def main(argv: list[str] | None = None) -> None:
     ])
     args.out_dir.mkdir(parents=True, exist_ok=True)
     csv = args.out_dir / "scale.csv"
-    rows: list[dict] = pd.read_csv(csv).to_dict("records") if csv.exists() else []  # a cell run again replaces its row
+    rows: list[dict] = pd.read_csv(csv).to_dict("records") if csv.exists() else []
+    rerun = {(case, path, stage) for case in args.cases for path in args.paths for stage in args.stages}
+    rows = [r for r in rows if (r["case"], r["path"], r["stage"]) not in rerun]  # a cell run again replaces its rows
     for case in args.cases:
         data = write_data(case, args.data_dir)
         model = fit_model(case, data, args.data_dir)
-        for stage in args.stages:
-            if stage == "fit" and int(case.split("x")[0]) > args.train_max:
-                continue
-            for path in args.paths:
-                row = {**measure(path, stage, case, data, model, args), "command": command, "commit": git_commit(),
-                       "date": now()}
-                rows = [r for r in rows if (r["case"], r["path"], r["stage"]) != (case, path, stage)] + [row]
-                print(json.dumps(row), flush=True)
-                pd.DataFrame(rows).to_csv(csv, index=False)
-                (args.out_dir / "scale.md").write_text(render(rows, header) + "\n")
+        for repeat in range(1, args.repeats + 1):
+            for stage in args.stages:
+                if stage == "fit" and int(case.split("x")[0]) > args.train_max:
+                    continue
+                for path in args.paths:
+                    row = {**measure(path, stage, case, data, model, args), "repeat": repeat, "command": command,
+                           "commit": git_commit(), "date": now()}
+                    rows.append(row)
+                    print(json.dumps(row), flush=True)
+                    pd.DataFrame(rows).to_csv(csv, index=False)
+                    (args.out_dir / "scale.md").write_text(render(rows, header) + "\n")
 
 
 if __name__ == "__main__":

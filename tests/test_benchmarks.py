@@ -691,3 +691,15 @@ def test_rows_from_before_the_train_fraction_column_are_runs_on_all_the_training
     assert old["train_fraction"] == "" and run.run_key(old)[-2:] == (96, 1.0)
     assert run.run_key(new)[-2:] == (96, 0.05)
     assert run.run_key({**old, "train_fraction": "1.0"}) == run.run_key(old)  # what a new run of it would write
+
+
+def test_scale_results_give_each_cells_median_range_and_the_speedup_of_medians():
+    from benchmarks.scale import render
+
+    runs = {"one": (4.0, 2.0, 3.0), "ddp": (2.0, 1.0, 6.0)}
+    rows = [dict(case="c", series=10, path=path, stage="predict", workers=1 + (path == "ddp"), seconds=s,
+                 windows_per_second=10 / s, peak_mib_per_worker=100.0 + k, repeat=k + 1, command="x", commit="y",
+                 date="z") for path, seconds in runs.items() for k, s in enumerate(seconds)]
+    text = render(rows, "# header")
+    assert "| c | predict | one | 3 | 3.00 | 2.00 | 4.00 | 3.33 | 102.00 | 1.00 |" in text
+    assert "| c | predict | ddp | 3 | 2.00 | 1.00 | 6.00 | 5.00 | 102.00 | 1.50 |" in text
