@@ -46,8 +46,10 @@ def cosine_lr_factor(step: int, steps: int) -> float:
 class ForecastingModule(pl.LightningModule):
     """Trains a :class:`~tsrec.models.base.ForecastModel` on window batches.
 
-    Batches are :class:`~tsrec.batch.ForecastBatch` dicts. Logs ``train_loss``, ``val_loss`` and,
-    for RSA models, each layer's gate at the end of every training epoch as ``gate/<name>``.
+    Batches are :class:`~tsrec.batch.ForecastBatch` dicts. Logs ``val_loss`` at the end of every
+    validation check (its mean over the check's windows), and ``train_loss`` and, for RSA models,
+    each layer's gate at the end of every training epoch as ``gate/<name>``; under DDP the losses
+    are summed over the ranks by the module itself, so every rank logs the exact mean.
     ``predict_step`` returns the scaled forecast ``[B, H, C]`` of a batch, on the trainer's device.
     With ``config.compile`` the training and validation steps run the network compiled by
     ``torch.compile``; ``predict_step`` runs it as it is.
