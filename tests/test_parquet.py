@@ -314,3 +314,18 @@ def test_parquet_sources_are_refused_where_a_frame_is_cut(tmp_path):
         backtest(Forecaster("naive", prediction_length=6), path, refit_every=1, **COLUMNS)
     with pytest.raises(TypeError, match="expected a pandas DataFrame, or long Parquet data"):
         Forecaster("naive", prediction_length=6).fit(np.zeros(3), **COLUMNS)
+
+
+def test_some_series_of_parquet_data_read_as_those_series_of_the_frame(tmp_path):
+    from tsrec.data.schema import ParquetSeries, Schema
+
+    df = long_frame(n_series=12)
+    paths = split_into_files(df, tmp_path / "parts")
+    some = ("s3", "s10", "s7")
+    assert_same(read(paths, df, ids=some, chunk_series=2), expected(df[df.id.isin(some)]))
+    schema = Schema(**COLUMNS, covariates=COVARIATES)
+    got = schema.read(ParquetSeries(paths, some), categorical=categorical_statics(df, COVARIATES), freq=None,
+                      gaps="raise", last=5)
+    want = schema.read(df[df.id.isin(some)], categorical=categorical_statics(df, COVARIATES), freq=None,
+                       gaps="raise", last=5)
+    assert_same(got, want)

@@ -69,6 +69,7 @@ def read_parquet(
     target_col: Any,
     chunk_series: int = 2_000,
     last: int | None = None,
+    ids: Sequence[Any] | None = None,
 ) -> tuple[Panel, CovariateValues]:
     """Long Parquet data as a panel of its targets and its covariates on the panel's grids.
 
@@ -85,6 +86,7 @@ def read_parquet(
                   and an index pandas saved.
     chunk_series: the most series whose rows are in memory at once.
     last:         read each series' ``last`` latest rows alone (None: all of them).
+    ids:          read these series alone (ids of ``id_col`` the data hold; None: every series).
 
     Returns the :class:`~tsrec.data.frame.Panel` (layout ``"long"``, ``N`` items sorted by id as
     text, item ``i`` with ``T_i`` steps) and the :class:`~tsrec.data.covariates.CovariateValues`
@@ -109,8 +111,9 @@ def read_parquet(
                                             target_col=target_col)
     columns = list(dict.fromkeys([id_col, time_col, target_col, *config.columns]))
     parts = []
-    for ids in _chunks(_distinct_ids(dataset, id_col), id_col, chunk_series):
-        rows = _rows(dataset, columns, id_col, ids)
+    wanted = _distinct_ids(dataset, id_col) if ids is None else _id_array(dataset, id_col, ids)
+    for chunk in _chunks(wanted, id_col, chunk_series):
+        rows = _rows(dataset, columns, id_col, chunk)
         read = functools.partial(read_frame, rows, config, categorical, gaps=gaps, time_col=time_col, id_col=id_col,
                                  target_col=target_col, last=last)
         parts.append(read(freq=freq) if freq is not None or not parts else _inferred_alike(read, parts[0][0]))
@@ -127,10 +130,15 @@ def read_series(source: PathLike | Sequence[PathLike], id_col: Hashable, ids: Se
     """Every column of the rows of the series ``ids`` of the Parquet data ``source``, as one long
     frame (Parquet skips the row groups outside the ids' range: data written sorted by id are read
     about once by all the workers together)."""
+    dataset = _dataset(source)
+    return _rows(dataset, dataset.schema.names, id_col, _id_array(dataset, id_col, ids))
+
+
+def _id_array(dataset: ds.Dataset, id_col: Hashable, ids: Sequence[Any]) -> pa.Array:
+    """``ids`` as an array of ``id_col``'s type in ``dataset``."""
     import pyarrow as pa
 
-    dataset = _dataset(source)
-    return _rows(dataset, dataset.schema.names, id_col, pa.array(list(ids), type=dataset.schema.field(id_col).type))
+    return pa.array(list(ids), type=dataset.schema.field(id_col).type)
 
 
 def _dataset(source: PathLike | Sequence[PathLike]) -> ds.Dataset:

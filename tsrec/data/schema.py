@@ -20,10 +20,22 @@ from tsrec.config import CovariateConfig
 from tsrec.data.covariates import CovariateValues, categorical_statics, read_frame
 from tsrec.data.frame import Panel
 
-__all__ = ["Schema", "Source", "is_parquet"]
+__all__ = ["ParquetSeries", "Schema", "Source", "is_parquet"]
 
-#: What a read takes: a frame, or long Parquet data (a file, a folder of files, a list of files).
-Source = pd.DataFrame | str | os.PathLike | Sequence[str | os.PathLike]
+
+@dataclass(frozen=True)
+class ParquetSeries:
+    """The series ``ids`` of long Parquet data ``files`` (a file, a folder of files or a list of
+    files): one process's part of the series, of which only the rows are read (a chunk of series
+    at a time, as for all of them)."""
+
+    files: str | os.PathLike | Sequence[str | os.PathLike]
+    ids: tuple[Any, ...]
+
+
+#: What a read takes: a frame, or long Parquet data (a file, a folder of files, a list of files, or
+#: some of its series).
+Source = pd.DataFrame | str | os.PathLike | Sequence[str | os.PathLike] | ParquetSeries
 
 
 @dataclass(frozen=True)
@@ -59,6 +71,8 @@ class Schema:
             return read_frame(source, self.covariates, categorical, **options)
         from tsrec.data.parquet import read_parquet
 
+        if isinstance(source, ParquetSeries):
+            return read_parquet(_parquet(source.files), self.covariates, categorical, ids=source.ids, **options)
         return read_parquet(_parquet(source), self.covariates, categorical, **options)
 
     def require_layout(self, df: pd.DataFrame, targets: Sequence[str]) -> None:
@@ -135,8 +149,9 @@ class Schema:
 
 
 def is_parquet(source: object) -> bool:
-    """Whether ``source`` names Parquet data (a path, or a non-empty list of paths) rather than a frame."""
-    if isinstance(source, (str, os.PathLike)):
+    """Whether ``source`` names Parquet data (a path, a non-empty list of paths, or
+    :class:`ParquetSeries`) rather than a frame."""
+    if isinstance(source, (str, os.PathLike, ParquetSeries)):
         return True
     return isinstance(source, (list, tuple)) and bool(source) and all(isinstance(p, (str, os.PathLike)) for p in source)
 

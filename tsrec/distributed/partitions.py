@@ -113,13 +113,14 @@ def check_backtest(backtest: Mapping[str, Any]) -> None:
 
 def by_series(source: Source, id_col: Hashable, compute: Callable[[Source], pd.DataFrame]) -> pd.DataFrame:
     """``compute`` of every rank's run of the series of ``source`` (:func:`split_ids` among the
-    ranks of the process group; :func:`part_frame`: from Parquet a rank reads its series' rows
-    alone), concatenated in rank order (the series' order as text) on every rank
+    ranks of the process group; a frame's rows of those series, or from Parquet a
+    :class:`~tsrec.data.schema.ParquetSeries` of them, whose rows alone are read), concatenated in rank order (the series' order as text) on every rank
     (:func:`tsrec.training.sharding.gather_parts`: each rank computes alone, and an error in one is
     raised in all). A rank left without series (fewer series than ranks) computes nothing. A
     DataFrame without ``id_col`` is given to ``compute`` whole (in every rank), which names the
     problem. Every rank must call it."""
     from tsrec.data.parquet import series_ids
+    from tsrec.data.schema import ParquetSeries
     from tsrec.training.sharding import gather_parts, world
 
     if isinstance(source, pd.DataFrame) and id_col not in source.columns:
@@ -127,8 +128,10 @@ def by_series(source: Source, id_col: Hashable, compute: Callable[[Source], pd.D
     rank, size = world()
 
     def share() -> pd.DataFrame | None:
-        ids = source[id_col] if isinstance(source, pd.DataFrame) else series_ids(source, id_col)
-        runs = split_ids(ids, size)
-        return compute(part_frame(source, id_col, runs[rank])) if rank < len(runs) else None
+        frame = isinstance(source, pd.DataFrame)
+        runs = split_ids(source[id_col] if frame else series_ids(source, id_col), size)
+        if rank >= len(runs):
+            return None
+        return compute(part_frame(source, id_col, runs[rank]) if frame else ParquetSeries(source, tuple(runs[rank])))
 
     return pd.concat([part for part in gather_parts(share) if part is not None], ignore_index=True)
