@@ -25,6 +25,7 @@ BACKTEST = dict(n_windows=5, stride=3, baselines=("naive", "seasonal_naive"), **
 SCRIPT = """
 import dataclasses, json, os, sys
 import pandas as pd
+import torch
 sys.path.insert(0, {tests!r})
 from test_ddp import BACKTEST, COLUMNS, MODELS, frame, settings
 from tsrec import Forecaster
@@ -78,6 +79,7 @@ except Exception as err:
     results["short_error"] = f"{{type(err).__name__}}: {{err}}"
 with open(os.path.join(out, f"rank{{rank}}.json"), "w") as fh:
     json.dump(results, fh)
+torch.distributed.destroy_process_group()  # before exit: a group left to the interpreter's exit may abort it
 """
 
 
