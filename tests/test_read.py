@@ -160,3 +160,23 @@ def test_statistics_and_scaling_in_blocks_of_series_equal_one_pass(monkeypatch):
     name = panel.items[7].item_id
     with pytest.raises(ValueError, match=rf"item '{name}' \(column 'y'\) at {panel.items[7].index[4]}: the value 1e\+300"):
         stored_panel(panel, blocked, None, steps)
+
+
+@pytest.mark.parametrize(("freq", "tz"), [("h", None), ("15min", "Europe/Berlin"), ("MS", None)])
+def test_stamps_and_tails_of_items_on_shared_grids_are_each_items_own_steps(freq, tz):
+    """A panel's items share one grid (no index sliced per item): its stamps, and those of its tail
+    and of a panel joined from two (two grids), are each item's own timestamps laid end to end."""
+    import dataclasses
+
+    first, second = (canonicalize(_items(np.random.default_rng(seed), freq, tz), time_col="time", id_col="id",
+                                  target_col="y") for seed in (7, 8))
+    joined = dataclasses.replace(first, items=first.items + second.items)  # items on two grids
+    for panel in (first, joined, first.tail(33), joined.tail(33)):
+        own = [s.index for s in panel.items]
+        assert panel.stamps.equals(own[0].append(own[1:]).as_unit("ns"))
+        assert str(panel.stamps.tz) == str(tz) and panel.stamps.unit == "ns"
+    tail = joined.tail(33)
+    for item, cut in zip(joined.items, tail.items):
+        assert cut.index.equals(item.index[-33:]) and len(cut) == min(len(item), 33)
+        np.testing.assert_array_equal(cut.values, item.values[-33:])
+    assert tail.tail(33) is tail and len({id(s.grid) for s in tail.items}) == 1  # one new grid of the kept steps

@@ -138,8 +138,9 @@ def test_any_edit_of_the_json_is_refused_by_its_checksum(fitted, tmp_path, edit)
     (edit_n_channels, r"revin\.weight is \[2\] in weights\.pt but \[3\] in the network"),
     (lambda meta: meta["data"].update(calendar="iso"), "forecaster.json has entries this tsrec does not know: "
                                                        "data.calendar"),
+    (lambda meta: meta["scaler"].update(clip=3.0), "forecaster.json has entries this tsrec does not know: scaler.clip"),
 ], ids=["prediction_length", "freq", "user_prediction_length", "scaler_rows", "model",
-                                "n_channels", "unknown_entry"])
+                                "n_channels", "unknown_entry", "unknown_scaler_entry"])
 def test_an_edit_with_a_recomputed_checksum_is_refused_where_the_json_contradicts_the_weights(
         fitted, tmp_path, edit, message):
     path = fitted.save(tmp_path / "m")

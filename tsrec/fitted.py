@@ -31,6 +31,7 @@ from tsrec import __version__, _saving
 from tsrec._saving import ConcurrentSaveError
 from tsrec.config import DataFacts
 from tsrec.data import CovariateEncoder, CovariateValues, Panel, Series, StandardScaler, forecast_frame
+from tsrec.data.frame import split_at
 from tsrec.data.schema import Schema
 from tsrec.data.time_features import data_facts, regular_stamps
 from tsrec.datasets.loading import sha256_of
@@ -184,9 +185,15 @@ class FittedState:
             "history_covariates": torch.from_numpy(np.concatenate(self.covariate_history.dynamic)),
         }
 
-    def _content(self) -> dict[str, Any]:
-        """What ``forecaster.json`` describes of the state (all but its header, see :meth:`save`)."""
+    def _content(self, *, per_series: bool = True) -> dict[str, Any]:
+        """What ``forecaster.json`` describes of the state (all but its header, see :meth:`save`).
+        ``per_series=False``: the same keys with every per-series list (ids, starts, scaler rows,
+        static covariates) empty, what :meth:`load` checks a file's keys against (at no cost per series)."""
         tz = self.history.items[0].index.tz
+        rows = slice(None) if per_series else slice(0)  # every series, or none
+        items, static = self.history.items[rows], self.covariate_history
+        scaler = dataclasses.replace(self.scaler, **{name: getattr(self.scaler, name)[rows]
+                                                     for name in ("loc", "scale", "low", "high")})
         return {
             "settings": self.settings.to_dict(),
             "resolved_settings": self.resolved.to_dict(),
@@ -197,14 +204,14 @@ class FittedState:
                 "freq": self.history.freq,
                 "layout": self.history.layout,
                 "targets": list(self.history.columns),
-                "item_ids": list(self.history.item_ids),
-                "starts": [s.index[0].isoformat() for s in self.history.items],
+                "item_ids": [s.item_id for s in items],
+                "starts": [s.index[0].isoformat() for s in items],
                 "tz": None if tz is None else str(tz),
             },
-            "scaler": self.scaler.to_dict(),
+            "scaler": scaler.to_dict(),
             "covariates": {"encoder": self.covariates.to_dict(),
-                           "static_real": self.covariate_history.static_real.tolist(),
-                           "static_cat": self.covariate_history.static_cat.tolist()},
+                           "static_real": static.static_real[rows].tolist(),
+                           "static_cat": static.static_cat[rows].tolist()},
         }
 
     @classmethod
@@ -257,7 +264,7 @@ class FittedState:
         problems = _inconsistencies(state)
         if problems:
             raise _Inconsistent(f"{CONFIG_FILE} contradicts itself or {WEIGHTS_FILE}: {'; '.join(problems)}")
-        unknown = _unknown_keys({k: v for k, v in meta.items() if k not in HEADER}, state._content())
+        unknown = _unknown_keys({k: v for k, v in meta.items() if k not in HEADER}, state._content(per_series=False))
         if unknown:
             raise _Inconsistent(f"{CONFIG_FILE} has entries this tsrec does not know: {', '.join(unknown)}")
         return state
@@ -349,8 +356,7 @@ def _series_arrays(tensors: dict[str, Any], *keys: str) -> list[list[np.ndarray]
         if isinstance(saved, list):
             arrays.append([part.numpy() for part in saved])
         else:
-            cuts = np.cumsum(tensors["history_lengths"].numpy())[:-1]
-            arrays.append(np.split(saved.numpy(), cuts))
+            arrays.append(list(split_at(saved.numpy(), np.r_[0, np.cumsum(tensors["history_lengths"].numpy())])))
     return arrays
 
 
@@ -362,9 +368,9 @@ def _history(data: dict[str, Any], values: Sequence[np.ndarray], observed: Seque
         firsts = firsts.tz_convert(data["tz"])
     lengths = np.array([len(x) for x in values], dtype=np.int64)  # [N]
     stamps = regular_stamps(pd.DatetimeIndex(firsts), lengths, data["freq"])  # [sum T_i]
-    ends = np.cumsum(lengths)
-    items = tuple(Series(item_id, stamps[end - len(x):end], x, seen)
-                  for item_id, x, seen, end in zip(data["item_ids"], values, observed, ends.tolist()))
+    starts = np.r_[0, np.cumsum(lengths)[:-1]]
+    items = tuple(Series(item_id, stamps, x, seen, start)
+                  for item_id, x, seen, start in zip(data["item_ids"], values, observed, starts.tolist()))
     return Panel(freq=data["freq"], layout=data["layout"], columns=tuple(data["targets"]), items=items)
 
 
