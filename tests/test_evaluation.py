@@ -296,8 +296,11 @@ OLD_RESULTS = {
 }
 
 
+@pytest.mark.parametrize("chunk", [None, 5], ids=["one_chunk", "chunks_of_5_windows"])
 @pytest.mark.parametrize("case", [long_backtest, wide_backtest], ids=["long", "wide"])
-def test_backtest_reproduces_the_per_window_implementation(case):
+def test_backtest_reproduces_the_per_window_implementation(case, chunk, monkeypatch):
+    if chunk is not None:  # the windows' values gathered a few windows at a time
+        monkeypatch.setattr("tsrec.evaluation.WINDOW_CHUNK", chunk)
     result = case()
     expected = OLD_RESULTS[case.__name__.removesuffix("_backtest")]
     np.testing.assert_allclose(result.summary.value, expected["summary"], rtol=1e-6)

@@ -12,8 +12,9 @@ import pandas as pd
 from tsrec import metrics
 from tsrec.config import CovariateConfig
 from tsrec.data import Panel, WindowDataset, seasonality
+from tsrec.data.frame import block_frame
 from tsrec.data.schema import Schema, Source, is_parquet
-from tsrec.data.scaling import StandardScaler
+from tsrec.data.scaling import StandardScaler, item_blocks
 from tsrec.fitted import ForecastResult
 from tsrec.forecaster import Forecaster
 from tsrec.models.base import DEFAULT_QUANTILE_LEVELS
@@ -286,7 +287,8 @@ def _backtest_errors(forecaster: Forecaster, df: Source, *, start: int | str | p
         seasons.append(season_from_data(forecaster.data_facts, context))
         parts.append(_window_frame(panel, stacked, forecaster, result, rows, scale, seasons[-1][0],
                                    [b for b in baselines if b in STATS_BASELINES]))
-    return pd.concat(parts, ignore_index=True), seasons, forecaster
+    errors = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)  # one block: no copy
+    return errors, seasons, forecaster
 
 
 def score_backtest(forecaster: Forecaster, errors: pd.DataFrame) -> BacktestResult:
@@ -458,50 +460,71 @@ def _levels(forecaster: Forecaster, quantiles: Sequence[float] | None) -> tuple[
     return DEFAULT_QUANTILE_LEVELS
 
 
+#: Windows whose context and truth :func:`_window_frame` gathers at a time: its temporaries stay
+#: bounded (tens of MB) however many windows a backtest scores.
+WINDOW_CHUNK = 2**15
+
+
 def _window_frame(panel: Panel, stacked: _Stacked, forecaster: Forecaster, result: ForecastResult, rows: np.ndarray,
                   scale: np.ndarray, season: int, stats: Sequence[str] = ()) -> pd.DataFrame:
     """Tidy per-window, per-step, per-channel rows for one block of windows ``(result.items[k],
     result.origins[k])`` ``[N]`` with ``rows`` ``[I]`` the items' scaler rows: the forecasts of
     ``result`` (its quantiles too, for a probabilistic model), the truth, each series' MASE scale
     ``scale`` ``[I, C]`` (:func:`_seasonal_scale`), the naive baselines of the same windows
-    (seasonal naive: NaN when ``season`` is 1) and the statistical baselines named in ``stats``."""
+    (seasonal naive: NaN when ``season`` is 1) and the statistical baselines named in ``stats``.
+
+    The float64 columns are written, :data:`WINDOW_CHUNK` windows at a time, into one
+    ``[columns, N * H * C]`` block that the frame holds without a copy (:func:`block_frame`)."""
     items, origin, scaled = result.items, result.origins, result.scaled
     n, horizon, channels = scaled.shape
-    context = forecaster.context_length
+    context, scaler = forecaster.context_length, forecaster.scaler
     scaler_rows = rows[items]  # [N]
-    window_rows = stacked.rows(items, origin, np.arange(-context, horizon))  # [N, Lc + H]
-    target, seen = _window_values(stacked, forecaster.scaler, window_rows, scaler_rows)  # [N, Lc + H, C] each
-    truth, observed = target[:, context:].astype(scaled.dtype), seen[:, context:]  # [N, H, C]
-    naive, seasonal = naive_forecasts(target[:, :context], seen[:, :context], horizon,
-                                      season if season > 1 else None)  # [N, H, C]
-    extra_columns: dict[str, np.ndarray] = {}  # the statistical baselines and the quantiles
-    for name, raw in _stats_forecasts(forecaster, panel, items, origin, stats).items():
-        extra_columns[f"y_{name}"] = raw.ravel()
-        extra_columns[f"y_{name}_scaled"] = forecaster.scaler.transform(raw, scaler_rows).ravel()
-    true = forecaster.scaler.inverse_transform(truth, scaler_rows)
-    shape = (n, horizon, channels)
+    shape, width = (n, horizon, channels), horizon * channels  # width: the entries of one window
+    stats_forecasts = _stats_forecasts(forecaster, panel, items, origin, stats)  # name: [N, H, C] original units
+    names = ["y_true", "y_pred", "seasonal_error", "y_naive", "y_seasonal_naive", "y_naive_scaled",
+             "y_seasonal_naive_scaled", *(f"y_{name}{units}" for name in stats_forecasts for units in ("", "_scaled")),
+             *(f"y_q{level}{units}" for level in result.levels for units in ("", "_scaled"))]
+    block = np.empty((len(names), n * width))  # [columns, N * H * C] float64
+    column = dict(zip(names, block))  # name: [N * H * C] view
+    true_scaled = np.empty(n * width, scaled.dtype)  # the truth as the model reads it
+    observed = np.empty(n * width, bool)
+    for at in range(0, n, WINDOW_CHUNK):
+        part = slice(at, min(at + WINDOW_CHUNK, n))  # windows
+        entries = slice(part.start * width, part.stop * width)
+        window_rows = stacked.rows(items[part], origin[part], np.arange(-context, horizon))  # [n', Lc + H]
+        target, seen = _window_values(stacked, scaler, window_rows, scaler_rows[part])  # [n', Lc + H, C] each
+        truth, seen_truth = target[:, context:].astype(scaled.dtype), seen[:, context:]  # [n', H, C]
+        naive, seasonal = naive_forecasts(target[:, :context], seen[:, :context], horizon,
+                                          season if season > 1 else None)  # [n', H, C]
+        observed[entries] = seen_truth.ravel()
+        true_scaled[entries] = np.where(seen_truth, truth, np.nan).ravel()
+        true = scaler.inverse_transform(truth, scaler_rows[part])
+        column["y_true"][entries] = np.where(seen_truth, true, np.nan).ravel()
+        for name, forecast in (("y_naive", naive), ("y_seasonal_naive", seasonal)):
+            column[name][entries] = scaler.inverse_transform(forecast, scaler_rows[part]).ravel()
+            column[f"{name}_scaled"][entries] = forecast.ravel()
+    column["y_pred"][:] = result.mean.ravel()
+    column["seasonal_error"][:] = np.broadcast_to(scale[items][:, None, :], shape).ravel()
+    for name, raw in stats_forecasts.items():
+        column[f"y_{name}"][:] = raw.ravel()
+        column[f"y_{name}_scaled"][:] = scaler.transform(raw, scaler_rows).ravel()
     for i, level in enumerate(result.levels):
-        extra_columns[f"y_q{level}"] = result.quantiles[..., i].ravel()
-        extra_columns[f"y_q{level}_scaled"] = result.scaled_quantiles[..., i].ravel()
-    future = window_rows[:, context:, None]  # [N, H, 1] the forecast steps' rows
-    return pd.DataFrame({
+        column[f"y_q{level}"][:] = result.quantiles[..., i].ravel()
+        column[f"y_q{level}_scaled"][:] = result.scaled_quantiles[..., i].ravel()
+    future = stacked.rows(items, origin, np.arange(horizon))[:, :, None]  # [N, H, 1] the forecast steps' rows
+    others = {
         "item_id": np.broadcast_to(_channel_names(panel)[items][:, None, :], shape).ravel(),
         "origin": stacked.index.take(np.broadcast_to(future[:, :1], shape).ravel()),
         "step": np.broadcast_to(np.arange(1, horizon + 1)[None, :, None], shape).ravel(),
         "timestamp": stacked.index.take(np.broadcast_to(future, shape).ravel()),
-        "y_true": np.where(observed, true, np.nan).ravel(),
-        "y_pred": result.mean.ravel(),
-        "y_true_scaled": np.where(observed, truth, np.nan).ravel(),
+        "y_true_scaled": true_scaled,
         "y_pred_scaled": scaled.ravel(),
-        "observed": observed.ravel(),
+        "observed": observed,
         "forecast": np.isfinite(scaled).ravel(),
-        "seasonal_error": np.broadcast_to(scale[items][:, None, :], shape).ravel(),
-        "y_naive": forecaster.scaler.inverse_transform(naive, scaler_rows).ravel(),
-        "y_seasonal_naive": forecaster.scaler.inverse_transform(seasonal, scaler_rows).ravel(),
-        "y_naive_scaled": naive.ravel(),
-        "y_seasonal_naive_scaled": seasonal.ravel(),
-        **extra_columns,
-    })
+    }
+    order = ["item_id", "origin", "step", "timestamp", "y_true", "y_pred", "y_true_scaled", "y_pred_scaled",
+             "observed", "forecast", *names[2:]]
+    return block_frame(order, block, others)
 
 
 def _window_values(stacked: _Stacked, scaler: StandardScaler, rows: np.ndarray,
@@ -575,19 +598,24 @@ def _mase(errors: pd.DataFrame) -> float:
 def _seasonal_scale(stacked: _Stacked, first: np.ndarray, m: int) -> np.ndarray:
     """``[I, C]``: each item's and channel's mean ``|y[t] - y[t - m]|`` over its steps ``t < first[i]``
     with both values observed (NaN without one, and for an item with no more than ``m`` steps before
-    ``first[i]``), the scale of :func:`tsrec.metrics.mase`."""
-    y = np.where(stacked.observed, stacked.values, np.nan)  # [R, C]
-    item = stacked.item  # [R]
-    position = np.arange(len(item)) - stacked.start[item]  # [R] step within its item
-    later = np.flatnonzero((position >= m) & (position < first[item]))  # [K] rows whose t - m is in the history
-    diffs = np.abs(y[later] - y[later - m])  # [K, C]
-    valid = ~np.isnan(diffs)
-    items, channels = len(first), y.shape[1]
-    cell = (item[later, None] * channels + np.arange(channels)).ravel()  # [K * C] the (item, channel) of each diff
-    total = np.bincount(cell, np.where(valid, diffs, 0.0).ravel(), minlength=items * channels)
-    count = np.bincount(cell, valid.ravel(), minlength=items * channels)
-    with np.errstate(invalid="ignore"):
-        scale = (total / count).reshape(items, channels)
+    ``first[i]``), the scale of :func:`tsrec.metrics.mase`. Computed a block of items at a time
+    (:func:`~tsrec.data.scaling.item_blocks`), so its temporaries stay bounded."""
+    channels = stacked.values.shape[1]
+    scale = np.full((len(first), channels), np.nan)
+    for block in item_blocks(stacked.length):
+        lo, hi = block.start, block.stop
+        rows = slice(stacked.start[lo], stacked.start[lo] + stacked.length[lo:hi].sum())  # the block's rows
+        y = np.where(stacked.observed[rows], stacked.values[rows], np.nan)  # [R', C]
+        item = np.repeat(np.arange(hi - lo), stacked.length[lo:hi])  # [R'] item within the block
+        position = np.arange(len(item)) - (stacked.start[lo:hi] - stacked.start[lo])[item]  # [R'] step within its item
+        later = np.flatnonzero((position >= m) & (position < first[lo:hi][item]))  # [K] rows whose t - m is in the history
+        diffs = np.abs(y[later] - y[later - m])  # [K, C]
+        valid = ~np.isnan(diffs)
+        cell = (item[later, None] * channels + np.arange(channels)).ravel()  # [K * C] the (item, channel) of each diff
+        total = np.bincount(cell, np.where(valid, diffs, 0.0).ravel(), minlength=(hi - lo) * channels)
+        count = np.bincount(cell, valid.ravel(), minlength=(hi - lo) * channels)
+        with np.errstate(invalid="ignore"):
+            scale[lo:hi] = (total / count).reshape(hi - lo, channels)
     scale[first <= m] = np.nan
     return scale
 
@@ -606,12 +634,12 @@ def step_errors(errors: pd.DataFrame, units: str = "scaled") -> pd.DataFrame:
     missing = {"step", true_col, pred_col} - set(errors.columns)
     if missing:
         raise ValueError(f"the backtest errors lack columns {sorted(missing)}")
-    keep = errors[true_col].notna() & errors[pred_col].notna()
+    true, pred = errors[true_col].to_numpy(dtype=float), errors[pred_col].to_numpy(dtype=float)
+    keep = ~(np.isnan(true) | np.isnan(pred))  # the columns alone, never a copy of the whole frame
     if "observed" in errors:
-        keep &= errors["observed"].astype(bool)
-    rows = errors[keep]
-    diff = rows[pred_col].to_numpy(dtype=float) - rows[true_col].to_numpy(dtype=float)
-    grouped = pd.DataFrame({"step": rows["step"].to_numpy(), "se": diff**2, "ae": np.abs(diff)}).groupby("step")
+        keep &= errors["observed"].to_numpy(dtype=bool)
+    diff = pred[keep] - true[keep]
+    grouped = pd.DataFrame({"step": errors["step"].to_numpy()[keep], "se": diff**2, "ae": np.abs(diff)}).groupby("step")
     return pd.DataFrame({"step": grouped.se.mean().index, "units": units, "mse": grouped.se.mean().to_numpy(),
                          "mae": grouped.ae.mean().to_numpy(), "n": grouped.se.count().to_numpy()})
 

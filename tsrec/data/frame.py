@@ -43,9 +43,9 @@ import dataclasses
 import functools
 import itertools
 import warnings
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -345,6 +345,18 @@ def read_targets(
     items = tuple(Series(item_id, index, x, mask, start) for item_id, x, mask, start in
                   zip(item_ids, placement.per_item(grid), placement.per_item(observed), offsets[:-1].tolist()))
     return Panel(freq=freq, layout=layout, columns=tuple(str(t) for t in targets), items=items), placement
+
+
+def block_frame(names: Sequence[Hashable], block: np.ndarray, others: Mapping[Hashable, Any]) -> pd.DataFrame:
+    """A frame of the columns ``names``, in order: those in ``others`` (each inserted, a copy) and
+    the rest, in their order, the rows of ``block`` ``[k, R]``, which the frame holds without a copy.
+    ``pd.DataFrame(dict)`` would copy every column into one block per dtype; writing the float
+    columns of a large frame into one array up front leaves pandas nothing to copy."""
+    frame = pd.DataFrame(block.T, columns=[name for name in names if name not in others], copy=False)
+    for place, name in enumerate(names):
+        if name in others:
+            frame.insert(place, name, others[name])
+    return frame
 
 
 def forecast_frame(
