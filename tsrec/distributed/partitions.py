@@ -114,14 +114,15 @@ def check_backtest(backtest: Mapping[str, Any]) -> None:
 def by_series(source: Source, id_col: Hashable, compute: Callable[[Source], pd.DataFrame]) -> pd.DataFrame:
     """``compute`` of every rank's run of the series of ``source`` (:func:`split_ids` among the
     ranks of the process group; a frame's rows of those series, or from Parquet a
-    :class:`~tsrec.data.schema.ParquetSeries` of them, whose rows alone are read), concatenated in rank order (the series' order as text) on every rank
-    (:func:`tsrec.training.sharding.gather_parts`: each rank computes alone, and an error in one is
-    raised in all). A rank left without series (fewer series than ranks) computes nothing. A
+    :class:`~tsrec.data.schema.ParquetSeries` of them, whose rows alone are read), concatenated in
+    rank order (the series' order as text) on every rank (:func:`tsrec.distributed.gather.gather_frames`:
+    each rank computes alone, an error in one is raised in all, and the columns travel as arrays). A rank left without series (fewer series than ranks) computes nothing. A
     DataFrame without ``id_col`` is given to ``compute`` whole (in every rank), which names the
     problem. Every rank must call it."""
     from tsrec.data.parquet import series_ids
     from tsrec.data.schema import ParquetSeries
-    from tsrec.training.sharding import gather_parts, world
+    from tsrec.distributed.gather import gather_frames
+    from tsrec.training.sharding import world
 
     if isinstance(source, pd.DataFrame) and id_col not in source.columns:
         return compute(source)
@@ -134,4 +135,4 @@ def by_series(source: Source, id_col: Hashable, compute: Callable[[Source], pd.D
             return None
         return compute(part_frame(source, id_col, runs[rank]) if frame else ParquetSeries(source, tuple(runs[rank])))
 
-    return pd.concat([part for part in gather_parts(share) if part is not None], ignore_index=True)
+    return gather_frames(share)
