@@ -62,6 +62,7 @@ for name in MODELS:
                       "logged_val_loss": float(f.trainer.callback_metrics["val_loss"]),
                       "forecast": f.predict()["mean"].tolist(), "windows": len(result.errors),
                       "from_parquet": f.predict(os.path.join(out, "frame.parquet")).to_json(),
+                      "from_parquet_folder": f.predict(os.path.join(out, "parts")).to_json(),
                       "from_frame": f.predict(frame()).to_json(),
                       "summary": result.summary.value.tolist()}}
 blocked = os.path.join(out, "not_a_model")  # a folder of something else: rank 0's save refuses to replace it
@@ -115,6 +116,11 @@ def ranks(tmp_path_factory):
     script = tmp / "ddp_run.py"
     script.write_text(textwrap.dedent(SCRIPT.format(tests=str(Path(__file__).parent), out=str(tmp))))
     frame().to_parquet(tmp / "frame.parquet")
+    (tmp / "parts").mkdir()  # three files, series s2 in the first two: each rank reads the ids of its files
+    whole = frame()
+    s2 = np.flatnonzero(whole.id == "s2")
+    for k, rows in enumerate(np.split(np.arange(len(whole)), [s2[len(s2) // 2], s2[-1] + 1])):
+        whole.iloc[rows].to_parquet(tmp / "parts" / f"part-{k}.parquet")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OMP_NUM_THREADS": "1"}
     done = subprocess.run([sys.executable, str(script)], cwd=tmp, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -146,7 +152,7 @@ def test_two_processes_read_every_window_once_and_score_as_one(ranks, name):
     result = backtest(single, frame(), **BACKTEST)
     for rank in (one, two):
         np.testing.assert_allclose(rank["forecast"], expected["mean"], rtol=1e-6, atol=1e-6)
-        for source in ("from_frame", "from_parquet"):  # each rank read and forecast its own series
+        for source in ("from_frame", "from_parquet", "from_parquet_folder"):  # each rank forecast its own series
             got = pd.read_json(io.StringIO(rank[source]))
             assert list(got.item_id) == list(expected.item_id) and (got.timestamp == expected.timestamp).all()
             np.testing.assert_allclose(got["mean"], expected["mean"], rtol=1e-6, atol=1e-6)

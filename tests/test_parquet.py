@@ -329,3 +329,21 @@ def test_some_series_of_parquet_data_read_as_those_series_of_the_frame(tmp_path)
     want = schema.read(df[df.id.isin(some)], categorical=categorical_statics(df, COVARIATES), freq=None,
                        gaps="raise", last=5)
     assert_same(got, want)
+
+
+def test_series_ids_of_shares_of_the_files_together_are_all_the_ids(tmp_path):
+    """Each of n workers reads the ids of its run of the files; together they hold every id, one
+    whose rows span two files in both parts, and a part without files or rows is empty, not an error."""
+    df = long_frame(n_series=6, seed=4).sort_values(["id", "time"], ignore_index=True)
+    cut = np.flatnonzero(df.id == df.id.unique()[2])[3]  # the third series in the first two files
+    for k, rows in enumerate(np.split(np.arange(len(df)), [cut, len(df) - 5])):
+        df.iloc[rows].to_parquet(tmp_path / f"part-{k}.parquet")
+    assert sorted(parquet.series_ids(tmp_path, "id")) == sorted(df.id.unique())
+    for n in (1, 2, 3, 5):
+        parts = [parquet.series_ids(tmp_path, "id", part=(k, n)) for k in range(n)]
+        assert sorted(set().union(*parts)) == sorted(df.id.unique()), n
+    assert len(parquet.series_ids(tmp_path, "id", part=(0, 5))) == 0  # 3 files among 5 workers: none for the first
+    df.iloc[:0].to_parquet(tmp_path / "empty.parquet")
+    assert len(parquet.series_ids([tmp_path / "empty.parquet"], "id", part=(0, 2))) == 0
+    with pytest.raises(ValueError, match="have no rows; pass at least one row per series"):
+        parquet.series_ids([tmp_path / "empty.parquet"], "id")

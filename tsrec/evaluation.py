@@ -608,7 +608,7 @@ def _seasonal_scale(stacked: _Stacked, first: np.ndarray, m: int) -> np.ndarray:
         y = np.where(stacked.observed[rows], stacked.values[rows], np.nan)  # [R', C]
         item = np.repeat(np.arange(hi - lo), stacked.length[lo:hi])  # [R'] item within the block
         position = np.arange(len(item)) - (stacked.start[lo:hi] - stacked.start[lo])[item]  # [R'] step within its item
-        later = np.flatnonzero((position >= m) & (position < first[lo:hi][item]))  # [K] rows whose t - m is in the history
+        later = np.flatnonzero((position >= m) & (position < first[lo:hi][item]))  # [K] rows with t - m in the history
         diffs = np.abs(y[later] - y[later - m])  # [K, C]
         valid = ~np.isnan(diffs)
         cell = (item[later, None] * channels + np.arange(channels)).ravel()  # [K * C] the (item, channel) of each diff

@@ -120,10 +120,24 @@ def read_parquet(
     return _joined(parts)
 
 
-def series_ids(source: PathLike | Sequence[PathLike], id_col: Hashable) -> pd.Series:
+def series_ids(source: PathLike | Sequence[PathLike], id_col: Hashable, *, part: tuple[int, int] = (0, 1)) -> pd.Series:
     """``[U]`` the distinct ids of the Parquet data ``source`` (a file, a folder or a list of files),
-    in no set order, reading the id column alone: what a driver splits among workers."""
-    return _distinct_ids(_dataset(source), id_col).to_pandas()
+    in no set order, reading the id column alone: what a driver splits among workers.
+
+    ``part=(k, n)``: the distinct ids of the ``k``-th of ``n`` near-equal runs of the files alone
+    (possibly none), so that ``n`` workers each read a share of the ids; the parts' ids together
+    hold every id (one held by several files may be in several parts). The whole data without a
+    row is a ``ValueError``; a part without one is not."""
+    dataset = _dataset(source)
+    if part == (0, 1):
+        return _distinct_ids(dataset, id_col).to_pandas()
+    k, n = part
+    files = dataset.files[len(dataset.files) * k // n:len(dataset.files) * (k + 1) // n]
+    if not files:
+        return pd.Series([], dtype=object)
+    import pyarrow.dataset as ds
+
+    return _distinct_ids(ds.dataset(files, schema=dataset.schema, format="parquet"), id_col, empty=True).to_pandas()
 
 
 def read_series(source: PathLike | Sequence[PathLike], id_col: Hashable, ids: Sequence[Any]) -> pd.DataFrame:
@@ -132,6 +146,11 @@ def read_series(source: PathLike | Sequence[PathLike], id_col: Hashable, ids: Se
     about once by all the workers together)."""
     dataset = _dataset(source)
     return _rows(dataset, dataset.schema.names, id_col, _id_array(dataset, id_col, ids))
+
+
+def _no_rows(files: Sequence[str]) -> ValueError:
+    """The error for Parquet data ``files`` without a row."""
+    return ValueError(f"the Parquet data ({files[0]} ...) have no rows; pass at least one row per series")
 
 
 def _id_array(dataset: ds.Dataset, id_col: Hashable, ids: Sequence[Any]) -> pa.Array:
@@ -233,9 +252,10 @@ def _saved_time(schema: pa.Schema, saved: Sequence[str]) -> str:
     return saved[0]
 
 
-def _distinct_ids(dataset: ds.Dataset, id_col: Hashable) -> pa.Array:
+def _distinct_ids(dataset: ds.Dataset, id_col: Hashable, *, empty: bool = False) -> pa.Array:
     """``[U]`` the distinct values of ``id_col`` (dictionaries decoded), read a batch at a time;
-    ``ValueError`` naming a row without an id (null or NaN) and its file, or data without rows."""
+    ``ValueError`` naming a row without an id (null or NaN) and its file, or for data without
+    rows (unless ``empty``)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -257,8 +277,8 @@ def _distinct_ids(dataset: ds.Dataset, id_col: Hashable) -> pa.Array:
             "its series: drop those rows, or fill them, e.g. with 'unknown'"
         )
     ids = pc.unique(pa.concat_arrays(distinct)) if distinct else pa.array([])
-    if len(ids) == 0:
-        raise ValueError(f"the Parquet data ({dataset.files[0]} ...) have no rows; pass at least one row per series")
+    if len(ids) == 0 and not empty:
+        raise _no_rows(dataset.files)
     return ids
 
 

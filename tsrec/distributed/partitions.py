@@ -116,21 +116,30 @@ def by_series(source: Source, id_col: Hashable, compute: Callable[[Source], pd.D
     ranks of the process group; a frame's rows of those series, or from Parquet a
     :class:`~tsrec.data.schema.ParquetSeries` of them, whose rows alone are read), concatenated in
     rank order (the series' order as text) on every rank (:func:`tsrec.distributed.gather.gather_frames`:
-    each rank computes alone, an error in one is raised in all, and the columns travel as arrays). A rank left without series (fewer series than ranks) computes nothing. A
-    DataFrame without ``id_col`` is given to ``compute`` whole (in every rank), which names the
-    problem. Every rank must call it."""
+    each rank computes alone, an error in one is raised in all, and the columns travel as arrays).
+    From Parquet, each rank reads the ids of its share of the files, and the ranks exchange them.
+    A rank left without series (fewer series than ranks) computes nothing. A DataFrame without
+    ``id_col`` is given to ``compute`` whole (in every rank), which names the problem. Every rank
+    must call it."""
     from tsrec.data.parquet import series_ids
     from tsrec.data.schema import ParquetSeries
     from tsrec.distributed.gather import gather_frames
-    from tsrec.training.sharding import world
+    from tsrec.training.sharding import gather_parts, world
 
     if isinstance(source, pd.DataFrame) and id_col not in source.columns:
         return compute(source)
     rank, size = world()
 
+    frame = isinstance(source, pd.DataFrame)
+    if frame:
+        ids = source[id_col]
+    else:  # each rank reads the ids of its share of the files
+        ids = np.concatenate(gather_parts(lambda: series_ids(source, id_col, part=(rank, size)).to_numpy(object)))
+        if not len(ids):
+            series_ids(source, id_col)  # all the files together: the error that they hold no row
+    runs = split_ids(ids, size)
+
     def share() -> pd.DataFrame | None:
-        frame = isinstance(source, pd.DataFrame)
-        runs = split_ids(source[id_col] if frame else series_ids(source, id_col), size)
         if rank >= len(runs):
             return None
         return compute(part_frame(source, id_col, runs[rank]) if frame else ParquetSeries(source, tuple(runs[rank])))
