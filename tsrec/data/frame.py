@@ -144,10 +144,12 @@ class Panel:
             lengths = np.fromiter((len(s) for s in run), np.int64, len(run))  # [n]
             ends = np.cumsum(lengths)  # [n]
             starts = np.fromiter((s.start for s in run), np.int64, len(run))  # [n] in the run's grid
-            steps = np.repeat(starts - (ends - lengths), lengths) + np.arange(ends[-1])  # [sum T_i of the run]
+            shift = starts - (ends - lengths)  # [n] where each item's steps lie in the grid minus where they go
             grid = run[0].grid
-            whole = len(steps) == len(grid) and bool((steps == np.arange(len(grid))).all())
-            parts.append(grid if whole else grid.take(steps))
+            if ends[-1] == len(grid) and not shift.any():  # the items are the whole grid, in order
+                parts.append(grid)
+            else:
+                parts.append(grid.take(np.repeat(shift, lengths) + np.arange(ends[-1])))  # [sum T_i of the run]
         if len(parts) == 1:
             return parts[0].as_unit("ns")
         tz = parts[0].tz

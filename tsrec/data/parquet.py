@@ -148,11 +148,6 @@ def read_series(source: PathLike | Sequence[PathLike], id_col: Hashable, ids: Se
     return _rows(dataset, dataset.schema.names, id_col, _id_array(dataset, id_col, ids))
 
 
-def _no_rows(files: Sequence[str]) -> ValueError:
-    """The error for Parquet data ``files`` without a row."""
-    return ValueError(f"the Parquet data ({files[0]} ...) have no rows; pass at least one row per series")
-
-
 def _id_array(dataset: ds.Dataset, id_col: Hashable, ids: Sequence[Any]) -> pa.Array:
     """``ids`` as an array of ``id_col``'s type in ``dataset``."""
     import pyarrow as pa
@@ -278,7 +273,7 @@ def _distinct_ids(dataset: ds.Dataset, id_col: Hashable, *, empty: bool = False)
         )
     ids = pc.unique(pa.concat_arrays(distinct)) if distinct else pa.array([])
     if len(ids) == 0 and not empty:
-        raise _no_rows(dataset.files)
+        raise ValueError(f"the Parquet data ({dataset.files[0]} ...) have no rows; pass at least one row per series")
     return ids
 
 
