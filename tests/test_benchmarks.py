@@ -409,7 +409,8 @@ def test_appends_from_processes_at_once_land_whole_under_one_upgraded_header(tmp
 def test_an_out_dir_starts_from_the_committed_csv_and_runs_only_what_it_lacks(tmp_path, monkeypatch):
     """The committed paper_table.csv holds paper_d512 ETTh1-24 seed 0 of both models (in fp32)."""
     batches = []
-    monkeypatch.setattr(run, "run_batch", lambda batch, runs, jobs: batches.append((batch, runs, jobs)) or [])
+    monkeypatch.setattr(run, "run_batch",
+                        lambda batch, runs, jobs, deadline: batches.append((batch, runs, jobs)) or ([], []))
     args = [str(Path(run.ROOT, "benchmarks/configs/paper_table_d512.toml")), "--dataset", "ETTh1", "--horizon", "24",
             "--seeds", "0", "1", "--out-dir", str(tmp_path), "--jobs", "3"]
     assert run.main(args) == 0
