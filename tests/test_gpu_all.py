@@ -130,13 +130,19 @@ def test_the_gpu_call_runs_the_issues_stages_in_order_within_the_budget():
     stage_list = gpu_all.stages(Path("/w"), jobs=12, threads=1, rehearse=False, end=end)
     assert [s.name for s in stage_list] == ["gpu_tests", "table1", "speed", "study_few_shot", "study_lookback"]
     tests, table1, speed = stage_list[:3]
-    assert tests.limit_s == 60 and speed.limit_s == 60 and "--device" in speed.argv and "cuda" in speed.argv
+    assert tests.limit_s == 60 and speed.limit_s == 45 and "--device" in speed.argv and "cuda" in speed.argv
     assert table1.reserve_s == gpu_all.SPEED_S + gpu_all.MARGIN_S
     argv = table1.argv
     assert argv[argv.index("--deadline") + 1] == f"{end - table1.reserve_s:.0f}"
     assert "--quick" not in argv and argv[argv.index("--precision") + 1] == "bf16-mixed"
     assert argv[argv.index("--order") + 1] == "cost" and argv[argv.index("--seeds") + 1] == "0"
     assert len(gpu_all.RESULT_FILES) + 2 <= 8  # what one device call brings back
+    # --stages: some stages in another order; a stage without a limit keeps the limits of those after it
+    table1, speed, tests = gpu_all.stages(Path("/w"), jobs=6, threads=1, rehearse=False, end=end,
+                                          names=("table1", "speed", "gpu_tests"))
+    assert table1.reserve_s == gpu_all.MARGIN_S + gpu_all.SPEED_S + gpu_all.TESTS_S
+    assert table1.argv[table1.argv.index("--deadline") + 1] == f"{end - table1.reserve_s:.0f}"
+    assert table1.argv[table1.argv.index("--jobs") + 1] == "6" and tests.reserve_s == gpu_all.MARGIN_S
 
 
 @pytest.mark.slow
