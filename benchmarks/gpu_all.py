@@ -7,7 +7,7 @@ Run through ``benchmarks/gpu_all.sh`` (which installs the bundle's wheels offlin
 The stages, in this order, each a process group of its own that is stopped (SIGTERM, then SIGKILL) at
 its deadline:
 
-1. ``gpu_tests``: ``pytest -m gpu tests/test_gpu.py``, at most :data:`TESTS_S` seconds;
+1. ``gpu_tests``: ``pytest -m gpu`` on :data:`GPU_TESTS`, at most :data:`TESTS_S` seconds;
 2. ``table1``: the RSA paper's Table 1 at d_model 512 (``configs/paper_table_d512.toml``: informer and
    rsa_informer, 16 settings, seed 0, bf16-mixed), ``--jobs`` runs at once on the one GPU, the settings
    with the least training work first and a setting's two models together (``--order cost``); no run
@@ -79,6 +79,9 @@ LONG_LOOKBACK = "benchmarks/configs/long_lookback.toml"
 #: The files copied to OUT (at most 8 come back from a device call).
 RESULT_FILES = ("paper_table.csv", "gpu_speed.csv", "speed.csv", "few_shot.csv", "long_lookback.csv")
 LOG, SUMMARY = "gpu_all.log", "gpu_all.json"
+#: The modules with tests marked ``gpu`` that the stage runs (test_benchmarks' compiled speed run, 1-2 minutes
+#: of compiling, does not fit its minute; the speed stage runs that code path eager).
+GPU_TESTS = ("tests/test_gpu.py", "tests/test_training.py", "tests/test_srupp.py")
 #: The stages of a call, in their order (module docstring); ``--stages`` runs some of them, in its order.
 STAGES = ("gpu_tests", "table1", "speed", "study_few_shot", "study_lookback")
 
@@ -143,8 +146,8 @@ def stages(work: Path, *, jobs: int, threads: int, rehearse: bool, end: float,
     def build(name: str) -> Stage:
         # rehearsed: a few settings of each config take every code path; toy runs prove nothing more in number
         if name == "gpu_tests":
-            return Stage(name, [*python, "-m", "pytest", "-m", "gpu", "-v", "-p", "no:cacheprovider",
-                                "tests/test_gpu.py"], limits[name], reserve_s=reserve(name))
+            return Stage(name, [*python, "-m", "pytest", "-m", "gpu", "-v", "-p", "no:cacheprovider", *GPU_TESTS],
+                         limits[name], reserve_s=reserve(name))
         if name == "table1":
             return training(name, TABLE1, ["--seeds", "0"], ["--dataset", "ETTh1", "WTH", "--horizon", "24", "48"])
         if name == "speed":  # its own budget (which skips a length that would overrun) leaves time for imports
