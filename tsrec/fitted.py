@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import io
+import itertools
 import json
 import os
 import pickle
@@ -481,24 +482,31 @@ def _series_arrays(tensors: dict[str, Any], *keys: str) -> list[list[np.ndarray]
         saved = tensors[key]
         if isinstance(saved, list):
             arrays.append([part.numpy() for part in saved])
+            continue
+        lengths = tensors["history_lengths"].numpy()  # [N]
+        if len(lengths) and (lengths == lengths[0]).all():  # every series as long (the usual case): one reshape
+            arrays.append(list(saved.numpy().reshape(len(lengths), int(lengths[0]), *saved.shape[1:])))
         else:
-            arrays.append(list(split_at(saved.numpy(), np.r_[0, np.cumsum(tensors["history_lengths"].numpy())])))
+            arrays.append(list(split_at(saved.numpy(), np.r_[0, np.cumsum(lengths)])))
     return arrays
 
 
 def _history(data: dict[str, Any], rows: _SeriesRows, values: Sequence[np.ndarray],
              observed: Sequence[np.ndarray]) -> Panel:
     """The saved history panel (:meth:`FittedState._content`'s ``data``, the series' ids and
-    first timestamps, and each series' ``[T_i, C]`` values and observed flags); every series' grid
+    first timestamps, and each series' ``[T_i, C]`` values and observed flags). The series that
+    start at one timestamp with one length (usually all) share one grid, every distinct grid
     computed at once (:func:`regular_stamps`). ``_Inconsistent`` when they count different series."""
     if not len(rows.item_ids) == len(rows.firsts) == len(values) == len(observed):
         raise _Inconsistent(f"the saved model holds {len(rows.item_ids)} item ids, {len(rows.firsts)} starts and "
                             f"{len(values)} series' histories; one of each per series")
-    lengths = np.array([len(x) for x in values], dtype=np.int64)  # [N]
-    stamps = regular_stamps(rows.firsts, lengths, data["freq"])  # [sum T_i]
-    starts = np.r_[0, np.cumsum(lengths)[:-1]]
-    items = tuple(Series(item_id, stamps, x, seen, start)
-                  for item_id, x, seen, start in zip(rows.item_ids, values, observed, starts.tolist()))
+    lengths = np.fromiter(map(len, values), np.int64, len(values))  # [N]
+    _, first_of, grid_of = np.unique(np.stack([rows.firsts.asi8, lengths], axis=1), axis=0, return_index=True,
+                                     return_inverse=True)  # [U] a series of each distinct grid, [N] its grid
+    grid_lengths = lengths[first_of]  # [U]
+    stamps = regular_stamps(rows.firsts[first_of], grid_lengths, data["freq"])  # [sum over the U grids]
+    starts = np.r_[0, np.cumsum(grid_lengths)[:-1]][grid_of.reshape(-1)]  # [N] each series' first step in stamps
+    items = tuple(map(Series, rows.item_ids, itertools.repeat(stamps), values, observed, starts.tolist()))
     return Panel(freq=data["freq"], layout=data["layout"], columns=tuple(data["targets"]), items=items)
 
 
