@@ -441,14 +441,14 @@ def _check_tensors(tensors: dict[str, Any]) -> None:
         raise _Inconsistent(f"{WEIGHTS_FILE}'s history_lengths ({len(lengths)} series of {int(lengths.sum())} steps in "
                             f"all) do not cut its history: {', '.join(f'{key} has {n} rows' for key, n in steps.items())}")
     for data, ends in (("item_ids", "item_id_ends"), ("static_cat", "static_cat_ends")):
-        bounds = tensors[ends]
-        if len(bounds) and (bounds[0] < 0 or (bounds[1:] < bounds[:-1]).any() or bounds[-1] != len(tensors[data])) \
-                or (not len(bounds) and len(tensors[data])):
+        bounds = torch.cat([torch.zeros(1, dtype=torch.int64), tensors[ends]])  # [N + 1] from 0
+        if (bounds.diff() < 0).any() or bounds[-1] != len(tensors[data]):
             raise _Inconsistent(f"{WEIGHTS_FILE}'s {ends} are not where the strings of its {data} ({len(tensors[data])} "
                                 "bytes) end, in order")
 
 
 def _described(value: Any) -> str:
+    """How :func:`_check_tensors` names what ``weights.pt`` holds under a key."""
     if not isinstance(value, torch.Tensor):
         return "missing" if value is None else type(value).__name__
     return f"{str(value.dtype).removeprefix('torch.')} {list(value.shape)}"
@@ -577,8 +577,9 @@ def _verify_checksums(path: Path, meta: dict[str, Any], files: dict[str, bytes])
     Format 4 (written by tsrec 0.1 before format 5) holds the checksum of ``weights.pt`` only, as
     ``weights_sha256``; such models are still read, with only their weights checked here (their
     JSON is checked against the weights' shapes in :meth:`FittedState._from_saved`, as every
-    model's is). Format 5 holds ``sha256``: every file's digest, ``forecaster.json``'s over its
-    canonical content (:func:`_json_sha256`).
+    model's is). Formats 5 to 7 hold ``sha256``: every file's digest, ``forecaster.json``'s over its
+    canonical content (:func:`_json_sha256`); since format 7 the per-series values are in
+    ``weights.pt``, so its digest covers them.
     """
     if meta["format_version"] == 4:
         expected = {WEIGHTS_FILE: meta.get("weights_sha256")}
