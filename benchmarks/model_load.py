@@ -11,7 +11,7 @@ series identically.
 
 Each load runs in a fresh process pinned to one core (``taskset -c 0`` where there is one),
 ``OMP_NUM_THREADS=1`` and one torch thread; what is timed is ``Forecaster.load(path)``'s wall
-time after tsrec's imports (what every Ray/Spark/DDP worker pays before its first series). One
+and CPU time after tsrec's imports (what every Ray/Spark/DDP worker pays before its first series). One
 untimed load of each copy first (the files in the page cache), then ``--repeats`` rounds, each
 loading the baseline's copy and this checkout's, in alternating order. Writes
 ``model_load.csv`` (one row per load) and ``model_load.md`` (the command, commits, machine, file
@@ -108,7 +108,7 @@ def check_forecasts(paths: dict[str, Path]) -> None:
 
 
 def sizes(path: Path) -> str:
-    return ", ".join(f"{file.name} {file.stat().st_size / 1e6:.1f} MB" for file in sorted(path.iterdir()))
+    return ", ".join(f"{file.name} {file.stat().st_size:,} bytes" for file in sorted(path.iterdir()))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -128,21 +128,24 @@ def main(argv: list[str] | None = None) -> None:
     if args.check:
         check_forecasts(paths)
 
-    def load(side: str) -> float:
-        return json.loads(python(LOAD, trees[side], str(paths[side]), pin=True))["seconds"]
+    def load(side: str) -> dict[str, float]:
+        return json.loads(python(LOAD, trees[side], str(paths[side]), pin=True))
 
     for side in trees:  # untimed: the files in the page cache, the imports compiled
         load(side)
     rows: list[dict[str, Any]] = []
     for repeat in range(1, args.repeats + 1):
         for side in (("baseline", "current") if repeat % 2 else ("current", "baseline")):
-            rows.append({"repeat": repeat, "side": side, "seconds": load(side)})
+            rows.append({"repeat": repeat, "side": side, **load(side)})
             print(json.dumps(rows[-1]), flush=True)
     commit = git_commit()
     args.out_dir.mkdir(parents=True, exist_ok=True)
     write_csv(args.out_dir / "model_load.csv", [{**row, "series": args.series, "commit": commit} for row in rows])
     frame = pd.DataFrame(rows)
-    cells = frame.groupby("side", sort=False)["seconds"].agg(["size", "median", "min", "max"]).reset_index()
+    cells = frame.groupby("side", sort=False).agg(
+        loads=("seconds", "size"), median_seconds=("seconds", "median"), min_seconds=("seconds", "min"),
+        max_seconds=("seconds", "max"), median_cpu_seconds=("cpu_seconds", "median"),
+        min_cpu_seconds=("cpu_seconds", "min"), max_cpu_seconds=("cpu_seconds", "max")).reset_index()
     cells.insert(1, "code and format", [f"{args.baseline} (its format)", f"{commit} (its format)"])
     pinned = "pinned to core 0 (taskset -c 0), " if shutil.which("taskset") else ""
     lines = [
@@ -155,7 +158,8 @@ def main(argv: list[str] | None = None) -> None:
         f"- files: baseline {sizes(paths['baseline'])}; current {sizes(paths['current'])}",
         "- forecasts of every series identical from both copies (checked in this run)" if args.check else
         "- forecasts not compared in this run (--no-check)", "",
-        f"`Forecaster.load` wall seconds after the imports, {args.repeats} loads per side in alternating order:", "",
+        f"`Forecaster.load` after the imports, {args.repeats} loads per side in alternating order: wall seconds, and "
+        "the CPU seconds of the loading process (less sensitive to other processes on a shared machine):", "",
         markdown_table(cells, floatfmt=".3f"), "", "Every load:", "", markdown_table(frame, floatfmt=".3f"), "",
     ]
     (args.out_dir / "model_load.md").write_text("\n".join(lines))
