@@ -60,8 +60,9 @@ def write_format_6(path: Path) -> Path:
                     "item_ids": _unpack_strings(series["item_ids"], series["item_id_ends"]),
                     "starts": [first.isoformat() for first in firsts], "tz": tz}
     meta["scaler"] = {**{name: series[f"scaler_{name}"].tolist() for name in SCALER_ROWS}, **meta["scaler"]}
+    n_categorical = len(covariates["encoder"]["categorical"])
     meta["covariates"] = {**covariates, "static_real": series["static_real"].tolist(),
-                          "static_cat": categories.reshape(len(firsts), len(covariates["encoder"]["categorical"])).tolist()}
+                          "static_cat": categories.reshape(len(firsts), n_categorical).tolist()}
     write_checksummed(path, {**meta, "format_version": 6})
     return path
 

@@ -26,7 +26,7 @@ import torch
 import tsrec
 from tsrec import Forecaster, _saving
 from tsrec.config import DataFacts
-from tsrec.fitted import FORMAT_VERSION, ConcurrentSaveError, FittedState, _json_sha256
+from tsrec.fitted import FORMAT_VERSION, ConcurrentSaveError, FittedState, _json_sha256, _pack_strings, _unpack_strings
 from tsrec.models import model_config
 from tests.saved_models import SERIES_KEYS, edit_weights, read_meta, write_format_4, write_format_5, write_format_6
 
@@ -159,6 +159,14 @@ def test_an_edit_with_a_recomputed_checksum_is_refused_where_the_json_contradict
     assert error.match(message)
 
 
+def test_strings_packed_as_bytes_and_ends_read_back_as_they_were():
+    texts = ["a", "", "köln", "日本", "x" * 300, "bad \udc80 byte", ""]
+    data, ends = _pack_strings(texts)
+    assert (data.dtype, ends.dtype) == (torch.uint8, torch.int64) and ends.tolist()[-1] == len(data)
+    assert _unpack_strings(data, ends) == texts
+    assert _unpack_strings(*_pack_strings([])) == []
+
+
 def add_scaler_row(tensors):
     for name in ("loc", "scale", "low", "high"):
         tensors[f"scaler_{name}"] = torch.cat([tensors[f"scaler_{name}"], torch.ones(1, 2, dtype=torch.float64)])
@@ -246,7 +254,8 @@ def test_a_newer_tsrec_model_says_so(fitted, tmp_path):
         Forecaster.load(path)
     meta = {**meta, "format_version": FORMAT_VERSION + 1}
     write_meta(path, meta, rehash=True)
-    with pytest.raises(ValueError, match=rf"saved by a newer tsrec \(version 99\.0, model format {FORMAT_VERSION + 1}\); upgrade "
+    newer = FORMAT_VERSION + 1
+    with pytest.raises(ValueError, match=rf"saved by a newer tsrec \(version 99\.0, model format {newer}\); upgrade "
                                          "tsrec to load it"):
         Forecaster.load(path)
 

@@ -394,7 +394,8 @@ class _SeriesRows:
     static_cat: np.ndarray
 
 
-def _per_series(meta: dict[str, Any], tensors: dict[str, Any], n_categorical: int) -> tuple[dict[str, Any], _SeriesRows]:
+def _per_series(meta: dict[str, Any], tensors: dict[str, Any],
+                n_categorical: int) -> tuple[dict[str, Any], _SeriesRows]:
     """``meta`` without its per-series entries (what :func:`_unknown_keys` checks) and the
     per-series values, wherever the model's format keeps them: format 7's tensors (checked by
     :func:`_check_tensors`), or the JSON lists of formats 4 to 6. ``n_categorical``: ``Kc``."""
@@ -404,8 +405,9 @@ def _per_series(meta: dict[str, Any], tensors: dict[str, Any], n_categorical: in
         categories = _unpack_strings(tensors["static_cat"], tensors["static_cat_ends"])  # [N * Kc]
         n_series = len(tensors["history_lengths"])
         if len(categories) != n_series * n_categorical:
-            raise _Inconsistent(f"{WEIGHTS_FILE} holds {len(categories)} categorical static covariates (static_cat_ends) "
-                                f"but {n_series} series of {n_categorical} each ({CONFIG_FILE}'s covariates.encoder)")
+            raise _Inconsistent(f"{WEIGHTS_FILE} holds {len(categories)} categorical static covariates "
+                                f"(static_cat_ends) but {n_series} series of {n_categorical} each ({CONFIG_FILE}'s "
+                                "covariates.encoder)")
         rows = _SeriesRows(
             _unpack_strings(tensors["item_ids"], tensors["item_id_ends"]),
             firsts if tz is None else firsts.tz_localize("UTC").tz_convert(tz),
@@ -440,13 +442,14 @@ def _check_tensors(tensors: dict[str, Any]) -> None:
     lengths = tensors["history_lengths"]
     steps = {key: len(tensors[key]) for key in ("history_values", "history_observed", "history_covariates")}
     if set(steps.values()) != {int(lengths.sum())} or (lengths < 0).any():
+        rows = ", ".join(f"{key} has {n} rows" for key, n in steps.items())
         raise _Inconsistent(f"{WEIGHTS_FILE}'s history_lengths ({len(lengths)} series of {int(lengths.sum())} steps in "
-                            f"all) do not cut its history: {', '.join(f'{key} has {n} rows' for key, n in steps.items())}")
+                            f"all) do not cut its history: {rows}")
     for data, ends in (("item_ids", "item_id_ends"), ("static_cat", "static_cat_ends")):
         bounds = torch.cat([torch.zeros(1, dtype=torch.int64), tensors[ends]])  # [N + 1] from 0
         if (bounds.diff() < 0).any() or bounds[-1] != len(tensors[data]):
-            raise _Inconsistent(f"{WEIGHTS_FILE}'s {ends} are not where the strings of its {data} ({len(tensors[data])} "
-                                "bytes) end, in order")
+            raise _Inconsistent(f"{WEIGHTS_FILE}'s {ends} are not where the strings of its {data} "
+                                f"({len(tensors[data])} bytes) end, in order")
 
 
 def _described(value: Any) -> str:
@@ -458,8 +461,9 @@ def _described(value: Any) -> str:
 
 def _pack_strings(texts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
     """``texts`` ``[N]`` as two tensors: their UTF-8 bytes laid end to end ``[B]`` uint8, and where
-    each text's bytes end ``[N]`` int64 (:func:`_unpack_strings` reads them back)."""
-    encoded = [text.encode("utf-8") for text in texts]
+    each text's bytes end ``[N]`` int64 (:func:`_unpack_strings` reads them back). Lone surrogates
+    (text decoded with ``errors="surrogateescape"``) are kept, as JSON kept them before format 7."""
+    encoded = [text.encode("utf-8", "surrogatepass") for text in texts]
     ends = np.cumsum([len(part) for part in encoded], dtype=np.int64)  # [N]
     return torch.from_numpy(np.frombuffer(b"".join(encoded), dtype=np.uint8).copy()), torch.from_numpy(ends)
 
@@ -467,7 +471,7 @@ def _pack_strings(texts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
 def _unpack_strings(data: torch.Tensor, ends: torch.Tensor) -> list[str]:
     """The ``[N]`` texts that :func:`_pack_strings` packed into ``data`` and ``ends``."""
     raw, bounds = data.numpy().tobytes(), ends.tolist()
-    return [raw[start:end].decode("utf-8") for start, end in zip([0, *bounds[:-1]], bounds)]
+    return [raw[start:end].decode("utf-8", "surrogatepass") for start, end in zip([0, *bounds[:-1]], bounds)]
 
 
 def _tensor(array: np.ndarray, dtype: type) -> torch.Tensor:
