@@ -266,6 +266,7 @@ def test_scaling_is_a_setting_saved_with_the_model_and_old_files_load_as_standar
     assert Forecaster("dlinear", prediction_length=2).settings.window.scaling == "robust"
     assert fitted.resolved_settings.window.scaling == "standard" and not fitted.scaler.robust
     fitted.save(tmp_path / "m")
+    write_format_4(tmp_path / "m")  # what a format-4 file (no checksum of its JSON) saved before the setting holds:
     config = tmp_path / "m" / "forecaster.json"
     meta = json.loads(config.read_text())
     for key in ("settings", "resolved_settings"):
@@ -273,7 +274,6 @@ def test_scaling_is_a_setting_saved_with_the_model_and_old_files_load_as_standar
     for name in ("low", "high", "robust"):
         del meta["scaler"][name]
     config.write_text(json.dumps(meta))
-    write_format_4(tmp_path / "m")  # what a format-4 file saved before the setting holds
     old = Forecaster.load(tmp_path / "m")
     assert old.settings.window.scaling == old.resolved_settings.window.scaling == "standard"
     assert not old.scaler.robust and np.isinf(old.scaler.high).all()

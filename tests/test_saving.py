@@ -2,7 +2,9 @@
 
 Every edit of ``forecaster.json`` is refused by its checksum; an edit that rewrites the checksum
 too is refused where the JSON no longer fits the weights (or itself); a model saved by a newer
-tsrec says so; a format-4 model (tsrec 0.1, weights-only checksum) still loads. Many processes
+tsrec says so; every per-series value is in the weights, checked against the JSON; models in the
+formats before (4: tsrec 0.1, weights-only checksum; 5; 6: per-series lists in the JSON, a fixture
+written by the tsrec of that format) load to identical forecasts. Many processes
 saving to one path while another loads it see only whole models and leave no hidden folder; the
 folders of crashed saves are removed by the next save, those of live saves are kept."""
 
@@ -24,11 +26,13 @@ import torch
 import tsrec
 from tsrec import Forecaster, _saving
 from tsrec.config import DataFacts
-from tsrec.fitted import ConcurrentSaveError, FittedState, _json_sha256
+from tsrec.fitted import FORMAT_VERSION, ConcurrentSaveError, FittedState, _json_sha256, _pack_strings, _unpack_strings
 from tsrec.models import model_config
-from tests.saved_models import read_meta, write_format_4, write_format_5
+from tests.saved_models import SERIES_KEYS, edit_weights, read_meta, write_format_4, write_format_5, write_format_6
 
 QUIET = {"enable_progress_bar": False, "logger": False}
+#: A model saved in format 6 by the tsrec that wrote it, and its forecasts (tests/fixtures/write_format6.py).
+FORMAT_6 = Path(__file__).parent / "fixtures" / "format6"
 FORK = "fork" in multiprocessing.get_all_start_methods()
 
 
@@ -72,8 +76,13 @@ def hidden(folder):
 def test_saved_model_records_its_versions_and_every_files_checksum(fitted, tmp_path):
     path = fitted.save(tmp_path / "m")
     meta = read_meta(path)
-    assert meta["format_version"] == 6 and meta["tsrec_version"] == tsrec.__version__
+    assert meta["format_version"] == 7 and meta["tsrec_version"] == tsrec.__version__
     assert set(meta["sha256"]) == {"forecaster.json", "weights.pt"}
+    # nothing per series in the JSON: ids, starts, scaler rows and static covariates are tensors
+    assert set(meta["data"]) == {"freq", "layout", "targets", "tz"} and meta["scaler"] == {"robust": True}
+    assert set(meta["covariates"]) == {"encoder"}
+    tensors = torch.load(path / "weights.pt", weights_only=True)
+    assert set(SERIES_KEYS) <= set(tensors) and tensors["scaler_loc"].shape == (1, 2)
     assert meta["sha256"]["weights.pt"] == hashlib.sha256((path / "weights.pt").read_bytes()).hexdigest()
     pd.testing.assert_frame_equal(Forecaster.load(path).predict(), fitted.predict())
     # the checksum is over what the JSON says, not its layout
@@ -81,16 +90,16 @@ def test_saved_model_records_its_versions_and_every_files_checksum(fitted, tmp_p
     pd.testing.assert_frame_equal(Forecaster.load(path).predict(), fitted.predict())
 
 
-def edit_scaler(meta):
-    meta["scaler"]["loc"][0][0] += 1.0
+def edit_robust(meta):
+    meta["scaler"]["robust"] = False
 
 
 def edit_freq(meta):
     meta["data"]["freq"] = meta["resolved_settings"]["window"]["freq"] = "D"
 
 
-def edit_starts(meta):
-    meta["data"]["starts"] = ["2025-01-01T00:00:00"]
+def edit_tz(meta):
+    meta["data"]["tz"] = "UTC"
 
 
 def edit_prediction_length(meta):
@@ -111,7 +120,7 @@ def edit_targets(meta):
     meta["data"]["targets"] = ["temp", "load"]
 
 
-EDITS = [edit_scaler, edit_freq, edit_starts, edit_prediction_length, edit_model, edit_targets]
+EDITS = [edit_robust, edit_freq, edit_tz, edit_prediction_length, edit_model, edit_targets]
 
 
 @pytest.mark.parametrize("edit", EDITS, ids=lambda edit: edit.__name__)
@@ -132,21 +141,81 @@ def test_any_edit_of_the_json_is_refused_by_its_checksum(fitted, tmp_path, edit)
     (edit_freq, r"data_facts is .*'season': 24.* but what data.freq 'D' and data.targets give is .*'season': 7"),
     (lambda meta: meta["settings"]["window"].update(prediction_length=12),
      "settings.window.prediction_length is 12 but resolved_settings.window.prediction_length is 6"),
-    (lambda meta: [meta["scaler"][part].append([1.0, 1.0]) for part in ("loc", "scale", "low", "high")],
-     r"the scaler's shape is \[\[2, 2\], \[2, 2\]\] but \[series, channels\] .* is \[\[1, 2\], \[1, 2\]\]"),
     (edit_model, r"SeasonalNaiveConfig has no setting\(s\) \['individual', 'moving_average'\]"),
     (edit_n_channels, r"revin\.weight is \[2\] in weights\.pt but \[3\] in the network"),
     (lambda meta: meta["data"].update(calendar="iso"), "forecaster.json has entries this tsrec does not know: "
                                                        "data.calendar"),
     (lambda meta: meta["scaler"].update(clip=3.0), "forecaster.json has entries this tsrec does not know: scaler.clip"),
-], ids=["prediction_length", "freq", "user_prediction_length", "scaler_rows", "model",
-                                "n_channels", "unknown_entry", "unknown_scaler_entry"])
+], ids=["prediction_length", "freq", "user_prediction_length", "model", "n_channels", "unknown_entry",
+        "unknown_scaler_entry"])
 def test_an_edit_with_a_recomputed_checksum_is_refused_where_the_json_contradicts_the_weights(
         fitted, tmp_path, edit, message):
     path = fitted.save(tmp_path / "m")
     meta = read_meta(path)
     edit(meta)
     write_meta(path, meta, rehash=True)
+    with pytest.raises(ValueError, match="is corrupted or was edited after saving") as error:
+        Forecaster.load(path)
+    assert error.match(message)
+
+
+def test_strings_packed_as_bytes_and_ends_read_back_as_they_were():
+    texts = ["a", "", "köln", "日本", "x" * 300, "bad \udc80 byte", ""]
+    data, ends = _pack_strings(texts)
+    assert (data.dtype, ends.dtype) == (torch.uint8, torch.int64) and ends.tolist()[-1] == len(data)
+    assert _unpack_strings(data, ends) == texts
+    assert _unpack_strings(*_pack_strings([])) == []
+
+
+def add_scaler_row(tensors):
+    for name in ("loc", "scale", "low", "high"):
+        tensors[f"scaler_{name}"] = torch.cat([tensors[f"scaler_{name}"], torch.ones(1, 2, dtype=torch.float64)])
+
+
+def shift_scaler(tensors):
+    tensors["scaler_loc"][0, 0] += 1.0
+
+
+def move_start(tensors):
+    tensors["starts"] += 3_600 * 10**9
+
+
+def rename_item(tensors):
+    tensors["item_ids"][0] = ord("x")
+
+
+@pytest.mark.parametrize("edit", [shift_scaler, move_start, rename_item], ids=lambda edit: edit.__name__)
+def test_any_edit_of_the_per_series_tensors_is_refused_by_the_checksum(fitted, tmp_path, edit):
+    path = fitted.save(tmp_path / "m")
+    edit_weights(path, edit, rehash=False)
+    with pytest.raises(ValueError, match=r"weights\.pt does not match the checksum in forecaster\.json: the saved "
+                                         "model was edited or corrupted after saving"):
+        Forecaster.load(path)
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (add_scaler_row,
+     r"the scaler's shape is \[\[2, 2\], \[2, 2\]\] but \[series, channels\] .* is \[\[1, 2\], \[1, 2\]\]"),
+    (lambda tensors: tensors.update(starts=torch.zeros(2, dtype=torch.int64)),
+     r"holds 1 item ids, 2 starts and 1 series' histories; one of each per series"),
+    (lambda tensors: tensors.update(item_id_ends=tensors["item_id_ends"] + 1),
+     r"weights\.pt's item_id_ends are not where the strings of its item_ids \(1 bytes\) end"),
+    (lambda tensors: tensors.update(starts=tensors["starts"].double()),
+     r"weights\.pt's starts is float64 \[1\], not int64 with 1 dimension"),
+    (lambda tensors: tensors.pop("static_cat"), r"weights\.pt's static_cat is missing, not uint8 with 1 dimension"),
+    (lambda tensors: tensors.update(history_values=torch.cat([tensors["history_values"]] * 2)),
+     r"history_lengths \(1 series of 24 steps in all\) do not cut its history: history_values has 48 rows, "
+     "history_observed has 24 rows"),
+    (lambda tensors: tensors.update(static_real=torch.ones(1, 1, dtype=torch.float64)),
+     r"the static covariates' shapes is \[\[1, 1\], \[1, 0\]\] but \[series, numeric\], \[series, categorical\] "
+     r"of the item ids and covariates\.encoder is \[\[1, 0\], \[1, 0\]\]"),
+    (lambda tensors: tensors.update(static_cat_ends=torch.tensor([0, 0])),
+     r"weights\.pt holds 2 categorical static covariates \(static_cat_ends\) but 1 series of 0 each"),
+], ids=["scaler_rows", "starts_count", "id_ends", "starts_dtype", "missing", "history_rows", "static_real",
+        "static_cat"])
+def test_per_series_tensors_that_contradict_the_json_or_each_other_are_refused(fitted, tmp_path, edit, message):
+    path = fitted.save(tmp_path / "m")
+    edit_weights(path, edit, rehash=True)
     with pytest.raises(ValueError, match="is corrupted or was edited after saving") as error:
         Forecaster.load(path)
     assert error.match(message)
@@ -183,11 +252,57 @@ def test_a_newer_tsrec_model_says_so(fitted, tmp_path):
     write_meta(path, meta, rehash=True)
     with pytest.raises(ValueError, match=r"saved by a newer tsrec \(version 99\.0\).*does not know: calibration"):
         Forecaster.load(path)
-    meta = {**meta, "format_version": 7}
+    meta = {**meta, "format_version": FORMAT_VERSION + 1}
     write_meta(path, meta, rehash=True)
-    with pytest.raises(ValueError, match=r"saved by a newer tsrec \(version 99\.0, model format 7\); upgrade "
+    newer = FORMAT_VERSION + 1
+    with pytest.raises(ValueError, match=rf"saved by a newer tsrec \(version 99\.0, model format {newer}\); upgrade "
                                          "tsrec to load it"):
         Forecaster.load(path)
+
+
+def assert_same_state(read, saved):
+    """Two states hold the same per-series values: ids, grids, history, scaler rows, covariates."""
+    for a, b in zip(read.history.items, saved.history.items, strict=True):
+        assert a.item_id == b.item_id
+        pd.testing.assert_index_equal(a.index, b.index)
+        np.testing.assert_array_equal(a.values, b.values)
+        np.testing.assert_array_equal(a.observed, b.observed)
+    for name in ("loc", "scale", "low", "high"):
+        np.testing.assert_array_equal(getattr(read.scaler, name), getattr(saved.scaler, name))
+    assert read.scaler.robust == saved.scaler.robust
+    ours, theirs = read.covariate_history, saved.covariate_history
+    for a, b in zip(ours.dynamic, theirs.dynamic, strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(ours.static_real, theirs.static_real)
+    assert ours.static_cat.tolist() == theirs.static_cat.tolist()
+
+
+def test_a_format_6_model_written_by_its_tsrec_forecasts_as_it_did_and_as_its_format_7_copy(tmp_path):
+    old = Forecaster.load(FORMAT_6 / "model")
+    assert read_meta(FORMAT_6 / "model")["format_version"] == 6
+    assert old.fitted.history.item_ids == ("b", "c", "köln")
+    assert old.fitted.covariate_history.static_cat.tolist() == [["north"], ["south"], ["south"]]
+    expected = pd.read_parquet(FORMAT_6 / "forecast.parquet")
+    pd.testing.assert_frame_equal(old.predict(), expected, check_exact=True)
+    new = Forecaster.load(old.save(tmp_path / "m"))
+    assert read_meta(tmp_path / "m")["format_version"] == 7
+    assert_same_state(new.fitted, old.fitted)
+    pd.testing.assert_frame_equal(new.predict(), expected, check_exact=True)
+
+
+def test_a_format_6_model_with_the_per_series_values_in_its_json_still_loads(tmp_path):
+    frame = pd.concat([pd.DataFrame({"id": name, "ds": pd.date_range("2024-01-01", periods=80, freq="h"),
+                                     "y": np.cos(np.arange(80) / 5) * (k + 1), "size": 2.0 * k,
+                                     "region": "é" if k else "ü"}) for k, name in enumerate(["β", "a", "日本"])])
+    fitted = Forecaster("dlinear", prediction_length=6, context_length=24, max_epochs=1, trainer_kwargs=QUIET).fit(
+        frame, id_col="id", time_col="ds", target_col="y", static_covariates=["size", "region"])
+    path = write_format_6(fitted.save(tmp_path / "m"))
+    meta = read_meta(path)
+    assert meta["format_version"] == 6 and meta["data"]["item_ids"] == ["a", "β", "日本"]
+    assert not set(SERIES_KEYS) & set(torch.load(path / "weights.pt", weights_only=True))
+    loaded = Forecaster.load(path)
+    assert_same_state(loaded.fitted, fitted.fitted)
+    pd.testing.assert_frame_equal(loaded.predict(), fitted.predict(), check_exact=True)
 
 
 def test_a_format_5_model_with_one_history_tensor_per_series_still_loads(tmp_path):

@@ -13,12 +13,15 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 import hashlib
 import io
+import itertools
 import json
 import os
 import pickle
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -41,17 +44,28 @@ from tsrec.settings import ForecasterSettings
 __all__ = ["ConcurrentSaveError", "FittedState", "ForecastResult", "TrainingSummary", "unscale"]
 
 FORMAT = "tsrec-forecaster"
-FORMAT_VERSION = 6
+FORMAT_VERSION = 7
 #: Model formats this tsrec reads: 4 (tsrec 0.1 before whole-model checksums; see
-#: :func:`_verify_checksums`), 5 (the history as three tensors per series) and 6 (the history packed
-#: end to end, :meth:`FittedState._tensors`).
-READABLE_VERSIONS = (4, 5, 6)
+#: :func:`_verify_checksums`), 5 (the history as three tensors per series), 6 (the history packed
+#: end to end) and 7 (every per-series value in ``weights.pt``, :meth:`FittedState._tensors`;
+#: before it ``forecaster.json`` held the ids, starts, scaler rows and static covariates).
+READABLE_VERSIONS = (4, 5, 6, 7)
 CONFIG_FILE = "forecaster.json"
 WEIGHTS_FILE = "weights.pt"
 #: ``forecaster.json``'s entry with the SHA-256 of every file of the model, itself included.
 CHECKSUMS = "sha256"
 #: ``forecaster.json``'s entries that describe the file, not the model (format 4's ``weights_sha256`` too).
 HEADER = frozenset({"format", "format_version", "tsrec_version", CHECKSUMS, "weights_sha256"})
+#: The scaler's per-series rows (``[N, C]`` each), ``weights.pt``'s ``scaler_<name>`` since format 7.
+SCALER_ROWS = ("loc", "scale", "low", "high")
+#: ``weights.pt``'s tensors beside the state dict in format 7 (:meth:`FittedState._tensors`): dtype
+#: and number of dimensions, checked before they are read (:func:`_check_tensors`).
+SERIES_TENSORS: dict[str, tuple[torch.dtype, int]] = {
+    "history_lengths": (torch.int64, 1), "history_values": (torch.float64, 2), "history_observed": (torch.bool, 2),
+    "history_covariates": (torch.float64, 2), "item_ids": (torch.uint8, 1), "item_id_ends": (torch.int64, 1),
+    "starts": (torch.int64, 1), **{f"scaler_{name}": (torch.float64, 2) for name in SCALER_ROWS},
+    "static_real": (torch.float64, 2), "static_cat": (torch.uint8, 1), "static_cat_ends": (torch.int64, 1),
+}
 
 
 @dataclass(frozen=True)
@@ -146,8 +160,9 @@ class FittedState:
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write the state into the directory ``path``: ``forecaster.json`` (the format and tsrec
-        versions, settings, data description, scaler, and the SHA-256 of every file of the model,
-        itself included) and ``weights.pt`` (tensors only).
+        versions, settings, data description, covariate encoding, and the SHA-256 of every file of
+        the model, itself included) and ``weights.pt`` (tensors only: the weights and every
+        per-series value, :meth:`_tensors`).
 
         Crash-safe and safe under concurrent saves and loads (:mod:`tsrec._saving`): the files are
         written into a hidden folder beside ``path`` that is renamed into place, under a lock,
@@ -171,29 +186,45 @@ class FittedState:
         return path
 
     def _tensors(self) -> dict[str, Any]:
-        """What ``weights.pt`` holds: the network's state dict and the history's arrays, every
-        series' rows laid end to end (a handful of tensors however many series were fitted, so that
-        loading costs no per-series unpickling): ``history_lengths`` ``[N]`` int64, and
-        ``[sum T_i, C]`` ``history_values`` float64, ``history_observed`` bool and
-        ``[sum T_i, K]`` ``history_covariates`` float64."""
-        items = self.history.items
+        """What ``weights.pt`` holds: the network's state dict and every per-series value of the
+        ``N`` fitted series, as a handful of tensors however many series were fitted (so that a
+        load costs no per-series decoding; dtypes in :data:`SERIES_TENSORS`):
+
+        - ``history_lengths`` ``[N]``; ``history_values`` ``[sum T_i, C]``, ``history_observed``
+          ``[sum T_i, C]`` and ``history_covariates`` ``[sum T_i, K]``: every series' rows laid end
+          to end;
+        - ``item_ids`` ``[B]`` the ids' UTF-8 bytes laid end to end, ``item_id_ends`` ``[N]`` where
+          each id's bytes end (:func:`_pack_strings`);
+        - ``starts`` ``[N]`` each series' first timestamp in nanoseconds since 1970 (UTC in a named
+          time zone, ``forecaster.json``'s ``data.tz``; the wall clock without one);
+        - ``scaler_loc``, ``scaler_scale``, ``scaler_low``, ``scaler_high`` ``[N, C]``;
+        - ``static_real`` ``[N, Ks]``; ``static_cat`` and ``static_cat_ends`` the ``[N, Kc]``
+          categorical static covariates row by row, as the ids.
+        """
+        history, statics = self.history, self.covariate_history
+        items = history.items
+        ids, id_ends = _pack_strings([s.item_id for s in items])
+        categories, category_ends = _pack_strings(statics.static_cat.ravel().tolist())
         return {
             "state_dict": self.model.state_dict(),
             "history_lengths": torch.tensor([len(s) for s in items], dtype=torch.int64),
             "history_values": torch.from_numpy(np.concatenate([s.values for s in items])),
             "history_observed": torch.from_numpy(np.concatenate([s.observed for s in items])),
-            "history_covariates": torch.from_numpy(np.concatenate(self.covariate_history.dynamic)),
+            "history_covariates": torch.from_numpy(np.concatenate(statics.dynamic)),
+            "item_ids": ids, "item_id_ends": id_ends,
+            "starts": torch.from_numpy(history.stamps[history.offsets[:-1]].asi8.copy()),  # [N]
+            **{f"scaler_{name}": _tensor(getattr(self.scaler, name), np.float64) for name in SCALER_ROWS},
+            "static_real": _tensor(statics.static_real, np.float64),
+            "static_cat": categories, "static_cat_ends": category_ends,
         }
 
-    def _content(self, *, per_series: bool = True) -> dict[str, Any]:
-        """What ``forecaster.json`` describes of the state (all but its header, see :meth:`save`).
-        ``per_series=False``: the same keys with every per-series list (ids, starts, scaler rows,
-        static covariates) empty, what :meth:`load` checks a file's keys against (at no cost per series)."""
+    def _content(self) -> dict[str, Any]:
+        """What ``forecaster.json`` describes of the state (all but its header, see :meth:`save`):
+        nothing per series (:meth:`_tensors` holds that), so that its size and the cost of
+        reading and checking it do not grow with the number of series."""
         tz = self.history.items[0].index.tz
-        rows = slice(None) if per_series else slice(0)  # every series, or none
-        items, static = self.history.items[rows], self.covariate_history
-        scaler = dataclasses.replace(self.scaler, **{name: getattr(self.scaler, name)[rows]
-                                                     for name in ("loc", "scale", "low", "high")})
+        no_rows = dataclasses.replace(self.scaler, **{name: getattr(self.scaler, name)[:0] for name in SCALER_ROWS})
+        scaler = {key: value for key, value in no_rows.to_dict().items() if key not in SCALER_ROWS}  # robust
         return {
             "settings": self.settings.to_dict(),
             "resolved_settings": self.resolved.to_dict(),
@@ -204,14 +235,10 @@ class FittedState:
                 "freq": self.history.freq,
                 "layout": self.history.layout,
                 "targets": list(self.history.columns),
-                "item_ids": [s.item_id for s in items],
-                "starts": [s.index[0].isoformat() for s in items],
                 "tz": None if tz is None else str(tz),
             },
-            "scaler": scaler.to_dict(),
-            "covariates": {"encoder": self.covariates.to_dict(),
-                           "static_real": static.static_real[rows].tolist(),
-                           "static_cat": static.static_cat[rows].tolist()},
+            "scaler": scaler,
+            "covariates": {"encoder": self.covariates.to_dict()},
         }
 
     @classmethod
@@ -234,10 +261,12 @@ class FittedState:
     @classmethod
     def _from_saved(cls, meta: dict[str, Any], weights: bytes) -> FittedState:
         """The state that ``forecaster.json``'s ``meta`` and ``weights.pt``'s bytes describe,
-        checked to be one model (:func:`_state_dict_mismatches`, :func:`_inconsistencies`,
-        :func:`_unknown_keys`)."""
+        checked to be one model (:func:`_state_dict_mismatches`, :func:`_check_tensors`,
+        :func:`_inconsistencies`, :func:`_unknown_keys`)."""
         _settings_before_scaling(meta)
         tensors = torch.load(io.BytesIO(weights), map_location="cpu", weights_only=True)
+        if meta["format_version"] >= 7:
+            _check_tensors(tensors)
         resolved = ForecasterSettings.from_dict(meta["resolved_settings"])
         model = build_model(resolved.model, resolved.network)
         mismatches = _state_dict_mismatches(model, tensors["state_dict"])
@@ -249,22 +278,21 @@ class FittedState:
                 f"{network.n_channels} channels): {'; '.join(mismatches)}")
         model.load_state_dict(tensors["state_dict"])
         encoder = CovariateEncoder.from_dict(meta["covariates"]["encoder"])
+        meta, rows = _per_series(meta, tensors, len(encoder.categorical))
+        values, observed, dynamic = _series_arrays(tensors, "history_values", "history_observed", "history_covariates")
         state = cls(
             settings=ForecasterSettings.from_dict(meta["settings"]), resolved=resolved, model=model.eval(),
-            history=_history(meta["data"], *_series_arrays(tensors, "history_values", "history_observed")),
-            scaler=StandardScaler.from_dict(meta["scaler"]),
+            history=_history(meta["data"], rows, values, observed),
+            scaler=rows.scaler,
             covariates=encoder,
-            covariate_history=CovariateValues(
-                tuple(_series_arrays(tensors, "history_covariates")[0]),
-                np.array(meta["covariates"]["static_real"], dtype=np.float64),  # [N, Ks]
-                np.array(meta["covariates"]["static_cat"], dtype=object)),  # [N, Kc]
+            covariate_history=CovariateValues(tuple(dynamic), rows.static_real, rows.static_cat),
             facts=DataFacts(**meta["data_facts"]),
             summary=TrainingSummary.from_dict(meta["training_summary"]),
             schema=Schema(**meta["columns"], covariates=encoder.config))
         problems = _inconsistencies(state)
         if problems:
             raise _Inconsistent(f"{CONFIG_FILE} contradicts itself or {WEIGHTS_FILE}: {'; '.join(problems)}")
-        unknown = _unknown_keys({k: v for k, v in meta.items() if k not in HEADER}, state._content(per_series=False))
+        unknown = _unknown_keys({k: v for k, v in meta.items() if k not in HEADER}, state._content())
         if unknown:
             raise _Inconsistent(f"{CONFIG_FILE} has entries this tsrec does not know: {', '.join(unknown)}")
         return state
@@ -347,31 +375,161 @@ def _settings_before_scaling(meta: dict[str, Any]) -> None:
             window["scaling"] = "standard"
 
 
+@dataclass(frozen=True)
+class _SeriesRows:
+    """What a saved model holds of each of its ``N`` series besides the history, decoded: from
+    ``weights.pt`` (format 7) or ``forecaster.json`` (formats 4 to 6), :func:`_per_series`.
+
+    item_ids:    ``[N]`` the series' ids.
+    firsts:      ``[N]`` each series' first timestamp (in ``data.tz``).
+    scaler:      the target scaler, ``[N, C]`` rows.
+    static_real: ``[N, Ks]`` float64 numeric static covariates.
+    static_cat:  ``[N, Kc]`` str (object) categorical static covariates.
+    """
+
+    item_ids: list[str]
+    firsts: pd.DatetimeIndex
+    scaler: StandardScaler
+    static_real: np.ndarray
+    static_cat: np.ndarray
+
+
+def _per_series(meta: dict[str, Any], tensors: dict[str, Any],
+                n_categorical: int) -> tuple[dict[str, Any], _SeriesRows]:
+    """``meta`` without its per-series entries (what :func:`_unknown_keys` checks) and the
+    per-series values, wherever the model's format keeps them: format 7's tensors (checked by
+    :func:`_check_tensors`), or the JSON lists of formats 4 to 6. ``n_categorical``: ``Kc``."""
+    tz = meta["data"]["tz"]
+    if meta["format_version"] >= 7:
+        firsts = pd.DatetimeIndex(tensors["starts"].numpy().view("M8[ns]"))  # [N]
+        categories = _unpack_strings(tensors["static_cat"], tensors["static_cat_ends"])  # [N * Kc]
+        n_series = len(tensors["history_lengths"])
+        if len(categories) != n_series * n_categorical:
+            raise _Inconsistent(f"{WEIGHTS_FILE} holds {len(categories)} categorical static covariates "
+                                f"(static_cat_ends) but {n_series} series of {n_categorical} each ({CONFIG_FILE}'s "
+                                "covariates.encoder)")
+        rows = _SeriesRows(
+            _unpack_strings(tensors["item_ids"], tensors["item_id_ends"]),
+            firsts if tz is None else firsts.tz_localize("UTC").tz_convert(tz),
+            StandardScaler(**{name: tensors[f"scaler_{name}"].numpy() for name in SCALER_ROWS},
+                           robust=meta["scaler"]["robust"]),
+            tensors["static_real"].numpy(),
+            np.array(categories, dtype=object).reshape(n_series, n_categorical))
+        return meta, rows
+    data, covariates = dict(meta["data"]), dict(meta["covariates"])
+    ids, starts = data.pop("item_ids"), data.pop("starts")
+    static_real, static_cat = covariates.pop("static_real"), covariates.pop("static_cat")
+    scaler = StandardScaler.from_dict(meta["scaler"])  # [N, C] rows, fences unbounded before format 5
+    firsts = pd.DatetimeIndex(pd.to_datetime(starts, utc=tz is not None, format="ISO8601"))  # [N]
+    rows = _SeriesRows(ids, firsts if tz is None else firsts.tz_convert(tz), scaler,
+                       np.array(static_real, dtype=np.float64),  # [N, Ks]
+                       np.array(static_cat, dtype=object))  # [N, Kc]
+    robust = {key: value for key, value in meta["scaler"].items() if key not in SCALER_ROWS}
+    return {**meta, "data": data, "covariates": covariates, "scaler": robust}, rows
+
+
+def _check_tensors(tensors: dict[str, Any]) -> None:
+    """Refuse a format-7 ``weights.pt`` whose per-series tensors are missing, of another dtype or
+    number of dimensions than :data:`SERIES_TENSORS`, a history of another number of steps than
+    ``history_lengths``, and strings whose ends do not cut their bytes (the shapes that depend on
+    ``forecaster.json`` are :func:`_inconsistencies`', the counts of series :func:`_history`'s)."""
+    wrong = [f"{key} is {_described(tensors.get(key))}, not {str(dtype).removeprefix('torch.')} with {ndim} "
+             f"dimension{'s' * (ndim > 1)}" for key, (dtype, ndim) in SERIES_TENSORS.items()
+             if not (isinstance(tensors.get(key), torch.Tensor) and tensors[key].dtype == dtype
+                     and tensors[key].ndim == ndim)]
+    if wrong:
+        raise _Inconsistent(f"{WEIGHTS_FILE}'s {'; '.join(wrong)}")
+    lengths = tensors["history_lengths"]
+    steps = {key: len(tensors[key]) for key in ("history_values", "history_observed", "history_covariates")}
+    if set(steps.values()) != {int(lengths.sum())} or (lengths < 0).any():
+        rows = ", ".join(f"{key} has {n} rows" for key, n in steps.items())
+        raise _Inconsistent(f"{WEIGHTS_FILE}'s history_lengths ({len(lengths)} series of {int(lengths.sum())} steps in "
+                            f"all) do not cut its history: {rows}")
+    for data, ends in (("item_ids", "item_id_ends"), ("static_cat", "static_cat_ends")):
+        bounds = torch.cat([torch.zeros(1, dtype=torch.int64), tensors[ends]])  # [N + 1] from 0
+        if (bounds.diff() < 0).any() or bounds[-1] != len(tensors[data]):
+            raise _Inconsistent(f"{WEIGHTS_FILE}'s {ends} are not where the strings of its {data} "
+                                f"({len(tensors[data])} bytes) end, in order")
+
+
+def _described(value: Any) -> str:
+    """How :func:`_check_tensors` names what ``weights.pt`` holds under a key."""
+    if not isinstance(value, torch.Tensor):
+        return "missing" if value is None else type(value).__name__
+    return f"{str(value.dtype).removeprefix('torch.')} {list(value.shape)}"
+
+
+def _pack_strings(texts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
+    """``texts`` ``[N]`` as two tensors: their UTF-8 bytes laid end to end ``[B]`` uint8, and where
+    each text's bytes end ``[N]`` int64 (:func:`_unpack_strings` reads them back). Lone surrogates
+    (text decoded with ``errors="surrogateescape"``) are kept, as JSON kept them before format 7."""
+    encoded = [text.encode("utf-8", "surrogatepass") for text in texts]
+    ends = np.cumsum([len(part) for part in encoded], dtype=np.int64)  # [N]
+    return torch.from_numpy(np.frombuffer(b"".join(encoded), dtype=np.uint8).copy()), torch.from_numpy(ends)
+
+
+def _unpack_strings(data: torch.Tensor, ends: torch.Tensor) -> list[str]:
+    """The ``[N]`` texts that :func:`_pack_strings` packed into ``data`` and ``ends``."""
+    raw, bounds = data.numpy().tobytes(), ends.tolist()
+    return [raw[start:end].decode("utf-8", "surrogatepass") for start, end in zip([0, *bounds[:-1]], bounds)]
+
+
+def _tensor(array: np.ndarray, dtype: type) -> torch.Tensor:
+    """``array`` as a tensor of its own contiguous memory (a view would save its whole base)."""
+    return torch.from_numpy(np.array(array, dtype=dtype, order="C", copy=True))
+
+
 def _series_arrays(tensors: dict[str, Any], *keys: str) -> list[list[np.ndarray]]:
-    """Per key of ``weights.pt``, its arrays of each series: format 6's packed ``[sum T_i, ...]``
-    tensor cut at ``history_lengths``, or formats 4 and 5's list of one tensor per series."""
+    """Per key of ``weights.pt``, its arrays of each series: formats 6 and 7's packed
+    ``[sum T_i, ...]`` tensor cut at ``history_lengths``, or formats 4 and 5's list of one tensor
+    per series."""
     arrays = []
     for key in keys:
         saved = tensors[key]
         if isinstance(saved, list):
             arrays.append([part.numpy() for part in saved])
+            continue
+        lengths = tensors["history_lengths"].numpy()  # [N]
+        if len(lengths) and (lengths == lengths[0]).all():  # every series as long (the usual case): one reshape
+            arrays.append(list(saved.numpy().reshape(len(lengths), int(lengths[0]), *saved.shape[1:])))
         else:
-            arrays.append(list(split_at(saved.numpy(), np.r_[0, np.cumsum(tensors["history_lengths"].numpy())])))
+            arrays.append(list(split_at(saved.numpy(), np.r_[0, np.cumsum(lengths)])))
     return arrays
 
 
-def _history(data: dict[str, Any], values: Sequence[np.ndarray], observed: Sequence[np.ndarray]) -> Panel:
-    """The saved history panel (:meth:`FittedState._content`'s ``data``, and each series' ``[T_i, C]``
-    values and observed flags); every series' grid computed at once (:func:`regular_stamps`)."""
-    firsts = pd.to_datetime(data["starts"], utc=data["tz"] is not None, format="ISO8601")  # [N]
-    if data["tz"] is not None:
-        firsts = firsts.tz_convert(data["tz"])
-    lengths = np.array([len(x) for x in values], dtype=np.int64)  # [N]
-    stamps = regular_stamps(pd.DatetimeIndex(firsts), lengths, data["freq"])  # [sum T_i]
-    starts = np.r_[0, np.cumsum(lengths)[:-1]]
-    items = tuple(Series(item_id, stamps, x, seen, start)
-                  for item_id, x, seen, start in zip(data["item_ids"], values, observed, starts.tolist()))
+def _history(data: dict[str, Any], rows: _SeriesRows, values: Sequence[np.ndarray],
+             observed: Sequence[np.ndarray]) -> Panel:
+    """The saved history panel (:meth:`FittedState._content`'s ``data``, the series' ids and
+    first timestamps, and each series' ``[T_i, C]`` values and observed flags). The series that
+    start at one timestamp with one length (usually all) share one grid, every distinct grid
+    computed at once (:func:`regular_stamps`). ``_Inconsistent`` when they count different series."""
+    if not len(rows.item_ids) == len(rows.firsts) == len(values) == len(observed):
+        raise _Inconsistent(f"the saved model holds {len(rows.item_ids)} item ids, {len(rows.firsts)} starts and "
+                            f"{len(values)} series' histories; one of each per series")
+    lengths = np.fromiter(map(len, values), np.int64, len(values))  # [N]
+    _, first_of, grid_of = np.unique(np.stack([rows.firsts.asi8, lengths], axis=1), axis=0, return_index=True,
+                                     return_inverse=True)  # [U] a series of each distinct grid, [N] its grid
+    grid_lengths = lengths[first_of]  # [U]
+    stamps = regular_stamps(rows.firsts[first_of], grid_lengths, data["freq"])  # [sum over the U grids]
+    starts = np.r_[0, np.cumsum(grid_lengths)[:-1]][grid_of.reshape(-1)]  # [N] each series' first step in stamps
+    with _gc_paused():
+        items = tuple(map(Series, rows.item_ids, itertools.repeat(stamps), values, observed, starts.tolist()))
     return Panel(freq=data["freq"], layout=data["layout"], columns=tuple(data["targets"]), items=items)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector (if it runs) while one object per series is built:
+    these make no reference cycles, but every few hundred thousand of them would set off a full
+    collection, which scans every object of the process (torch's and pandas' included; at 100,000
+    series that was 0.05-0.25 s of a model's load)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _long_order(values: np.ndarray) -> np.ndarray:
@@ -441,8 +599,9 @@ def _verify_checksums(path: Path, meta: dict[str, Any], files: dict[str, bytes])
     Format 4 (written by tsrec 0.1 before format 5) holds the checksum of ``weights.pt`` only, as
     ``weights_sha256``; such models are still read, with only their weights checked here (their
     JSON is checked against the weights' shapes in :meth:`FittedState._from_saved`, as every
-    model's is). Format 5 holds ``sha256``: every file's digest, ``forecaster.json``'s over its
-    canonical content (:func:`_json_sha256`).
+    model's is). Formats 5 to 7 hold ``sha256``: every file's digest, ``forecaster.json``'s over its
+    canonical content (:func:`_json_sha256`); since format 7 the per-series values are in
+    ``weights.pt``, so its digest covers them.
     """
     if meta["format_version"] == 4:
         expected = {WEIGHTS_FILE: meta.get("weights_sha256")}
@@ -511,7 +670,7 @@ def _inconsistencies(state: FittedState) -> list[str]:
     network, data facts, scaler and history of one fitted model agree on the horizon, the
     context, the frequency and the number of series and channels."""
     settings, resolved, facts, history = state.settings, state.resolved, state.facts, state.history
-    window, network, encoder = resolved.window, resolved.network, state.covariates
+    window, network, encoder, statics = resolved.window, resolved.network, state.covariates, state.covariate_history
     channels = len(history.columns) if history.layout == "wide" else 1
     expected_facts = data_facts(history.freq, channels, facts.periods, n_covariate_features=encoder.n_features,
                                 static_cardinalities=encoder.cardinalities)
@@ -529,10 +688,13 @@ def _inconsistencies(state: FittedState) -> list[str]:
         *((f"resolved_settings.network.{name}", getattr(network, name), f"data_facts.{name}", getattr(facts, name))
           for name in ("n_channels", "n_time_features", "n_covariate_features", "static_cardinalities")),
         ("the scaler's shape", [list(state.scaler.loc.shape), list(state.scaler.scale.shape)],
-         "[series, channels] of data.item_ids and data.targets", [[len(history.items), channels]] * 2),
+         "[series, channels] of the item ids and data.targets", [[len(history.items), channels]] * 2),
+        ("the static covariates' shapes", [list(statics.static_real.shape), list(statics.static_cat.shape)],
+         "[series, numeric], [series, categorical] of the item ids and covariates.encoder",
+         [[len(history.items), len(encoder.real)], [len(history.items), len(encoder.categorical)]]),
         ("the history's shapes", sorted({s.values.shape for s in history.items}),
          "[context_length, channels]", [(window.context_length, channels)]),
-        ("the covariate history's series", len(state.covariate_history.dynamic), "data.item_ids", len(history.items)),
+        ("the covariate history's series", len(statics.dynamic), "the item ids", len(history.items)),
     ]
     return [f"{name} is {value!r} but {other} is {expected!r}" for name, value, other, expected in pairs
             if value != expected]
