@@ -15,6 +15,8 @@ import multiprocessing
 import os
 import queue
 import re
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -31,8 +33,8 @@ from tsrec.models import model_config
 from tests.saved_models import SERIES_KEYS, edit_weights, read_meta, write_format_4, write_format_5, write_format_6
 
 QUIET = {"enable_progress_bar": False, "logger": False}
-#: A model saved in format 6 by the tsrec that wrote it, and its forecasts (tests/fixtures/write_format6.py).
-FORMAT_6 = Path(__file__).parent / "fixtures" / "format6"
+#: The last commit whose tsrec saves format 6 (tests/write_format6.py runs it).
+FORMAT_6_COMMIT = "7839de7"
 FORK = "fork" in multiprocessing.get_all_start_methods()
 
 
@@ -277,12 +279,30 @@ def assert_same_state(read, saved):
     assert ours.static_cat.tolist() == theirs.static_cat.tolist()
 
 
-def test_a_format_6_model_written_by_its_tsrec_forecasts_as_it_did_and_as_its_format_7_copy(tmp_path):
-    old = Forecaster.load(FORMAT_6 / "model")
-    assert read_meta(FORMAT_6 / "model")["format_version"] == 6
+@pytest.fixture(scope="module")
+def format_6(tmp_path_factory):
+    """A model saved in format 6 by commit 7839de7's tsrec, and that tsrec's forecasts from it: the folder
+    holding ``model/`` and ``forecast.parquet`` (tests/write_format6.py, run with that commit's code)."""
+    root = Path(__file__).resolve().parents[1]
+    old_code, out = tmp_path_factory.mktemp("tsrec-7839de7"), tmp_path_factory.mktemp("format6")
+    archive = subprocess.run(["git", "archive", FORMAT_6_COMMIT, "tsrec"], cwd=root, capture_output=True, check=False)
+    if archive.returncode != 0:
+        pytest.skip(f"needs commit {FORMAT_6_COMMIT} in the git history to write a format-6 model "
+                    f"(a full clone): {archive.stderr.decode().strip()}")
+    subprocess.run(["tar", "-x", "-C", str(old_code)], input=archive.stdout, check=True)
+    env = {**os.environ, "PYTHONPATH": str(old_code), "OMP_NUM_THREADS": "1"}
+    subprocess.run([sys.executable, str(root / "tests" / "write_format6.py"), str(out)], cwd=old_code, env=env,
+                   check=True)
+    return out
+
+
+@pytest.mark.slow
+def test_a_format_6_model_written_by_its_tsrec_forecasts_as_it_did_and_as_its_format_7_copy(tmp_path, format_6):
+    old = Forecaster.load(format_6 / "model")
+    assert read_meta(format_6 / "model")["format_version"] == 6
     assert old.fitted.history.item_ids == ("b", "c", "köln")
     assert old.fitted.covariate_history.static_cat.tolist() == [["north"], ["south"], ["south"]]
-    expected = pd.read_parquet(FORMAT_6 / "forecast.parquet")
+    expected = pd.read_parquet(format_6 / "forecast.parquet")
     pd.testing.assert_frame_equal(old.predict(), expected, check_exact=True)
     new = Forecaster.load(old.save(tmp_path / "m"))
     assert read_meta(tmp_path / "m")["format_version"] == 7
