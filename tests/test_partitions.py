@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 
 from tsrec import Forecaster
-from tsrec.distributed.partitions import backtest_part, load_model, part_frame, predict_part, split_ids
+from tsrec.distributed.collective import part_frame, split_ids
+from tsrec.distributed.partitions import backtest_part, load_model, predict_part
 from tsrec.evaluation import backtest, score_backtest
 
 COLUMNS = {"id_col": "id", "time_col": "time", "target_col": "y"}

@@ -184,11 +184,3 @@ def fit_members(forecaster: Forecaster, df: pd.DataFrame, panel: Any, columns: d
                            [w for _, w in chosen], [scored.get(name, math.nan) for name in forecaster.settings.network.candidates])
     leaderboard = pd.DataFrame(rows, columns=["model", "val_mse", "weight", "fit_seconds", "note"])
     return AutoFit(network, members, leaderboard.sort_values("val_mse", na_position="last", ignore_index=True))
-
-
-def leaderboard(network: EnsembleConfig) -> pd.DataFrame:
-    """The candidates' validation MSE and weights recorded in a fitted auto model's ``network``."""
-    weights = dict(zip(network.members, network.weights))
-    frame = pd.DataFrame({"model": list(network.candidates), "val_mse": list(network.scores) or math.nan,
-                          "weight": [weights.get(name, 0.0) for name in network.candidates]})
-    return frame.sort_values("val_mse", na_position="last", ignore_index=True)

@@ -232,7 +232,7 @@ def backtest(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timest
 
         raise NotFittedError("the forecaster is not fitted: fit it first, or pass refit_every=k to fit it on the data "
                            "before each block of k windows")
-    from tsrec.training.sharding import world
+    from tsrec.distributed.collective import by_series, world
 
     levels = _levels(forecaster, quantiles)
     baselines = _check_baselines(baselines)
@@ -241,8 +241,6 @@ def backtest(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timest
                                 levels=levels, baselines=baselines, time_col=time_col, id_col=id_col,
                                 target_col=target_col)
     if refit_every is None and id_col is not None and world()[1] > 1:  # DDP: each rank reads and scores its series
-        from tsrec.distributed.partitions import by_series
-
         return _score_unrefitted(forecaster, by_series(df, id_col, lambda part: windows(part)[0]), baselines, levels)
     errors, seasons, forecaster = windows(df)
     return _result(errors, baselines, levels, seasons, _stats_notes(forecaster, forecaster.freq))

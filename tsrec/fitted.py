@@ -27,14 +27,15 @@ import numpy as np
 import pandas as pd
 import torch
 
-from tsrec import __version__, _saving
+from tsrec import _saving
+from tsrec._hashing import sha256_of
 from tsrec._saving import ConcurrentSaveError
+from tsrec._version import __version__
 from tsrec.config import DataFacts
 from tsrec.data import CovariateEncoder, CovariateValues, Panel, Series, StandardScaler, forecast_frame
 from tsrec.data.frame import split_at
 from tsrec.data.schema import Schema
 from tsrec.data.time_features import data_facts, regular_stamps
-from tsrec.datasets.loading import sha256_of
 from tsrec.models import ForecastModel, build_model
 from tsrec.settings import ForecasterSettings
 

@@ -330,7 +330,7 @@ class Forecaster:
     def _fit_auto_members(self, df: pd.DataFrame, panel: Panel, columns: dict[str, Any], covariates: CovariateConfig,
                           val_df: pd.DataFrame | None, resume: bool) -> Any:
         """``Forecaster("auto")``'s candidates scored, weighted and refitted (:mod:`tsrec.auto`)."""
-        from tsrec.auto import fit_members
+        from tsrec.models.registry import model_fitter
 
         refused = [what for what, given in (("Parquet data", is_parquet(df)), ("covariates", covariates.columns),
                                             ("val_df", val_df is not None),
@@ -338,7 +338,7 @@ class Forecaster:
         if refused:
             raise ValueError(f"Forecaster('auto') takes no {', '.join(refused)}: it validates its candidates on the "
                              "end of the fit frame and refits them; fit a model by name for these")
-        return fit_members(self, df, panel, columns)
+        return model_fitter(AUTO)(self, df, panel, columns)
 
     @property
     def leaderboard(self) -> pd.DataFrame:
@@ -348,10 +348,8 @@ class Forecaster:
         self._require_fitted()
         if self.model_name != AUTO:
             raise AttributeError(f"only Forecaster('auto') has a leaderboard; this one is {self.model_name!r}")
-        from tsrec.auto import leaderboard
-
         return self.fitted.leaderboard if self.fitted.leaderboard is not None else \
-            leaderboard(self.resolved_settings.network)
+            self.resolved_settings.network.leaderboard()
 
     def _context_for(self, panel: Panel, val_panel: Panel | None) -> int:
         """The context of a fit on ``panel``: the one set, else the model's default
@@ -499,11 +497,11 @@ class Forecaster:
         the whole forecast (``docs/scale.md``).
         """
         self._require_fitted()
-        from tsrec.training.sharding import world
+        from tsrec.distributed.collective import world
 
         id_col = self.fitted.schema.id_col
         if df is not None and id_col is not None and world()[1] > 1:  # DDP: each rank reads and forecasts its series
-            from tsrec.distributed.partitions import by_series
+            from tsrec.distributed.collective import by_series
 
             return by_series(df, id_col, functools.partial(self.predict, future_covariates=future_covariates,
                                                           quantiles=quantiles, num_samples=num_samples,
@@ -633,12 +631,13 @@ class Forecaster:
         ``trainer_kwargs={"strategy": "ddp", ...}``, or started by ``torchrun``) each rank forecasts
         its contiguous share of the windows and every rank gets all of them back, in order
         (:mod:`tsrec.training.sharding`; ``predict`` and ``backtest`` of long data split the series
-        among the ranks before this, :func:`tsrec.distributed.partitions.by_series`): every rank
+        among the ranks before this, :func:`tsrec.distributed.collective.by_series`): every rank
         gets what one process returns, and every rank must call it."""
         self._require_fitted()
         from tsrec.training import ForecastingModule, make_predict_trainer, predict_batches, predict_device, \
             quiet_lightning
-        from tsrec.training.sharding import ShardSampler, gather
+        from tsrec.distributed.collective import gather
+        from tsrec.training.sharding import ShardSampler
 
         shape = (0, self.prediction_length, self.model.config.n_channels)
         empty = np.zeros(shape + ((self.model.n_params,) if self.model.output.probabilistic else ()), np.float32)
@@ -681,7 +680,7 @@ class Forecaster:
         writes while the others wait for it, and every rank returns ``path``, or raises when rank 0
         could not write it: all must call it."""
         self._require_fitted()
-        from tsrec.training.sharding import gather_parts, world
+        from tsrec.distributed.collective import gather_parts, world
 
         rank = world()[0]
         gather_parts(lambda: self.fitted.save(path) if rank == 0 else None)  # the others wait for rank 0's save

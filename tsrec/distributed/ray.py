@@ -26,15 +26,8 @@ import pandas as pd
 
 from tsrec._checks import check_int
 from tsrec.data.schema import Source, is_parquet
-from tsrec.distributed.partitions import (
-    backtest_part,
-    check_backtest,
-    id_column,
-    load_model,
-    part_frame,
-    predict_part,
-    split_ids,
-)
+from tsrec.distributed.collective import part_frame, split_ids
+from tsrec.distributed.partitions import backtest_part, check_backtest, id_column, load_model, predict_part
 from tsrec.forecaster import Forecaster
 
 if TYPE_CHECKING:

@@ -35,7 +35,7 @@ from tsrec.data.frame import Panel, Series, canonicalize
 from tsrec.data.time_features import future_index, normalize_freq
 from tsrec.fitted import ForecastResult
 from tsrec.forecaster import DEFAULT_MODEL, Forecaster
-from tsrec.interop import quiet_gluonts_import
+from tsrec._optional import quiet_gluonts_import
 
 with quiet_gluonts_import():
     from gluonts.dataset.common import ListDataset
