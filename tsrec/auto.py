@@ -30,6 +30,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from tsrec.data.frame import Panel
+from tsrec.data.schema import Schema
+from tsrec.data.source import Source, history_before
 from tsrec.data.split import VAL_FRACTION
 from tsrec.models.ensemble import AUTO, EnsembleConfig, with_members
 
@@ -123,13 +126,10 @@ def _validation_windows(lengths: list[int], horizon: int) -> int:
     return int(min(MAX_VAL_WINDOWS, max(1, round(VAL_FRACTION * min(lengths) / horizon))))
 
 
-def _before_validation(df: pd.DataFrame, columns: dict[str, Any], panel: Any, windows: int,
-                       horizon: int) -> pd.DataFrame:
+def _before_validation(df: Source, columns: dict[str, Any], panel: Panel, windows: int, horizon: int) -> pd.DataFrame:
     """The rows of ``df`` before each series' ``windows`` validation windows."""
-    from tsrec.evaluation import _history_before
-
     cut = [series.index[len(series) - windows * horizon] for series in panel.items]
-    return _history_before(df, panel, cut, time_col=columns["time_col"], id_col=columns["id_col"])
+    return history_before(df, Schema(**columns), panel, cut)
 
 
 def fit_members(forecaster: Forecaster, df: pd.DataFrame, panel: Any, columns: dict[str, Any]) -> AutoFit:

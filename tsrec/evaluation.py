@@ -13,7 +13,9 @@ from tsrec import metrics
 from tsrec.config import CovariateConfig
 from tsrec.data import Panel, WindowDataset, seasonality
 from tsrec.data.frame import block_frame
-from tsrec.data.schema import Schema, Source, is_parquet
+from tsrec.data import source
+from tsrec.data.schema import Schema
+from tsrec.data.source import Source, history_before
 from tsrec.data.scaling import StandardScaler, item_blocks
 from tsrec.fitted import ForecastResult
 from tsrec.forecaster import Forecaster
@@ -166,17 +168,6 @@ def _refit_cut(panel: Panel, stacked: _Stacked, first: np.ndarray, count: np.nda
     return stacked.index[np.minimum(stacked.start + first, end)].where(count > 0, after)
 
 
-def _history_before(df: pd.DataFrame, panel: Panel, cut: Sequence[pd.Timestamp], *, time_col: str | None,
-                    id_col: str | None) -> pd.DataFrame:
-    """The rows of ``df`` strictly before each item's ``cut`` timestamp (for refitting)."""
-    times = pd.DatetimeIndex(df.index if time_col is None else pd.to_datetime(df[time_col]))
-    if id_col is None:
-        return df[times < cut[0]]
-    by_id = dict(zip(panel.item_ids, cut))
-    limit = df[id_col].astype(str).map(by_id)
-    return df[times < pd.DatetimeIndex(limit)]
-
-
 def backtest(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timestamp | None = None,
              n_windows: int | None = None, stride: int | None = None, refit_every: int | None = None,
              batch_size: int | None = None, season_length: int | None = None,
@@ -188,7 +179,8 @@ def backtest(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timest
     Args:
         forecaster: a fitted Forecaster (or an unfitted one with ``refit_every``).
         df: the frame to backtest on, in the layout the forecaster was fitted with, or long
-            Parquet data (a file, a folder of files or a list of files; not with ``refit_every``);
+            Parquet data (a file, a folder of files or a list of files; with ``refit_every``, the
+            rows before each block's origins are read into memory to refit on);
             windows read their context from it, so it must hold ``context_length`` steps before the
             first origin.
             A forecaster fitted with covariates reads them from it too, the future covariates of
@@ -224,9 +216,6 @@ def backtest(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timest
         raise ValueError(f"n_windows must be a positive int, got {n_windows!r}")
     if refit_every is not None and (not isinstance(refit_every, int) or refit_every < 1):
         raise ValueError(f"refit_every must be a positive int, got {refit_every!r}")
-    if refit_every is not None and is_parquet(df):
-        raise ValueError("refit_every refits on the history before each block of windows, cut from a DataFrame: load "
-                         "the Parquet data with pd.read_parquet, or backtest a fitted forecaster without refit_every")
     if forecaster.model is None and refit_every is None:
         from sklearn.exceptions import NotFittedError
 
@@ -258,8 +247,9 @@ def _backtest_errors(forecaster: Forecaster, df: Source, *, start: int | str | p
     covariates = CovariateConfig() if fitted is None else fitted.config
     schema = Schema(time_col, id_col, target_col, covariates)
     columns = schema.columns
-    panel, values = schema.read(df, categorical=() if fitted is None else fitted.categorical, freq=forecaster.freq,
-                                gaps=forecaster.settings.window.gaps)
+    read = source.read(df, schema, categorical=() if fitted is None else fitted.categorical, freq=forecaster.freq,
+                       gaps=forecaster.settings.window.gaps)
+    panel, values = read.panel, read.covariates
     horizon, context = forecaster.prediction_length, forecaster.context_length
     stride = stride or horizon
     stacked = _Stacked.of(panel)
@@ -273,8 +263,8 @@ def _backtest_errors(forecaster: Forecaster, df: Source, *, start: int | str | p
         block_first, block_count = first + stride * done, np.clip(count - done, 0, block)  # [I] each
         if refit_every is not None:
             cut = _refit_cut(panel, stacked, block_first, block_count)
-            forecaster = forecaster.unfitted_copy().fit(_history_before(df, panel, cut, **{
-                k: v for k, v in columns.items() if k != "target_col"}), **columns, past_covariates=covariates.past,
+            forecaster = forecaster.unfitted_copy().fit(history_before(df, schema, panel, cut), **columns,
+                                                        past_covariates=covariates.past,
                 future_covariates=covariates.future, static_covariates=covariates.static)
         rows = forecaster.panel.check_compatible(panel)
         ranges = list(zip(block_first.tolist(), (block_first + stride * block_count).tolist()))

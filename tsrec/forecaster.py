@@ -35,7 +35,9 @@ from tsrec.data import (
     split_panel,
 )
 from tsrec.data.covariates import check_context, read_future
-from tsrec.data.schema import Schema, Source, is_parquet
+from tsrec.data import source
+from tsrec.data.schema import Schema
+from tsrec.data.source import Source
 from tsrec.data.scaling import OutlierWarning, item_blocks
 from tsrec.data.periods import dominant_periods
 from tsrec.data.split import default_val_windows
@@ -269,11 +271,13 @@ class Forecaster:
         covariates = CovariateConfig(past=past_covariates, future=future_covariates, static=static_covariates)
         schema = Schema(time_col, id_col, target_col, covariates)
         columns = schema.columns
-        categorical = schema.categorical(df)
+        categorical = source.categorical(df, schema)
         gaps = self.settings.window.gaps
-        panel, values = schema.read(df, categorical=categorical, freq=self.settings.window.freq, gaps=gaps)
-        val_panel, val_values = (None, None) if val_df is None else \
-            schema.read(val_df, categorical=categorical, freq=panel.freq, gaps=gaps)
+        read = source.read(df, schema, categorical=categorical, freq=self.settings.window.freq, gaps=gaps)
+        val = None if val_df is None else source.read(val_df, schema, categorical=categorical, freq=read.panel.freq,
+                                                      gaps=gaps)
+        panel, values = read.panel, read.covariates
+        val_panel, val_values = (None, None) if val is None else (val.panel, val.covariates)
         auto = self._fit_auto_members(df, panel, columns, covariates, val_df, resume) if self.model_name == AUTO else None
         context = self._context_for(panel, val_panel) if auto is None else auto.context_length
         # an ensemble's scaler is its trained members' (fitted on all the history when they refit)
@@ -332,7 +336,7 @@ class Forecaster:
         """``Forecaster("auto")``'s candidates scored, weighted and refitted (:mod:`tsrec.auto`)."""
         from tsrec.models.registry import model_fitter
 
-        refused = [what for what, given in (("Parquet data", is_parquet(df)), ("covariates", covariates.columns),
+        refused = [what for what, given in (("covariates", covariates.columns),
                                             ("val_df", val_df is not None),
                                             ("resume=True", resume)) if given]
         if refused:
@@ -509,12 +513,10 @@ class Forecaster:
         if df is None:
             panel, values = self.panel, self.fitted.covariate_history
         else:
-            if isinstance(df, pd.DataFrame):
-                self.fitted.schema.require_layout(df, self.panel.columns)
             # The forecasts read each series' last context_length steps: its earlier rows are not read.
-            panel, values = self.fitted.schema.read(df, categorical=self.covariates.categorical, freq=self.freq,
-                                                    gaps=self.settings.window.gaps, last=self.context_length)
-            panel = panel.in_order_of(self.panel)
+            read = source.read(df, self.fitted.schema, categorical=self.covariates.categorical, freq=self.freq,
+                               gaps=self.settings.window.gaps, last=self.context_length, layout=self.panel.columns)
+            panel, values = read.panel.in_order_of(self.panel), read.covariates
         return self.forecast_panel(panel, values, future_covariates=future_covariates, quantiles=quantiles,
                                    num_samples=num_samples, batch_size=batch_size).to_frame(panel)
 

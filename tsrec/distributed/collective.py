@@ -36,9 +36,9 @@ import pandas as pd
 import torch
 
 from tsrec.data.frame import block_frame
-from tsrec.data.schema import ParquetSeries, Source
+from tsrec.data.source import Source, is_parquet, series_ids, subset
 
-__all__ = ["alone", "by_series", "gather", "gather_frames", "gather_parts", "part_frame", "split_ids", "world"]
+__all__ = ["alone", "by_series", "gather", "gather_frames", "gather_parts", "split_ids", "world"]
 
 T = TypeVar("T")
 _ALONE = contextvars.ContextVar("tsrec_alone", default=False)
@@ -213,44 +213,28 @@ def split_ids(ids: Sequence[Any] | pd.Series | np.ndarray, parts: int) -> list[n
     return [run for run in np.array_split(unique[order], min(parts, max(len(unique), 1))) if len(run)]
 
 
-def part_frame(source: Source, id_col: Hashable, ids: Sequence[Any]) -> pd.DataFrame:
-    """The rows of the series ``ids`` of ``source``: a DataFrame, or long Parquet data (a file, a
-    folder or a list of files), of which only those series' rows are read."""
-    if isinstance(source, pd.DataFrame):
-        return source[source[id_col].isin(ids)]
-    from tsrec.data.parquet import read_series
-
-    return read_series(source, id_col, ids)
-
-
 def by_series(source: Source, id_col: Hashable, compute: Callable[[Source], pd.DataFrame]) -> pd.DataFrame:
     """``compute`` of every rank's run of the series of ``source`` (:func:`split_ids` among the
-    ranks of the process group; a frame's rows of those series, or from Parquet a
-    :class:`~tsrec.data.schema.ParquetSeries` of them, whose rows alone are read), concatenated in
-    rank order (the series' order as text) on every rank (:func:`tsrec.distributed.gather.gather_frames`:
+    ranks of the process group; :func:`~tsrec.data.source.subset`: a frame's rows of those series,
+    or from Parquet a :class:`~tsrec.data.source.ParquetSeries` of them, whose rows alone are read),
+    concatenated in rank order (the series' order as text) on every rank (:func:`gather_frames`:
     each rank computes alone, an error in one is raised in all, and the columns travel as arrays).
     From Parquet, each rank reads the ids of its share of the files, and the ranks exchange them.
     A rank left without series (fewer series than ranks) computes nothing. A DataFrame without
     ``id_col`` is given to ``compute`` whole (in every rank), which names the problem. Every rank
     must call it."""
-    from tsrec.data.parquet import series_ids
-
-    if isinstance(source, pd.DataFrame) and id_col not in source.columns:
-        return compute(source)
     rank, size = world()
-
-    frame = isinstance(source, pd.DataFrame)
-    if frame:
-        ids = source[id_col]
-    else:  # each rank reads the ids of its share of the files
-        ids = np.concatenate(gather_parts(lambda: series_ids(source, id_col, part=(rank, size)).to_numpy(object)))
+    if is_parquet(source):  # each rank reads the ids of its share of the files
+        ids = np.concatenate(gather_parts(lambda: series_ids(source, id_col, part=(rank, size))))
         if not len(ids):
             series_ids(source, id_col)  # all the files together: the error that they hold no row
+    elif id_col not in getattr(source, "columns", ()):
+        return compute(source)  # which names the problem
+    else:
+        ids = series_ids(source, id_col)
     runs = split_ids(ids, size)
 
     def share() -> pd.DataFrame | None:
-        if rank >= len(runs):
-            return None
-        return compute(part_frame(source, id_col, runs[rank]) if frame else ParquetSeries(source, tuple(runs[rank])))
+        return None if rank >= len(runs) else compute(subset(source, id_col, runs[rank]))
 
     return gather_frames(share)

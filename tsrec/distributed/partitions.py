@@ -2,7 +2,7 @@
 
 A driver (Ray, Spark) splits the series ids among workers
 (:func:`~tsrec.distributed.collective.split_ids`); a worker reads the rows of its series
-(:func:`~tsrec.distributed.collective.part_frame`: from a DataFrame or straight from Parquet), loads the
+(:func:`~tsrec.data.source.rows_of`: from a DataFrame or straight from Parquet), loads the
 saved model once per process (:func:`load_model`), and returns the forecasts
 (:func:`predict_part`) or the backtest errors (:func:`backtest_part`) of those series alone. The
 parts' forecasts concatenated are one ``Forecaster.predict`` of all the series, and their errors,

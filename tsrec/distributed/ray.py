@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 
 from tsrec._checks import check_int
-from tsrec.data.schema import Source, is_parquet
-from tsrec.distributed.collective import part_frame, split_ids
+from tsrec.data.source import Source, is_parquet, rows_of
+from tsrec.distributed.collective import split_ids
 from tsrec.distributed.partitions import backtest_part, check_backtest, id_column, load_model, predict_part
 from tsrec.forecaster import Forecaster
 
@@ -170,7 +170,7 @@ class PartWorker:
         part's rows as ``task`` returned them (kept whole, as Python objects: Arrow would change
         their dtypes)."""
         rows = np.empty(len(batch["part"]), dtype=object)
-        rows[:] = [self.task(self.model_path, part_frame(self.source, self.id_col, self.parts[index]), **self.options)
+        rows[:] = [self.task(self.model_path, rows_of(self.source, self.id_col, self.parts[index]), **self.options)
                    for index in batch["part"]]
         return {"part": batch["part"], "rows": rows}
 
