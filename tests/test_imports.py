@@ -44,6 +44,7 @@ LAYERS = (
     ("process group", ("tsrec.distributed.collective",)),
     ("training", ("tsrec.training.*", "tsrec.settings", "tsrec.inspection")),
     ("fitted value", ("tsrec.fitted",)),
+    ("fitting and forecasting", ("tsrec.fitting", "tsrec.forecasting")),
     ("estimator", ("tsrec.forecaster",)),
     ("clients of the estimator", ("tsrec.evaluation", "tsrec.interop.*", "tsrec.distributed.partitions")),
     ("model selection, plots, clusters", ("tsrec.auto", "tsrec.plotting", "tsrec.distributed.ray",

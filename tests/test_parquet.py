@@ -264,7 +264,7 @@ def test_data_without_rows(tmp_path):
 
 
 def test_chunk_series_must_be_positive(tmp_path):
-    with pytest.raises(ValueError, match="chunk_series must be a positive integer"):
+    with pytest.raises(ValueError, match="chunk_series must be an integer >= 1"):
         read(tmp_path / "data.parquet", long_frame(), chunk_series=0)
 
 

@@ -40,7 +40,7 @@ def test_split_ids_covers_every_id_once_in_text_order():
     parts = split_ids(ids, 3)
     assert [list(p) for p in parts] == [[10, 2], ["a", "b"], ["c"]]
     assert [list(p) for p in split_ids(["x"], 4)] == [["x"]]
-    with pytest.raises(ValueError, match="parts must be a positive integer"):
+    with pytest.raises(ValueError, match="parts must be an integer >= 1"):
         split_ids(ids, 0)
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from tsrec._checks import check_optional_int
 from tsrec import metrics
 from tsrec.config import CovariateConfig
 from tsrec.data import Panel, WindowDataset, seasonality
@@ -19,6 +20,7 @@ from tsrec.data.source import Source, history_before
 from tsrec.data.scaling import StandardScaler, item_blocks
 from tsrec.fitted import ForecastResult
 from tsrec.forecaster import Forecaster
+from tsrec.forecasting import forecast
 from tsrec.models.base import DEFAULT_QUANTILE_LEVELS
 from tsrec.models.naive import season_from_data
 from tsrec.nn.outputs import check_levels
@@ -210,12 +212,8 @@ def backtest(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timest
     series of long data (``id_col``) are split among the ranks, each reading and scoring its own,
     and every rank returns the whole result (``docs/scale.md``).
     """
-    if stride is not None and (not isinstance(stride, int) or stride < 1):
-        raise ValueError(f"stride must be a positive int, got {stride!r}")
-    if n_windows is not None and (not isinstance(n_windows, int) or n_windows < 1):
-        raise ValueError(f"n_windows must be a positive int, got {n_windows!r}")
-    if refit_every is not None and (not isinstance(refit_every, int) or refit_every < 1):
-        raise ValueError(f"refit_every must be a positive int, got {refit_every!r}")
+    stride, n_windows, refit_every = (check_optional_int(name, value) for name, value in
+                                      (("stride", stride), ("n_windows", n_windows), ("refit_every", refit_every)))
     if forecaster.model is None and refit_every is None:
         from sklearn.exceptions import NotFittedError
 
@@ -271,7 +269,7 @@ def _backtest_errors(forecaster: Forecaster, df: Source, *, start: int | str | p
         dataset = WindowDataset.from_panel(panel, forecaster.scaler, context, horizon, ranges, stride=stride,
                                            scaler_rows=rows, covariates=forecaster.covariates.encode(panel, values))
         items, origin = _block_windows(block_first, block_count, stride)  # [N] each, the dataset's windows
-        result = forecaster.forecast(dataset, rows[items], items, origin, levels=levels, batch_size=batch_size)
+        result = forecast(forecaster.fitted, dataset, rows[items], items, origin, levels=levels, batch_size=batch_size)
         seasons.append(season_from_data(forecaster.data_facts, context))
         parts.append(_window_frame(panel, stacked, forecaster, result, rows, scale, seasons[-1][0],
                                    [b for b in baselines if b in STATS_BASELINES]))

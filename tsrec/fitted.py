@@ -118,7 +118,8 @@ class FittedState:
     """Everything ``fit`` learned; never changed after it is built (a new ``fit`` builds a new one).
 
     Attributes:
-        settings: the settings as given to the Forecaster.
+        settings: the settings as given to the Forecaster, its trainer settings (``trainer_kwargs``'
+            JSON values, ``output_dir``) included.
         resolved: the settings as completed from the data (context length, network sizes, ...).
         model: the trained network, in eval mode.
         history: the last ``context_length`` steps of every fitted series (what ``predict()``
@@ -319,7 +320,7 @@ def unscale(model: ForecastModel, scaler: StandardScaler, outputs: np.ndarray, r
     scaling is undone.
 
     outputs: ``[N, H, C]`` point forecasts or ``[N, H, C, P]`` a distribution's parameters
-             (``Forecaster.forecast_windows``), in the scaler's units.
+             (:func:`tsrec.forecasting.outputs`), in the scaler's units.
     rows:    ``[N]`` each window's scaler row; ``items``/``origins`` ``[N]`` as in :class:`ForecastResult`.
     levels, num_samples: the quantiles and sample paths wanted (a probabilistic model's only).
     """
@@ -442,8 +443,8 @@ def _verify_checksums(path: Path, meta: dict[str, Any], files: dict[str, bytes])
     Format 4 (written by tsrec 0.1 before format 5) holds the checksum of ``weights.pt`` only, as
     ``weights_sha256``; such models are still read, with only their weights checked here (their
     JSON is checked against the weights' shapes in :meth:`FittedState._from_saved`, as every
-    model's is). Format 5 holds ``sha256``: every file's digest, ``forecaster.json``'s over its
-    canonical content (:func:`_json_sha256`).
+    model's is). Every later format (5 and up, :data:`READABLE_VERSIONS`) holds ``sha256``: every
+    file's digest, ``forecaster.json``'s over its canonical content (:func:`_json_sha256`).
     """
     if meta["format_version"] == 4:
         expected = {WEIGHTS_FILE: meta.get("weights_sha256")}

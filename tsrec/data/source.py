@@ -52,11 +52,13 @@ class Read:
     panel:      the targets, on a regular grid per series.
     covariates: the covariates on the same grids (:class:`~tsrec.data.covariates.CovariateValues`).
     schema:     the roles of the source's columns, as read.
+    categorical: the static covariates read as categories (:func:`categorical`).
     """
 
     panel: Panel
     covariates: CovariateValues
     schema: Schema
+    categorical: tuple[str, ...] = ()
 
 
 def is_parquet(source: object) -> bool:
@@ -77,13 +79,13 @@ def read(source: Source, schema: Schema, *, categorical: Sequence[str], freq: st
     if isinstance(source, pd.DataFrame):
         if layout is not None:
             schema.require_layout(source, layout)
-        return Read(*read_frame(source, schema.covariates, categorical, **options), schema)
+        return Read(*read_frame(source, schema.covariates, categorical, **options), schema, tuple(categorical))
     from tsrec.data.parquet import read_parquet
 
     if isinstance(source, ParquetSeries):
         return Read(*read_parquet(_parquet(source.files), schema.covariates, categorical, ids=source.ids, **options),
-                    schema)
-    return Read(*read_parquet(_parquet(source), schema.covariates, categorical, **options), schema)
+                    schema, tuple(categorical))
+    return Read(*read_parquet(_parquet(source), schema.covariates, categorical, **options), schema, tuple(categorical))
 
 
 def categorical(source: Source, schema: Schema) -> tuple[str, ...]:

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from tsrec._checks import check_int
 from tsrec.data.frame import block_frame
 from tsrec.data.source import Source, is_parquet, series_ids, subset
 
@@ -206,8 +207,7 @@ def _wire_dtype(dtype: object) -> np.dtype:
 def split_ids(ids: Sequence[Any] | pd.Series | np.ndarray, parts: int) -> list[np.ndarray]:
     """The distinct ``ids`` in at most ``parts`` runs of near-equal size, in their order as text
     (so that the parts, in order, hold the series in the order ``predict`` returns them)."""
-    if isinstance(parts, bool) or not isinstance(parts, (int, np.integer)) or parts < 1:
-        raise ValueError(f"parts must be a positive integer, got {parts!r}")
+    parts = check_int("parts", parts)
     unique = pd.unique(pd.Series(ids, dtype=object))
     order = np.argsort(np.asarray([str(i) for i in unique]), kind="stable")
     return [run for run in np.array_split(unique[order], min(parts, max(len(unique), 1))) if len(run)]

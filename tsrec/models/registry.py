@@ -142,6 +142,6 @@ register("rsa_starsaber", StarSaber, "StarSaber with its relation graph mixed wi
 register("relevancy_rnn", RelevancyRNN, "RNN attending over a buffer of its last states and a relevant set of "
          "older ones kept for the attention they drew (Kerg et al. 2020)")
 register(AUTO, Ensemble, "the best of its candidates, or a validation-weighted ensemble of them (tsrec.auto)",
-         fitter="tsrec.auto:fit_members")
+         fitter="tsrec.auto:fit_auto")
 register("srupp", SRUpp, "SRU++: causal attention on a factorised projection feeding SRU's elementwise recurrence")
 register("rsa_srupp", SRUpp, "SRU++ with causal REMs mixed into every attention", rsa=RSAConfig())
