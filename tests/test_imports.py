@@ -41,7 +41,7 @@ LAYERS = (
     ("settings leaves", ("tsrec.config",)),
     ("tensors", ("tsrec.nn.*",)),
     ("networks and data", ("tsrec.models.*", "tsrec.data.*")),
-    ("process group", ("tsrec.distributed.collective",)),
+    ("process group", ("tsrec.collective",)),
     ("training", ("tsrec.training.*", "tsrec.settings", "tsrec.inspection")),
     ("fitted value", ("tsrec.fitted",)),
     ("fitting and forecasting", ("tsrec.fitting", "tsrec.forecasting")),
@@ -145,7 +145,7 @@ def test_the_import_graph_reads_the_known_arrows():
     """The reader sees module-level, lazy, relative and TYPE_CHECKING imports alike."""
     graph = import_graph()
     assert "tsrec.forecaster" in graph["tsrec"]  # under TYPE_CHECKING
-    assert "tsrec.distributed.collective" in graph["tsrec.forecaster"]  # inside a method
+    assert "tsrec.collective" in graph["tsrec.forecaster"]  # inside a method
     assert "tsrec.data.frame" in graph["tsrec.data"]
     assert "benchmarks.common" in graph["benchmarks.run"]
 

@@ -7,7 +7,7 @@ import pytest
 
 from tsrec import Forecaster
 from tsrec.data.source import rows_of
-from tsrec.distributed.collective import split_ids
+from tsrec.collective import split_ids
 from tsrec.distributed.partitions import backtest_part, load_model, predict_part
 from tsrec.evaluation import backtest, score_backtest
 

@@ -6,7 +6,7 @@ import pytest
 from torch.utils.data import DataLoader
 
 from tsrec.config import TrainingConfig
-from tsrec.distributed import collective
+from tsrec import collective
 from tsrec.training import EpochShuffleSampler, make_trainer, plan_budget, sharding
 from tsrec.training.sharding import GlobalBatchSampler, ShardSampler, epoch_seed, shard_bounds
 

@@ -219,7 +219,7 @@ def backtest(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timest
 
         raise NotFittedError("the forecaster is not fitted: fit it first, or pass refit_every=k to fit it on the data "
                            "before each block of k windows")
-    from tsrec.distributed.collective import by_series, world
+    from tsrec.collective import by_series, world
 
     levels = _levels(forecaster, quantiles)
     baselines = _check_baselines(baselines)

@@ -94,9 +94,9 @@ def outputs(state: FittedState, dataset: WindowDataset, *, batch_size: int | Non
     ``trainer_kwargs={"strategy": "ddp", ...}``, or started by ``torchrun``) each rank forecasts
     its contiguous share of the windows and every rank gets all of them back, in order
     (:mod:`tsrec.training.sharding`; ``predict`` and ``backtest`` of long data split the series
-    among the ranks before this, :func:`tsrec.distributed.collective.by_series`): every rank
+    among the ranks before this, :func:`tsrec.collective.by_series`): every rank
     gets what one process returns, and every rank must call it."""
-    from tsrec.distributed.collective import gather
+    from tsrec.collective import gather
     from tsrec.training import ForecastingModule, make_predict_trainer, predict_batches, predict_device, \
         quiet_lightning
     from tsrec.training.sharding import ShardSampler

@@ -1,7 +1,7 @@
 """What every worker of a distributed prediction or backtest does with its part of the series.
 
 A driver (Ray, Spark) splits the series ids among workers
-(:func:`~tsrec.distributed.collective.split_ids`); a worker reads the rows of its series
+(:func:`~tsrec.collective.split_ids`); a worker reads the rows of its series
 (:func:`~tsrec.data.source.rows_of`: from a DataFrame or straight from Parquet), loads the
 saved model once per process (:func:`load_model`), and returns the forecasts
 (:func:`predict_part`) or the backtest errors (:func:`backtest_part`) of those series alone. The
@@ -11,7 +11,7 @@ from its own rows with the same weights and scaler row, whichever worker holds i
 
 Under a ``torch.distributed`` process group (DDP) ``Forecaster.predict`` and
 ``tsrec.evaluation.backtest`` split the series the same way among the ranks
-(:func:`tsrec.distributed.collective.by_series`).
+(:func:`tsrec.collective.by_series`).
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ import pandas as pd
 
 from tsrec._checks import check_int
 from tsrec.data.source import Source, is_parquet, rows_of
-from tsrec.distributed.collective import split_ids
+from tsrec.collective import split_ids
 from tsrec.distributed.partitions import backtest_part, check_backtest, id_column, load_model, predict_part
 from tsrec.forecaster import Forecaster
 

@@ -10,11 +10,11 @@ tsrec shards the windows itself (the trainer runs with ``use_distributed_sampler
   ranks, so every window is read once per epoch, every rank runs the same number of steps, and
   DDP's gradient average is that of the global batch;
 - evaluation and prediction (:class:`ShardSampler`): each rank a contiguous run of the windows, the
-  runs in rank order, without padding; :func:`~tsrec.distributed.collective.gather` puts the
+  runs in rank order, without padding; :func:`~tsrec.collective.gather` puts the
   ranks' outputs back in window order.
 
 The process group itself (the rank and world size, read when a loader is iterated, and the
-gathers) is :mod:`tsrec.distributed.collective`'s.
+gathers) is :mod:`tsrec.collective`'s.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from torch.utils.data import Sampler
 
-from tsrec.distributed.collective import world
+from tsrec.collective import world
 
 __all__ = ["EpochShuffleSampler", "GlobalBatchSampler", "ShardSampler", "epoch_seed", "shard_bounds"]
 
