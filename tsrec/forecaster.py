@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from tsrec.collective import by_series, gather_parts, world
 from tsrec.config import DEFAULT_MODEL, CovariateConfig, DataFacts, TrainingConfig
 from tsrec.data import CovariateEncoder, Panel, StandardScaler, normalize_freq, source
 from tsrec.data.schema import Schema
@@ -293,12 +294,8 @@ class Forecaster:
         the whole forecast (``docs/scale.md``).
         """
         self._require_fitted()
-        from tsrec.collective import world
-
         id_col = self.fitted.schema.id_col
         if df is not None and id_col is not None and world()[1] > 1:  # DDP: each rank reads and forecasts its series
-            from tsrec.collective import by_series
-
             return by_series(df, id_col, functools.partial(self.predict, future_covariates=future_covariates,
                                                           quantiles=quantiles, num_samples=num_samples,
                                                           batch_size=batch_size))
@@ -337,8 +334,6 @@ class Forecaster:
         writes while the others wait for it, and every rank returns ``path``, or raises when rank 0
         could not write it: all must call it."""
         self._require_fitted()
-        from tsrec.collective import gather_parts, world
-
         rank = world()[0]
         gather_parts(lambda: self.fitted.save(path) if rank == 0 else None)  # the others wait for rank 0's save
         return Path(path)
