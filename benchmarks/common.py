@@ -149,3 +149,11 @@ def markdown_table(frame: Any, floatfmt: str = ".4f") -> str:
     rule = "|" + "---|" * len(frame.columns)
     body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
     return "\n".join([header, rule, *body])
+
+
+def read_rows(path: Path) -> list[dict[str, str]]:
+    """The rows of the results CSV ``path`` (none when it does not exist yet)."""
+    if not path.exists():
+        return []
+    with path.open(newline="") as fh:
+        return list(csv.DictReader(fh))

@@ -53,6 +53,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from benchmarks.common import ROOT, command_line, git_commit, machine, markdown_table, now, write_csv  # noqa: E402
+from benchmarks.frames import make_frame  # noqa: E402
 
 HORIZON = 24
 CONTEXT = 96
@@ -60,18 +61,6 @@ CASES = ("1000x500", "10000x500", "1x200000", "1x1000000")
 MODELS = ("dlinear", "patchtst")
 STAGES = ("prep", "train", "predict", "predict_one", "backtest")
 NF_CLASSES = {"dlinear": "DLinear", "patchtst": "PatchTST"}
-
-
-def make_frame(n_series: int, length: int, seed: int = 0) -> pd.DataFrame:
-    """``n_series`` hourly series of ``length`` steps in a long frame (``unique_id``, ``ds``, ``y``)."""
-    rng = np.random.default_rng(seed)
-    t = np.arange(length)
-    y = np.sin(2 * np.pi * t / 24)[None] + rng.normal(size=(n_series, 1)) + 0.3 * rng.normal(size=(n_series, length))
-    return pd.DataFrame({
-        "unique_id": np.repeat(np.array([f"s{i}" for i in range(n_series)], dtype=object), length),
-        "ds": np.tile(pd.date_range("2020-01-01", periods=length, freq="h").values, n_series),
-        "y": y.ravel(),
-    })
 
 
 class Clock:

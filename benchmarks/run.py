@@ -70,7 +70,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from benchmarks.common import PRECISIONS, ROOT, git_commit, machine, now
+from benchmarks.common import PRECISIONS, ROOT, git_commit, machine, now, read_rows
 from benchmarks.paper import LONG_HORIZON_PUBLISHED_PATCHTST, PAPER_TABLE1
 
 #: One row per run. New columns go at the end: a CSV with fewer columns (an older runner's) is read as
@@ -377,13 +377,6 @@ def model_config_fields(model: str) -> set[str]:
     from tsrec.models import model_spec
 
     return {f.name for f in dataclasses.fields(model_spec(model).model_class.config_class)}
-
-
-def read_rows(path: Path) -> list[dict[str, str]]:
-    if not path.exists():
-        return []
-    with path.open(newline="") as fh:
-        return list(csv.DictReader(fh))
 
 
 def append_row(path: Path, row: dict[str, Any]) -> None:

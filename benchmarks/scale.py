@@ -2,7 +2,7 @@
 training one epoch, predicting every series and backtesting them, on many hourly series read from
 Parquet (``python -m benchmarks.pipeline --scale``).
 
-Cases (``--cases``): ``N x T`` series of ``T`` hourly steps (:func:`benchmarks.pipeline.make_frame`),
+Cases (``--cases``): ``N x T`` series of ``T`` hourly steps (:func:`benchmarks.frames.make_frame`),
 written once to a folder of Parquet files, sorted by id, 10,000 series a file (``--data-dir``).
 Model: DLinear, horizon 24, context 96, batches of ``--batch`` windows. Stages, each in a fresh
 process (its wall seconds from the call to the result in memory), every worker with one thread:
@@ -60,7 +60,7 @@ FILE_SERIES = 10_000
 
 def write_data(case: str, folder: Path) -> Path:
     """The case's series as Parquet files of :data:`FILE_SERIES` series each under ``folder/<case>``, once."""
-    from benchmarks.pipeline import make_frame
+    from benchmarks.frames import make_frame
 
     target = folder / case
     if (target / "_done").exists():

@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--by", nargs="*", default=[], choices=PAIR_COLUMNS[:-1],
                         help="also compare within each value of these columns, one at a time")
     args = parser.parse_args(argv)
-    from benchmarks.run import read_rows
+    from benchmarks.common import read_rows
 
     rows = [row for path in args.csv for row in read_rows(path)]
     if not rows:

@@ -337,7 +337,7 @@ def test_splits_ettm_and_weather() -> None:
 def test_splits_errors() -> None:
     with pytest.raises(ValueError, match="unknown protocol"):
         ds.splits("ETTh1", "tslib", context_length=96, prediction_length=96)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="context_length must be a positive integer"):
+    with pytest.raises(ValueError, match="context_length must be an integer >= 1"):
         ds.splits("ETTh1", context_length=0, prediction_length=96)
     with pytest.raises(ValueError, match="needs at least 14400 rows"):
         ds.splits("ETTh1", context_length=96, prediction_length=96, n_rows=14000)

@@ -92,7 +92,7 @@ def test_refit_uses_only_data_before_each_origin(monkeypatch):
 def test_backtest_errors(fitted):
     with pytest.raises(ValueError, match="context_length=24"):
         backtest(fitted, frame(), start=10)
-    with pytest.raises(ValueError, match="stride must be a positive int"):
+    with pytest.raises(ValueError, match="stride must be an integer >= 1"):
         backtest(fitted, frame(), stride=0)
     with pytest.raises(NotFittedError, match="not fitted"):
         backtest(Forecaster("dlinear", prediction_length=6), frame())

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-import tsrec.forecaster
+import tsrec.fitting
 from tsrec import Forecaster
 from tsrec.config import RSAConfig
 from tsrec.data import data_facts
@@ -116,7 +116,7 @@ def test_table_half_lives_and_periods_follow_lambda_gamma_and_theta():
 def recorded_fit():
     """A tiny default-model fit (with its refit) and deep copies of every network fit built."""
     built = []
-    original = tsrec.forecaster.build_model
+    original = tsrec.fitting.build_model
 
     def recording(*args, **kwargs):
         model = original(*args, **kwargs)
@@ -124,7 +124,7 @@ def recorded_fit():
         return model
 
     patch = pytest.MonkeyPatch()
-    patch.setattr(tsrec.forecaster, "build_model", recording)
+    patch.setattr(tsrec.fitting, "build_model", recording)
     try:
         forecaster = Forecaster(prediction_length=24, freq="h", max_steps=20, seed=3, d_model=16, n_heads=4,
                                 e_layers=2, trainer_kwargs={"enable_progress_bar": False, "logger": False})

@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
-from tsrec.distributed.gather import gather_frames
+from tsrec.collective import gather_frames
 
 
 def part(rank: int, rows: int) -> pd.DataFrame:

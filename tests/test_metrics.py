@@ -71,7 +71,7 @@ def test_mase_seasonal_period() -> None:
     y, p = np.array([2.0, 5.0]), np.array([4.0, 4.0])  # |e| = 2, 1
     assert mase(y, p, train, m=3) == pytest.approx(1.5 / 1.0)
     assert mase(y, p, train) == pytest.approx(1.5 / 2.2)
-    with pytest.raises(ValueError, match="positive integer"):
+    with pytest.raises(ValueError, match="seasonal period m must be an integer >= 1"):
         mase(y, p, train, m=0)
     with pytest.raises(ValueError, match="more than m=6"):
         mase(y, p, train, m=6)

@@ -264,7 +264,7 @@ def test_data_without_rows(tmp_path):
 
 
 def test_chunk_series_must_be_positive(tmp_path):
-    with pytest.raises(ValueError, match="chunk_series must be a positive integer"):
+    with pytest.raises(ValueError, match="chunk_series must be an integer >= 1"):
         read(tmp_path / "data.parquet", long_frame(), chunk_series=0)
 
 
@@ -302,33 +302,42 @@ def test_forecaster_fits_predicts_and_backtests_parquet_as_the_frame(tmp_path):
     pd.testing.assert_frame_equal(scored[1], scored[0])
 
 
-def test_parquet_sources_are_refused_where_a_frame_is_cut(tmp_path):
+def test_the_history_before_an_origin_is_cut_from_parquet_as_from_the_frame(tmp_path):
+    """Forecaster("auto") validates on, and backtest(refit_every=...) refits on, the rows before
+    each series' origin: from Parquet files (every series split over them) as from the frame."""
     from tsrec import Forecaster
     from tsrec.evaluation import backtest
 
-    path = tmp_path / "data.parquet"
-    _hourly().to_parquet(path)
-    with pytest.raises(ValueError, match=r"Forecaster\('auto'\) takes no Parquet data"):
-        Forecaster("auto", prediction_length=6).fit(path, **COLUMNS)
-    with pytest.raises(ValueError, match="refit_every refits on the history .* pd.read_parquet"):
-        backtest(Forecaster("naive", prediction_length=6), path, refit_every=1, **COLUMNS)
+    df = _hourly()
+    folder = tmp_path / "data"
+    split_into_files(df, folder)
+    refits = [backtest(Forecaster("seasonal_naive", prediction_length=6), source, n_windows=4, refit_every=2,
+                       baselines=("naive",), **COLUMNS) for source in (df, folder)]
+    pd.testing.assert_frame_equal(refits[1].errors, refits[0].errors)
+    assert len(refits[0].errors) == 6 * 4 * 6
+    options = dict(prediction_length=6, candidates=("naive", "seasonal_naive"))
+    autos = [Forecaster("auto", **options).fit(source, **COLUMNS) for source in (df, folder)]
+    pd.testing.assert_frame_equal(autos[1].leaderboard.drop(columns="fit_seconds"),
+                                  autos[0].leaderboard.drop(columns="fit_seconds"))
+    pd.testing.assert_frame_equal(autos[1].predict(folder), autos[0].predict(df))
     with pytest.raises(TypeError, match="expected a pandas DataFrame, or long Parquet data"):
         Forecaster("naive", prediction_length=6).fit(np.zeros(3), **COLUMNS)
 
 
 def test_some_series_of_parquet_data_read_as_those_series_of_the_frame(tmp_path):
-    from tsrec.data.schema import ParquetSeries, Schema
+    from tsrec.data.schema import Schema
+    from tsrec.data.source import ParquetSeries, read as read_source
 
     df = long_frame(n_series=12)
     paths = split_into_files(df, tmp_path / "parts")
     some = ("s3", "s10", "s7")
     assert_same(read(paths, df, ids=some, chunk_series=2), expected(df[df.id.isin(some)]))
     schema = Schema(**COLUMNS, covariates=COVARIATES)
-    got = schema.read(ParquetSeries(paths, some), categorical=categorical_statics(df, COVARIATES), freq=None,
+    got = read_source(ParquetSeries(paths, some), schema, categorical=categorical_statics(df, COVARIATES), freq=None,
                       gaps="raise", last=5)
-    want = schema.read(df[df.id.isin(some)], categorical=categorical_statics(df, COVARIATES), freq=None,
+    want = read_source(df[df.id.isin(some)], schema, categorical=categorical_statics(df, COVARIATES), freq=None,
                        gaps="raise", last=5)
-    assert_same(got, want)
+    assert_same((got.panel, got.covariates), (want.panel, want.covariates))
 
 
 def test_series_ids_of_shares_of_the_files_together_are_all_the_ids(tmp_path):

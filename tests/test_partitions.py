@@ -6,7 +6,9 @@ import pandas as pd
 import pytest
 
 from tsrec import Forecaster
-from tsrec.distributed.partitions import backtest_part, load_model, part_frame, predict_part, split_ids
+from tsrec.data.source import rows_of
+from tsrec.collective import split_ids
+from tsrec.distributed.partitions import backtest_part, load_model, predict_part
 from tsrec.evaluation import backtest, score_backtest
 
 COLUMNS = {"id_col": "id", "time_col": "time", "target_col": "y"}
@@ -38,7 +40,7 @@ def test_split_ids_covers_every_id_once_in_text_order():
     parts = split_ids(ids, 3)
     assert [list(p) for p in parts] == [[10, 2], ["a", "b"], ["c"]]
     assert [list(p) for p in split_ids(["x"], 4)] == [["x"]]
-    with pytest.raises(ValueError, match="parts must be a positive integer"):
+    with pytest.raises(ValueError, match="parts must be an integer >= 1"):
         split_ids(ids, 0)
 
 
@@ -50,14 +52,14 @@ def test_predictions_of_the_parts_are_one_predict(saved, form, tmp_path):
         source = tmp_path / "data.parquet"
         df.sort_values(["id", "time"]).to_parquet(source, row_group_size=100)
     parts = split_ids(df.id, 3)
-    forecasts = pd.concat([predict_part(path, part_frame(source, "id", ids)) for ids in parts], ignore_index=True)
+    forecasts = pd.concat([predict_part(path, rows_of(source, "id", ids)) for ids in parts], ignore_index=True)
     whole = Forecaster.load(path).predict(df)
     pd.testing.assert_frame_equal(forecasts, whole, rtol=1e-6)
 
 
 def test_backtest_errors_of_the_parts_score_as_one_backtest(saved):
     path, df = saved
-    errors = [backtest_part(path, part_frame(df, "id", ids), n_windows=3, stride=5, baselines=NAIVE)
+    errors = [backtest_part(path, rows_of(df, "id", ids), n_windows=3, stride=5, baselines=NAIVE)
               for ids in split_ids(df.id, 2)]
     scored = score_backtest(load_model(path), pd.concat(errors, ignore_index=True))
     whole = backtest(Forecaster.load(path), df, n_windows=3, stride=5, baselines=NAIVE, **COLUMNS)

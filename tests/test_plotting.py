@@ -250,9 +250,14 @@ def test_plot_gate_history_errors(fitted, tmp_path):
     (tmp_path / "metrics.csv").write_text("epoch,step,train_loss\n0,10,1.0\n")
     with pytest.raises(ValueError, match="no gate/ columns"):
         plot_gate_history(tmp_path)
-    fitted.save(tmp_path / "model")
     with pytest.raises(ValueError, match="no output_dir"):
-        plot_gate_history(Forecaster.load(tmp_path / "model"))
+        plot_gate_history(Forecaster("dlinear", prediction_length=HORIZON))
+    # the output folder is saved with the model: a loaded model finds the logs its fit wrote
+    loaded = Forecaster.load(fitted.save(tmp_path / "model"))
+    assert loaded.output_dir == fitted.output_dir
+    got, want = (labelled_lines(plot_gate_history(source).axes[0]) for source in (loaded, fitted))
+    assert [(line.get_label(), list(line.get_ydata())) for line in got] == \
+        [(line.get_label(), list(line.get_ydata())) for line in want]
 
 
 # ------------------------------------------------------------------------------------------ files

@@ -6,6 +6,7 @@ import pytest
 from torch.utils.data import DataLoader
 
 from tsrec.config import TrainingConfig
+from tsrec import collective
 from tsrec.training import EpochShuffleSampler, make_trainer, plan_budget, sharding
 from tsrec.training.sharding import GlobalBatchSampler, ShardSampler, epoch_seed, shard_bounds
 
@@ -64,7 +65,7 @@ def test_shards_are_contiguous_unpadded_and_in_rank_order(monkeypatch):
 
 def test_gather_is_the_identity_in_one_process():
     part = np.arange(6.0).reshape(3, 2)
-    assert sharding.gather(part) is part
+    assert collective.gather(part) is part
 
 
 def test_each_rank_draws_its_own_randomness_and_rank_0_that_of_one_process():

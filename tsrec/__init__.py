@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from tsrec._version import __version__
 __all__ = ["Forecaster", "build_model", "list_models", "__version__"]
 
 if TYPE_CHECKING:

@@ -24,19 +24,22 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from tsrec.data.frame import Panel
+from tsrec.data.schema import Schema
+from tsrec.data.source import Read, Source, history_before
 from tsrec.data.split import VAL_FRACTION
-from tsrec.models.ensemble import AUTO, EnsembleConfig, with_members
+from tsrec.evaluation import backtest
+from tsrec.fitting import Fit, Prefitted, fit_state
+from tsrec.forecaster import Forecaster
+from tsrec.models.ensemble import AUTO, with_members
+from tsrec.settings import ForecasterSettings
 
-if TYPE_CHECKING:
-    from tsrec.forecaster import Forecaster
-
-__all__ = ["AUTO", "AutoFit", "MAX_VAL_WINDOWS", "ROUNDS", "fit_members", "greedy_weights"]
+__all__ = ["AUTO", "MAX_VAL_WINDOWS", "ROUNDS", "fit_auto", "greedy_weights"]
 
 #: The most validation windows per series (each costs the statistical candidates one fit).
 MAX_VAL_WINDOWS = 5
@@ -45,20 +48,6 @@ ROUNDS = 10
 #: Settings of the auto Forecaster that each candidate gets (the rest are its own defaults).
 SHARED_SETTINGS = ("val_windows", "gaps", "missing_context", "scaling", "seed", "batch_size", "max_steps", "max_epochs",
                    "time_limit", "refit_full", "precision", "deterministic", "num_workers", "compile")
-
-
-@dataclass(frozen=True)
-class AutoFit:
-    """What :func:`fit_members` chose: the network settings (members and weights filled), the fitted
-    members, the leaderboard and the longest member's context."""
-
-    network: EnsembleConfig
-    members: list[Forecaster]
-    leaderboard: pd.DataFrame
-
-    @property
-    def context_length(self) -> int:
-        return max(member.context_length for member in self.members)
 
 
 def greedy_weights(truth: np.ndarray, forecasts: np.ndarray, rounds: int = ROUNDS) -> np.ndarray:
@@ -78,13 +67,12 @@ def greedy_weights(truth: np.ndarray, forecasts: np.ndarray, rounds: int = ROUND
     return counts / counts.sum()
 
 
-def _candidate_options(forecaster: Forecaster) -> dict[str, Any]:
+def _candidate_options(settings: ForecasterSettings) -> dict[str, Any]:
     """The options every candidate is built with: the auto Forecaster's window and shared training
     settings, its ``output`` and quantile levels, and its ``trainer_kwargs``."""
-    settings = forecaster.settings
     window, training, network = settings.window, settings.training, settings.network
     options: dict[str, Any] = {"prediction_length": window.prediction_length, "freq": window.freq,
-                               "trainer_kwargs": forecaster.trainer_kwargs}
+                               "trainer_kwargs": settings.trainer.trainer_kwargs}
     for name in SHARED_SETTINGS:
         for section in (window, training):
             if hasattr(section, name):
@@ -94,13 +82,13 @@ def _candidate_options(forecaster: Forecaster) -> dict[str, Any]:
     return options
 
 
-def _candidates(forecaster: Forecaster) -> list[str]:
+def _candidates(settings: ForecasterSettings) -> list[str]:
     """The candidates that can run here: trainable ones only for a quantile output; ets and theta
     only with statsforecast installed (a warning says when they are left out)."""
     from tsrec.models import model_spec
     from tsrec.models.stats import STATS_EXTRA, StatsConfig, statsforecast_installed
 
-    network = forecaster.settings.network
+    network = settings.network
     names = []
     for name in network.candidates:
         spec = model_spec(name)  # an unknown name: ValueError listing the known ones
@@ -123,26 +111,29 @@ def _validation_windows(lengths: list[int], horizon: int) -> int:
     return int(min(MAX_VAL_WINDOWS, max(1, round(VAL_FRACTION * min(lengths) / horizon))))
 
 
-def _before_validation(df: pd.DataFrame, columns: dict[str, Any], panel: Any, windows: int,
-                       horizon: int) -> pd.DataFrame:
+def _before_validation(df: Source, columns: dict[str, Any], panel: Panel, windows: int, horizon: int) -> pd.DataFrame:
     """The rows of ``df`` before each series' ``windows`` validation windows."""
-    from tsrec.evaluation import _history_before
-
     cut = [series.index[len(series) - windows * horizon] for series in panel.items]
-    return _history_before(df, panel, cut, time_col=columns["time_col"], id_col=columns["id_col"])
+    return history_before(df, Schema(**columns), panel, cut)
 
 
-def fit_members(forecaster: Forecaster, df: pd.DataFrame, panel: Any, columns: dict[str, Any]) -> AutoFit:
-    """Score the candidates of ``forecaster`` (an auto Forecaster) on ``df`` (read as ``panel``),
-    choose the weights and refit the members on all of ``df`` (see the module)."""
-    from tsrec.evaluation import backtest
-    from tsrec.forecaster import Forecaster
-
-    horizon = forecaster.prediction_length
-    options = _candidate_options(forecaster)
+def fit_auto(df: Source, read: Read, settings: ForecasterSettings, *, val: Read | None = None,
+             resume: bool = False) -> Fit:
+    """The fitted ensemble of ``settings`` (an auto model's): its candidates scored on ``df`` (read as
+    ``read``), the weights chosen, the members refitted on all of ``df`` (see the module). The
+    fitter ``Forecaster("auto").fit`` calls (the registry's hook,
+    :func:`tsrec.models.registry.model_fitter`)."""
+    refused = [what for what, given in (("covariates", read.schema.covariates.columns), ("val_df", val is not None),
+                                        ("resume=True", resume)) if given]
+    if refused:
+        raise ValueError(f"Forecaster('auto') takes no {', '.join(refused)}: it validates its candidates on the "
+                         "end of the fit frame and refits them; fit a model by name for these")
+    panel, columns = read.panel, read.schema.columns
+    horizon = settings.window.prediction_length
+    options = _candidate_options(settings)
     windows = _validation_windows([len(s) for s in panel.items], horizon)
     shortened = _before_validation(df, columns, panel, windows, horizon)
-    names, forecasts, rows, truth, keys = _candidates(forecaster), [], [], None, None
+    names, forecasts, rows, truth, keys = _candidates(settings), [], [], None, None
     for name in names:
         started = time.perf_counter()
         try:
@@ -180,15 +171,12 @@ def fit_members(forecaster: Forecaster, df: pd.DataFrame, panel: Any, columns: d
         row["weight"] = float(weight_of.get(row["model"], 0.0))
     chosen = [(name, w) for (name, _), w in zip(forecasts, weights) if w > 0]
     members = [Forecaster(name, **options).fit(df, **columns) for name, _ in chosen]
-    network = with_members(forecaster.settings.network, [(m.model_name, m.resolved_settings.network) for m in members],
-                           [w for _, w in chosen], [scored.get(name, math.nan) for name in forecaster.settings.network.candidates])
+    candidates = settings.network.candidates
+    network = with_members(settings.network, [(m.model_name, m.resolved_settings.network) for m in members],
+                           [w for _, w in chosen], [scored.get(name, math.nan) for name in candidates])
     leaderboard = pd.DataFrame(rows, columns=["model", "val_mse", "weight", "fit_seconds", "note"])
-    return AutoFit(network, members, leaderboard.sort_values("val_mse", na_position="last", ignore_index=True))
-
-
-def leaderboard(network: EnsembleConfig) -> pd.DataFrame:
-    """The candidates' validation MSE and weights recorded in a fitted auto model's ``network``."""
-    weights = dict(zip(network.members, network.weights))
-    frame = pd.DataFrame({"model": list(network.candidates), "val_mse": list(network.scores) or math.nan,
-                          "weight": [weights.get(name, 0.0) for name in network.candidates]})
-    return frame.sort_values("val_mse", na_position="last", ignore_index=True)
+    weights = {f"members.{i}.{key}": value for i, member in enumerate(members)
+               for key, value in member.model.state_dict().items()}
+    prefitted = Prefitted(network, weights, max(member.context_length for member in members),
+                          leaderboard.sort_values("val_mse", na_position="last", ignore_index=True))
+    return fit_state(read, settings, prefitted=prefitted)

@@ -26,6 +26,7 @@ __all__ = [
     "CovariateConfig",
     "DataFacts",
     "RSAConfig",
+    "TrainerConfig",
     "RSA_MIXES",
     "TrainingConfig",
     "WindowConfig",
@@ -390,6 +391,43 @@ class WindowConfig(Config):
 
 LR_SCHEDULES = ("constant", "cosine", "halve")
 LOSSES = ("mse", "mae")
+
+
+@dataclass(frozen=True)
+class TrainerConfig(Config):
+    """How a fit runs, beside what it trains: saved with the model, so a loaded model trains and
+    forecasts on the same devices and writes to the same folder.
+
+    trainer_kwargs: passed to ``lightning.pytorch.Trainer`` unchanged, over tsrec's defaults; the
+        values JSON cannot hold (callbacks, loggers and other objects) are not saved
+        (:meth:`to_dict`), so pass them again to a loaded model.
+    output_dir: where training writes its CSV logs and per-epoch checkpoints (None: a temporary
+        folder, removed when ``fit`` returns).
+    """
+
+    trainer_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
+    output_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.trainer_kwargs, dict):
+            raise TypeError(f"trainer_kwargs must be a dict of lightning.pytorch.Trainer arguments, "
+                            f"got {type(self.trainer_kwargs).__name__}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: the ``trainer_kwargs`` whose values are JSON values (None, booleans,
+        numbers, text, and lists and dicts of them), and ``output_dir``."""
+        return {"trainer_kwargs": {key: _jsonable(value) for key, value in self.trainer_kwargs.items()
+                                   if isinstance(key, str) and _is_json(value)},
+                "output_dir": self.output_dir}
+
+
+def _is_json(value: Any) -> bool:
+    """Whether ``value`` is a JSON value (what :meth:`TrainerConfig.to_dict` keeps)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_is_json(v) for v in value)
+    return isinstance(value, dict) and all(isinstance(k, str) and _is_json(v) for k, v in value.items())
 
 
 @dataclass(frozen=True)

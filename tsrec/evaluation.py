@@ -9,14 +9,18 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from tsrec._checks import check_optional_int
 from tsrec import metrics
 from tsrec.config import CovariateConfig
 from tsrec.data import Panel, WindowDataset, seasonality
 from tsrec.data.frame import block_frame
-from tsrec.data.schema import Schema, Source, is_parquet
+from tsrec.data import source
+from tsrec.data.schema import Schema
+from tsrec.data.source import Source, history_before
 from tsrec.data.scaling import StandardScaler, item_blocks
 from tsrec.fitted import ForecastResult
 from tsrec.forecaster import Forecaster
+from tsrec.forecasting import forecast
 from tsrec.models.base import DEFAULT_QUANTILE_LEVELS
 from tsrec.models.naive import season_from_data
 from tsrec.nn.outputs import check_levels
@@ -166,17 +170,6 @@ def _refit_cut(panel: Panel, stacked: _Stacked, first: np.ndarray, count: np.nda
     return stacked.index[np.minimum(stacked.start + first, end)].where(count > 0, after)
 
 
-def _history_before(df: pd.DataFrame, panel: Panel, cut: Sequence[pd.Timestamp], *, time_col: str | None,
-                    id_col: str | None) -> pd.DataFrame:
-    """The rows of ``df`` strictly before each item's ``cut`` timestamp (for refitting)."""
-    times = pd.DatetimeIndex(df.index if time_col is None else pd.to_datetime(df[time_col]))
-    if id_col is None:
-        return df[times < cut[0]]
-    by_id = dict(zip(panel.item_ids, cut))
-    limit = df[id_col].astype(str).map(by_id)
-    return df[times < pd.DatetimeIndex(limit)]
-
-
 def backtest(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timestamp | None = None,
              n_windows: int | None = None, stride: int | None = None, refit_every: int | None = None,
              batch_size: int | None = None, season_length: int | None = None,
@@ -188,7 +181,8 @@ def backtest(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timest
     Args:
         forecaster: a fitted Forecaster (or an unfitted one with ``refit_every``).
         df: the frame to backtest on, in the layout the forecaster was fitted with, or long
-            Parquet data (a file, a folder of files or a list of files; not with ``refit_every``);
+            Parquet data (a file, a folder of files or a list of files; with ``refit_every``, the
+            rows before each block's origins are read into memory to refit on);
             windows read their context from it, so it must hold ``context_length`` steps before the
             first origin.
             A forecaster fitted with covariates reads them from it too, the future covariates of
@@ -218,21 +212,14 @@ def backtest(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timest
     series of long data (``id_col``) are split among the ranks, each reading and scoring its own,
     and every rank returns the whole result (``docs/scale.md``).
     """
-    if stride is not None and (not isinstance(stride, int) or stride < 1):
-        raise ValueError(f"stride must be a positive int, got {stride!r}")
-    if n_windows is not None and (not isinstance(n_windows, int) or n_windows < 1):
-        raise ValueError(f"n_windows must be a positive int, got {n_windows!r}")
-    if refit_every is not None and (not isinstance(refit_every, int) or refit_every < 1):
-        raise ValueError(f"refit_every must be a positive int, got {refit_every!r}")
-    if refit_every is not None and is_parquet(df):
-        raise ValueError("refit_every refits on the history before each block of windows, cut from a DataFrame: load "
-                         "the Parquet data with pd.read_parquet, or backtest a fitted forecaster without refit_every")
+    stride, n_windows, refit_every = (check_optional_int(name, value) for name, value in
+                                      (("stride", stride), ("n_windows", n_windows), ("refit_every", refit_every)))
     if forecaster.model is None and refit_every is None:
         from sklearn.exceptions import NotFittedError
 
         raise NotFittedError("the forecaster is not fitted: fit it first, or pass refit_every=k to fit it on the data "
                            "before each block of k windows")
-    from tsrec.training.sharding import world
+    from tsrec.collective import by_series, world
 
     levels = _levels(forecaster, quantiles)
     baselines = _check_baselines(baselines)
@@ -241,8 +228,6 @@ def backtest(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timest
                                 levels=levels, baselines=baselines, time_col=time_col, id_col=id_col,
                                 target_col=target_col)
     if refit_every is None and id_col is not None and world()[1] > 1:  # DDP: each rank reads and scores its series
-        from tsrec.distributed.partitions import by_series
-
         return _score_unrefitted(forecaster, by_series(df, id_col, lambda part: windows(part)[0]), baselines, levels)
     errors, seasons, forecaster = windows(df)
     return _result(errors, baselines, levels, seasons, _stats_notes(forecaster, forecaster.freq))
@@ -260,8 +245,9 @@ def _backtest_errors(forecaster: Forecaster, df: Source, *, start: int | str | p
     covariates = CovariateConfig() if fitted is None else fitted.config
     schema = Schema(time_col, id_col, target_col, covariates)
     columns = schema.columns
-    panel, values = schema.read(df, categorical=() if fitted is None else fitted.categorical, freq=forecaster.freq,
-                                gaps=forecaster.settings.window.gaps)
+    read = source.read(df, schema, categorical=() if fitted is None else fitted.categorical, freq=forecaster.freq,
+                       gaps=forecaster.settings.window.gaps)
+    panel, values = read.panel, read.covariates
     horizon, context = forecaster.prediction_length, forecaster.context_length
     stride = stride or horizon
     stacked = _Stacked.of(panel)
@@ -275,15 +261,15 @@ def _backtest_errors(forecaster: Forecaster, df: Source, *, start: int | str | p
         block_first, block_count = first + stride * done, np.clip(count - done, 0, block)  # [I] each
         if refit_every is not None:
             cut = _refit_cut(panel, stacked, block_first, block_count)
-            forecaster = forecaster.unfitted_copy().fit(_history_before(df, panel, cut, **{
-                k: v for k, v in columns.items() if k != "target_col"}), **columns, past_covariates=covariates.past,
+            forecaster = forecaster.unfitted_copy().fit(history_before(df, schema, panel, cut), **columns,
+                                                        past_covariates=covariates.past,
                 future_covariates=covariates.future, static_covariates=covariates.static)
         rows = forecaster.panel.check_compatible(panel)
         ranges = list(zip(block_first.tolist(), (block_first + stride * block_count).tolist()))
         dataset = WindowDataset.from_panel(panel, forecaster.scaler, context, horizon, ranges, stride=stride,
                                            scaler_rows=rows, covariates=forecaster.covariates.encode(panel, values))
         items, origin = _block_windows(block_first, block_count, stride)  # [N] each, the dataset's windows
-        result = forecaster.forecast(dataset, rows[items], items, origin, levels=levels, batch_size=batch_size)
+        result = forecast(forecaster.fitted, dataset, rows[items], items, origin, levels=levels, batch_size=batch_size)
         seasons.append(season_from_data(forecaster.data_facts, context))
         parts.append(_window_frame(panel, stacked, forecaster, result, rows, scale, seasons[-1][0],
                                    [b for b in baselines if b in STATS_BASELINES]))

@@ -30,14 +30,15 @@ import numpy as np
 import pandas as pd
 import torch
 
-from tsrec import __version__, _saving
+from tsrec import _saving
+from tsrec._hashing import sha256_of
 from tsrec._saving import ConcurrentSaveError
+from tsrec._version import __version__
 from tsrec.config import DataFacts
 from tsrec.data import CovariateEncoder, CovariateValues, Panel, Series, StandardScaler, forecast_frame
 from tsrec.data.frame import split_at
 from tsrec.data.schema import Schema
 from tsrec.data.time_features import data_facts, regular_stamps
-from tsrec.datasets.loading import sha256_of
 from tsrec.models import ForecastModel, build_model
 from tsrec.settings import ForecasterSettings
 
@@ -131,7 +132,8 @@ class FittedState:
     """Everything ``fit`` learned; never changed after it is built (a new ``fit`` builds a new one).
 
     Attributes:
-        settings: the settings as given to the Forecaster.
+        settings: the settings as given to the Forecaster, its trainer settings (``trainer_kwargs``'
+            JSON values, ``output_dir``) included.
         resolved: the settings as completed from the data (context length, network sizes, ...).
         model: the trained network, in eval mode.
         history: the last ``context_length`` steps of every fitted series (what ``predict()``
@@ -346,7 +348,7 @@ def unscale(model: ForecastModel, scaler: StandardScaler, outputs: np.ndarray, r
     scaling is undone.
 
     outputs: ``[N, H, C]`` point forecasts or ``[N, H, C, P]`` a distribution's parameters
-             (``Forecaster.forecast_windows``), in the scaler's units.
+             (:func:`tsrec.forecasting.outputs`), in the scaler's units.
     rows:    ``[N]`` each window's scaler row; ``items``/``origins`` ``[N]`` as in :class:`ForecastResult`.
     levels, num_samples: the quantiles and sample paths wanted (a probabilistic model's only).
     """
@@ -599,9 +601,9 @@ def _verify_checksums(path: Path, meta: dict[str, Any], files: dict[str, bytes])
     Format 4 (written by tsrec 0.1 before format 5) holds the checksum of ``weights.pt`` only, as
     ``weights_sha256``; such models are still read, with only their weights checked here (their
     JSON is checked against the weights' shapes in :meth:`FittedState._from_saved`, as every
-    model's is). Formats 5 to 7 hold ``sha256``: every file's digest, ``forecaster.json``'s over its
-    canonical content (:func:`_json_sha256`); since format 7 the per-series values are in
-    ``weights.pt``, so its digest covers them.
+    model's is). Every later format (5 and up, :data:`READABLE_VERSIONS`) holds ``sha256``: every
+    file's digest, ``forecaster.json``'s over its canonical content (:func:`_json_sha256`); since format 7
+    the per-series values are in ``weights.pt``, so its digest covers them.
     """
     if meta["format_version"] == 4:
         expected = {WEIGHTS_FILE: meta.get("weights_sha256")}

@@ -34,6 +34,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from tsrec._checks import check_int
+
 __all__ = [
     "coverage",
     "crps_from_quantiles",
@@ -178,11 +180,10 @@ def mase(
     gives ``inf`` (or NaN for zero error).
 
     Raises:
-        ValueError: ``m`` not a positive int, ``y_train`` not longer than ``m``, or its
+        TypeError: ``m`` not an integer. ValueError: ``m`` below 1, ``y_train`` not longer than ``m``, or its
             trailing shape does not broadcast against ``y_true``.
     """
-    if isinstance(m, bool) or not isinstance(m, int | np.integer) or m < 1:
-        raise ValueError(f"the seasonal period m must be a positive integer, got {m!r}")
+    m = check_int("the seasonal period m", m)
     t, p, w = _prepare(y_true, y_pred, mask)
     train = np.asarray(y_train, dtype=np.float64)
     if train.ndim == 0 or train.shape[0] <= m:

@@ -262,8 +262,8 @@ def _metrics_csv(source: Any) -> Path:
             raise TypeError(f"expected a metrics.csv path, an output directory or a fitted Forecaster, "
                             f"got {type(source).__name__}")
         if source.output_dir is None:
-            raise ValueError("this Forecaster has no output_dir with training logs (it was fitted without "
-                             "output_dir, loaded, or not fitted); fit with output_dir=... to keep its logs, or pass "
+            raise ValueError("this Forecaster has no output_dir with training logs (it was fitted, or saved by an "
+                             "older tsrec, without output_dir); fit with output_dir=... to keep its logs, or pass "
                              "the output directory it was trained with")
         source = source.output_dir
     path = Path(source)

@@ -10,6 +10,8 @@
       training  TrainingConfig: epochs, batch, learning rates, schedule, seed, ...
       covariates CovariateConfig: the frame's past, future and static covariate columns
                 (given to ``fit``; empty in the user's settings, recorded in the resolved ones)
+      trainer   TrainerConfig: trainer_kwargs (Lightning's Trainer) and output_dir: how a fit runs,
+                not what it trains (a resumed run need not share them)
 
 Every field has one default, in its config class. Fields that depend on the data (the network's
 shape, ``label_length``, ``season_length``, the REM head mix, dilations and initial periods) are
@@ -21,10 +23,11 @@ fitted data; a value the user set is never replaced. ``Forecaster``, ``save``/``
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass
 from typing import Any
 
-from tsrec.config import Config, CovariateConfig, DataFacts, TrainingConfig, WindowConfig
+from tsrec.config import Config, CovariateConfig, DataFacts, TrainerConfig, TrainingConfig, WindowConfig
 from tsrec.models.base import ModelConfig
 from tsrec.models.registry import model_config, model_spec
 
@@ -43,6 +46,7 @@ class ForecasterSettings(Config):
     network: ModelConfig
     training: TrainingConfig
     covariates: CovariateConfig = dataclasses.field(default_factory=CovariateConfig)
+    trainer: TrainerConfig = dataclasses.field(default_factory=TrainerConfig)
 
     def __post_init__(self) -> None:
         expected = model_spec(self.model).model_class.config_class
@@ -51,9 +55,14 @@ class ForecasterSettings(Config):
 
     @classmethod
     def from_options(cls, model: str, **options: Any) -> ForecasterSettings:
-        """Sort flat keyword options into the tree: window fields, training fields, and the
-        model's own options (anything else is an error that lists all three)."""
+        """Sort flat keyword options into the tree: window fields, training fields, the trainer's
+        (``trainer_kwargs``, ``output_dir``) and the model's own options (anything else is an error
+        that lists them)."""
         spec = model_spec(model)  # unknown names: ValueError listing the known ones
+        output_dir = options.pop("output_dir", None)
+        kwargs = options.pop("trainer_kwargs", None)
+        trainer = TrainerConfig(trainer_kwargs={} if kwargs is None else dict(kwargs) if isinstance(kwargs, dict)
+                                else kwargs, output_dir=None if output_dir is None else os.fspath(output_dir))
         window = {k: options.pop(k) for k in WINDOW_FIELDS if k in options}
         if "prediction_length" not in window:
             raise TypeError("prediction_length is required: the number of steps to forecast")
@@ -72,12 +81,17 @@ class ForecasterSettings(Config):
                             f"{', '.join(WINDOW_FIELDS)}; training settings: {', '.join(TRAINING_FIELDS)}; "
                             f"{model} options: {', '.join(network_fields)}")
         return cls(model=model, window=WindowConfig(**window), network=model_config(model, **options),
-                   training=TrainingConfig(**training))
+                   training=TrainingConfig(**training), trainer=trainer)
 
     def to_options(self) -> dict[str, Any]:
         """The flat options that rebuild these settings with :meth:`from_options`: the window
-        settings, and the training and model settings that differ from their defaults."""
+        settings, the training and model settings that differ from their defaults, and the
+        trainer's where set."""
         options: dict[str, Any] = {"model": self.model, **dataclasses.asdict(self.window)}
+        if self.trainer.trainer_kwargs:
+            options["trainer_kwargs"] = dict(self.trainer.trainer_kwargs)
+        if self.trainer.output_dir is not None:
+            options["output_dir"] = self.trainer.output_dir
         defaults = ((self.training, TrainingConfig(**model_spec(self.model).training)),
                     (self.network, model_config(self.model)))
         for config, default in defaults:
@@ -86,6 +100,13 @@ class ForecasterSettings(Config):
                 if value != getattr(default, field.name):
                     options[field.name] = value
         return options
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: each section's own (:meth:`TrainerConfig.to_dict
+        <tsrec.config.TrainerConfig.to_dict>` keeps the JSON values of ``trainer_kwargs``)."""
+        sections = (self.window, self.network, self.training, self.covariates, self.trainer)
+        return {"model": self.model, **{name: section.to_dict() for name, section in
+                                        zip(("window", "network", "training", "covariates", "trainer"), sections)}}
 
     def unresolved(self) -> list[str]:
         return self.network.unresolved()
@@ -106,12 +127,13 @@ class ForecasterSettings(Config):
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ForecasterSettings:
         required = {"model", "window", "network", "training"}
-        if not isinstance(data, dict) or not required <= set(data) <= required | {"covariates"}:
+        if not isinstance(data, dict) or not required <= set(data) <= required | {"covariates", "trainer"}:
             got = sorted(data) if isinstance(data, dict) else type(data).__name__
             raise TypeError(f"settings must be a dict with the keys model, window, network and training (and "
-                            f"optionally covariates), got {got}")
+                            f"optionally covariates and trainer), got {got}")
         config_class = model_spec(data["model"]).model_class.config_class
         return cls(model=data["model"], window=WindowConfig.from_dict(data["window"]),
                    network=config_class.from_dict(data["network"]),
                    training=TrainingConfig.from_dict(data["training"]),
-                   covariates=CovariateConfig.from_dict(data.get("covariates", {})))
+                   covariates=CovariateConfig.from_dict(data.get("covariates", {})),
+                   trainer=TrainerConfig.from_dict(data.get("trainer", {})))

@@ -10,6 +10,7 @@ from tsrec.data.covariates import CovariateEncoder, CovariateValues
 from tsrec.data.frame import Panel, Series, canonicalize, forecast_frame
 from tsrec.data.scaling import StandardScaler
 from tsrec.data.schema import Schema
+from tsrec.data.source import Read, Source
 from tsrec.data.split import OriginRange, Split, split_panel
 from tsrec.data.time_features import (
     data_facts,
@@ -23,7 +24,9 @@ from tsrec.data.time_features import (
 from tsrec.data.windows import WindowCovariates, WindowDataset
 
 __all__ = [
+    "Read",
     "Schema",
+    "Source",
     "CovariateEncoder",
     "CovariateValues",
     "OriginRange",

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from tsrec._checks import check_int
 from tsrec.config import CovariateConfig
 from tsrec.data.covariates import CovariateValues, read_frame, without_covariates
 from tsrec.data.frame import Panel, _item_codes, _long_target, _require_column
@@ -104,8 +105,7 @@ def read_parquet(
             "id column>; load wide data (one column per variable) with pandas instead, e.g. pd.read_parquet(path), "
             "and pass the DataFrame"
         )
-    if isinstance(chunk_series, bool) or not isinstance(chunk_series, (int, np.integer)) or chunk_series < 1:
-        raise ValueError(f"chunk_series must be a positive integer (series read at once), got {chunk_series!r}")
+    chunk_series = check_int("chunk_series", chunk_series)
     dataset = _dataset(source)
     time_col, target_col = _time_and_target(dataset.schema, config, time_col=time_col, id_col=id_col,
                                             target_col=target_col)

@@ -1,14 +1,15 @@
 """Which columns of a user frame are what, declared once.
 
 ``Forecaster.fit``'s column arguments become a :class:`Schema`; it is kept with the fitted model
-(:class:`tsrec.fitted.FittedState`), saved with it, and every later read of a frame (``predict``,
-``backtest``, the CLI, the GluonTS predictor) goes through :meth:`Schema.read`: one vectorised pass
-that returns the targets and the covariates together, on the same grids.
+(:class:`tsrec.fitted.FittedState`) and saved with it. Reading is not the schema's:
+:func:`tsrec.data.source.read` reads a frame or Parquet data with a schema (``fit``, ``predict``,
+``backtest``, the auto model's validation and the refits of ``backtest(refit_every=...)``); the
+CLI, the GluonTS predictor and the Ray and Spark workers reach it through ``predict`` and
+``backtest``.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,25 +18,8 @@ import pandas as pd
 from pandas.api.types import is_datetime64_any_dtype, is_numeric_dtype
 
 from tsrec.config import CovariateConfig
-from tsrec.data.covariates import CovariateValues, categorical_statics, read_frame
-from tsrec.data.frame import Panel
 
-__all__ = ["ParquetSeries", "Schema", "Source", "is_parquet"]
-
-
-@dataclass(frozen=True)
-class ParquetSeries:
-    """The series ``ids`` of long Parquet data ``files`` (a file, a folder of files or a list of
-    files): one process's part of the series, of which only the rows are read (a chunk of series
-    at a time, as for all of them)."""
-
-    files: str | os.PathLike | Sequence[str | os.PathLike]
-    ids: tuple[Any, ...]
-
-
-#: What a read takes: a frame, or long Parquet data (a file, a folder of files, a list of files, or
-#: some of its series).
-Source = pd.DataFrame | str | os.PathLike | Sequence[str | os.PathLike] | ParquetSeries
+__all__ = ["Schema"]
 
 
 @dataclass(frozen=True)
@@ -57,23 +41,6 @@ class Schema:
     def columns(self) -> dict[str, Any]:
         """``time_col``, ``id_col`` and ``target_col`` as keyword arguments."""
         return {"time_col": self.time_col, "id_col": self.id_col, "target_col": self.target_col}
-
-    def read(self, source: Source, *, categorical: Sequence[str], freq: str | None,
-             gaps: str, last: int | None = None) -> tuple[Panel, CovariateValues]:
-        """``source``'s targets as a :class:`~tsrec.data.Panel` and its covariates on the same grids;
-        ``categorical`` names the categorical static covariates; ``last``: read each series' ``last``
-        latest rows alone (None: all). ``source`` is a DataFrame
-        (:func:`~tsrec.data.covariates.read_frame`) or long Parquet data: a file, a folder of
-        files or a list of files, read a chunk of series at a time
-        (:func:`~tsrec.data.parquet.read_parquet`)."""
-        options = {"freq": freq, "gaps": gaps, "last": last, **self.columns}
-        if isinstance(source, pd.DataFrame):
-            return read_frame(source, self.covariates, categorical, **options)
-        from tsrec.data.parquet import read_parquet
-
-        if isinstance(source, ParquetSeries):
-            return read_parquet(_parquet(source.files), self.covariates, categorical, ids=source.ids, **options)
-        return read_parquet(_parquet(source), self.covariates, categorical, **options)
 
     def require_layout(self, df: pd.DataFrame, targets: Sequence[str]) -> None:
         """``ValueError`` when ``df`` is not in the layout this schema reads, with the reshaping
@@ -137,28 +104,3 @@ class Schema:
             return self.time_col
         found = [c for c in df.columns if is_datetime64_any_dtype(df[c].dtype)]
         return found[0] if found else "<time column>"
-
-    def categorical(self, source: Source) -> tuple[str, ...]:
-        """The static covariates of ``source`` that are categorical (not real numbers), from its
-        dtypes (a Parquet source's schema: no row is read)."""
-        if isinstance(source, pd.DataFrame):
-            return categorical_statics(source, self.covariates)
-        from tsrec.data.parquet import empty_frame
-
-        return categorical_statics(empty_frame(_parquet(source)), self.covariates)
-
-
-def is_parquet(source: object) -> bool:
-    """Whether ``source`` names Parquet data (a path, a non-empty list of paths, or
-    :class:`ParquetSeries`) rather than a frame."""
-    if isinstance(source, (str, os.PathLike, ParquetSeries)):
-        return True
-    return isinstance(source, (list, tuple)) and bool(source) and all(isinstance(p, (str, os.PathLike)) for p in source)
-
-
-def _parquet(source: object) -> Any:
-    """``source`` if :func:`is_parquet`, else a ``TypeError`` naming what a source may be."""
-    if not is_parquet(source):
-        raise TypeError(f"expected a pandas DataFrame, or long Parquet data (a file, a folder of files or a list of "
-                        f"files), got {type(source).__name__}")
-    return source

@@ -26,6 +26,7 @@ from typing import BinaryIO, Protocol
 
 import pandas as pd
 
+from tsrec._hashing import CHUNK, sha256_of
 from tsrec.datasets.registry import DatasetInfo, get_info
 
 __all__ = [
@@ -42,7 +43,6 @@ __all__ = [
 
 #: Environment variable naming a directory that holds the benchmark files.
 ENV_VAR = "TSREC_DATA_DIR"
-_CHUNK = 1 << 20
 
 
 class ChecksumError(ValueError):
@@ -86,15 +86,6 @@ def find_file(
     return None
 
 
-def sha256_of(path: str | os.PathLike[str]) -> str:
-    """Hex sha256 digest of a file, read in chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(_CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 _DEEPFS_DATE = re.compile(r"^(\d{1,2})/(\d{1,2})/(\d{4}) (\d{1,2}):(\d{2})$")
 
 
@@ -134,7 +125,7 @@ class _Readable(Protocol):
 
 def _copy_hashing(src: _Readable, dst: BinaryIO) -> str:
     digest = hashlib.sha256()
-    for chunk in iter(lambda: src.read(_CHUNK), b""):
+    for chunk in iter(lambda: src.read(CHUNK), b""):
         digest.update(chunk)
         dst.write(chunk)
     return digest.hexdigest()

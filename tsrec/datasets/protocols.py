@@ -25,6 +25,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from tsrec._checks import check_int
 from tsrec.datasets.registry import DatasetInfo, get_info
 
 __all__ = [
@@ -187,12 +188,6 @@ class Splits:
         return {s.name: s.n_windows for s in self}
 
 
-def _positive_int(value: object, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{what} must be a positive integer, got {value!r}")
-    return value
-
-
 def splits(
     name_or_info: str | DatasetInfo,
     protocol: Protocol = "informer",
@@ -223,9 +218,9 @@ def splits(
     info = get_info(name_or_info)
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol {protocol!r}; known: {', '.join(PROTOCOLS)}")
-    seq = _positive_int(context_length, "context_length")
-    pred = _positive_int(prediction_length, "prediction_length")
-    n = _positive_int(info.n_rows if n_rows is None else n_rows, "n_rows")
+    seq = check_int("context_length", context_length)
+    pred = check_int("prediction_length", prediction_length)
+    n = check_int("n_rows", info.n_rows if n_rows is None else n_rows)
 
     if info.fixed_borders is not None:
         num_train, num_val, num_test = info.fixed_borders

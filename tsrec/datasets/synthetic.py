@@ -28,6 +28,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from tsrec._checks import check_int
+
 __all__ = ["recurrent_series", "ar_roots_inside_unit_circle", "ar_variance", "oracle_mse"]
 
 
@@ -104,10 +106,7 @@ def recurrent_series(
         ``pd.DataFrame`` of shape ``[n_steps, n_series]``, float64, indexed by a regular
         ``DatetimeIndex`` named ``"date"`` with ``freq`` set.
     """
-    if not isinstance(n_steps, (int, np.integer)) or n_steps < 1:
-        raise ValueError(f"n_steps must be a positive int, got {n_steps!r}")
-    if not isinstance(n_series, (int, np.integer)) or n_series < 1:
-        raise ValueError(f"n_series must be a positive int, got {n_series!r}")
+    n_steps, n_series = check_int("n_steps", n_steps), check_int("n_series", n_series)
     for name, value in (("innovation", innovation), ("noise", noise)):
         if not np.isfinite(value) or value < 0:
             raise ValueError(f"{name} must be a finite standard deviation >= 0, got {value!r}")

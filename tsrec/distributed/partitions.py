@@ -1,7 +1,8 @@
 """What every worker of a distributed prediction or backtest does with its part of the series.
 
-A driver (Ray, Spark) splits the series ids among workers (:func:`split_ids`); a worker reads the
-rows of its series (:func:`part_frame`: from a DataFrame or straight from Parquet), loads the
+A driver (Ray, Spark) splits the series ids among workers
+(:func:`~tsrec.collective.split_ids`); a worker reads the rows of its series
+(:func:`~tsrec.data.source.rows_of`: from a DataFrame or straight from Parquet), loads the
 saved model once per process (:func:`load_model`), and returns the forecasts
 (:func:`predict_part`) or the backtest errors (:func:`backtest_part`) of those series alone. The
 parts' forecasts concatenated are one ``Forecaster.predict`` of all the series, and their errors,
@@ -9,25 +10,23 @@ scored by :func:`tsrec.evaluation.score_backtest`, one ``backtest``: every serie
 from its own rows with the same weights and scaler row, whichever worker holds it.
 
 Under a ``torch.distributed`` process group (DDP) ``Forecaster.predict`` and
-``tsrec.evaluation.backtest`` split the series the same way among the ranks (:func:`by_series`).
+``tsrec.evaluation.backtest`` split the series the same way among the ranks
+(:func:`tsrec.collective.by_series`).
 """
 
 from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from tsrec.data.schema import Source
 from tsrec.forecaster import Forecaster
 
-__all__ = ["backtest_part", "by_series", "check_backtest", "id_column", "load_model", "part_frame", "predict_part",
-           "split_ids"]
+__all__ = ["backtest_part", "check_backtest", "id_column", "load_model", "predict_part"]
 
 _MODELS: dict[tuple[str, int, int], Forecaster] = {}
 
@@ -56,26 +55,6 @@ def id_column(forecaster: Forecaster) -> Hashable:
         raise ValueError("the model was fitted on a wide frame, which is one multivariate series: there is nothing "
                          "to split among workers; call Forecaster.predict or tsrec.evaluation.backtest on it")
     return id_col
-
-
-def split_ids(ids: Sequence[Any] | pd.Series | np.ndarray, parts: int) -> list[np.ndarray]:
-    """The distinct ``ids`` in at most ``parts`` runs of near-equal size, in their order as text
-    (so that the parts, in order, hold the series in the order ``predict`` returns them)."""
-    if isinstance(parts, bool) or not isinstance(parts, (int, np.integer)) or parts < 1:
-        raise ValueError(f"parts must be a positive integer, got {parts!r}")
-    unique = pd.unique(pd.Series(ids, dtype=object))
-    order = np.argsort(np.asarray([str(i) for i in unique]), kind="stable")
-    return [run for run in np.array_split(unique[order], min(parts, max(len(unique), 1))) if len(run)]
-
-
-def part_frame(source: Source, id_col: Hashable, ids: Sequence[Any]) -> pd.DataFrame:
-    """The rows of the series ``ids`` of ``source``: a DataFrame, or long Parquet data (a file, a
-    folder or a list of files), of which only those series' rows are read."""
-    if isinstance(source, pd.DataFrame):
-        return source[source[id_col].isin(ids)]
-    from tsrec.data.parquet import read_series
-
-    return read_series(source, id_col, ids)
 
 
 def predict_part(model_path: str | os.PathLike, frame: pd.DataFrame, **predict: Any) -> pd.DataFrame:
@@ -109,39 +88,3 @@ def check_backtest(backtest: Mapping[str, Any]) -> None:
     if fixed := sorted(set(backtest) & {"time_col", "id_col", "target_col"}):
         raise ValueError(f"{fixed} are the saved model's columns (its schema names them): leave them out")
     inspect.signature(run).bind(None, None, **backtest)
-
-
-def by_series(source: Source, id_col: Hashable, compute: Callable[[Source], pd.DataFrame]) -> pd.DataFrame:
-    """``compute`` of every rank's run of the series of ``source`` (:func:`split_ids` among the
-    ranks of the process group; a frame's rows of those series, or from Parquet a
-    :class:`~tsrec.data.schema.ParquetSeries` of them, whose rows alone are read), concatenated in
-    rank order (the series' order as text) on every rank (:func:`tsrec.distributed.gather.gather_frames`:
-    each rank computes alone, an error in one is raised in all, and the columns travel as arrays).
-    From Parquet, each rank reads the ids of its share of the files, and the ranks exchange them.
-    A rank left without series (fewer series than ranks) computes nothing. A DataFrame without
-    ``id_col`` is given to ``compute`` whole (in every rank), which names the problem. Every rank
-    must call it."""
-    from tsrec.data.parquet import series_ids
-    from tsrec.data.schema import ParquetSeries
-    from tsrec.distributed.gather import gather_frames
-    from tsrec.training.sharding import gather_parts, world
-
-    if isinstance(source, pd.DataFrame) and id_col not in source.columns:
-        return compute(source)
-    rank, size = world()
-
-    frame = isinstance(source, pd.DataFrame)
-    if frame:
-        ids = source[id_col]
-    else:  # each rank reads the ids of its share of the files
-        ids = np.concatenate(gather_parts(lambda: series_ids(source, id_col, part=(rank, size)).to_numpy(object)))
-        if not len(ids):
-            series_ids(source, id_col)  # all the files together: the error that they hold no row
-    runs = split_ids(ids, size)
-
-    def share() -> pd.DataFrame | None:
-        if rank >= len(runs):
-            return None
-        return compute(part_frame(source, id_col, runs[rank]) if frame else ParquetSeries(source, tuple(runs[rank])))
-
-    return gather_frames(share)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,16 +25,9 @@ import numpy as np
 import pandas as pd
 
 from tsrec._checks import check_int
-from tsrec.data.schema import Source, is_parquet
-from tsrec.distributed.partitions import (
-    backtest_part,
-    check_backtest,
-    id_column,
-    load_model,
-    part_frame,
-    predict_part,
-    split_ids,
-)
+from tsrec.data.source import Source, is_parquet, rows_of, series_ids
+from tsrec.collective import split_ids
+from tsrec.distributed.partitions import backtest_part, check_backtest, id_column, load_model, predict_part
 from tsrec.forecaster import Forecaster
 
 if TYPE_CHECKING:
@@ -177,7 +170,7 @@ class PartWorker:
         part's rows as ``task`` returned them (kept whole, as Python objects: Arrow would change
         their dtypes)."""
         rows = np.empty(len(batch["part"]), dtype=object)
-        rows[:] = [self.task(self.model_path, part_frame(self.source, self.id_col, self.parts[index]), **self.options)
+        rows[:] = [self.task(self.model_path, rows_of(self.source, self.id_col, self.parts[index]), **self.options)
                    for index in batch["part"]]
         return {"part": batch["part"], "rows": rows}
 
@@ -243,15 +236,12 @@ def _ray() -> ModuleType:
     return ray
 
 
-def _ids(data: Source, id_col: Hashable) -> pd.Series | Sequence[Any]:
-    """The ids of the rows of ``data`` (a frame's id column; Parquet's distinct ids, read alone)."""
-    if isinstance(data, pd.DataFrame):
-        if id_col not in data.columns:
-            raise ValueError(f"the model was fitted with id column {id_col!r}, which data lacks (columns: "
-                             f"{list(data.columns)}); pass a long frame with it")
-        return data[id_col]
-    from tsrec.data.parquet import series_ids
-
+def _ids(data: Source, id_col: Hashable) -> np.ndarray:
+    """The ids of the rows of ``data`` (:func:`~tsrec.data.source.series_ids`: a frame's id column,
+    Parquet's distinct ids read alone); ``ValueError`` for a frame without ``id_col``."""
+    if id_col not in getattr(data, "columns", (id_col,)):
+        raise ValueError(f"the model was fitted with id column {id_col!r}, which data lacks (columns: "
+                         f"{list(data.columns)}); pass a long frame with it")
     return series_ids(data, id_col)
 
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from tsrec._checks import check_int
-from tsrec.data.schema import is_parquet
+from tsrec.data.source import is_parquet
 from tsrec.distributed.partitions import backtest_part, check_backtest, id_column, load_model, predict_part
 from tsrec.forecaster import Forecaster
 from tsrec.nn.outputs import check_levels

@@ -33,9 +33,10 @@ from pandas.tseries.frequencies import to_offset
 
 from tsrec.data.frame import Panel, Series, canonicalize
 from tsrec.data.time_features import future_index, normalize_freq
+from tsrec._optional import quiet_gluonts_import
 from tsrec.fitted import ForecastResult
 from tsrec.forecaster import DEFAULT_MODEL, Forecaster
-from tsrec.interop import quiet_gluonts_import
+from tsrec.forecasting import forecast_next
 
 with quiet_gluonts_import():
     from gluonts.dataset.common import ListDataset
@@ -377,7 +378,7 @@ class TsrecPredictor(Predictor):
                                                               target=series.target[-context:]))
 
     def _forecast(self, requests: Sequence[_Request], num_samples: int | None) -> list[Forecast]:
-        """The forecasts of ``requests``, in order: one :meth:`Forecaster.forecast_panel` per round of
+        """The forecasts of ``requests``, in order: one :func:`~tsrec.forecasting.forecast_next` per round of
         entries with distinct series (the k-th entry of each series is in round k)."""
         rounds: dict[int, list[int]] = {}
         seen: dict[str, int] = {}
@@ -388,7 +389,7 @@ class TsrecPredictor(Predictor):
         for indices in rounds.values():
             panel = self._panel([requests[i].series for i in indices])
             levels = self.forecaster.settings.network.quantile_levels if num_samples is None else None
-            result = self.forecaster.forecast_panel(panel, quantiles=levels, num_samples=num_samples)
+            result = forecast_next(self.forecaster.fitted, panel, quantiles=levels, num_samples=num_samples)
             for k, i in enumerate(indices):
                 forecasts[i] = self._to_forecast(result, k, panel.items[k].index[-1], requests[i].item_id)
         return [forecasts[i] for i in range(len(requests))]

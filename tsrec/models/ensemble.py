@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor, nn
 
 from tsrec.batch import ForecastBatch
 from tsrec.models.base import ForecastModel, ModelConfig
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["AUTO", "AUTO_CANDIDATES", "Ensemble", "EnsembleConfig", "with_members"]
 
@@ -64,26 +68,33 @@ class EnsembleConfig(ModelConfig):
     def unresolved(self) -> list[str]:
         return super().unresolved() + ([] if self.members else ["members"])
 
-    def member_config(self, index: int) -> ModelConfig:
-        """The typed network settings of member ``index``."""
-        from tsrec.models.registry import model_spec
+    def leaderboard(self) -> pd.DataFrame:
+        """The candidates' validation MSE and weights, best first (0: left out of the ensemble)."""
+        import pandas as pd  # the models layer loads pandas only when asked for a table
 
-        return model_spec(self.members[index]).model_class.config_class.from_dict(dict(self.member_configs[index]))
+        weights = dict(zip(self.members, self.weights))
+        frame = pd.DataFrame({"model": list(self.candidates), "val_mse": list(self.scores) or math.nan,
+                              "weight": [weights.get(name, 0.0) for name in self.candidates]})
+        return frame.sort_values("val_mse", na_position="last", ignore_index=True)
 
 
 class Ensemble(ForecastModel):
     """``sum_i w_i * member_i(batch)`` over the fitted members, each reading the last
-    ``context_length`` steps of its own from the batch (the ensemble's context is the longest)."""
+    ``context_length`` steps of its own from the batch (the ensemble's context is the longest).
+
+    ``members``: the networks of ``config.members``, in order, built by the registry
+    (:func:`tsrec.models.registry.build_model`)."""
 
     config_class = EnsembleConfig
     trainable = False
     untrained_outputs = ENSEMBLE_OUTPUTS
 
-    def __init__(self, config: EnsembleConfig) -> None:
+    def __init__(self, config: EnsembleConfig, members: Sequence[ForecastModel]) -> None:
         super().__init__(config)
-        from tsrec.models.registry import build_model
-
-        self.members = nn.ModuleList(build_model(name, config.member_config(i)) for i, name in enumerate(config.members))
+        if len(members) != len(config.members):
+            raise ValueError(f"an ensemble of {list(config.members)} needs {len(config.members)} member networks, "
+                             f"got {len(members)}")
+        self.members = nn.ModuleList(members)
         self.register_buffer("weights", torch.tensor(config.weights, dtype=torch.float32), persistent=False)
 
     @classmethod

@@ -124,7 +124,7 @@ class DistributionOutput(ForecastOutput):
     output), trained by negative log-likelihood."""
 
     def __init__(self, kind: str) -> None:
-        from tsrec.interop import quiet_gluonts_import
+        from tsrec._optional import quiet_gluonts_import
 
         with quiet_gluonts_import():
             from gluonts.torch.distributions import NormalOutput, StudentTOutput

@@ -17,7 +17,8 @@ from tsrec.models.base import ForecastModel
 from tsrec.nn.attention import rsa_parameters
 from tsrec.nn.covariates import covariate_parameters
 from tsrec.training.budget import COSINE_FLOOR
-from tsrec.training.sharding import epoch_seed, world
+from tsrec.collective import world
+from tsrec.training.sharding import epoch_seed
 
 #: Training has diverged when its typical error exceeds this many standard deviations of the
 #: training data: the targets are scaled to mean 0 and standard deviation 1, so forecasting zero

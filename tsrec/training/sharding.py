@@ -10,30 +10,24 @@ tsrec shards the windows itself (the trainer runs with ``use_distributed_sampler
   ranks, so every window is read once per epoch, every rank runs the same number of steps, and
   DDP's gradient average is that of the global batch;
 - evaluation and prediction (:class:`ShardSampler`): each rank a contiguous run of the windows, the
-  runs in rank order, without padding; :func:`gather` puts the ranks' outputs back in window order;
-- prediction and backtests of many series (:func:`gather_parts`): each rank reads, forecasts and
-  scores its own run of the series alone, and the ranks' results are gathered in rank order.
+  runs in rank order, without padding; :func:`~tsrec.collective.gather` puts the
+  ranks' outputs back in window order.
 
-The rank and world size are read when a loader is iterated (:func:`world`): in the process that
-starts a DDP run, the process group only exists once ``Trainer.fit`` has started the others.
+The process group itself (the rank and world size, read when a loader is iterated, and the
+gathers) is :mod:`tsrec.collective`'s.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-from collections.abc import Callable, Iterator
-from typing import TypeVar
+from collections.abc import Iterator
 
 import numpy as np
 import torch
 from torch.utils.data import Sampler
 
-__all__ = ["EpochShuffleSampler", "GlobalBatchSampler", "ShardSampler", "alone", "epoch_seed", "gather", "gather_parts",
-           "shard_bounds", "world"]
+from tsrec.collective import world
 
-T = TypeVar("T")
-_ALONE = contextvars.ContextVar("tsrec_alone", default=False)
+__all__ = ["EpochShuffleSampler", "GlobalBatchSampler", "ShardSampler", "epoch_seed", "shard_bounds"]
 
 
 def epoch_seed(seed: int, epoch: int, *, rank: int = 0) -> int:
@@ -78,49 +72,6 @@ class EpochShuffleSampler(Sampler[int]):
     def __iter__(self) -> Iterator[int]:
         for part in self.order().split(ORDER_CHUNK):  # Python ints for a chunk at a time, never the whole epoch
             yield from part.tolist()
-
-
-def world() -> tuple[int, int]:
-    """``(rank, world size)`` of the initialized default process group, else ``(0, 1)``; ``(0, 1)``
-    inside :func:`alone`."""
-    if not _ALONE.get() and torch.distributed.is_available() and torch.distributed.is_initialized():
-        return torch.distributed.get_rank(), torch.distributed.get_world_size()
-    return 0, 1
-
-
-@contextlib.contextmanager
-def alone() -> Iterator[None]:
-    """Within the block this process works as a world of one (:func:`world` is ``(0, 1)``): on its
-    own part of a job split among the ranks, with no collective call."""
-    token = _ALONE.set(True)
-    try:
-        yield
-    finally:
-        _ALONE.reset(token)
-
-
-def gather_parts(compute: Callable[[], T]) -> list[T]:
-    """Every rank's ``compute()``, run :func:`alone`, in rank order on every rank (``[compute()]`` in
-    one process). An exception in any rank is raised in every rank, so that none waits for the
-    others forever: its own in the rank that raised it, a ``RuntimeError`` naming that rank and
-    quoting it in the others. Every rank must call it."""
-    rank, size = world()
-    if size == 1:
-        return [compute()]
-    result, error = None, None
-    try:
-        with alone():
-            result = compute()
-    except Exception as err:  # told to every rank before it is raised
-        error = err
-    parts: list[tuple[T | None, str | None] | None] = [None] * size
-    torch.distributed.all_gather_object(parts, (result, None if error is None else f"{type(error).__name__}: {error}"))
-    if error is not None:
-        raise error
-    failed = [(r, part[1]) for r, part in enumerate(parts) if part is not None and part[1] is not None]
-    if failed:
-        raise RuntimeError(f"process {failed[0][0]} failed ({failed[0][1]}); its traceback is in its output")
-    return [part[0] for part in parts]  # type: ignore[index]
 
 
 def shard_bounds(length: int, rank: int, size: int) -> tuple[int, int]:
@@ -184,15 +135,3 @@ class GlobalBatchSampler(Sampler[list[int]]):
         for start, end in zip(starts[:-1].tolist(), starts[1:].tolist()):
             first, last = shard_bounds(end - start, rank, size)
             yield order[start + first:start + last].tolist()
-
-
-def gather(part: np.ndarray) -> np.ndarray:
-    """This rank's ``part`` ``[n_r, ...]`` and the other ranks', concatenated in rank order on every
-    rank (the windows of :class:`ShardSampler`'s shares back in their order); ``part`` itself in one
-    process. Every rank must call it."""
-    size = world()[1]
-    if size == 1:
-        return part
-    parts: list[np.ndarray | None] = [None] * size
-    torch.distributed.all_gather_object(parts, part)
-    return np.concatenate(parts)

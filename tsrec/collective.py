@@ -1,4 +1,13 @@
-"""Every rank's frame, concatenated on every rank, with the columns sent as arrays.
+"""The process group, and what its ranks exchange: the one module that knows about ranks.
+
+Nothing here imports an estimator: the forecaster, backtests and the Ray and Spark workers call it.
+
+- :func:`world`: this process's ``(rank, world size)``; :func:`alone`: a block run as a world of one.
+- :func:`gather_parts` (any picklable value, errors raised in every rank), :func:`gather` (arrays
+  in rank order: the windows of :class:`~tsrec.training.sharding.ShardSampler`'s shares),
+  :func:`gather_frames` (frames, sent column by column).
+- :func:`split_ids` and :func:`by_series`: the series of a source split among the ranks, each
+  computing on its own, the results gathered in rank order.
 
 ``torch.distributed.all_gather_object`` pickles each rank's whole object, pads every pickle to the
 largest and unpickles all of them in every rank: for the 24 million rows of a 100,000-series
@@ -8,22 +17,87 @@ the concatenated column (one ``broadcast`` per column and rank, no padding): num
 timestamps as their bytes, a column of Python objects (the ids) as integer codes with each rank's
 distinct values. The float64 columns are received into one ``[columns, rows]`` block that the frame
 holds without a copy (:func:`~tsrec.data.frame.block_frame`).
+
+The rank and world size are read when asked (:func:`world`): in the process that starts a DDP run,
+the process group only exists once ``Trainer.fit`` has started the others.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
 import torch
 
+from tsrec._checks import check_int
 from tsrec.data.frame import block_frame
-from tsrec.training.sharding import gather_parts, world
+from tsrec.data.source import Source, is_parquet, series_ids, subset
 
-__all__ = ["gather_frames"]
+__all__ = ["alone", "by_series", "gather", "gather_frames", "gather_parts", "split_ids", "world"]
+
+T = TypeVar("T")
+_ALONE = contextvars.ContextVar("tsrec_alone", default=False)
+
+
+def world() -> tuple[int, int]:
+    """``(rank, world size)`` of the initialized default process group, else ``(0, 1)``; ``(0, 1)``
+    inside :func:`alone`."""
+    if not _ALONE.get() and torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return 0, 1
+
+
+@contextlib.contextmanager
+def alone() -> Iterator[None]:
+    """Within the block this process works as a world of one (:func:`world` is ``(0, 1)``): on its
+    own part of a job split among the ranks, with no collective call."""
+    token = _ALONE.set(True)
+    try:
+        yield
+    finally:
+        _ALONE.reset(token)
+
+
+def gather_parts(compute: Callable[[], T]) -> list[T]:
+    """Every rank's ``compute()``, run :func:`alone`, in rank order on every rank (``[compute()]`` in
+    one process). An exception in any rank is raised in every rank, so that none waits for the
+    others forever: its own in the rank that raised it, a ``RuntimeError`` naming that rank and
+    quoting it in the others. Every rank must call it."""
+    rank, size = world()
+    if size == 1:
+        return [compute()]
+    result, error = None, None
+    try:
+        with alone():
+            result = compute()
+    except Exception as err:  # told to every rank before it is raised
+        error = err
+    parts: list[tuple[T | None, str | None] | None] = [None] * size
+    torch.distributed.all_gather_object(parts, (result, None if error is None else f"{type(error).__name__}: {error}"))
+    if error is not None:
+        raise error
+    failed = [(r, part[1]) for r, part in enumerate(parts) if part is not None and part[1] is not None]
+    if failed:
+        raise RuntimeError(f"process {failed[0][0]} failed ({failed[0][1]}); its traceback is in its output")
+    return [part[0] for part in parts]  # type: ignore[index]
+
+
+def gather(part: np.ndarray) -> np.ndarray:
+    """This rank's ``part`` ``[n_r, ...]`` and the other ranks', concatenated in rank order on every
+    rank (the windows of :class:`ShardSampler`'s shares back in their order); ``part`` itself in one
+    process. Every rank must call it."""
+    size = world()[1]
+    if size == 1:
+        return part
+    parts: list[np.ndarray | None] = [None] * size
+    torch.distributed.all_gather_object(parts, part)
+    return np.concatenate(parts)
 
 
 @dataclass(frozen=True)
@@ -128,3 +202,39 @@ def _wire_dtype(dtype: object) -> np.dtype:
     if dtype == object or isinstance(dtype, pd.DatetimeTZDtype) or dtype.kind in "mM":
         return np.dtype(np.int64)
     return np.dtype(dtype)
+
+
+def split_ids(ids: Sequence[Any] | pd.Series | np.ndarray, parts: int) -> list[np.ndarray]:
+    """The distinct ``ids`` in at most ``parts`` runs of near-equal size, in their order as text
+    (so that the parts, in order, hold the series in the order ``predict`` returns them)."""
+    parts = check_int("parts", parts)
+    unique = pd.unique(pd.Series(ids, dtype=object))
+    order = np.argsort(np.asarray([str(i) for i in unique]), kind="stable")
+    return [run for run in np.array_split(unique[order], min(parts, max(len(unique), 1))) if len(run)]
+
+
+def by_series(source: Source, id_col: Hashable, compute: Callable[[Source], pd.DataFrame]) -> pd.DataFrame:
+    """``compute`` of every rank's run of the series of ``source`` (:func:`split_ids` among the
+    ranks of the process group; :func:`~tsrec.data.source.subset`: a frame's rows of those series,
+    or from Parquet a :class:`~tsrec.data.source.ParquetSeries` of them, whose rows alone are read),
+    concatenated in rank order (the series' order as text) on every rank (:func:`gather_frames`:
+    each rank computes alone, an error in one is raised in all, and the columns travel as arrays).
+    From Parquet, each rank reads the ids of its share of the files, and the ranks exchange them.
+    A rank left without series (fewer series than ranks) computes nothing. A DataFrame without
+    ``id_col`` is given to ``compute`` whole (in every rank), which names the problem. Every rank
+    must call it."""
+    rank, size = world()
+    if is_parquet(source):  # each rank reads the ids of its share of the files
+        ids = np.concatenate(gather_parts(lambda: series_ids(source, id_col, part=(rank, size))))
+        if not len(ids):
+            series_ids(source, id_col)  # all the files together: the error that they hold no row
+    elif id_col not in getattr(source, "columns", ()):
+        return compute(source)  # which names the problem
+    else:
+        ids = series_ids(source, id_col)
+    runs = split_ids(ids, size)
+
+    def share() -> pd.DataFrame | None:
+        return None if rank >= len(runs) else compute(subset(source, id_col, runs[rank]))
+
+    return gather_frames(share)

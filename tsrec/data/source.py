@@ -1,0 +1,154 @@
+"""Where data come from, asked once: a DataFrame, long Parquet data, or some series of either.
+
+Every other module takes a :data:`Source` and hands it here; this is the only module that asks
+which kind it is:
+
+- :func:`read`: a source as a :class:`Read`, its targets as a :class:`~tsrec.data.frame.Panel`
+  and its covariates on the same grids (a DataFrame: :func:`~tsrec.data.covariates.read_frame`;
+  Parquet: :func:`~tsrec.data.parquet.read_parquet`, a chunk of series at a time);
+- :func:`categorical`: which static covariates are categories, from the dtypes alone;
+- :func:`series_ids`, :func:`subset`, :func:`rows_of`: the series of a source, and some of them;
+- :func:`history_before`: the rows before each series' own origin, what ``Forecaster("auto")``
+  validates on and ``backtest(refit_every=...)`` refits on.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tsrec.data.covariates import CovariateValues, categorical_statics, read_frame
+from tsrec.data.frame import Panel
+from tsrec.data.schema import Schema
+
+__all__ = ["ParquetSeries", "Read", "Source", "categorical", "history_before", "is_parquet", "read", "rows_of",
+           "series_ids", "subset"]
+
+
+@dataclass(frozen=True)
+class ParquetSeries:
+    """The series ``ids`` of long Parquet data ``files`` (a file, a folder of files or a list of
+    files): one process's part of the series, of which only the rows are read (a chunk of series
+    at a time, as for all of them)."""
+
+    files: str | os.PathLike | Sequence[str | os.PathLike]
+    ids: tuple[Any, ...]
+
+
+#: What a read takes: a frame, or long Parquet data (a file, a folder of files, a list of files, or
+#: some of its series).
+Source = pd.DataFrame | str | os.PathLike | Sequence[str | os.PathLike] | ParquetSeries
+
+
+@dataclass(frozen=True)
+class Read:
+    """One read of a source.
+
+    panel:      the targets, on a regular grid per series.
+    covariates: the covariates on the same grids (:class:`~tsrec.data.covariates.CovariateValues`).
+    schema:     the roles of the source's columns, as read.
+    categorical: the static covariates read as categories (:func:`categorical`).
+    """
+
+    panel: Panel
+    covariates: CovariateValues
+    schema: Schema
+    categorical: tuple[str, ...] = ()
+
+
+def is_parquet(source: object) -> bool:
+    """Whether ``source`` names Parquet data (a path, a non-empty list of paths, or
+    :class:`ParquetSeries`) rather than a frame."""
+    if isinstance(source, (str, os.PathLike, ParquetSeries)):
+        return True
+    return isinstance(source, (list, tuple)) and bool(source) and all(isinstance(p, (str, os.PathLike)) for p in source)
+
+
+def read(source: Source, schema: Schema, *, categorical: Sequence[str], freq: str | None, gaps: str,
+         last: int | None = None, layout: Sequence[str] | None = None) -> Read:
+    """``source``'s targets and covariates (:class:`Read`); ``categorical`` names the categorical
+    static covariates; ``last``: read each series' ``last`` latest rows alone (None: all);
+    ``layout``: the target columns of a fitted model, whose layout a frame must have
+    (:meth:`Schema.require_layout <tsrec.data.schema.Schema.require_layout>`)."""
+    options = {"freq": freq, "gaps": gaps, "last": last, **schema.columns}
+    if isinstance(source, pd.DataFrame):
+        if layout is not None:
+            schema.require_layout(source, layout)
+        return Read(*read_frame(source, schema.covariates, categorical, **options), schema, tuple(categorical))
+    from tsrec.data.parquet import read_parquet
+
+    if isinstance(source, ParquetSeries):
+        return Read(*read_parquet(_parquet(source.files), schema.covariates, categorical, ids=source.ids, **options),
+                    schema, tuple(categorical))
+    return Read(*read_parquet(_parquet(source), schema.covariates, categorical, **options), schema, tuple(categorical))
+
+
+def categorical(source: Source, schema: Schema) -> tuple[str, ...]:
+    """The static covariates of ``source`` that are categorical (not real numbers), from its
+    dtypes (a Parquet source's schema: no row is read)."""
+    if isinstance(source, pd.DataFrame):
+        return categorical_statics(source, schema.covariates)
+    from tsrec.data.parquet import empty_frame
+
+    return categorical_statics(empty_frame(_parquet(source.files if isinstance(source, ParquetSeries) else source)),
+                               schema.covariates)
+
+
+def series_ids(source: Source, id_col: Hashable, *, part: tuple[int, int] = (0, 1)) -> np.ndarray:
+    """``[U]`` object: the ids of ``source``'s series, in no set order (a frame's id column as it
+    stands). ``part=(k, n)``: of Parquet files, those of the ``k``-th of ``n`` runs of the files
+    alone (:func:`~tsrec.data.parquet.series_ids`); a frame or :class:`ParquetSeries` has one part."""
+    if isinstance(source, pd.DataFrame):
+        return source[id_col].to_numpy(object)
+    if isinstance(source, ParquetSeries):
+        return np.asarray(source.ids, dtype=object)
+    from tsrec.data.parquet import series_ids as parquet_ids
+
+    return parquet_ids(_parquet(source), id_col, part=part).to_numpy(object)
+
+
+def subset(source: Source, id_col: Hashable, ids: Sequence[Any]) -> Source:
+    """The series ``ids`` of ``source``: a frame's rows of them, or of Parquet data a
+    :class:`ParquetSeries`, whose rows are read when it is."""
+    if isinstance(source, pd.DataFrame):
+        return source[source[id_col].isin(ids)]
+    return ParquetSeries(_parquet(source), tuple(ids))
+
+
+def rows_of(source: Source, id_col: Hashable, ids: Sequence[Any]) -> pd.DataFrame:
+    """The rows of the series ``ids`` of ``source`` as a frame: a DataFrame's, or of long Parquet
+    data (a file, a folder or a list of files) only those series' rows, every column read."""
+    if isinstance(source, pd.DataFrame):
+        return source[source[id_col].isin(ids)]
+    from tsrec.data.parquet import read_series
+
+    files = source.files if isinstance(source, ParquetSeries) else source
+    return read_series(_parquet(files), id_col, ids)
+
+
+def history_before(source: Source, schema: Schema, panel: Panel, cut: Sequence[pd.Timestamp]) -> pd.DataFrame:
+    """The rows of ``source`` strictly before each series' ``cut`` timestamp (``[I]``, one per item
+    of ``panel``, ``source`` read), as a frame in ``source``'s layout: what is fitted on before an
+    origin. Of Parquet data the rows of every series are read into memory, every column."""
+    if isinstance(source, pd.DataFrame):
+        frame = source
+    else:
+        frame = rows_of(source, schema.id_col, series_ids(source, schema.id_col))
+    times = pd.DatetimeIndex(frame.index if schema.time_col is None else pd.to_datetime(frame[schema.time_col]))
+    if schema.id_col is None:
+        return frame[times < cut[0]]
+    limit = frame[schema.id_col].astype(str).map(dict(zip(panel.item_ids, cut)))
+    return frame[times < pd.DatetimeIndex(limit)]
+
+
+def _parquet(source: object) -> Any:
+    """``source`` if :func:`is_parquet`, else a ``TypeError`` naming what a source may be."""
+    if not is_parquet(source):
+        raise TypeError(f"expected a pandas DataFrame, or long Parquet data (a file, a folder of files or a list of "
+                        f"files), got {type(source).__name__}")
+    return source

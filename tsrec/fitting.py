@@ -1,0 +1,351 @@
+"""Fitting: one read of the data and the settings -> a :class:`~tsrec.fitted.FittedState`.
+
+::
+
+    fit_state(read, settings, val=None, resume=False, prefitted=None) -> Fit(state, trainer)
+      context     the one set, else the model's default capped by the shortest series (context_for)
+      prepare     split_panel -> StandardScaler + CovariateEncoder (training rows only)
+                  -> WindowDataset of the training and validation windows         (prepare)
+      resolve     the data's facts (season, periods, channels, covariates) complete the settings
+      train       Lightning, for the planned budget, early stopping on the validation windows
+      refit       prepare again on all the history (no validation), a fresh network trained
+                  for as many passes as the validated run needed
+
+No Forecaster is involved: ``Forecaster.fit`` reads its data, calls :func:`fit_state` (or the
+fitter a model names in the registry, :func:`tsrec.models.registry.model_fitter`) and keeps what
+it returns, only when it returns. Training runs through :func:`train`, which logs to the
+settings' ``output_dir`` (or a temporary folder) and passes their ``trainer_kwargs`` to Lightning.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import math
+import tempfile
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tsrec.config import FAR_IQRS, DataFacts, TrainingConfig
+from tsrec.data import CovariateEncoder, Panel, StandardScaler, WindowDataset, data_facts, split_panel
+from tsrec.data.periods import dominant_periods
+from tsrec.data.scaling import OutlierWarning, item_blocks
+from tsrec.data.source import Read
+from tsrec.data.split import Split, default_val_windows
+from tsrec.data.time_features import seasonality
+from tsrec.fitted import FittedState, TrainingSummary
+from tsrec.models import ForecastModel, build_model, model_spec
+from tsrec.models.ensemble import EnsembleConfig
+from tsrec.settings import ForecasterSettings
+from tsrec.training.budget import Budget, plan_budget, refit_budget
+
+__all__ = ["FAR_EXAMPLES", "Fit", "Prefitted", "Prepared", "context_for", "fit_state", "prepare", "report_far"]
+
+log = logging.getLogger(__name__)
+
+#: How many far values an :class:`~tsrec.data.scaling.OutlierWarning` names (it counts them all).
+FAR_EXAMPLES = 5
+
+
+@dataclass(frozen=True)
+class Fit:
+    """What :func:`fit_state` returns: the fitted value and the Lightning ``Trainer`` of its last
+    training run (None for a model fitted without training)."""
+
+    state: FittedState
+    trainer: Any = None
+
+
+@dataclass(frozen=True)
+class Prefitted:
+    """A network whose parts were fitted elsewhere: ``Forecaster("auto")``'s ensemble
+    (:mod:`tsrec.auto`). ``network``: its settings, members and weights filled; ``weights``: its
+    ``state_dict``; ``context_length``: its longest member's; ``leaderboard``: the candidates'
+    validation scores."""
+
+    network: EnsembleConfig
+    weights: dict[str, Any]
+    context_length: int
+    leaderboard: pd.DataFrame
+
+
+@dataclass(frozen=True)
+class _Run:
+    """One training run: its per-epoch history and what :class:`TrainingSummary` records of it."""
+
+    history: list[dict[str, float]]
+    best_epoch: int | None
+    best_step: int | None
+    budget: dict[str, Any]
+    seconds: float
+    trainer: Any = None
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The split of a read, the scaling fitted on its training rows and, for a trainable model, the
+    windows: the sequence :func:`fit_state` runs for the validated run and again for the refit."""
+
+    split: Split
+    scaler: StandardScaler
+    encoder: CovariateEncoder
+    train_set: WindowDataset | None
+    val_set: WindowDataset | None
+
+
+def prepare(read: Read, val: Read | None, context: int, horizon: int, *, val_windows: int | None, scaling: str,
+            windows: bool) -> Prepared:
+    """Split ``read`` (validation windows from its end, or ``val``'s), fit the target scaler
+    (``scaling``) and the covariate encoding on the training rows of each series, and with
+    ``windows`` build the training and validation :class:`WindowDataset` (values far from the
+    training distribution missing when the scaler is robust)."""
+    panel = read.panel
+    split = split_panel(panel, context, horizon, val_windows=val_windows, val_panel=None if val is None else val.panel)
+    _require_observed(panel, split.train_end)
+    scaler = StandardScaler.fit([s.values for s in panel.items], [s.observed for s in panel.items], split.train_end,
+                                robust=scaling == "robust")
+    encoder = CovariateEncoder.fit(read.schema.covariates, read.categorical, read.covariates, panel,
+                                   split.train_end)
+    if not windows:
+        return Prepared(split, scaler, encoder, None, None)
+    encoded = encoder.encode(panel, read.covariates)
+    train_set = WindowDataset.from_panel(panel, scaler, context, horizon, split.train, covariates=encoded,
+                                         drop_far=True)
+    if len(train_set) == 0:
+        raise ValueError("no training window fits in the data; use a shorter context_length or "
+                         "prediction_length, or fewer val_windows")
+    if split.val is None:
+        val_set = None
+    elif val is None:  # the end of the same series: the same stored values, other origins
+        val_set = train_set.at_origins(split.val)
+    else:
+        val_set = WindowDataset.from_panel(val.panel, scaler, context, horizon, split.val, scaler_rows=split.val_rows,
+                                           covariates=encoder.encode(val.panel, val.covariates), drop_far=True)
+    return Prepared(split, scaler, encoder, train_set, val_set)
+
+
+def context_for(settings: ForecasterSettings, panel: Panel, val: Panel | None) -> int:
+    """The context of a fit on ``panel``: the one set, else the model's default
+    (:meth:`~tsrec.models.base.ForecastModel.default_context` at the frequency's season), capped
+    so that the shortest series still holds one training window and its validation windows,
+    and never below twice the horizon."""
+    window = settings.window
+    if window.context_length is not None:
+        return window.context_length
+    horizon = window.prediction_length
+    wanted = model_spec(settings.model).model_class.default_context(horizon, seasonality(panel.freq))
+    if wanted <= 2 * horizon:
+        return wanted
+    shortest = min(len(item) for item in panel.items)
+    windows = 0 if val is not None else \
+        default_val_windows(shortest, horizon) if window.val_windows is None else window.val_windows
+    extra = horizon + windows - 1 if windows else 0
+    return max(2 * horizon, min(wanted, shortest - horizon - extra))
+
+
+def _facts(read: Read, split: Split, encoder: CovariateEncoder) -> DataFacts:
+    """What the resolver reads off the training rows of ``read``."""
+    panel = read.panel
+    periods = dominant_periods([s.values[:end] for s, end in zip(panel.items, split.train_end)],
+                               [s.observed[:end] for s, end in zip(panel.items, split.train_end)])
+    return data_facts(panel.freq, n_channels=len(panel.columns) if panel.layout == "wide" else 1, periods=periods,
+                      n_covariate_features=encoder.n_features, static_cardinalities=encoder.cardinalities)
+
+
+def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = None, resume: bool = False,
+              prefitted: Prefitted | None = None) -> Fit:
+    """Fit ``settings`` (the user's, as given to the Forecaster) on ``read`` (validation windows
+    from its end, or ``val``); see the module. ``resume``: continue the run whose checkpoint is in
+    the settings' ``output_dir``. ``prefitted``: a network fitted elsewhere, taken as it is (its
+    scaler fitted on all the history when ``refit_full``). Nothing is kept anywhere: an exception
+    leaves no trace but the logs and checkpoints in ``output_dir``."""
+    panel, horizon = read.panel, settings.window.prediction_length
+    training = settings.training
+    context = context_for(settings, panel, None if val is None else val.panel) if prefitted is None \
+        else prefitted.context_length
+    trainable = model_spec(settings.model).model_class.trainable
+    val_windows = 0 if prefitted is not None and training.refit_full else settings.window.val_windows
+    prepared = prepare(read, val, context, horizon, val_windows=val_windows, scaling=settings.window.scaling,
+                       windows=trainable)
+    facts = _facts(read, prepared.split, prepared.encoder)
+    effective = settings if prefitted is None else dataclasses.replace(settings, network=prefitted.network)
+    resolved = effective.resolved(facts, freq=panel.freq, covariates=read.schema.covariates, context_length=context)
+    started = time.perf_counter()
+    import lightning.pytorch as pl
+
+    pl.seed_everything(training.seed, workers=True, verbose=False)
+    model = build_model(resolved.model, resolved.network)
+    if prefitted is not None:
+        model.load_state_dict(prefitted.weights)
+    run, refit, scaler, encoder = _Run([], None, None, {}, 0.0), None, prepared.scaler, prepared.encoder
+    if trainable:
+        limit = training.time_limit
+        refits = training.refit_full and prepared.split.val is not None and val is None
+        budget = plan_budget(training, len(prepared.train_set))
+        resolved = dataclasses.replace(resolved, training=dataclasses.replace(resolved.training,
+                                                                              max_steps=budget.max_steps))
+        run = train(model, resolved, prepared.train_set, prepared.val_set, budget, resume=resume,
+                    describe=(panel, None if val is None else val.panel),
+                    max_seconds=None if limit is None else (limit / 2 if refits else limit))
+        if refits:
+            left = None if limit is None else limit - (time.perf_counter() - started)
+            model, scaler, encoder, refit, run = _refit(resolved, read, context, run, budget, left)
+    elif resume:
+        raise ValueError(f"{settings.model!r} needs no training, so there is no run to resume; "
+                         "fit without resume=True")
+    summary = TrainingSummary(pd.DataFrame(run.history, columns=list(TrainingSummary.COLUMNS)), run.best_epoch,
+                              time.perf_counter() - started, run.best_step, run.budget, refit)
+    state = FittedState(settings=settings, resolved=resolved, model=model.eval(), history=panel.tail(context),
+                        scaler=scaler, covariates=encoder, covariate_history=read.covariates.tail(context),
+                        facts=facts, summary=summary, schema=read.schema,
+                        leaderboard=None if prefitted is None else prefitted.leaderboard)
+    report_far(state, panel, np.arange(len(panel.items)), "fit", stacklevel=4)
+    if val is not None:
+        report_far(state, val.panel, np.asarray(prepared.split.val_rows), "fit", stacklevel=4)
+    return Fit(state, run.trainer)
+
+
+def _refit(resolved: ForecasterSettings, read: Read, context: int, run: _Run, budget: Budget,
+           max_seconds: float | None) -> tuple[ForecastModel, StandardScaler, CovariateEncoder, dict[str, Any], _Run]:
+    """Train a fresh model (same seed) on every window of ``read``, validation part included,
+    for as many passes as ``run`` made up to its best check (:func:`refit_budget`), with the
+    scaler and covariate encoding fitted on all of it. Returns them, the refit's record and the
+    validated ``run`` with the refit's trainer."""
+    import lightning.pytorch as pl
+
+    training = resolved.training
+    full = prepare(read, None, context, resolved.window.prediction_length, val_windows=0,
+                   scaling=resolved.window.scaling, windows=True)
+    best_step = run.best_step if run.best_step is not None else run.budget["steps_run"]
+    best_epoch = run.best_epoch if run.best_epoch is not None else len(run.history)
+    plan = refit_budget(budget, best_step=max(best_step, 1), best_epoch=max(best_epoch, 1),
+                        train_windows=run.budget["train_windows"], full_windows=len(full.train_set),
+                        batch_size=training.batch_size)
+    pl.seed_everything(training.seed, workers=True, verbose=False)
+    model = build_model(resolved.model, resolved.network)
+    again = train(model, resolved, full.train_set, None, plan, describe=None, resume=False,
+                  max_seconds=None if max_seconds is None else max(max_seconds, 1.0))
+    record = {"windows": len(full.train_set), "steps": again.budget["steps_run"], "epochs": len(again.history),
+              "seconds": again.seconds, "train_loss": again.history[-1]["train_loss"] if again.history else math.nan}
+    return model, full.scaler, full.encoder, record, dataclasses.replace(run, trainer=again.trainer)
+
+
+def train(model: ForecastModel, resolved: ForecasterSettings, train_set: WindowDataset, val_set: WindowDataset | None,
+          budget: Budget, *, describe: tuple[Panel, Panel | None] | None, resume: bool,
+          max_seconds: float | None) -> _Run:
+    """Train ``model`` in place through Lightning for ``budget``, with early stopping and the
+    best check's weights restored when ``val_set`` is given. Logs go to the settings'
+    ``output_dir``, or to a temporary folder removed on return; with ``output_dir`` set and
+    ``describe`` (the training and validation panels), per-epoch checkpoints too, and ``resume``
+    continues from them."""
+    from tsrec.training import (
+        EpochCheckpoint,
+        ForecastingModule,
+        RestoreBestWeights,
+        SmoothedEarlyStopping,
+        describe_run,
+        fit_or_raise,
+        make_loader,
+        make_trainer,
+        quiet_lightning,
+        resume_checkpoint,
+    )
+
+    training: TrainingConfig = resolved.training
+    folder = None if resolved.trainer.output_dir is None else Path(resolved.trainer.output_dir)
+    val_loader = None if val_set is None else make_loader(val_set, training, train=False)
+    checkpoints = None if folder is None or describe is None else folder / "checkpoints"
+    # a resumed run shares what it trains, not how it runs (the trainer section)
+    what = {key: value for key, value in resolved.to_dict().items() if key != "trainer"}
+    run = None if checkpoints is None else describe_run(what, *describe)
+    ckpt_path = resume_checkpoint(checkpoints, run) if resume else None
+    # what resume=True continues from if a signal stops this run: its own checkpoint, or in the
+    # refit (describe None) the finished validated run's
+    resumable = None if folder is None else folder / "checkpoints" / EpochCheckpoint.FILENAME
+    started = time.perf_counter()
+    with contextlib.ExitStack() as stack:
+        output_dir = folder or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tsrec-run-")))
+        stack.enter_context(quiet_lightning())
+        module = ForecastingModule(model, training, schedule_steps=budget.schedule_steps)
+        trainer = make_trainer(training, output_dir, budget=budget, validate=val_loader is not None,
+                               trainer_kwargs=resolved.trainer.trainer_kwargs, max_seconds=max_seconds,
+                               checkpoint=None if checkpoints is None else EpochCheckpoint(checkpoints, run))
+        fit_or_raise(trainer, module, make_loader(train_set, training, train=True), val_loader,
+                     ckpt_path=ckpt_path, resumable=resumable)
+    log.debug("tsrec: training logs in %s", output_dir)
+    restore = next((c for c in trainer.callbacks if isinstance(c, RestoreBestWeights)), None)
+    stopping = next((c for c in trainer.callbacks if isinstance(c, SmoothedEarlyStopping)), None)
+    seconds = time.perf_counter() - started
+    stopped_by = "early stopping" if stopping is not None and stopping.stopped_epoch > 0 else \
+        "time limit" if max_seconds is not None and seconds >= max_seconds else "budget"
+    record = {"max_steps": budget.max_steps, "max_epochs": budget.max_epochs,
+              "val_check_steps": budget.val_check_steps, "steps_per_epoch": budget.steps_per_epoch,
+              "train_windows": len(train_set), "steps_run": int(trainer.global_step),
+              "time_limit": training.time_limit, "stopped_by": stopped_by}
+    found = restore is not None and restore.best_epoch is not None
+    return _Run(module.history, restore.best_epoch + 1 if found else None, restore.best_step if found else None,
+                record, seconds, trainer)
+
+
+def _require_observed(panel: Panel, train_end: Sequence[int]) -> None:
+    """A ``ValueError`` naming the first series and column with no observed value in its
+    training part: a model cannot learn, or forecast, a variable it has never seen."""
+    for position, (item, end) in enumerate(zip(panel.items, train_end)):
+        never = ~item.observed[:end].any(axis=0)  # [C]
+        if never.any():
+            raise ValueError(f"{panel.channel_label(position, int(np.argmax(never)))} has no observed value in the "
+                             f"training part (its first {end} steps); drop it, or fit on a frame where it has data")
+
+
+def report_far(state: FittedState, panel: Panel, rows: np.ndarray, when: str, *, stacklevel: int) -> None:
+    """Warn (:class:`~tsrec.data.scaling.OutlierWarning`) naming the first :data:`FAR_EXAMPLES`
+    observed values of ``panel`` beyond the fences of their scaler row (``rows`` ``[N]``) of
+    ``state``'s scaler, with their series, column and timestamp: the fit data (``when="fit"``) or
+    the contexts forecast from (``"predict"``)."""
+    scaler = state.scaler
+    count, examples = _far_values(panel, scaler, rows)
+    if not count:
+        return
+    named = ", ".join(f"{label} at {stamp} ({value:.6g})" for label, stamp, value in examples)
+    more = f" and {count - len(examples)} more" if count > len(examples) else ""
+    context = state.resolved.window.context_length
+    where = "in the fit data" if when == "fit" else f"in the last {context} steps forecast from"
+    if when == "predict":
+        effect = ("the network's instance normalisation reads the ones far from their window as missing"
+                  if getattr(state.model.config, "revin", False) else "the model forecasts from them as they are")
+    elif scaler.robust:
+        effect = "the model was fitted with them treated as missing (scaling='standard' keeps them)"
+    else:
+        effect = "they set their series' scale and the model was trained on them (scaling='robust' leaves them out)"
+    warnings.warn(f"{count} value(s) {where} lie far outside their series' training distribution (more than "
+                  f"{FAR_IQRS:g} interquartile ranges beyond its quartiles): {named}{more}; {effect}. Check them "
+                  "(a typo, a wrong unit, a placeholder such as -9999?)", OutlierWarning, stacklevel=stacklevel)
+
+
+def _far_values(panel: Panel, scaler: StandardScaler, rows: np.ndarray) -> tuple[int, list[tuple[str, Any, float]]]:
+    """How many observed values of ``panel`` lie beyond the fences of their scaler row (``rows``
+    ``[N]``, one per item), and the first :data:`FAR_EXAMPLES` as ``(channel label, timestamp,
+    value)``, in item, time and column order; a block of items at a time."""
+    lengths = np.diff(panel.offsets)  # [N]
+    count, examples = 0, []
+    for block in item_blocks(lengths):
+        values = np.concatenate([panel.items[i].values for i in block])  # [M, C]
+        observed = np.concatenate([panel.items[i].observed for i in block])
+        far = scaler.far(values, np.repeat(np.asarray(rows)[block.start:block.stop], lengths[block])) & observed
+        count += int(far.sum())
+        ends = np.cumsum(lengths[block])  # [n] end of each item's rows in the block
+        for step, c in np.argwhere(far)[:FAR_EXAMPLES - len(examples)]:
+            position = int(np.searchsorted(ends, step, side="right"))
+            item = panel.items[block.start + position]
+            at = int(step) - int(ends[position] - lengths[block.start + position])
+            examples.append((panel.channel_label(block.start + position, int(c)), item.index[at],
+                             float(values[step, c])))
+    return count, examples

@@ -1,0 +1,158 @@
+"""Forecasting: a :class:`~tsrec.fitted.FittedState` and windows -> a :class:`~tsrec.fitted.ForecastResult`.
+
+One path serves ``predict`` and ``backtest`` (and through them the CLI, GluonTS and the Ray and
+Spark workers)::
+
+    forecast_next(state, panel, covariates, ...)     the windows after the end of every series
+        -> forecast(state, dataset, rows, items, origins, ...)
+    backtest: WindowDataset.from_panel(...) at its origins
+        -> forecast(state, dataset, rows, items, origins, ...)
+
+    forecast = outputs (the network on every window, batched, sharded under DDP; scaled units)
+               -> unscale (tsrec.fitted: the one place values are unscaled)
+
+The device and Lightning arguments are the state's (``settings.trainer.trainer_kwargs``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from tsrec._checks import check_optional_int
+from tsrec.data import CovariateValues, Panel, WindowCovariates, WindowDataset, future_index
+from tsrec.data.covariates import check_context, read_future
+from tsrec.fitted import FittedState, ForecastResult, unscale
+from tsrec.fitting import report_far
+from tsrec.nn.outputs import check_levels
+
+__all__ = ["forecast", "forecast_next", "outputs"]
+
+
+def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | None = None, *,
+                  future_covariates: pd.DataFrame | None = None, quantiles: Sequence[float] | None = None,
+                  num_samples: int | None = None, batch_size: int | None = None) -> ForecastResult:
+    """The forecasts of the ``prediction_length`` steps after every series of ``panel`` (known ids
+    of the fitted data, read with the fitted schema or built directly), as arrays: what
+    ``Forecaster.predict`` returns as a frame. ``values``: ``panel``'s covariates (None for a model
+    without covariates); ``future_covariates``: the future covariates' values over the horizon.
+
+    Warns (:class:`~tsrec.data.scaling.OutlierWarning`) naming context values far from their
+    series' training distribution, and names the series whose context holds no observation (their
+    forecast is NaN; an error with ``missing_context="raise"``)."""
+    name, model, encoder = state.settings.model, state.model, state.covariates
+    if not model.output.probabilistic and (quantiles is not None or num_samples is not None):
+        raise ValueError(f"{name} was trained with output='point', so it has no quantiles or "
+                         "samples; refit with output='quantile', 'normal' or 'studentt'")
+    levels = () if quantiles is None else check_levels("quantiles", quantiles)
+    num_samples = check_optional_int("num_samples", num_samples, 1)
+    if values is None:
+        if encoder.config.columns:
+            raise ValueError(f"{name} reads the covariates {list(encoder.config.columns)}: "
+                             "pass their values with the series (predict a frame that holds them)")
+        values = CovariateValues.none(panel)
+    context = state.resolved.window.context_length
+    rows = state.history.check_compatible(panel)
+    # The windows read the last context_length steps only: they are built from those alone.
+    recent = panel.tail(context)
+    dataset = WindowDataset.for_prediction(
+        recent, state.scaler, context, state.settings.window.prediction_length, scaler_rows=rows,
+        covariates=_prediction_covariates(state, recent, values.tail(context), future_covariates))
+    report_far(state, recent, rows, "predict", stacklevel=4)
+    result = forecast(state, dataset, rows, np.arange(len(panel.items)), np.diff(panel.offsets), levels=levels,
+                      num_samples=num_samples, batch_size=batch_size)
+    _report_blind(state, panel, result.blind)
+    return result
+
+
+def forecast(state: FittedState, dataset: WindowDataset, rows: np.ndarray, items: np.ndarray, origins: np.ndarray,
+             *, levels: Sequence[float] = (), num_samples: int | None = None,
+             batch_size: int | None = None) -> ForecastResult:
+    """The forecasts of every window of ``dataset`` in the data's units (:func:`~tsrec.fitted.unscale`).
+
+    rows:    ``[N]`` each window's scaler row; ``items``, ``origins`` ``[N]``: its series'
+             position in the panel the windows come from and its first forecast step.
+    levels, num_samples: quantiles and sample paths (probabilistic models only).
+    """
+    scaled = outputs(state, dataset, batch_size=batch_size)
+    return unscale(state.model, state.scaler, scaled, np.asarray(rows), np.asarray(items), np.asarray(origins),
+                   levels=levels, num_samples=num_samples)
+
+
+def outputs(state: FittedState, dataset: WindowDataset, *, batch_size: int | None = None) -> np.ndarray:
+    """Scaled outputs for every window of ``dataset``, in order, batched (the last partial batch
+    included), on the accelerator the model trains on (``trainer_kwargs``' ``accelerator``,
+    default ``"auto"``; :func:`~tsrec.training.predict_batches`, without a Lightning Trainer
+    where it adds nothing): point forecasts ``[N, H, C]``, or a probabilistic output's
+    parameters ``[N, H, C, P]``.
+
+    Under an initialized process group (e.g. on every rank of a script that fitted with
+    ``trainer_kwargs={"strategy": "ddp", ...}``, or started by ``torchrun``) each rank forecasts
+    its contiguous share of the windows and every rank gets all of them back, in order
+    (:mod:`tsrec.training.sharding`; ``predict`` and ``backtest`` of long data split the series
+    among the ranks before this, :func:`tsrec.collective.by_series`): every rank
+    gets what one process returns, and every rank must call it."""
+    from tsrec.collective import gather
+    from tsrec.training import ForecastingModule, make_predict_trainer, predict_batches, predict_device, \
+        quiet_lightning
+    from tsrec.training.sharding import ShardSampler
+
+    model, training = state.model, state.settings.training
+    trainer_kwargs = state.settings.trainer.trainer_kwargs
+    shape = (0, state.settings.window.prediction_length, model.config.n_channels)
+    empty = np.zeros(shape + ((model.n_params,) if model.output.probabilistic else ()), np.float32)
+    if len(dataset) == 0:
+        return empty
+    module, size = ForecastingModule(model, training), batch_size or training.batch_size
+    device = predict_device(trainer_kwargs)
+    if device is not None:
+        scaled = predict_batches(module, dataset, size, device=device)
+    else:  # an accelerator only Lightning knows how to place the model on
+        with quiet_lightning():
+            loader = torch.utils.data.DataLoader(dataset, batch_size=size, sampler=ShardSampler(len(dataset)),
+                                                 collate_fn=dataset.collate)
+            scaled = make_predict_trainer(training, trainer_kwargs).predict(module, loader)
+    model.eval()
+    return gather(np.concatenate([out.float().cpu().numpy() for out in scaled]) if scaled else empty)
+
+
+def _prediction_covariates(state: FittedState, panel: Panel, values: CovariateValues,
+                           future_covariates: pd.DataFrame | None) -> WindowCovariates:
+    """The covariates of the prediction windows of ``panel``: its ``values`` (every dynamic
+    covariate known over the context) and the future covariates of the horizon, from
+    ``future_covariates``."""
+    name, config = state.settings.model, state.covariates.config
+    horizon = state.settings.window.prediction_length
+    if future_covariates is not None and not config.future:
+        raise ValueError(f"{name} was fitted without future covariates, so it reads no "
+                         "future_covariates; leave them out, or refit with future_covariates=[<columns>]")
+    if future_covariates is None and config.future:
+        steps = future_index(panel.items[0].index[-1], panel.freq, horizon)
+        raise ValueError(f"{name} was fitted with the future covariates {list(config.future)}: pass "
+                         f"predict(future_covariates=<frame>) with their values at the {horizon} forecast steps "
+                         f"of every series ({steps[0]} .. {steps[-1]} for {panel.item_label(0)})")
+    check_context(panel, values, config, state.resolved.window.context_length)
+    if config.future:
+        future = read_future(future_covariates, panel, config, horizon, time_col=state.schema.time_col,
+                             id_col=state.schema.id_col)
+    else:
+        future = tuple(np.zeros((horizon, 0)) for _ in panel.items)
+    return state.covariates.encode(panel, values, future)
+
+
+def _report_blind(state: FittedState, panel: Panel, blind: np.ndarray) -> None:
+    """Name the series and columns ``blind`` ``[N, C]`` marks (no observed value in their
+    context; their forecast is NaN): a warning, or with ``missing_context="raise"`` an error."""
+    if not blind.any():
+        return
+    names = [panel.channel_label(int(n), int(c)) for n, c in zip(*np.nonzero(blind))]
+    problem = (f"{len(names)} series have no observed value in their last {state.resolved.window.context_length} "
+               f"steps, so they get no forecast: {', '.join(names[:5])}{' ...' if len(names) > 5 else ''}")
+    if state.settings.window.missing_context == "raise":
+        raise ValueError(problem + "; pass data whose last context_length steps hold observations")
+    warnings.warn(problem + "; their forecast is NaN (missing_context='raise' makes this an error)",
+                  UserWarning, stacklevel=4)
