@@ -85,6 +85,7 @@ def test_every_config_parses_and_names_known_models_and_settings():
                 paper_setting(dataset, horizon, protocol=config["protocol"])
 
 
+@pytest.mark.slow  # speed runs measure memory in fresh processes
 def test_quick_speed_run_measures_both_models(tmp_path, one_thread):
     """One length (each model's memory is measured in a fresh process, which takes seconds)."""
     argv = ["--quick", "--threads", "1", "--lengths", "96", "--out-dir", str(tmp_path)]
@@ -145,6 +146,7 @@ def speed_row(**values):
             "command": "python -m benchmarks.speed --device cuda", **values}
 
 
+@pytest.mark.slow  # speed runs measure memory in fresh processes
 def test_quick_speed_in_bf16_mixed_measures_the_long_horizon_models_from_input_96(tmp_path, one_thread):
     argv = ["--quick", "--threads", "1", "--precision", "bf16-mixed", "--models", "dlinear", "patchtst",
             "rsa_patchtst", "--lengths", "48", "96", "--out-dir", str(tmp_path)]
@@ -165,6 +167,7 @@ def test_quick_speed_in_bf16_mixed_measures_the_long_horizon_models_from_input_9
     assert not (tmp_path / "gpu_speed.csv").exists()
 
 
+@pytest.mark.slow  # speed runs measure memory in fresh processes
 def test_a_model_that_fails_to_compile_gets_a_row_saying_why_and_the_others_carry_on(tmp_path, one_thread,
                                                                                       monkeypatch):
     def compile_case(case):  # in place of torch.compile: informer stays eager, rsa_informer's compilation fails
@@ -527,6 +530,7 @@ def test_a_long_horizon_config_sets_the_input_length_of_its_runs_rows_and_table(
     assert "Long-horizon protocol (input 192;" in (tmp_path / "out" / "inputs.md").read_text()
 
 
+@pytest.mark.slow  # two benchmark runs in their own processes
 @pytest.mark.shared_datasets("ETTh1.csv")
 def test_a_failed_run_is_reported_and_the_others_carry_on(tmp_path, monkeypatch, capsys):
     """Two runs at once in their own processes; ETTh2's file is missing, so its run fails."""

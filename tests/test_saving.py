@@ -270,6 +270,7 @@ def load_until(target, stop, levels, errors, loads):
     loads.put(count)
 
 
+@pytest.mark.slow  # the concurrency stress: nine processes
 @pytest.mark.skipif(not FORK, reason="needs the fork start method (the savers share the fitted models)")
 def test_many_processes_saving_to_one_path_while_another_loads_it(fitted, other, tmp_path):
     sources = [str(fitted.save(tmp_path / "a")), str(other.save(tmp_path / "b"))]
