@@ -15,6 +15,18 @@ from tests.shared_data import SHARED_DATASETS
 MISSING = "missing shared datasets:"
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _one_intra_op_thread():
+    """Every test's models and arrays are small: on a 2-core machine shared with other work, a
+    second intra-op thread only adds contention: at a load of 5-7, test_budget's default fit took
+    153 s with torch's 2 threads and 16 s with one, test_auto's quantile ensemble 73 s and 3.7 s
+    (see also tests/test_rem.py). Tests that need more set it themselves; subprocesses are unaffected."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
 @pytest.fixture
 def one_thread():
     """Small ops on a shared 2-core machine: intra-op threads only add contention."""
