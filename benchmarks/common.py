@@ -27,7 +27,11 @@ PRECISIONS = ("32-true", "bf16-mixed")
 def git_commit() -> str:
     """Short commit of the checkout, with ``+dirty`` when tracked files have changes (result files
     under ``benchmarks/results/`` do not count: they are what benchmarks write, not code that runs).
-    Outside a git checkout: ``$TSREC_COMMIT`` (:data:`COMMIT_VAR`), else ``"unknown"``."""
+    ``$TSREC_COMMIT`` (:data:`COMMIT_VAR`) when set: a copy of the checkout on another machine, whose
+    git metadata may be missing or stale (a GPU machine's copy named its session's first commit, +dirty).
+    Outside a git checkout without it: ``"unknown"``."""
+    if os.environ.get(COMMIT_VAR):
+        return os.environ[COMMIT_VAR]
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                                 text=True, check=True).stdout.strip()
@@ -35,7 +39,7 @@ def git_commit() -> str:
                                 ":(exclude)benchmarks/results"], cwd=ROOT,
                                capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
-        return os.environ.get(COMMIT_VAR, "unknown")
+        return "unknown"
     return commit + ("+dirty" if dirty else "")
 
 

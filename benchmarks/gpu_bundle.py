@@ -42,8 +42,42 @@ if TYPE_CHECKING:
 
 #: What tsrec needs on the GPU machine beyond what is installed there: GluonTS, the pydantic it
 #: needs (with pydantic-core, annotated-types and typing-inspection), and typing-extensions, which
-#: is there but possibly older than the 4.16 that this pydantic-core requires.
-CARRIED = ("gluonts", "pydantic", "pydantic-core", "annotated-types", "typing-inspection", "typing-extensions")
+#: is there but possibly older than the 4.16 that this pydantic-core requires; and the pandas and NumPy
+#: that tsrec's tests pass with here (the image's may be a pandas 3, which GluonTS does not take, with a
+#: NumPy no machine here has run), with the pytz and tzdata this pandas needs and the image lacks.
+CARRIED = ("gluonts", "pydantic", "pydantic-core", "annotated-types", "typing-inspection", "typing-extensions",
+           "numpy", "pandas", "pytz", "tzdata")
+#: The Python packages of the GPU machines' image ('cuda'), as the device tool's KINDS.md listed them on
+#: 2026-11-17: a rehearsal here (``benchmarks.gpu_all --rehearse``, tests/test_gpu_all.py) imports from
+#: these alone, beside the bundle's wheels.
+IMAGE_PACKAGES = (
+    "absl-py", "accelerate", "aiofiles", "aiohappyeyeballs", "aiohttp", "aiosignal", "annotated-doc", "anyio",
+    "attrs", "botorch", "build", "certifi", "charset-normalizer", "chex", "click", "cloudpickle", "cmake",
+    "colorama", "contourpy", "coverage", "cuda-bindings", "cuda-core", "cuda-pathfinder", "cuda-toolkit",
+    "cupy-cuda13x", "cycler", "cython", "diffrax", "e3nn", "einops", "equinox", "etils", "execnet", "filelock",
+    "flatbuffers", "flax", "fonttools", "formulaic", "frozenlist", "fsspec", "gpytorch", "grpcio", "h11", "h5py",
+    "hf-xet", "httpcore", "httpx", "huggingface-hub", "humanize", "hypothesis", "idna", "imageio", "iniconfig",
+    "interface-meta", "jax", "jax-cuda13-pjrt", "jax-cuda13-plugin", "jaxlib", "jaxtyping", "jinja2", "joblib",
+    "kiwisolver", "lazy-loader", "lightning", "lightning-utilities", "linear-operator", "lineax", "llvmlite",
+    "lxml", "markdown", "markdown-it-py", "markupsafe", "matplotlib", "mdurl", "meson", "ml-dtypes", "mpi4py",
+    "mpmath", "msgpack", "multidict", "multipledispatch", "mypy-extensions", "nanobind", "narwhals", "networkx",
+    "ninja", "numba", "numba-cuda", "numpy", "numpyro", "nvidia-cublas", "nvidia-cuda-cupti", "nvidia-cuda-nvrtc",
+    "nvidia-cuda-runtime", "nvidia-cudnn-cu13", "nvidia-cufft", "nvidia-cufile", "nvidia-curand", "nvidia-cusolver",
+    "nvidia-cusparse", "nvidia-cusparselt-cu13", "nvidia-ml-py", "nvidia-nccl-cu13", "nvidia-nvjitlink",
+    "nvidia-nvshmem-cu13", "nvidia-nvtx", "onnx", "onnx-ir", "onnxruntime", "onnxscript", "opencv-python-headless",
+    "optax", "opt-einsum", "opt-einsum-fx", "optimistix", "orbax-checkpoint", "packaging", "pandas", "pathspec",
+    "patsy", "peft", "pillow", "pip", "pluggy", "portalocker", "prometheus-client", "propcache", "protobuf",
+    "psutil", "pyarrow", "pybind11", "py-cpuinfo", "pygments", "pyparsing", "pyproject-hooks", "pyre-extensions",
+    "pytest", "pytest-benchmark", "pytest-cov", "pytest-mock", "pytest-timeout", "pytest-xdist", "python-dateutil",
+    "pytorch-lightning", "pyyaml", "regex", "requests", "rich", "sacrebleu", "safetensors", "scikit-build-core",
+    "scikit-image", "scikit-learn", "scipy", "seaborn", "sentencepiece", "sentence-transformers", "setuptools",
+    "shellingham", "simplejson", "six", "sortedcontainers", "statsmodels", "sympy", "tabulate", "tensorboard",
+    "tensorboard-data-server", "tensorstore", "threadpoolctl", "tifffile", "tiktoken", "timm", "tokenizers",
+    "toolz", "torch", "torchaudio", "torchdiffeq", "torch-geometric", "torchmetrics", "torchvision", "tqdm",
+    "transformers", "treescope", "triton", "typer", "typing-extensions", "typing-inspect", "urllib3", "uvloop",
+    "wadler-lindig", "werkzeug", "wheel", "wrapt", "xarray", "xxhash", "yarl", "zipp",
+)
+#: The Python of the GPU machine's image; ``--python-version`` builds a bundle for another (a rehearsal here).
 PYTHON_VERSION = "3.12"
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")
 #: What may travel to the GPU machine: the working tree and the bundle together, in MiB.
@@ -89,19 +123,43 @@ def copy_data(infos: list[DatasetInfo], data_dir: Path, dest: Path) -> None:
         shutil.copyfile(source, dest / info.filename)
 
 
-def download_wheels(requirements: list[str], dest: Path, find_links: Path | None = None) -> None:
-    """Fetch one wheel per requirement for CPython 3.12 on manylinux x86-64 (pure-Python ones
-    match too) into ``dest``: from PyPI, or with ``find_links`` from that folder alone."""
+def download_wheels(requirements: list[str], dest: Path, find_links: Path | None = None,
+                    python_version: str = PYTHON_VERSION) -> None:
+    """Fetch one wheel per requirement for CPython ``python_version`` on manylinux x86-64 (pure-Python
+    ones match too) into ``dest``: from PyPI, or with ``find_links`` from that folder alone."""
     source = ["--no-index", "--find-links", str(find_links)] if find_links else []
     platforms = [arg for platform in PLATFORMS for arg in ("--platform", platform)]
     done = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-                           "--python-version", PYTHON_VERSION, "--implementation", "cp", *platforms, *source,
+                           "--python-version", python_version, "--implementation", "cp", *platforms, *source,
                            "--dest", str(dest), *requirements], capture_output=True, text=True, check=False)
     if done.returncode != 0:
         fix = (f"put those wheels in {find_links}" if find_links else
                "this needs PyPI; without network, pass --find-links DIR with those wheels")
-        raise SystemExit(f"gpu_bundle: pip could not fetch {' '.join(requirements)} for CPython {PYTHON_VERSION} "
+        raise SystemExit(f"gpu_bundle: pip could not fetch {' '.join(requirements)} for CPython {python_version} "
                          f"on manylinux x86-64 from {find_links or 'PyPI'}; {fix}.\n{done.stderr.strip()}")
+
+
+def image_site(dest: Path) -> list[str]:
+    """A stand-in for the GPU machine's site-packages, for a rehearsal here: ``dest`` gets a link to every
+    top-level module, package and metadata folder of each installed package of :data:`IMAGE_PACKAGES`
+    (nothing else: no GluonTS, no tsrec). Run an interpreter with ``-S`` and ``PYTHONPATH=dest`` to import
+    from these alone. Returns the image's packages not installed here (they cannot be rehearsed)."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    dest.mkdir(parents=True, exist_ok=True)
+    missing = []
+    for name in IMAGE_PACKAGES:
+        try:
+            dist = distribution(name)
+        except PackageNotFoundError:
+            missing.append(name)
+            continue
+        tops = {Path(str(file)).parts[0] for file in dist.files or []}
+        for top in tops - {"..", "__pycache__"}:
+            source = Path(dist.locate_file(top))
+            if source.exists() and not (dest / top).exists():
+                (dest / top).symlink_to(source)
+    return missing
 
 
 def folder_bytes(folder: Path) -> int:
@@ -122,7 +180,8 @@ def tree_bytes() -> int:
 
 
 def build(out: Path, infos: list[DatasetInfo], data_dir: Path, requirements: list[str], *,
-          find_links: Path | None = None, limit_mib: float = TRAVEL_LIMIT_MIB) -> int:
+          find_links: Path | None = None, limit_mib: float = TRAVEL_LIMIT_MIB,
+          python_version: str = PYTHON_VERSION) -> int:
     """Build the bundle in ``out`` (replacing an earlier bundle there) with the files of the datasets
     ``infos`` from ``data_dir`` and the wheels of ``requirements``; return its size in bytes.
 
@@ -138,7 +197,7 @@ def build(out: Path, infos: list[DatasetInfo], data_dir: Path, requirements: lis
     (out / "wheels").mkdir()
     try:
         copy_data(infos, data_dir, out / "data")
-        download_wheels(requirements, out / "wheels", find_links)
+        download_wheels(requirements, out / "wheels", find_links, python_version)
         (out / "requirements.txt").write_text("\n".join(requirements) + "\n")
         (out / "commit").write_text(git_commit() + "\n")
         size, tree = folder_bytes(out), tree_bytes()
@@ -171,12 +230,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="the bundle folder (default .bundle)")
     parser.add_argument("--find-links", type=Path, metavar="DIR",
                         help="take the wheels from this folder instead of PyPI (no network)")
+    parser.add_argument("--python-version", default=PYTHON_VERSION,
+                        help="the CPython the wheels are for (default %(default)s, the GPU machine's; this "
+                             "machine's for a rehearsal)")
     args = parser.parse_args(argv)
     infos = needed_datasets([load_config(path) for path in args.configs], args)
     if not infos:
         parser.error("--dataset/--horizon/--model select no run of these configs")
     requirements = pinned()
-    size = build(args.out, infos, args.data_dir, requirements, find_links=args.find_links)
+    size = build(args.out, infos, args.data_dir, requirements, find_links=args.find_links,
+                 python_version=args.python_version)
     print(f"{args.out}: {size / MIB:.1f} MiB: wheels of {', '.join(requirements)}; data "
           f"{', '.join(info.filename for info in infos)}")
     print(f"On the GPU machine, with {args.out.name} travelling beside the working tree, from the repository root "

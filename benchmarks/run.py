@@ -4,7 +4,7 @@ Usage (from the repository root)::
 
     python -m benchmarks.run benchmarks/configs/paper_table_d128.toml [--dataset ETTh1] [--horizon 24]
         [--model rsa_informer] [--seeds 0 1 2] [--data-dir DIR] [--threads N] [--quick] [--out-dir DIR]
-        [--jobs N] [--precision bf16-mixed] [--compile]
+        [--jobs N] [--precision bf16-mixed] [--compile] [--order cost]
     python -m benchmarks.run --render benchmarks/results/paper_table.csv
     python -m benchmarks.run benchmarks/configs/paper_table_d128.toml --plan 3   # projected run times
     python -m benchmarks.run --merge DIR/paper_table.csv   # rows of a batch run elsewhere, back into results
@@ -644,6 +644,34 @@ class Run(NamedTuple):
     train_fraction: float = FULL_TRAINING
 
 
+def training_work(config: dict[str, Any], setting: Setting) -> float:
+    """What one run of ``setting`` trains on, to order runs by cost (:data:`ORDERS`): its training
+    windows (of its fraction) x the steps each window feeds the network (input + label + horizon) x the
+    config's epochs. Proportional to the run's training FLOPs for one architecture at one width."""
+    from tsrec import datasets
+
+    _, label, horizon = datasets.paper_setting(setting.dataset, setting.horizon, protocol=config["protocol"])
+    split = datasets.splits(setting.dataset, config["protocol"], context_length=setting.context_length,
+                            prediction_length=horizon)
+    windows = max(1, math.floor(split.train.n_windows * setting.train_fraction))
+    epochs = config.get("training", {}).get("max_epochs", 1)
+    return float(windows * (setting.context_length + label + horizon) * epochs)
+
+
+#: Orders of a batch's runs (``--order``): the config's (:func:`selected_runs`), or the least training work
+#: first (:func:`training_work`; a setting's models together, in the config's order), so that a batch
+#: stopped at a deadline has finished the cheap settings of every model and lost only the costliest.
+ORDERS = ("config", "cost")
+
+
+def ordered(config: dict[str, Any], settings: list[Setting], order: str) -> list[Setting]:
+    """``settings`` in ``order`` (:data:`ORDERS`); the sort is stable, so ties keep the config's order."""
+    if order == "config":
+        return settings
+    work = {s: training_work(config, s) for s in {s._replace(model="") for s in settings}}
+    return sorted(settings, key=lambda s: work[s._replace(model="")])
+
+
 def selected_runs(config: dict[str, Any], args: argparse.Namespace) -> list[Setting]:
     """The config's settings, narrowed by ``--dataset/--horizon/--model``, in its order: by training
     fraction, then by input (of a config that lists several), then datasets, horizons and models. So the
@@ -694,45 +722,105 @@ def _run_in_process(batch: Batch, run: Run) -> None:
     run_and_append(batch, run)
 
 
-def run_batch(batch: Batch, runs: list[Run], jobs: int) -> list[Run]:
+class Pace:
+    """When a run would finish, from the runs finished so far: their wall seconds fitted as a fixed cost
+    plus a cost per unit of :func:`training_work` (least squares over the finished runs, the fixed cost
+    at least 0; from one run or runs of one size alone, its seconds per unit). Measured under the batch's
+    concurrency, so it errs long once fewer runs share the device."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config = config
+        self.done: list[tuple[float, float]] = []  # (work, seconds) of each finished run
+
+    def work(self, run: Run) -> float:
+        return training_work(self.config, Setting(run.dataset, run.horizon, run.model, run.context_length,
+                                                  run.train_fraction))
+
+    def finished(self, run: Run, seconds: float) -> None:
+        self.done.append((self.work(run), seconds))
+
+    def seconds(self, work: float) -> float | None:
+        """Projected wall seconds of a run of ``work``; None before a run has finished."""
+        if not self.done:
+            return None
+        n = len(self.done)
+        mean_w = sum(w for w, _ in self.done) / n
+        mean_t = sum(t for _, t in self.done) / n
+        spread = sum((w - mean_w) ** 2 for w, _ in self.done)
+        if spread > 0:
+            rate = sum((w - mean_w) * (t - mean_t) for w, t in self.done) / spread
+            fixed = mean_t - rate * mean_w
+            if rate > 0 and fixed >= 0:
+                return fixed + rate * work
+        return mean_t / mean_w * work
+
+    def projected_end(self, run: Run, start: float) -> float | None:
+        """Wall-clock time (``time.time()``) at which ``run`` started at ``start`` would end; None before a
+        run has finished."""
+        seconds = self.seconds(self.work(run))
+        return None if seconds is None else start + seconds
+
+
+def run_batch(batch: Batch, runs: list[Run], jobs: int, deadline: float | None = None) -> tuple[list[Run], list[Run]]:
     """Run ``runs``, up to ``jobs`` at once; return those that failed (each reported on stderr as it
-    fails, the others carry on).
+    fails, the others carry on) and those not started because of ``deadline``.
 
     ``jobs == 1`` runs them here, one after the other. More run one process per run (spawned, so each
     starts clean and may use CUDA), all on the same device; each appends its row when it finishes
-    (:func:`append_row` locks the CSV), so a batch stopped midway loses only the runs in flight."""
+    (:func:`append_row` locks the CSV), so a batch stopped midway loses only the runs in flight.
+    ``deadline`` (``time.time()``): no run starts whose projected end (:class:`Pace`) lies after it, so the
+    device's share goes to the runs that can finish; those are returned as not started, in order."""
     failed: list[Run] = []
+    not_started: list[Run] = []
+    pace = Pace(batch.config)
 
     def report(run: Run, why: str) -> None:
         failed.append(run)
         print(f"benchmarks.run: {_describe(run)} failed ({why}); the other runs carry on", file=sys.stderr, flush=True)
 
+    def too_late(run: Run) -> bool:
+        end = pace.projected_end(run, time.time())
+        if deadline is None or end is None or end <= deadline:
+            return False
+        not_started.append(run)
+        print(f"benchmarks.run: {_describe(run)} not started: it would end about {end - deadline:.0f} s after "
+              "the deadline", file=sys.stderr, flush=True)
+        return True
+
     if jobs == 1:
         for run in runs:
+            if too_late(run):
+                continue
+            started = time.time()
             try:
                 run_and_append(batch, run)
+                pace.finished(run, time.time() - started)
             except Exception as err:  # noqa: BLE001 (reported with its traceback; the batch goes on)
                 traceback.print_exc()
                 report(run, type(err).__name__)
-        return failed
+        return failed, not_started
     context = multiprocessing.get_context("spawn")
     pending, running = list(runs), {}
     try:
         while pending or running:
             while pending and len(running) < jobs:
-                process = context.Process(target=_run_in_process, args=(batch, pending[0]),
-                                          name=_describe(pending[0]))
+                run = pending.pop(0)
+                if too_late(run):
+                    continue
+                process = context.Process(target=_run_in_process, args=(batch, run), name=_describe(run))
                 process.start()
-                running[process.sentinel] = (process, pending.pop(0))
+                running[process.sentinel] = (process, run, time.time())
             for sentinel in multiprocessing.connection.wait(list(running)):
-                process, run = running.pop(sentinel)
+                process, run, started = running.pop(sentinel)
                 process.join()
                 if process.exitcode != 0:
                     report(run, f"exit code {process.exitcode}")
+                else:
+                    pace.finished(run, time.time() - started)
     finally:  # interrupted: the runs in flight end with it
-        for process, _ in running.values():
+        for process, _, _ in running.values():
             process.terminate()
-    return failed
+    return failed, not_started
 
 
 def _describe(run: Run) -> str:
@@ -766,6 +854,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION,
                         help="Lightning precision of training and test (default %(default)s; bf16-mixed on a GPU)")
     parser.add_argument("--compile", action="store_true", help="train the network compiled by torch.compile")
+    parser.add_argument("--order", choices=ORDERS, default="config",
+                        help="the config's order (default), or 'cost': the settings with the least training "
+                             "work first, a setting's models together (a batch cut by a deadline loses the "
+                             "costliest settings of every model)")
+    parser.add_argument("--deadline", type=float, metavar="EPOCH",
+                        help="start no run whose projected end (the finished runs' seconds per unit of training "
+                             "work) lies after this time (seconds since the epoch, as `date +%%s`)")
     args = parser.parse_args(argv)
     command = "python -m benchmarks.run " + shlex.join(sys.argv[1:] if argv is None else argv)
     if args.render:
@@ -796,6 +891,7 @@ def main(argv: list[str] | None = None) -> int:
     machine_settings = {"precision": args.precision, "compile": args.compile}
     out_dir = args.out_dir or (Path(tempfile.mkdtemp(prefix="tsrec-bench-")) if args.quick else RESULTS)
     failed: list[Run] = []
+    not_started: list[Run] = []
     for path in args.configs:
         config = load_config(path)
         out = out_dir / config["output"]
@@ -814,15 +910,20 @@ def main(argv: list[str] | None = None) -> int:
             start_from_committed(out)
         name = config["name"] + ("-quick" if args.quick else "")
         done = {run_key(row) for row in read_rows(out)}
-        runs = [run for setting in selected_runs(config, args)
+        runs = [run for setting in ordered(config, selected_runs(config, args), args.order)
                 for run in (Run(*setting[:3], seed, *setting[3:])
                             for seed in (args.seeds if args.seeds is not None else config["seeds"]))
                 if run_key({**run._asdict(), "config": name, "precision": args.precision}) not in done]
         print(f"{path}: {len(runs)} runs to do, up to {args.jobs} at once; results in {out}", flush=True)
         batch = Batch(config, out, args.data_dir, args.quick, command, commit, machine_settings, args.threads)
-        failed += run_batch(batch, runs, args.jobs)
+        failed_here, late = run_batch(batch, runs, args.jobs, args.deadline)
+        failed += failed_here
+        not_started += late
         if out.exists():
             print(render(out))
+    if not_started:
+        print(f"benchmarks.run: {len(not_started)} runs not started before the deadline: "
+              f"{', '.join(map(_describe, not_started))}", file=sys.stderr)
     if failed:
         print(f"benchmarks.run: {len(failed)} runs failed: {', '.join(map(_describe, failed))}; the same command "
               "runs them again (finished runs are skipped)", file=sys.stderr)

@@ -10,6 +10,7 @@ from tsrec.nn import attention as attention_module
 from tsrec.nn.attention import (
     AttentionLayer,
     FullAttention,
+    KernelOutput,
     LogSparseAttention,
     ProbSparseAttention,
     RSAMixer,
@@ -223,3 +224,19 @@ def test_attention_layer_mix_flattens_heads_like_informer():
     q, k, v = (layer._heads(f(x)) for f in (layer.query, layer.key, layer.value))
     heads = naive_attention(q, k, v)  # [1, 2, 3, 4]
     torch.testing.assert_close(out, layer.out(heads.reshape(1, 3, 8)))
+
+
+@pytest.mark.parametrize("lazy", [False, True], ids=["every-query", "lazy-queries"])
+@pytest.mark.parametrize("kernel_dtype,value_dtype", [(torch.float32, torch.bfloat16), (torch.bfloat16, torch.float32)])
+def test_the_gate_mixes_a_kernel_output_and_values_of_different_dtypes(lazy, kernel_dtype, value_dtype):
+    """Under CUDA's bf16 autocast the kernel's output is float32 (its softmax) and the values bfloat16 (found
+    on the first GPU run: lerp refused them); the mix is taken in the wider dtype, equal to the float64 mix."""
+    m = mixer(rem_on_lazy_queries=not lazy)
+    set_gate(m, 0.5)
+    _, _, v = qkv()
+    out = torch.randn(B, H, L, E, dtype=torch.float64)
+    index = torch.stack([torch.randperm(L)[:5] for _ in range(B * H)]).reshape(B, H, 5) if lazy else None
+    want = m(KernelOutput(out, query_index=index), v)
+    got = m.float()(KernelOutput(out.to(kernel_dtype), query_index=index), v.to(value_dtype))
+    assert got.dtype == (kernel_dtype if lazy else torch.float32)
+    torch.testing.assert_close(got.double(), want, atol=0.05, rtol=0.05)

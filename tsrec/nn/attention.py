@@ -304,16 +304,23 @@ class RSAMixer(nn.Module):
         out = attended.values
         if self.config.mix == "bias":
             return out
-        g = self.gate().to(v.dtype)
+        g = self.gate()
         query_len, key_len = out.shape[-2], v.shape[-2]
         if attended.query_index is None or self.config.rem_on_lazy_queries:
             pv = self.rem.product(v, query_len, offset=query_offset, channel=channel)
-            return torch.lerp(out, pv, g)  # (1 - g) out + g PV
+            return _lerp(out, pv, g)  # (1 - g) out + g PV
         index = attended.query_index  # [B, H, u]
         rows = self.rem.rows(index, key_len, offset=query_offset, channel=channel).to(v.dtype)  # [B, H, u, Lk]
         index_d = index.unsqueeze(-1).expand(-1, -1, -1, out.shape[-1])  # [B, H, u, D]
-        mixed = torch.lerp(torch.gather(out, 2, index_d), torch.matmul(rows, v), g)
-        return out.scatter(2, index_d, mixed)
+        mixed = _lerp(torch.gather(out, 2, index_d), torch.matmul(rows, v), g)
+        return out.scatter(2, index_d, mixed.to(out.dtype))
+
+
+def _lerp(start: Tensor, end: Tensor, weight: Tensor) -> Tensor:
+    """``torch.lerp`` in the wider dtype of ``start`` and ``end``: under CUDA's autocast the kernel's
+    output can be float32 (its softmax) while the REM product is bfloat16, and ``lerp`` takes one dtype."""
+    dtype = torch.promote_types(start.dtype, end.dtype)
+    return torch.lerp(start.to(dtype), end.to(dtype), weight.to(dtype))
 
 
 class AttentionLayer(nn.Module):
