@@ -12,14 +12,15 @@ import tomllib
 
 from benchmarks import common, run, speed
 from benchmarks.common import reset_peak_rss
+from tests.shared_data import SHARED_DATASETS
 
 # the naive baselines only: ets and theta would cost a statsforecast fit per window
 NAIVE = ("naive", "seasonal_naive")
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+DATA = SHARED_DATASETS
 
 
-@pytest.mark.skipif(not (DATA / "ETTh1.csv").exists(), reason=f"ETTh1.csv not found in {DATA}")
+@pytest.mark.shared_datasets("ETTh1.csv")
 def test_quick_paper_run_writes_rows_and_a_table(tmp_path):
     config = Path(run.ROOT, "benchmarks/configs/paper_table_d128.toml")
     args = [str(config), "--quick", "--dataset", "ETTh1", "--horizon", "24", "--seeds", "0", "--data-dir", str(DATA),
@@ -40,7 +41,7 @@ def test_quick_paper_run_writes_rows_and_a_table(tmp_path):
     assert "0.414 / 0.450" in table  # the paper's RSA-Informer numbers beside ours
 
 
-@pytest.mark.skipif(not (DATA / "ETTh1.csv").exists(), reason=f"ETTh1.csv not found in {DATA}")
+@pytest.mark.shared_datasets("ETTh1.csv")
 def test_plan_times_steps_and_projects_the_protocol(tmp_path, monkeypatch):
     """--plan trains one step per run and writes projections = epochs x batches x measured times."""
     config = Path(run.ROOT, "benchmarks/configs/paper_table_d128.toml")
@@ -84,6 +85,7 @@ def test_every_config_parses_and_names_known_models_and_settings():
                 paper_setting(dataset, horizon, protocol=config["protocol"])
 
 
+@pytest.mark.slow  # speed runs measure memory in fresh processes
 def test_quick_speed_run_measures_both_models(tmp_path, one_thread):
     """One length (each model's memory is measured in a fresh process, which takes seconds)."""
     argv = ["--quick", "--threads", "1", "--lengths", "96", "--out-dir", str(tmp_path)]
@@ -144,6 +146,7 @@ def speed_row(**values):
             "command": "python -m benchmarks.speed --device cuda", **values}
 
 
+@pytest.mark.slow  # speed runs measure memory in fresh processes
 def test_quick_speed_in_bf16_mixed_measures_the_long_horizon_models_from_input_96(tmp_path, one_thread):
     argv = ["--quick", "--threads", "1", "--precision", "bf16-mixed", "--models", "dlinear", "patchtst",
             "rsa_patchtst", "--lengths", "48", "96", "--out-dir", str(tmp_path)]
@@ -164,6 +167,7 @@ def test_quick_speed_in_bf16_mixed_measures_the_long_horizon_models_from_input_9
     assert not (tmp_path / "gpu_speed.csv").exists()
 
 
+@pytest.mark.slow  # speed runs measure memory in fresh processes
 def test_a_model_that_fails_to_compile_gets_a_row_saying_why_and_the_others_carry_on(tmp_path, one_thread,
                                                                                       monkeypatch):
     def compile_case(case):  # in place of torch.compile: informer stays eager, rsa_informer's compilation fails
@@ -487,7 +491,7 @@ def test_a_config_is_refused_with_the_fix(tmp_path, section, error):
         run.load_config(path)
 
 
-@pytest.mark.skipif(not (DATA / "ETTh1.csv").exists(), reason=f"ETTh1.csv not found in {DATA}")
+@pytest.mark.shared_datasets("ETTh1.csv")
 def test_a_variant_trains_its_registered_model_with_its_own_options(tmp_path):
     path = tmp_path / "ablation.toml"
     path.write_text('name = "ablation"\nprotocol = "long_horizon"\noutput = "ablation.csv"\n'
@@ -516,7 +520,7 @@ def test_an_input_length_is_refused_unless_a_long_horizon_config_gives_a_positiv
         run.load_config(path)
 
 
-@pytest.mark.skipif(not (DATA / "ETTh1.csv").exists(), reason=f"ETTh1.csv not found in {DATA}")
+@pytest.mark.shared_datasets("ETTh1.csv")
 def test_a_long_horizon_config_sets_the_input_length_of_its_runs_rows_and_table(tmp_path):
     path = tmp_path / "inputs.toml"
     path.write_text('name = "inputs"\nprotocol = "long_horizon"\noutput = "inputs.csv"\nmodels = ["dlinear"]\n'
@@ -530,7 +534,8 @@ def test_a_long_horizon_config_sets_the_input_length_of_its_runs_rows_and_table(
     assert "Long-horizon protocol (input 192;" in (tmp_path / "out" / "inputs.md").read_text()
 
 
-@pytest.mark.skipif(not (DATA / "ETTh1.csv").exists(), reason=f"ETTh1.csv not found in {DATA}")
+@pytest.mark.slow  # two benchmark runs in their own processes
+@pytest.mark.shared_datasets("ETTh1.csv")
 def test_a_failed_run_is_reported_and_the_others_carry_on(tmp_path, monkeypatch, capsys):
     """Two runs at once in their own processes; ETTh2's file is missing, so its run fails."""
     data = tmp_path / "data"
@@ -615,7 +620,7 @@ def few_shot_config(tmp_path, extra=""):
     return path
 
 
-@pytest.mark.skipif(not (DATA / "ETTh1.csv").exists(), reason=f"ETTh1.csv not found in {DATA}")
+@pytest.mark.shared_datasets("ETTh1.csv")
 def test_a_few_shot_run_trains_on_the_last_fraction_of_the_training_windows(tmp_path):
     config = run.load_config(few_shot_config(tmp_path))
     forecaster, part, split = run.prepare(config, "ETTh1", 96, "patchtst", 0, data_dir=str(DATA), quick=True,
@@ -644,7 +649,7 @@ def test_the_few_shot_scaling_standardises_each_column_on_the_whole_training_par
     assert np.allclose(scaled["a"], [-1.0, 1.0, 3.0, 98.0]) and np.allclose(scaled["b"], [0.0, 0.0, 0.0, 5.0])
 
 
-@pytest.mark.skipif(not (DATA / "ETTh1.csv").exists(), reason=f"ETTh1.csv not found in {DATA}")
+@pytest.mark.shared_datasets("ETTh1.csv")
 def test_a_few_shot_config_runs_each_fraction_resumes_and_tables_the_paired_comparison(tmp_path, capsys):
     args = [str(few_shot_config(tmp_path)), "--quick", "--data-dir", str(DATA), "--out-dir", str(tmp_path / "out")]
     assert run.main(args) == 0
@@ -660,7 +665,7 @@ def test_a_few_shot_config_runs_each_fraction_resumes_and_tables_the_paired_comp
         assert f"| rsa_patchtst | patchtst | 96 | {fraction} | all | 1 | " in table
 
 
-@pytest.mark.skipif(not (DATA / "ETTh1.csv").exists(), reason=f"ETTh1.csv not found in {DATA}")
+@pytest.mark.shared_datasets("ETTh1.csv")
 def test_a_list_of_inputs_runs_every_setting_at_each_input_first_input_first(tmp_path):
     path = few_shot_config(tmp_path, "context_length = [192, 144]\n")
     config = run.load_config(path)
@@ -677,7 +682,7 @@ def test_a_list_of_inputs_runs_every_setting_at_each_input_first_input_first(tmp
     assert "| data | H | input | train | patchtst |" in (tmp_path / "out" / "few.md").read_text()
 
 
-@pytest.mark.skipif(not (DATA / "ETTh1.csv").exists(), reason=f"ETTh1.csv not found in {DATA}")
+@pytest.mark.shared_datasets("ETTh1.csv")
 def test_plan_projects_a_few_shot_run_from_its_kept_windows(tmp_path, monkeypatch):
     monkeypatch.setattr(run, "load_config", lambda path: {**run.tomllib.loads(Path(path).read_text()),
                                                           "model": dict(d_model=16, d_ff=32, e_layers=1)})

@@ -14,8 +14,8 @@ import pytest
 from tsrec import Forecaster, cli
 from tsrec.cli import main, parse_options
 from tsrec.config import DEFAULT_MODEL, TrainingConfig
+from tests.shared_data import SHARED_DATASETS
 
-SHARED_DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 COMMANDS = ["quickstart", "fit", "predict", "backtest", "plot-gates"]
 TINY = ["--option", "d_model=16", "--option", "n_heads=8", "--option", "d_ff=16", "--option", "e_layers=1",
         "--option", "batch_size=64"]
@@ -78,7 +78,7 @@ def test_quickstart_tiny_writes_every_file(tmp_path, capsys):
     assert "skill" in summary and "seasonal naive (24 steps)" in summary and "encoder self 0: gate" in summary
 
 
-@pytest.mark.skipif(not (SHARED_DATASETS / "ETTh1.csv").is_file(), reason=f"no ETTh1.csv in {SHARED_DATASETS}")
+@pytest.mark.shared_datasets("ETTh1.csv")
 def test_quickstart_on_a_benchmark_file(tmp_path):
     out = tmp_path / "qs"
     assert main(["quickstart", "--tiny", "--dataset", "etth1", "--data-dir", str(SHARED_DATASETS),

@@ -21,9 +21,10 @@ import pytest
 
 from tsrec import datasets as ds
 from tsrec.datasets import ChecksumError, DatasetInfo
+from tests.shared_data import SHARED_DATASETS
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "datasets"
+SHARED = SHARED_DATASETS
 
 
 def write_csv(
@@ -389,11 +390,10 @@ def test_dataset_cards_exist() -> None:
 # ----------------------------------------------------------------------------------- real files
 
 
-@pytest.mark.parametrize("name", ds.dataset_names())
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.shared_datasets(ds.get_info(name).filename))
+                                  for name in ds.dataset_names()])
 def test_real_files(name: str) -> None:
     info = ds.get_info(name)
-    if not (SHARED / info.filename).is_file():
-        pytest.skip(f"{info.filename} not found in {SHARED} (the shared benchmark data directory)")
     frame = ds.load(name, SHARED, verify=True)
     assert frame.shape == (info.n_rows, info.n_variables)
     assert list(frame.columns) == list(info.columns)

@@ -192,129 +192,134 @@ def long_backtest():
     """Seasonal naive (the 6-step cycle it finds) from a timestamp: the items get 4 to 37 windows."""
     df = long_frame()
     f = Forecaster("seasonal_naive", prediction_length=4).fit(df, **LONG)
-    return backtest(f, df, start="2024-01-06 12:00", stride=4, baselines=NAIVE, **LONG)
+    return f, backtest(f, df, start="2024-01-06 12:00", stride=4, baselines=NAIVE, **LONG)
 
 
 def wide_backtest():
     """Naive on three channels, 8 overlapping windows, MASE against a 12-step season."""
     df = wide_frame()
     f = Forecaster("naive", prediction_length=6, context_length=12).fit(df)
-    return backtest(f, df, n_windows=8, stride=5, season_length=12, baselines=NAIVE)
+    return f, backtest(f, df, n_windows=8, stride=5, season_length=12, baselines=NAIVE)
 
 
-def fingerprint(errors):
-    """Per column of backtest ``errors`` but ``item_id``: the count, sum and row-number-weighted sum of
-    its finite values (timestamps in hours after the column's first, and that first); per item id, its rows.
-    ``seasonal_error`` came later (test_score_backtest_of_parts_equals_the_whole_backtest checks it)."""
-    weight = np.arange(1, len(errors) + 1)
-    out = {"rows": errors.item_id.value_counts(sort=False).to_dict()}
-    for column in errors.columns.drop(["item_id", "seasonal_error"]):
-        x = errors[column]
-        if pd.api.types.is_datetime64_any_dtype(x):
-            out[f"first_{column}"] = str(x.min())
-            x = (x - x.min()) / pd.Timedelta(hours=1)
-        x = x.to_numpy(dtype=float)
-        out[column] = [int(np.isfinite(x).sum()), float(np.nansum(x)), float(np.nansum(x * weight))]
-    return out
+def window_by_window(series, f, *, start=None, n_windows=None, stride, mase_season, season, order):
+    """What ``backtest`` of the seasonal naive model ``f`` should give, computed one series and one
+    window at a time in plain numpy from the definitions: ``series`` maps each item id to its values
+    on its grid, with ``f``'s scaler row ``(loc, scale)``; a window's values are read as the model reads
+    them (scaled, rounded to float32, 0 where missing); the model forecasts
+    ``y[T + h - m * ceil((h + 1) / m)]`` with its own season ``m``, nothing where the context holds no
+    observed value; the naive baseline is the context's last observed value, the seasonal one
+    ``y[T + h - season * ceil((h + 1) / season)]`` (NaN where unobserved); each series' MASE scale is
+    the mean ``|y[t] - y[t - mase_season]|`` of its observed pairs before its first origin.
+    Returns the rows of ``errors``, sorted by the columns ``order``."""
+    horizon, context = f.prediction_length, f.context_length
+    m = f.resolved_settings.network.season_length
+    rows = []
+    for item, (values, loc, scale) in series.items():
+        v, stamps = values.to_numpy(dtype=float), values.index
+        last = len(v) - horizon
+        if start is not None:
+            origins = range(int(np.argmax(stamps >= pd.Timestamp(start))), last + 1, stride)
+        else:
+            origins = range(last - stride * (n_windows - 1), last + 1, stride)
+        assert origins[0] >= context
+        z = ((v - loc) / scale).astype(np.float32).astype(float)  # as the model reads the values
+        seen = ~np.isnan(v)
+        z[~seen] = 0.0
+        history = v[:origins[0]]
+        pairs = np.abs(history[mase_season:] - history[:-mase_season])
+        seasonal_error = np.nanmean(pairs) if len(history) > mase_season else np.nan
+        for origin in origins:
+            past, past_seen = z[origin - context:origin], seen[origin - context:origin]
+            observed_before = np.flatnonzero(past_seen)
+            naive = past[observed_before[-1]] if len(observed_before) else np.nan
+            for h in range(horizon):
+                at = origin + h
+                model = past[context + h - m * -(-(h + 1) // m)] if past_seen.any() else np.nan
+                back = context + h - season * -(-(h + 1) // season)
+                seasonal = past[back] if season > 1 and past_seen[back] else np.nan
+                true = z[at] if seen[at] else np.nan
+                rows.append({"item_id": item, "origin": stamps[origin], "step": h + 1, "timestamp": stamps[at],
+                             "y_true": true * scale + loc, "y_pred": model * scale + loc, "y_true_scaled": true,
+                             "y_pred_scaled": model, "observed": bool(seen[at]), "forecast": bool(past_seen.any()),
+                             "seasonal_error": seasonal_error, "y_naive": naive * scale + loc,
+                             "y_seasonal_naive": seasonal * scale + loc, "y_naive_scaled": naive,
+                             "y_seasonal_naive_scaled": seasonal})
+    return pd.DataFrame(rows).sort_values(order, ignore_index=True)
 
 
-# What backtest gave on long_backtest and wide_backtest before its scoring was vectorised (commit 577afe1,
-# windows read one by one, MASE one series at a time): summary values in row order, skill rows (season
-# and the six scores), by_step columns and the fingerprint of the errors.
-OLD_RESULTS = {
-    "long": {
-        "summary": [0.8060766478639152, 0.6302703957370308, 0.8978177141624658, 0.1779032140590051, 0.30441163255852294,
-                    0.42178574425768006, 0.08480231278319104, 2.826195212323959, 2.0, 0.06658415126983434,
-                    0.21408322029282167, 1.0, 1.0],
-        "skill": [
-            [1.0, 0.1779032140590051, 2.671855248827109, 0.06658415126983434, 0.30441163255852294, 1.4219313038273182,
-             0.21408322029282167],
-            [6.0, 0.09839413711608522, 0.09839413711608522, 1.0, 0.25031255534246427, 0.25031255534246427, 1.0],
-        ],
-        "by_step": {
-            "mse": [0.641060421206952, 0.8587832758668174, 1.0679223058209495, 0.6514397703114576, 0.14189653316044953,
-                    0.20514454868702456, 0.2200271780094291, 0.14320283758458302],
-            "mae": [0.5760527263796842, 0.680215957881341, 0.7081935697810973, 0.5541496858736022, 0.2782323690376466,
-                    0.3365101259377961, 0.33346884970763324, 0.26813998827452046],
-        },
-        "errors": {
-            "rows": {"s0": 16, "s1": 68, "s2": 92, "s3": 148},
-            "first_origin": "2024-01-06 12:00:00",
-            "origin": [324, 16976.0, 3669448.0],
-            "step": [324, 810.0, 132030.0],
-            "first_timestamp": "2024-01-06 12:00:00",
-            "timestamp": [324, 17462.0, 3748828.0],
-            "y_true": [292, 6256.268670931026, 1276009.0073255936],
-            "y_pred": [316, 6792.873813076465, 1365842.6324121072],
-            "y_true_scaled": [292, -4.42380387493904, -418.63376973447885],
-            "y_pred_scaled": [316, 0.8046245137738879, -13.42236883809528],
-            "observed": [324, 292.0, 48131.0],
-            "forecast": [324, 316.0, 51686.0],
-            "y_naive": [316, 6737.364782001998, 1355087.9733580765],
-            "y_seasonal_naive": [292, 6264.339970650057, 1273644.162554523],
-            "y_naive_scaled": [316, -28.091988932341337, -4253.255443556234],
-            "y_seasonal_naive_scaled": [292, 0.8046245137738879, -13.42236883809528],
-        },
-    },
-    "wide": {
-        "summary": [1785.3072355926595, 23.02424647818045, 42.252896179938475, 1.0795971559417277, 0.8122095769953408,
-                    1.0390366480262994, 0.5170541743884666, 3.243628321739937, 1.0, 0.9164536323418726,
-                    0.965897145903131, 0.6927309863706647, 1.0234819827689674],
-        "skill": [
-            [1.0, 1.0795971559417277, 1.178016124157819, 0.9164536323418726, 0.8122095769953408, 0.8408861962584125,
-             0.965897145903131],
-            [12.0, 1.2186161511241431, 1.759147742919196, 0.6927309863706647, 0.8975364684451823, 0.8769440826080326,
-             1.0234819827689674],
-        ],
-        "by_step": {
-            "mse": [163.9366055216618, 751.6526601945621, 1443.0081070227588, 1807.9258623185667, 2948.5428387096395,
-                    3635.2419160653676, 0.22976855789667147, 0.7340936468952423, 1.154167520272976, 1.4790170757308336,
-                    1.2924078957233411, 1.675112577198909],
-            "mae": [7.397713115613525, 15.783586173961913, 23.53768646987588, 24.831757122403364, 32.80181547225412,
-                    34.9588596807716, 0.3726993929151268, 0.7058103280509577, 0.8835953996133279, 0.9788749516527686,
-                    0.941143567673862, 1.04161047921516],
-        },
-        "errors": {
-            "rows": {"a": 48, "b": 48, "c": 48},
-            "first_origin": "2024-03-09 07:00:00",
-            "origin": [144, 2520.0, 250740.0],
-            "step": [144, 504.0, 37800.0],
-            "first_timestamp": "2024-03-09 07:00:00",
-            "timestamp": [144, 2880.0, 278100.0],
-            "y_true": [119, -111.46202060688435, 22091.84949740372],
-            "y_pred": [138, -465.7398056667158, -23821.71640036593],
-            "y_true_scaled": [119, 46.88971603917889, 5288.146420127479],
-            "y_pred_scaled": [138, 60.947189753875136, 6070.012911516242],
-            "observed": [144, 119.0, 9266.0],
-            "forecast": [144, 138.0, 10053.0],
-            "y_naive": [138, -459.02533825859234, -23695.862053906185],
-            "y_seasonal_naive": [119, 881.714624639237, 37963.58696544172],
-            "y_naive_scaled": [138, 73.80651444755495, 6373.420452433638],
-            "y_seasonal_naive_scaled": [119, 53.78320451430045, 3721.4568404241],
-        },
-    },
-}
+def mean(x):
+    return float(np.mean(x)) if len(x) else np.nan
+
+
+def scores_of(e, season):
+    """The summary, skill and per-step errors of backtest errors ``e``, from their definitions."""
+    scored = e.observed & e.forecast
+    s = e[scored]
+    summary = []
+    for units, suffix in (("original", ""), ("scaled", "_scaled")):
+        diff = s[f"y_true{suffix}"] - s[f"y_pred{suffix}"]
+        summary += [mean(diff**2), mean(np.abs(diff)), np.sqrt(mean(diff**2))]
+    summary += [mean(2 * np.abs(s.y_true - s.y_pred) / (np.abs(s.y_true) + np.abs(s.y_pred))),
+                mean(np.abs(s.y_true - s.y_pred) / s.seasonal_error),
+                float(e[~e.forecast].groupby(["item_id", "origin"]).ngroups)]
+    skill = []
+    for baseline, baseline_season in (("naive", 1), ("seasonal_naive", season)):
+        both = e[scored & np.isfinite(e[f"y_{baseline}_scaled"])]
+        model, other = both.y_true_scaled - both.y_pred_scaled, both.y_true_scaled - both[f"y_{baseline}_scaled"]
+        row = [mean(model**2), mean(other**2), mean(model**2) / mean(other**2),
+               mean(np.abs(model)), mean(np.abs(other)), mean(np.abs(model)) / mean(np.abs(other))]
+        skill.append([baseline_season, *row])
+        summary += [row[2], row[5]]
+    by_step = {}
+    for units, suffix in (("original", ""), ("scaled", "_scaled")):
+        kept = e[e.observed & e[f"y_pred{suffix}"].notna()]
+        diff = kept[f"y_pred{suffix}"] - kept[f"y_true{suffix}"]
+        for name, values in (("mse", diff**2), ("mae", np.abs(diff))):
+            by_step.setdefault(name, []).extend(values.groupby(kept.step).mean().tolist())
+    return summary, skill, by_step
+
+
+def long_by_window(f):
+    df = long_frame()
+    ids = sorted(df.id.unique())
+    series = {item: (part.set_index("time").y, f.scaler.loc[ids.index(item), 0], f.scaler.scale[ids.index(item), 0])
+              for item, part in df.groupby("id")}
+    return window_by_window(series, f, start="2024-01-06 12:00", stride=4, mase_season=24, season=6,
+                           order=["item_id", "origin", "step"]), 6
+
+
+def wide_by_window(f):
+    df = wide_frame()
+    series = {name: (df[name], f.scaler.loc[0, k], f.scaler.scale[0, k]) for k, name in enumerate(df.columns)}
+    # one item: its windows, then steps, then channels (the columns, item_id here)
+    return window_by_window(series, f, n_windows=8, stride=5, mase_season=12, season=12,
+                            order=["origin", "step", "item_id"]), 12
 
 
 @pytest.mark.parametrize("chunk", [None, 5], ids=["one_chunk", "chunks_of_5_windows"])
-@pytest.mark.parametrize("case", [long_backtest, wide_backtest], ids=["long", "wide"])
-def test_backtest_reproduces_the_per_window_implementation(case, chunk, monkeypatch):
+@pytest.mark.parametrize(("case", "by_window"), [(long_backtest, long_by_window), (wide_backtest, wide_by_window)],
+                         ids=["long", "wide"])
+def test_backtest_equals_a_window_by_window_computation(case, by_window, chunk, monkeypatch):
+    """Windows, forecasts, baselines, MASE scales, summary, skill and per-step errors of two backtests
+    with missing values and windows without a forecast (long: series of different lengths and ends;
+    wide: channels of different scales) against :func:`window_by_window` and :func:`scores_of`."""
     if chunk is not None:  # the windows' values gathered a few windows at a time
         monkeypatch.setattr("tsrec.evaluation.WINDOW_CHUNK", chunk)
-    result = case()
-    expected = OLD_RESULTS[case.__name__.removesuffix("_backtest")]
-    np.testing.assert_allclose(result.summary.value, expected["summary"], rtol=1e-6)
-    np.testing.assert_allclose(result.skill.drop(columns=["baseline", "note"]).to_numpy(dtype=float),
-                               expected["skill"], rtol=1e-6)
-    for column, values in expected["by_step"].items():
-        np.testing.assert_allclose(result.by_step[column], values, rtol=1e-6)
-    errors = fingerprint(result.errors)
-    assert errors.keys() == expected["errors"].keys()
-    for column, values in expected["errors"].items():
-        if isinstance(values, list):
-            np.testing.assert_allclose(errors[column], values, rtol=1e-6, err_msg=column)
-        else:
-            assert errors[column] == values, column
+    f, result = case()
+    expected, season = by_window(f)
+    assert f.resolved_settings.network.season_length == (6 if case is long_backtest else 1)
+    assert list(result.errors.columns) == list(expected.columns)
+    pd.testing.assert_frame_equal(result.errors, expected, check_dtype=False, rtol=1e-6, atol=1e-9)
+    assert (~expected.forecast).any() and (~expected.observed).any()  # both kinds of gap are exercised
+    summary, skill, by_step = scores_of(expected, season)
+    np.testing.assert_allclose(result.summary.value, summary, rtol=1e-9)
+    assert list(result.summary.metric) == ["mse", "mae", "rmse"] * 2 + [
+        "smape", "mase", "windows_without_forecast", "mse_ratio_naive", "mae_ratio_naive", "mse_ratio_seasonal_naive",
+        "mae_ratio_seasonal_naive"]
+    np.testing.assert_allclose(result.skill.drop(columns=["baseline", "note"]).to_numpy(dtype=float), skill, rtol=1e-9)
+    for column, values in by_step.items():
+        np.testing.assert_allclose(result.by_step[column], values, rtol=1e-9)
 
 
 def mase_per_series(errors, series, m):
@@ -334,7 +339,7 @@ def mase_per_series(errors, series, m):
 
 def test_mase_matches_a_loop_over_the_series(fitted):
     long = {item: part.set_index("time").y for item, part in long_frame().groupby("id")}
-    cases = [(long_backtest(), long, 24), (wide_backtest(), dict(wide_frame().items()), 12),
+    cases = [(long_backtest()[1], long, 24), (wide_backtest()[1], dict(wide_frame().items()), 12),
              (backtest(fitted, frame(), start=200, stride=3, baselines=NAIVE), dict(frame().items()), 24)]
     for result, series, m in cases:
         assert result.metric("mase", "scale-free") == pytest.approx(mase_per_series(result.errors, series, m),

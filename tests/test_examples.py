@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.shared_data import SHARED_DATASETS
+
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATASETS = ROOT.parent / "shared" / "datasets"
 
 
 def run_example(name: str, cwd: Path, *args: str) -> subprocess.CompletedProcess:
@@ -41,7 +42,7 @@ def test_gate_plots_example(tmp_path):
             assert (tmp_path / "out" / f"{figure}-{case}.png").stat().st_size > 0
 
 
-@pytest.mark.skipif(not (SHARED_DATASETS / "ETTh1.csv").is_file(), reason=f"no ETTh1.csv in {SHARED_DATASETS}")
+@pytest.mark.shared_datasets("ETTh1.csv")
 def test_informer_vs_rsa_etth1_example(tmp_path):
     proc = run_example("informer_vs_rsa_etth1.py", tmp_path, "--data-dir", str(SHARED_DATASETS))
     assert "informer: 16 test windows" in proc.stdout and "rsa_informer: 16 test windows" in proc.stdout

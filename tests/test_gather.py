@@ -80,6 +80,7 @@ def gathered(tmp_path_factory):
     return [pickle.loads((folder / f"rank{rank}.pkl").read_bytes()) for rank in range(2)]
 
 
+@pytest.mark.slow  # a two-process group
 @pytest.mark.parametrize("case", [name for name in CASES if name != "none_anywhere"])
 def test_every_rank_gets_the_frames_concatenated_in_rank_order(gathered, case):
     parts = [frame for frame in (CASES[case](rank) for rank in range(2)) if frame is not None]
@@ -91,14 +92,17 @@ def test_every_rank_gets_the_frames_concatenated_in_rank_order(gathered, case):
 @pytest.mark.parametrize(("case", "broadcasts"), [
     ("uneven", 9 * 2), ("none_in_one_rank", 9), ("no_rows_in_one_rank", 9), ("categorical_pickled", 0),
     ("other_columns_pickled", 0)])
+@pytest.mark.slow  # a two-process group
 def test_columns_travel_as_arrays_one_broadcast_per_column_and_rank_with_rows(gathered, case, broadcasts):
     assert gathered[0][f"{case}_broadcasts"] == gathered[1][f"{case}_broadcasts"] == broadcasts
 
 
+@pytest.mark.slow  # a two-process group
 def test_no_frame_in_any_rank_gives_none(gathered):
     assert gathered[0]["none_anywhere"] is None and gathered[1]["none_anywhere"] is None
 
 
+@pytest.mark.slow  # a two-process group
 def test_an_error_in_one_rank_is_raised_in_both(gathered):
     assert gathered[1]["error"] == "ValueError: no rows for item 's7'"
     assert gathered[0]["error"].startswith("RuntimeError: process 1 failed (ValueError: no rows for item 's7')")

@@ -16,8 +16,9 @@ import pytest
 
 from benchmarks import gpu_all, gpu_bundle, run
 from benchmarks.common import ROOT
+from tests.shared_data import SHARED_DATASETS
 
-DATA = ROOT.parent / "shared" / "datasets"
+DATA = SHARED_DATASETS
 REHEARSED = ("ETTh1.csv", "WTH.csv", "weather.csv")
 
 
@@ -146,8 +147,7 @@ def test_the_gpu_call_runs_the_issues_stages_in_order_within_the_budget():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not all((DATA / name).exists() for name in REHEARSED),
-                    reason=f"the rehearsal needs {', '.join(REHEARSED)} in {DATA}")
+@pytest.mark.shared_datasets(*REHEARSED)
 def test_the_whole_call_rehearsed_on_the_cpu_from_a_bundle_installed_offline_in_the_gpu_image(tmp_path):
     """The bundle built for this Python (its wheels from PyPI, as for the GPU), installed offline by
     gpu_all.sh into a clean folder, and every stage run at toy size by an interpreter that sees only the

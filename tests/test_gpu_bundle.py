@@ -15,9 +15,10 @@ from packaging.utils import canonicalize_name
 from benchmarks import gpu_bundle
 from benchmarks.common import ROOT
 from tsrec.datasets import get_info
+from tests.shared_data import SHARED_DATASETS
 
-DATA = ROOT.parent / "shared" / "datasets"
-needs_etth1 = pytest.mark.skipif(not (DATA / "ETTh1.csv").exists(), reason=f"ETTh1.csv not found in {DATA}")
+DATA = SHARED_DATASETS
+needs_etth1 = pytest.mark.shared_datasets("ETTh1.csv")
 #: Python packages of the GPU machine's image that GluonTS's needs could name (issue #15).
 GPU_IMAGE = {"torch", "lightning", "pytorch-lightning", "numpy", "pandas", "scikit-learn", "scipy", "matplotlib",
              "toolz", "tqdm", "typing-extensions", "pyyaml", "python-dateutil", "pytz", "tzdata", "six", "packaging"}

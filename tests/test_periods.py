@@ -1,7 +1,5 @@
 """Dominant cycle lengths of the training data (REM dilations and initial thetas come from them)."""
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -9,8 +7,9 @@ from tsrec.config import DataFacts, RSAConfig
 from tsrec.data import periods as periods_module
 from tsrec.data.periods import MAX_SEGMENT, dominant_periods
 from tsrec.datasets.synthetic import recurrent_series
+from tests.shared_data import SHARED_DATASETS
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+DATA = SHARED_DATASETS
 
 
 def found(frame):
@@ -188,7 +187,7 @@ def test_rsa_settings_follow_the_cycles_found():
     assert (calendar.dilation, calendar.periods, calendar.dilated_periods) == (24, (24.0, 12.0), (7.0, 3.5))
 
 
-@pytest.mark.skipif(not (DATA / "ETTh1.csv").exists(), reason="benchmark CSVs not found in ../shared/datasets")
+@pytest.mark.shared_datasets("ETTh1.csv", "ETTh2.csv", "ETTm1.csv", "ETTm2.csv", "WTH.csv", "weather.csv")
 def test_the_daily_cycle_of_every_benchmark_file():
     from tsrec import datasets
 

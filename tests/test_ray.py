@@ -42,6 +42,7 @@ def saved(tmp_path_factory):
     return path, df
 
 
+@pytest.mark.slow  # a local Ray cluster
 @pytest.mark.parametrize("form", ["frame", "parquet"])
 def test_predict_ray_is_one_process_predict(cluster, saved, form, tmp_path, monkeypatch):
     path, df = saved
@@ -57,6 +58,7 @@ def test_predict_ray_is_one_process_predict(cluster, saved, form, tmp_path, monk
     pd.testing.assert_frame_equal(forecasts, Forecaster.load(path).predict(df))
 
 
+@pytest.mark.slow  # a local Ray cluster
 def test_backtest_ray_scores_as_one_backtest(cluster, saved):
     path, df = saved
     options = dict(n_windows=3, stride=5, baselines=NAIVE)
@@ -69,6 +71,7 @@ def test_backtest_ray_scores_as_one_backtest(cluster, saved):
     pd.testing.assert_frame_equal(scored.skill, whole.skill, rtol=1e-6)
 
 
+@pytest.mark.slow  # a local Ray cluster
 def test_a_worker_killed_mid_predict_is_restarted_and_its_part_retried(cluster, saved, tmp_path):
     """The first part any actor takes ends its process; Ray restarts the actor and runs the part again."""
     from tsrec.distributed.ray import _map_parts
@@ -149,6 +152,7 @@ def test_ray_is_imported_only_when_used_and_named_when_missing(monkeypatch):
         _ray()
 
 
+@pytest.mark.slow  # a local Ray cluster
 def test_an_error_of_predict_is_raised_not_retried(cluster, saved):
     """Last in the file: the failed run's last actor is freed when the exception is collected."""
     path, df = saved

@@ -121,6 +121,7 @@ N_TRAIN = 32
 SEEDS = (0, 1, 2)
 
 
+@pytest.mark.slow  # six trainings of 150 steps
 @pytest.mark.timeout(300)
 def test_rsa_is_more_sample_efficient_than_transformer(one_thread):
     """32 training windows, 150 Adam steps, the same data, batches, budget and seed for both models.

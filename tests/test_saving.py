@@ -405,6 +405,7 @@ def load_until(target, stop, levels, errors, loads):
     loads.put(count)
 
 
+@pytest.mark.slow  # the concurrency stress: nine processes
 @pytest.mark.skipif(not FORK, reason="needs the fork start method (the savers share the fitted models)")
 def test_many_processes_saving_to_one_path_while_another_loads_it(fitted, other, tmp_path):
     sources = [str(fitted.save(tmp_path / "a")), str(other.save(tmp_path / "b"))]
@@ -448,15 +449,28 @@ def test_a_save_or_load_waiting_too_long_for_another_save_says_so(fitted, tmp_pa
     pd.testing.assert_frame_equal(Forecaster.load(path).predict(), fitted.predict())
 
 
-def test_a_save_waits_for_a_load_in_progress(fitted, other, tmp_path):
+def test_a_save_waits_for_a_load_in_progress(fitted, other, tmp_path, monkeypatch):
     path = fitted.save(tmp_path / "m")
+    saver = threading.Thread(target=other.save, args=(path,))
+    refused = threading.Event()  # set when the saver's swap asks for the folder's lock and finds it held
+    flock = _saving.fcntl.flock
+
+    def watched_flock(fd, operation):
+        try:
+            return flock(fd, operation)
+        except BlockingIOError:
+            if threading.current_thread() is saver and operation & _saving.fcntl.LOCK_EX:
+                refused.set()
+            raise
+
+    monkeypatch.setattr(_saving.fcntl, "flock", watched_flock)
     with _saving.folder_lock(path, exclusive=False):  # a load reading the files
-        saver = threading.Thread(target=other.save, args=(path,))
         saver.start()
-        saver.join(0.3)
+        assert refused.wait(30), "the save never asked for the folder's lock"
         assert saver.is_alive()  # the swap waits for the reader
         assert float(FittedState.load(path).scaler.loc[0, 0]) == float(fitted.scaler.loc[0, 0])
-    saver.join(10)
+    saver.join(30)
+    assert not saver.is_alive()
     assert float(FittedState.load(path).scaler.loc[0, 0]) == float(other.scaler.loc[0, 0])
     assert hidden(tmp_path) == []
 

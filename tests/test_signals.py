@@ -17,6 +17,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+# every case starts a Python process that imports torch and trains
+pytestmark = pytest.mark.slow
+
 # Fits DLinear on a small frame into output_dir argv[2] ("" for none); in the second epoch it touches
 # the marker argv[1] and waits for the signal (Ctrl-C interrupts the wait; SIGTERM is flagged by
 # Lightning, which stops training at the end of the batch).

@@ -66,6 +66,7 @@ def sorted_rows(frame):
     return frame.sort_values(["item_id", "timestamp"], ignore_index=True)
 
 
+@pytest.mark.slow  # a local Spark session (a JVM)
 @pytest.mark.parametrize("partitions", [None, 3])
 def test_predict_spark_is_one_predict(spark, saved, partitions):
     path, df = saved
@@ -79,6 +80,7 @@ def test_predict_spark_is_one_predict(spark, saved, partitions):
                                   check_dtype=False, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.slow  # a local Spark session (a JVM)
 def test_predict_spark_takes_a_pandas_frame_and_refuses_what_it_cannot_forecast(spark, saved):
     path, df = saved
     forecasts = predict_spark(path, df[df.id.isin(["s1", "s4"])]).toPandas()
@@ -91,6 +93,7 @@ def test_predict_spark_takes_a_pandas_frame_and_refuses_what_it_cannot_forecast(
         predict_spark(path, df, partitions=0)
 
 
+@pytest.mark.slow  # a local Spark session (a JVM)
 def test_predict_spark_reads_each_groups_future_covariates(spark, tmp_path):
     df = covariates.long_frame(n=24 * 4, ids="abc")
     fitted = Forecaster("dlinear", prediction_length=covariates.H, context_length=covariates.LC, max_epochs=1,
@@ -104,6 +107,7 @@ def test_predict_spark_reads_each_groups_future_covariates(spark, tmp_path):
     pd.testing.assert_frame_equal(sorted_rows(spread), sorted_rows(whole), check_dtype=False, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.slow  # a local Spark session (a JVM)
 def test_backtest_spark_scores_as_one_backtest(spark, saved):
     path, df = saved
     spread = backtest_spark(path, spark.createDataFrame(df), n_windows=3, stride=5, baselines=NAIVE)
@@ -119,6 +123,7 @@ def test_backtest_spark_scores_as_one_backtest(spark, saved):
         backtest_spark(path, df, n_window=2)
 
 
+@pytest.mark.slow  # a local Spark session (a JVM)
 def test_fit_spark_refuses_what_the_processes_cannot_take_before_starting_them(spark):
     df = long_frame()
     with pytest.raises(ValueError, match=r"fit_spark sets \['devices'\]"):

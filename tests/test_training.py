@@ -197,6 +197,7 @@ def test_compile_with_inductor_saves_weights_an_uncompiled_model_loads(tmp_path,
 
 
 # ------------------------------------------------------------------------------------ RSA vs base
+@pytest.mark.slow  # six small Informer fits with their refits: minutes on 2 cores
 def test_rsa_beats_its_base_model_through_the_public_defaults():
     """Informer and RSA-Informer with the Forecaster's default settings (only the network is small,
     and training stops after 6 epochs) on series with an AR(1) decay and a daily cycle: RSA's error
