@@ -1,6 +1,6 @@
 """How long Table 1 at d_model 512 takes on one H100, estimated before any GPU is lent (issue 40).
 
-    python -m benchmarks.gpu_all --plan    # writes benchmarks/results/gpu_all_plan.md
+    python -m benchmarks.gpu_plan    # writes benchmarks/results/gpu_all_plan.md
 
 For every run of ``configs/paper_table_d512.toml`` (seed 0): the protocol's train / validation / test
 windows, and, counted here on the CPU with the real networks at the config's sizes, the FLOPs of one
@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from benchmarks import gpu_all
 from benchmarks.common import ROOT, git_commit, machine, now
 
 #: Effective bf16 throughputs of these networks' work on one H100, FLOP/s: pessimistic, middle, optimistic
@@ -40,11 +42,13 @@ THROUGHPUTS = (100e12, 200e12, 300e12)
 LAUNCH_S = 12e-6
 #: Seconds per run outside its steps: interpreter and imports, reading the data, the CUDA context, scoring.
 START_S = 25.0
-#: The Table 1 stage's share of the budget: 540 s less the GPU tests (60), the speed table (60), the
-#: margin (10) and the wheels' install (10).
-TABLE1_S = 400.0
-JOBS = 12
-TABLE1 = ROOT / "benchmarks" / "configs" / "paper_table_d512.toml"
+#: Seconds the offline install of the bundle's wheels takes before the stages (an assumption).
+INSTALL_S = 10.0
+#: The Table 1 stage's share of the budget: the budget less the GPU tests, the speed table, the margin and
+#: the wheels' install.
+TABLE1_S = gpu_all.BUDGET_S - gpu_all.TESTS_S - gpu_all.SPEED_S - gpu_all.MARGIN_S - INSTALL_S
+JOBS = gpu_all.JOBS
+TABLE1 = ROOT / gpu_all.TABLE1
 
 
 class OpCounter(TorchDispatchMode):
@@ -84,27 +88,28 @@ def measure(config: dict[str, Any], dataset: str, horizon: int, model: str) -> d
     return {"step_flops": step_flops, "forward_flops": forward_flops, "ops": counter.count}
 
 
-def project(row: dict[str, Any], throughput: float, epochs: int) -> tuple[float, float]:
-    """GPU seconds and host seconds of one run (module docstring)."""
+def gpu_seconds(row: dict[str, Any], throughput: float, epochs: int) -> float:
+    """GPU seconds of one run at ``throughput`` FLOP/s (module docstring)."""
     train, val, test = row["batches"]
-    gpu = (epochs * (train * row["step_flops"] + val * row["forward_flops"]) + test * row["forward_flops"]) / throughput
-    host = (epochs * (train + val) + test) * row["ops"] * LAUNCH_S + START_S
-    return gpu, host
+    return (epochs * (train * row["step_flops"] + val * row["forward_flops"]) + test * row["forward_flops"]) / throughput
+
+
+def host_seconds(row: dict[str, Any], epochs: int) -> float:
+    """Host seconds of one run: its batches' dispatched operators and the fixed cost (module docstring)."""
+    train, val, test = row["batches"]
+    return (epochs * (train + val) + test) * row["ops"] * LAUNCH_S + START_S
 
 
 def plan_rows(config: dict[str, Any]) -> list[dict[str, Any]]:
     """Every run of the config (seed 0) in ``--order cost``, with its windows, batches, FLOPs and operators."""
-    from benchmarks.run import ordered, selected_runs
-    from tsrec import datasets
+    from benchmarks.run import ordered, selected_runs, setting_splits
 
     settings = ordered(config, selected_runs(config, argparse.Namespace(dataset=None, horizon=None, model=None)),
                        "cost")
     batch = config["training"]["batch_size"]
     rows = []
     for setting in settings:
-        _, _, prediction = datasets.paper_setting(setting.dataset, setting.horizon)
-        split = datasets.splits(setting.dataset, "informer", context_length=setting.context_length,
-                                prediction_length=prediction)
+        split, _ = setting_splits(config, setting)
         windows = [split[name].n_windows for name in ("train", "val", "test")]
         rows.append({"dataset": setting.dataset, "horizon": setting.horizon, "model": setting.model,
                      "context": setting.context_length, "windows": windows,
@@ -123,8 +128,7 @@ def cut_points(rows: list[dict[str, Any]], epochs: int) -> dict[float, tuple[int
         gpu = host = 0.0
         fitting = None
         for index, row in enumerate(rows):
-            run_gpu, run_host = project(row, throughput, epochs)
-            gpu, host = gpu + run_gpu, host + run_host
+            gpu, host = gpu + gpu_seconds(row, throughput, epochs), host + host_seconds(row, epochs)
             if fitting is None and max(gpu, host / JOBS) > TABLE1_S:
                 fitting = index
         cuts[throughput] = (len(rows) if fitting is None else fitting, max(gpu, host / JOBS))
@@ -140,19 +144,19 @@ def render(rows: list[dict[str, Any]], epochs: int, path: Path, command: str) ->
         "dispatched by one training step. Projected (see `benchmarks/gpu_plan.py`): GPU seconds = FLOPs / an",
         f"effective bf16 throughput (runs share the GPU); host seconds = batches x operators x {LAUNCH_S * 1e6:g} us",
         f"+ {START_S:g} s per run, over {JOBS} processes; a batch's wall time is the larger. The Table 1 stage has",
-        f"{TABLE1_S:g} s of the 540 s budget. Runs in `--order cost`, cheapest first.", "",
+        f"{TABLE1_S:g} s of the {gpu_all.BUDGET_S:g} s budget. Runs in `--order cost`, cheapest first.", "",
         "| # | run | input | train/val/test windows | GFLOP/step | ops/step | "
         + " | ".join(f"GPU s at {t / 1e12:g} TF/s" for t in THROUGHPUTS) + " | host s |",
         "|---|---|---:|---|---:|---:|" + "---:|" * len(THROUGHPUTS) + "---:|",
     ]
     for index, row in enumerate(rows, 1):
-        gpus = [project(row, t, epochs)[0] for t in THROUGHPUTS]
+        gpus = [gpu_seconds(row, t, epochs) for t in THROUGHPUTS]
         marks = "".join(f" (cut at {t / 1e12:g} TF/s)" for t in THROUGHPUTS if index > cuts[t][0])
         lines.append(f"| {index} | {row['dataset']}-{row['horizon']} {row['model']}{marks} | {row['context']} | "
                      f"{'/'.join(map(str, row['windows']))} | {row['step_flops'] / 1e9:.0f} | {row['ops']} | "
-                     + " | ".join(f"{g:.1f}" for g in gpus) + f" | {project(row, THROUGHPUTS[0], epochs)[1]:.0f} |")
-    total_gpu = {t: sum(project(row, t, epochs)[0] for row in rows) for t in THROUGHPUTS}
-    total_host = sum(project(row, THROUGHPUTS[0], epochs)[1] for row in rows)
+                     + " | ".join(f"{g:.1f}" for g in gpus) + f" | {host_seconds(row, epochs):.0f} |")
+    total_gpu = {t: sum(gpu_seconds(row, t, epochs) for row in rows) for t in THROUGHPUTS}
+    total_host = sum(host_seconds(row, epochs) for row in rows)
     lines += ["", f"All {len(rows)} runs: GPU {', '.join(f'{total_gpu[t]:.0f} s at {t / 1e12:g} TF/s' for t in THROUGHPUTS)}; "
               f"host {total_host:.0f} s, {total_host / JOBS:.0f} s over {JOBS} processes.", ""]
     for throughput, (fitting, wall) in cuts.items():
@@ -171,5 +175,9 @@ def main() -> int:
     torch.set_num_threads(1)
     rows = plan_rows(config)
     path = ROOT / "benchmarks" / "results" / "gpu_all_plan.md"
-    print(render(rows, config["training"]["max_epochs"], path, "python -m benchmarks.gpu_all --plan"))
+    print(render(rows, config["training"]["max_epochs"], path, "python -m benchmarks.gpu_plan"))
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -637,18 +637,23 @@ class Run(NamedTuple):
     train_fraction: float = FULL_TRAINING
 
 
+def setting_splits(config: dict[str, Any], setting: Setting) -> tuple[Any, int]:
+    """The protocol's splits of ``setting`` (its input, the protocol's horizon) and its label length."""
+    from tsrec import datasets
+
+    _, label, horizon = datasets.paper_setting(setting.dataset, setting.horizon, protocol=config["protocol"])
+    return datasets.splits(setting.dataset, config["protocol"], context_length=setting.context_length,
+                           prediction_length=horizon), label
+
+
 def training_work(config: dict[str, Any], setting: Setting) -> float:
     """What one run of ``setting`` trains on, to order runs by cost (:data:`ORDERS`): its training
     windows (of its fraction) x the steps each window feeds the network (input + label + horizon) x the
     config's epochs. Proportional to the run's training FLOPs for one architecture at one width."""
-    from tsrec import datasets
-
-    _, label, horizon = datasets.paper_setting(setting.dataset, setting.horizon, protocol=config["protocol"])
-    split = datasets.splits(setting.dataset, config["protocol"], context_length=setting.context_length,
-                            prediction_length=horizon)
+    split, label = setting_splits(config, setting)
     windows = max(1, math.floor(split.train.n_windows * setting.train_fraction))
     epochs = config.get("training", {}).get("max_epochs", 1)
-    return float(windows * (setting.context_length + label + horizon) * epochs)
+    return float(windows * (setting.context_length + label + split.prediction_length) * epochs)
 
 
 #: Orders of a batch's runs (``--order``): the config's (:func:`selected_runs`), or the least training work
@@ -772,8 +777,8 @@ def run_batch(batch: Batch, runs: list[Run], jobs: int, deadline: float | None =
         print(f"benchmarks.run: {_describe(run)} failed ({why}); the other runs carry on", file=sys.stderr, flush=True)
 
     def too_late(run: Run) -> bool:
-        end = pace.projected_end(run, time.time())
-        if deadline is None or end is None or end <= deadline:
+        end = None if deadline is None else pace.projected_end(run, time.time())
+        if end is None or end <= deadline:
             return False
         not_started.append(run)
         print(f"benchmarks.run: {_describe(run)} not started: it would end about {end - deadline:.0f} s after "
@@ -852,8 +857,9 @@ def main(argv: list[str] | None = None) -> int:
                              "work first, a setting's models together (a batch cut by a deadline loses the "
                              "costliest settings of every model)")
     parser.add_argument("--deadline", type=float, metavar="EPOCH",
-                        help="start no run whose projected end (the finished runs' seconds per unit of training "
-                             "work) lies after this time (seconds since the epoch, as `date +%%s`)")
+                        help="start no run whose projected end (a fixed cost plus a cost per unit of training "
+                             "work, fitted on the finished runs) lies after this time (seconds since the epoch, "
+                             "as `date +%%s`)")
     args = parser.parse_args(argv)
     command = "python -m benchmarks.run " + shlex.join(sys.argv[1:] if argv is None else argv)
     if args.render:
