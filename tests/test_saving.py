@@ -546,3 +546,15 @@ def test_a_save_whose_last_rename_fails_puts_the_previous_model_back(fitted, oth
     monkeypatch.undo()
     assert hidden(tmp_path) == []
     pd.testing.assert_frame_equal(Forecaster.load(path).predict(), fitted.predict())
+
+
+def test_load_takes_trainer_arguments_over_the_saved_ones(fitted, tmp_path):
+    """A loaded model gets another accelerator, or the callbacks a save does not keep, through load;
+    the saved folder and the other saved arguments are unchanged."""
+    path = fitted.save(tmp_path / "m")
+    saved = Forecaster.load(path).trainer_kwargs
+    loaded = Forecaster.load(path, trainer_kwargs={"accelerator": "cpu", "enable_model_summary": False})
+    assert loaded.trainer_kwargs == {**saved, "accelerator": "cpu", "enable_model_summary": False}
+    assert loaded.fitted.settings.trainer.trainer_kwargs is loaded.trainer_kwargs
+    assert Forecaster.load(path).trainer_kwargs == saved
+    pd.testing.assert_frame_equal(loaded.predict(), fitted.predict())

@@ -400,7 +400,8 @@ class TrainerConfig(Config):
 
     trainer_kwargs: passed to ``lightning.pytorch.Trainer`` unchanged, over tsrec's defaults; the
         values JSON cannot hold (callbacks, loggers and other objects) are not saved
-        (:meth:`to_dict`), so pass them again to a loaded model.
+        (:meth:`to_dict`), so pass them again to a loaded model
+        (``Forecaster.load(path, trainer_kwargs=...)``).
     output_dir: where training writes its CSV logs and per-epoch checkpoints (None: a temporary
         folder, removed when ``fit`` returns).
     """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from collections.abc import Sequence
@@ -339,11 +340,18 @@ class Forecaster:
         return Path(path)
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> Forecaster:
+    def load(cls, path: str | os.PathLike, *, trainer_kwargs: dict[str, Any] | None = None) -> Forecaster:
         """Load a directory written by :meth:`save`. Reads JSON and tensors only (no unpickling of
         arbitrary objects); a missing, foreign, corrupted or edited directory, or one saved by a
-        newer tsrec, raises ``ValueError`` (:meth:`tsrec.fitted.FittedState.load`)."""
+        newer tsrec, raises ``ValueError`` (:meth:`tsrec.fitted.FittedState.load`).
+
+        ``trainer_kwargs``: Lightning arguments over the saved ones (another ``accelerator``, the
+        callbacks and loggers a save does not keep), for this model's forecasts and refits."""
         state = FittedState.load(path)
+        if trainer_kwargs:
+            trainer = dataclasses.replace(state.settings.trainer,
+                                          trainer_kwargs={**state.settings.trainer.trainer_kwargs, **trainer_kwargs})
+            state = dataclasses.replace(state, settings=dataclasses.replace(state.settings, trainer=trainer))
         self = cls(**state.settings.to_options())
         self.settings, self.fitted = state.settings, state  # one settings object, as after fit
         return self

@@ -421,13 +421,11 @@ class TsrecPredictor(Predictor):
     def deserialize(cls, path: Path, device: str | None = None) -> TsrecPredictor:
         """A predictor written by :meth:`serialize` (also through ``Predictor.deserialize(path)``).
 
-        ``device``: the Lightning accelerator that predicts (``"cpu"``, ``"cuda"``; default
-        ``"auto"``: a GPU when there is one).
+        ``device``: the Lightning accelerator that predicts (``"cpu"``, ``"cuda"``; default: the one
+        the model was saved with, ``"auto"`` unless its ``trainer_kwargs`` named one).
         """
-        forecaster = Forecaster.load(Path(path) / _FORECASTER_DIR)
-        if device is not None:
-            forecaster.trainer_kwargs["accelerator"] = device
-        return cls(forecaster)
+        overrides = None if device is None else {"accelerator": device}
+        return cls(Forecaster.load(Path(path) / _FORECASTER_DIR, trainer_kwargs=overrides))
 
 
 def _require_probabilistic(forecaster: Forecaster) -> None:
