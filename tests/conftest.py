@@ -29,7 +29,8 @@ def _one_intra_op_thread():
 
 @pytest.fixture
 def one_thread():
-    """Small ops on a shared 2-core machine: intra-op threads only add contention."""
+    """One intra-op thread for this test, whatever an earlier test set (the session starts with one:
+    :func:`_one_intra_op_thread`), restored after it."""
     previous = torch.get_num_threads()
     torch.set_num_threads(1)
     yield

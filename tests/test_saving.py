@@ -28,9 +28,10 @@ import torch
 import tsrec
 from tsrec import Forecaster, _saving
 from tsrec.config import DataFacts
-from tsrec.fitted import FORMAT_VERSION, ConcurrentSaveError, FittedState, _json_sha256, _pack_strings, _unpack_strings
+from tsrec.fitted import FORMAT_VERSION, ConcurrentSaveError, FittedState, _pack_strings, _unpack_strings
 from tsrec.models import model_config
-from tests.saved_models import SERIES_KEYS, edit_weights, read_meta, write_format_4, write_format_5, write_format_6
+from tests.saved_models import (SERIES_KEYS, edit_weights, read_meta, write_checksummed, write_format_4,
+                                 write_format_5, write_format_6)
 
 QUIET = {"enable_progress_bar": False, "logger": False}
 #: The last commit whose tsrec saves format 6 (tests/write_format6.py runs it).
@@ -61,11 +62,12 @@ def other():
 
 
 def write_meta(path, meta, *, rehash):
-    """Write ``meta`` into ``path``'s forecaster.json; ``rehash``: with its checksum recomputed, as
-    a newer tsrec (or a user covering an edit) would write it."""
+    """Write ``meta`` into ``path``'s forecaster.json; ``rehash``: with the checksums recomputed, as
+    a newer tsrec (or a user covering an edit) would write them."""
     if rehash:
-        meta = {**meta, "sha256": {**meta["sha256"], "forecaster.json": _json_sha256(meta)}}
-    (path / "forecaster.json").write_text(json.dumps(meta, indent=2))
+        write_checksummed(path, meta)
+    else:
+        (path / "forecaster.json").write_text(json.dumps(meta, indent=2))
 
 
 def hidden(folder):

@@ -90,7 +90,7 @@ def gather_parts(compute: Callable[[], T]) -> list[T]:
 
 def gather(part: np.ndarray) -> np.ndarray:
     """This rank's ``part`` ``[n_r, ...]`` and the other ranks', concatenated in rank order on every
-    rank (the windows of :class:`ShardSampler`'s shares back in their order); ``part`` itself in one
+    rank (the windows of :class:`~tsrec.training.sharding.ShardSampler`'s shares back in their order); ``part`` itself in one
     process. Every rank must call it."""
     size = world()[1]
     if size == 1:

@@ -28,7 +28,9 @@ class ModelSpec:
     (``training``; the user's settings always win). ``fitter``: for a model that the estimator does
     not fit by training its network (the ensemble of ``"auto"``), the function that fits it, as
     ``"module:function"``; it is imported when such a model is first fitted (:func:`model_fitter`),
-    so that the registry depends on no layer above it."""
+    so that the registry depends on no layer above it. Its one user, ``"tsrec.auto:fit_auto"``, is a
+    call from the estimator up to the layer that builds Forecasters: a deliberate upward dependency
+    that tests/test_imports.py, which reads import statements, does not see."""
 
     model_class: type[ForecastModel]
     defaults: dict[str, Any] = field(default_factory=dict)
