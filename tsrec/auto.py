@@ -31,7 +31,7 @@ import pandas as pd
 
 from tsrec.data.frame import Panel
 from tsrec.data.schema import Schema
-from tsrec.data.source import Read, Source, history_before
+from tsrec.data.source import Read, Source, history_before, in_memory
 from tsrec.data.split import VAL_FRACTION
 from tsrec.evaluation import backtest
 from tsrec.fitting import Fit, Prefitted, fit_state
@@ -111,10 +111,10 @@ def _validation_windows(lengths: list[int], horizon: int) -> int:
     return int(min(MAX_VAL_WINDOWS, max(1, round(VAL_FRACTION * min(lengths) / horizon))))
 
 
-def _before_validation(df: Source, columns: dict[str, Any], panel: Panel, windows: int, horizon: int) -> pd.DataFrame:
+def _before_validation(df: pd.DataFrame, schema: Schema, panel: Panel, windows: int, horizon: int) -> pd.DataFrame:
     """The rows of ``df`` before each series' ``windows`` validation windows."""
     cut = [series.index[len(series) - windows * horizon] for series in panel.items]
-    return history_before(df, Schema(**columns), panel, cut)
+    return history_before(df, schema, panel, cut)
 
 
 def fit_auto(df: Source, read: Read, settings: ForecasterSettings, *, val: Read | None = None,
@@ -129,10 +129,11 @@ def fit_auto(df: Source, read: Read, settings: ForecasterSettings, *, val: Read 
         raise ValueError(f"Forecaster('auto') takes no {', '.join(refused)}: it validates its candidates on the "
                          "end of the fit frame and refits them; fit a model by name for these")
     panel, columns = read.panel, read.schema.columns
+    df = in_memory(df, read.schema.id_col)  # Parquet read once for the candidates' fits and backtests
     horizon = settings.window.prediction_length
     options = _candidate_options(settings)
     windows = _validation_windows([len(s) for s in panel.items], horizon)
-    shortened = _before_validation(df, columns, panel, windows, horizon)
+    shortened = _before_validation(df, read.schema, panel, windows, horizon)
     names, forecasts, rows, truth, keys = _candidates(settings), [], [], None, None
     for name in names:
         started = time.perf_counter()

@@ -245,6 +245,8 @@ def _backtest_errors(forecaster: Forecaster, df: Source, *, start: int | str | p
     covariates = CovariateConfig() if fitted is None else fitted.config
     schema = Schema(time_col, id_col, target_col, covariates)
     columns = schema.columns
+    if refit_every is not None:  # Parquet read once, not again for every refit
+        df = source.in_memory(df, id_col)
     read = source.read(df, schema, categorical=() if fitted is None else fitted.categorical, freq=forecaster.freq,
                        gaps=forecaster.settings.window.gaps)
     panel, values = read.panel, read.covariates

@@ -131,14 +131,20 @@ def rows_of(source: Source, id_col: Hashable, ids: Sequence[Any]) -> pd.DataFram
     return read_series(_parquet(files), id_col, ids)
 
 
+def in_memory(source: Source, id_col: Hashable) -> pd.DataFrame:
+    """``source`` as one frame: a DataFrame as it is, of Parquet data every series' rows read, every
+    column. For work that fits several times on parts of the data (``auto``, refitting backtests):
+    the files are read once, not once per fit."""
+    if isinstance(source, pd.DataFrame):
+        return source
+    return rows_of(source, id_col, series_ids(source, id_col))
+
+
 def history_before(source: Source, schema: Schema, panel: Panel, cut: Sequence[pd.Timestamp]) -> pd.DataFrame:
     """The rows of ``source`` strictly before each series' ``cut`` timestamp (``[I]``, one per item
     of ``panel``, ``source`` read), as a frame in ``source``'s layout: what is fitted on before an
-    origin. Of Parquet data the rows of every series are read into memory, every column."""
-    if isinstance(source, pd.DataFrame):
-        frame = source
-    else:
-        frame = rows_of(source, schema.id_col, series_ids(source, schema.id_col))
+    origin. Of Parquet data the rows of every series are read into memory (:func:`in_memory`)."""
+    frame = in_memory(source, schema.id_col)
     times = pd.DatetimeIndex(frame.index if schema.time_col is None else pd.to_datetime(frame[schema.time_col]))
     if schema.id_col is None:
         return frame[times < cut[0]]
