@@ -100,8 +100,8 @@ def categorical(source: Source, schema: Schema) -> tuple[str, ...]:
 
 
 def series_ids(source: Source, id_col: Hashable, *, part: tuple[int, int] = (0, 1)) -> np.ndarray:
-    """``[U]`` object: the ids of ``source``'s series, in no set order (a frame's id column as it
-    stands). ``part=(k, n)``: of Parquet files, those of the ``k``-th of ``n`` runs of the files
+    """The ids of ``source``'s series, object: of Parquet data ``[U]``, each once, in no set order; of a
+    frame its id column as it stands (``[rows]``, repeats included). ``part=(k, n)``: of Parquet files, those of the ``k``-th of ``n`` runs of the files
     alone (:func:`~tsrec.data.parquet.series_ids`); a frame or :class:`ParquetSeries` has one part."""
     if isinstance(source, pd.DataFrame):
         return source[id_col].to_numpy(object)
