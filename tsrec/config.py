@@ -404,22 +404,30 @@ class TrainerConfig(Config):
         (``Forecaster.load(path, trainer_kwargs=...)``).
     output_dir: where training writes its CSV logs and per-epoch checkpoints (None: a temporary
         folder, removed when ``fit`` returns).
+    threads: torch's intra-op threads while a network trains (None: chosen for the work, see
+        :func:`tsrec.training.threads.training_threads`: one for a small network, as every default
+        network is, torch's own setting otherwise).
     """
 
     trainer_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
     output_dir: str | None = None
+    threads: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.trainer_kwargs, dict):
             raise TypeError(f"trainer_kwargs must be a dict of lightning.pytorch.Trainer arguments, "
                             f"got {type(self.trainer_kwargs).__name__}")
+        if self.threads is not None and (isinstance(self.threads, bool) or not isinstance(self.threads, int)
+                                         or self.threads < 1):
+            raise ValueError(f"threads must be a positive int (torch's intra-op threads while training) or None "
+                             f"(chosen for the network), got {self.threads!r}")
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: the ``trainer_kwargs`` whose values are JSON values (None, booleans,
         numbers, text, and lists and dicts of them), and ``output_dir``."""
         return {"trainer_kwargs": {key: _jsonable(value) for key, value in self.trainer_kwargs.items()
                                    if isinstance(key, str) and _is_json(value)},
-                "output_dir": self.output_dir}
+                "output_dir": self.output_dir, "threads": self.threads}
 
 
 def _is_json(value: Any) -> bool:

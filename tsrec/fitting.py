@@ -245,7 +245,8 @@ def train(model: ForecastModel, resolved: ForecasterSettings, train_set: WindowD
     best check's weights restored when ``val_set`` is given. Logs go to the settings'
     ``output_dir``, or to a temporary folder removed on return; with ``output_dir`` set and
     ``describe`` (the training and validation panels), per-epoch checkpoints too, and ``resume``
-    continues from them."""
+    continues from them. torch's intra-op threads are chosen for the network while it trains
+    (:func:`~tsrec.training.threads.training_threads`)."""
     from tsrec.training import (
         EpochCheckpoint,
         ForecastingModule,
@@ -258,6 +259,7 @@ def train(model: ForecastModel, resolved: ForecasterSettings, train_set: WindowD
         quiet_lightning,
         resume_checkpoint,
     )
+    from tsrec.training.threads import torch_threads, training_threads
 
     training: TrainingConfig = resolved.training
     folder = None if resolved.trainer.output_dir is None else Path(resolved.trainer.output_dir)
@@ -274,6 +276,7 @@ def train(model: ForecastModel, resolved: ForecasterSettings, train_set: WindowD
     with contextlib.ExitStack() as stack:
         output_dir = folder or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tsrec-run-")))
         stack.enter_context(quiet_lightning())
+        stack.enter_context(torch_threads(training_threads(model, resolved.trainer.threads)))
         module = ForecastingModule(model, training, schedule_steps=budget.schedule_steps)
         trainer = make_trainer(training, output_dir, budget=budget, validate=val_loader is not None,
                                trainer_kwargs=resolved.trainer.trainer_kwargs, max_seconds=max_seconds,

@@ -56,13 +56,14 @@ class ForecasterSettings(Config):
     @classmethod
     def from_options(cls, model: str, **options: Any) -> ForecasterSettings:
         """Sort flat keyword options into the tree: window fields, training fields, the trainer's
-        (``trainer_kwargs``, ``output_dir``) and the model's own options (anything else is an error
+        (``trainer_kwargs``, ``output_dir``, ``threads``) and the model's own options (anything else is an error
         that lists them)."""
         spec = model_spec(model)  # unknown names: ValueError listing the known ones
         output_dir = options.pop("output_dir", None)
         kwargs = options.pop("trainer_kwargs", None)
         trainer = TrainerConfig(trainer_kwargs={} if kwargs is None else dict(kwargs) if isinstance(kwargs, dict)
-                                else kwargs, output_dir=None if output_dir is None else os.fspath(output_dir))
+                                else kwargs, output_dir=None if output_dir is None else os.fspath(output_dir),
+                                threads=options.pop("threads", None))
         window = {k: options.pop(k) for k in WINDOW_FIELDS if k in options}
         if "prediction_length" not in window:
             raise TypeError("prediction_length is required: the number of steps to forecast")
@@ -92,6 +93,8 @@ class ForecasterSettings(Config):
             options["trainer_kwargs"] = dict(self.trainer.trainer_kwargs)
         if self.trainer.output_dir is not None:
             options["output_dir"] = self.trainer.output_dir
+        if self.trainer.threads is not None:
+            options["threads"] = self.trainer.threads
         defaults = ((self.training, TrainingConfig(**model_spec(self.model).training)),
                     (self.network, model_config(self.model)))
         for config, default in defaults:
