@@ -204,6 +204,21 @@ def test_a_csv_with_the_older_header_gains_the_new_columns(tmp_path):
         ul.append_row(tmp_path / "other.csv", _row("d", "naive", 1.0))
 
 
+def test_runs_are_on_one_thread_and_the_settings_come_back(monkeypatch):
+    import os
+
+    import torch
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")
+    previous = torch.get_num_threads()
+    with ul.one_thread():
+        assert torch.get_num_threads() == 1 and os.environ["OMP_NUM_THREADS"] == "1"
+        if importlib.util.find_spec("threadpoolctl"):
+            from threadpoolctl import threadpool_info
+            assert all(pool["num_threads"] == 1 for pool in threadpool_info())
+    assert torch.get_num_threads() == previous and os.environ["OMP_NUM_THREADS"] == "7"
+
+
 def test_cpu_seconds_count_finished_child_processes():
     before = ul.cpu_seconds()
     subprocess.run([sys.executable, "-c", "import time\nt = time.process_time()\n"
