@@ -912,6 +912,11 @@ def _ratio_best_free(runs: list[dict[str, str]], ok: dict[str, list[dict[str, st
     return None if best is None else _mean_mse(runs) / _mean_mse(ok[best])
 
 
+def _model_order(row: dict[str, str]) -> int:
+    """Baselines first, in :data:`BASELINES`' order, then the other models as they come (a stable sort)."""
+    return BASELINES.index(row["model"]) if row["model"] in BASELINES else len(BASELINES)
+
+
 def _mean_cpu(runs: list[dict[str, str]]) -> float:
     return float(np.mean([float(r["cpu_seconds"] or 0) for r in runs]))
 
@@ -924,7 +929,7 @@ def render(csv_path: Path) -> Path:
     where = csv_path.relative_to(ROOT) if csv_path.is_relative_to(ROOT) else csv_path
     by_dataset: dict[str, dict[str, list[dict[str, str]]]] = defaultdict(lambda: defaultdict(list))
     skips: dict[tuple[str, str], str] = {}
-    for row in rows:
+    for row in sorted(rows, key=_model_order):
         if row["status"] == "ok":
             by_dataset[row["dataset"]][row["model"]].append(row)
         else:
@@ -979,6 +984,10 @@ def render(csv_path: Path) -> Path:
                      f"{_yes(j.ahead)} | {j.cpu:.1f} | {anchor[0]} | {anchor[1]} | "
                      f"{_yes(j.cpu_small_ok) or 'larger'} | {_yes(j.cpu_anchor_ok)} |")
     lines += ["", f"- Accuracy target: {accuracy}.", f"- Cost target: {cost}."]
+    unjudged = [d for d in by_dataset if d not in {j.dataset for j in judged}]
+    if unjudged:
+        lines.append(f"- Not judged (no {DEFAULT} run, or no free baseline, yet): {', '.join(unjudged)}; the "
+                     "verdicts above cover the other datasets only.")
     lines += across_datasets(by_dataset)
     out = csv_path.with_suffix(".md")
     out.write_text("\n".join(lines) + "\n")
