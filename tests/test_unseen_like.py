@@ -221,8 +221,8 @@ def test_runs_are_on_one_thread_and_the_settings_come_back(monkeypatch):
 
 def test_cpu_seconds_count_finished_child_processes():
     before = ul.cpu_seconds()
-    subprocess.run([sys.executable, "-c", "import time\nt = time.process_time()\n"
-                    "while time.process_time() - t < 0.3: pass"], check=True)
+    busy = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass"
+    subprocess.run([sys.executable, "-c", busy], check=True)
     assert ul.cpu_seconds() - before >= 0.3
 
 
