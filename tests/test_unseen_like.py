@@ -291,7 +291,18 @@ def test_quick_run_writes_rows_and_a_table_and_resumes(tmp_path, monkeypatch, on
                                     "mse": "123.0", "mae": "1", "mse_ratio_naive": "1", "fit_seconds": "0",
                                     "freq": "MS", "horizon": "8", "stride": "8", "season": "12"})
     args = [str(config), "--quick", "--out-dir", str(out)]
+    import tsrec.evaluation
+
+    backtest, skill_rows = tsrec.evaluation.backtest, []
+
+    def spy(*args, **kwargs):
+        skill_rows.append(kwargs.get("baselines"))
+        return backtest(*args, **kwargs)
+
+    monkeypatch.setattr(tsrec.evaluation, "backtest", spy)
     assert ul.main(args) == 0
+    # backtest's statsforecast skill rows (fitted per window) would be charged to the model's CPU seconds
+    assert skill_rows == [("naive",)]
     rows = list(csv.DictReader((out / "toy.csv").open()))
     assert [(r["model"], r["seed"], r["status"]) for r in rows] == [
         ("naive", "", "ok"), ("seasonal_naive", "", "ok"), ("default", "0", "ok"), ("no_such_model", "0", "skipped")]
