@@ -32,7 +32,7 @@ Protocol, per dataset (a long frame: ``item_id``, ``timestamp``, ``target``; all
   model, and one this tsrec lacks is recorded as skipped. Then
   ``tsrec.evaluation.backtest(f, inputs, start=<first origin>, stride=s, baselines=("naive",))``
   forecasts every window from its own context (its skill table's statsforecast rows, fitted per
-  window, would be charged to the model's CPU seconds: 18 of 18.4 CPU-s for a ``--quick`` default on
+  window, would be charged to the model's CPU seconds: 18.7 of 19.05 CPU-s for a ``--quick`` default on
   co2). The free baselines, on the same windows: naive (the last value before the
   origin), seasonal naive (the last season, ``m`` = 7 daily, 52 weekly, 12 monthly, 4 quarterly;
   only when the history before the first origin holds ``2 m`` steps), and statsforecast's
