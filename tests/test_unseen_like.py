@@ -6,6 +6,8 @@ ships a dataset is not installed)."""
 import csv
 import importlib.util
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -110,15 +112,147 @@ def test_means_show_three_significant_digits():
     assert ul._mean_std([0.00325, 0.00335]) == "0.00330 ± 0.00007" and ul._mean_std([0.6661]) == "0.666"
 
 
-def test_targets_against_the_baselines():
-    rows = {"default": [{"mse": "0.9"}, {"mse": "1.0"}], "naive": [{"mse": "1.0"}],
-            "seasonal_naive": [{"mse": "0.8"}], "auto_ets": [{"mse": "0.92"}], "auto_theta": [{"mse": "0.95"}]}
-    t = ul.targets(rows)
-    assert t["default"] == pytest.approx(0.95) and t["best_stat"] == "auto_ets"
-    assert ul._verdict(t["default"], t["naive"]) == "yes (0.95x)"
-    assert ul._verdict(t["default"], t["seasonal_naive"]) == "no (1.19x)"
-    assert ul._verdict(t["default"], t["best_stat_mse"], ul.WITHIN_BEST_STAT) == "yes (1.03x)"
-    assert ul._verdict(0.97, 0.92, ul.WITHIN_BEST_STAT) == "no (1.05x)"  # 1.054: more than 5% behind
+def _row(dataset: str, model: str, mse: float, cpu: float = 1.0, seed: str = "", status: str = "ok",
+         observations: int = 100) -> dict[str, str]:
+    """A results row with what the ratios and targets read (the other columns blank)."""
+    return {**dict.fromkeys(ul.RESULT_COLUMNS, ""), "config": "c", "dataset": dataset, "model": model, "seed": seed,
+            "status": status, "mse": str(mse), "cpu_seconds": str(cpu), "train_observations": str(observations)}
+
+
+def test_the_ratio_to_the_best_free_baseline_and_to_the_anchors_cpu():
+    """The best free baseline is the lowest MSE of seasonal naive, AutoETS and AutoTheta only (not
+    naive, not the anchor, even when lower); every ok row's MSE is divided by it, its CPU seconds by
+    the anchor's; a skipped seasonal naive leaves the best of the other two; a dataset whose free
+    baselines have not all run (or been skipped) gets no best yet."""
+    rows = [_row("a", "naive", 0.5), _row("a", "seasonal_naive", 0.9), _row("a", "auto_ets", 0.8),
+            _row("a", "auto_theta", 1.0), _row("a", ul.ENSEMBLE, 0.7, cpu=4.0),
+            _row("a", "default", 0.84, cpu=10.0, seed="0"), _row("a", "default", 0.76, cpu=2.0, seed="1"),
+            _row("b", "seasonal_naive", float("nan"), status="skipped"), _row("b", "auto_ets", 2.0),
+            _row("b", "auto_theta", 1.6), _row("b", "default", 1.2, seed="0"),
+            _row("c", "auto_ets", 1.0), _row("c", "default", 0.5, seed="0")]
+    derived = ul.with_derived_columns(rows, set(ul.BASELINES))
+    a = {(r["model"], r["seed"]): r for r in derived if r["dataset"] == "a"}
+    assert {r["best_free"] for r in a.values()} == {"auto_ets"}
+    assert a[("naive", "")]["mse_ratio_best_free"] == pytest.approx(0.5 / 0.8)
+    assert a[("default", "0")]["mse_ratio_best_free"] == pytest.approx(1.05)
+    assert a[("default", "1")]["mse_ratio_best_free"] == pytest.approx(0.95)
+    assert a[("default", "0")]["cpu_ratio_ensemble"] == pytest.approx(2.5)
+    assert a[(ul.ENSEMBLE, "")]["cpu_ratio_ensemble"] == pytest.approx(1.0)
+    b = [r for r in derived if r["dataset"] == "b"]
+    assert [r["best_free"] for r in b] == ["", "auto_theta", "auto_theta", "auto_theta"]  # the skipped row: none
+    assert b[-1]["mse_ratio_best_free"] == pytest.approx(0.75) and b[-1]["cpu_ratio_ensemble"] == ""
+    c = [r for r in derived if r["dataset"] == "c"]  # seasonal naive and AutoTheta not run yet
+    assert all(r["best_free"] == "" and r["mse_ratio_best_free"] == "" for r in c)
+
+
+def _judge(rows: list[dict[str, str]]) -> list:
+    by_dataset = {}
+    for row in rows:
+        by_dataset.setdefault(row["dataset"], {}).setdefault(row["model"], []).append(row)
+    return ul.judge_default(by_dataset)
+
+
+def _dataset(name: str, ratio: float, cpu: float, anchor_cpu: float | None, observations: int = 100) -> list:
+    rows = [_row(name, "seasonal_naive", 2.0), _row(name, "auto_ets", 1.0), _row(name, "auto_theta", 1.5),
+            _row(name, "default", ratio, cpu=cpu, seed="0", observations=observations)]
+    return rows + ([] if anchor_cpu is None else [_row(name, ul.ENSEMBLE, 0.9, cpu=anchor_cpu)])
+
+
+def test_the_defaults_targets_on_hand_made_rows():
+    """Accuracy: within 2% of the best free baseline everywhere and ahead on at least half; cost: at
+    most 60 CPU-s where there are at most 10,000 observations, at most 5x the anchor everywhere."""
+    judged = _judge(_dataset("a", 0.9, 30.0, 10.0) + _dataset("b", 1.02, 50.0, 10.0)
+                    + _dataset("c", 1.01, 500.0, 100.0, observations=20_000))
+    assert [(j.dataset, j.best_free, round(j.ratio, 3), j.within, j.ahead) for j in judged] == [
+        ("a", "auto_ets", 0.9, True, True), ("b", "auto_ets", 1.02, True, False), ("c", "auto_ets", 1.01, True, False)]
+    assert [(j.cpu_small_ok, j.cpu_anchor_ok) for j in judged] == [(True, True), (True, True), (None, True)]
+    accuracy, cost = ul.target_verdicts(judged)
+    assert accuracy == "not met: within 2% on 3 of 3 datasets, ahead on 1 of 3"  # ahead on 1 < half of 3
+    assert cost.startswith("met: <= 60 CPU-s on 2 of the 2 datasets of <= 10,000 observations, <= 5x the anchor "
+                           "on 3 of 3")
+    accuracy, _ = ul.target_verdicts(_judge(_dataset("a", 0.9, 1, 1) + _dataset("b", 1.0201, 1, 1)))
+    assert accuracy == "not met: within 2% on 1 of 2 datasets, ahead on 1 of 2"  # 1.0201: more than 2% behind
+    accuracy, _ = ul.target_verdicts(_judge(_dataset("a", 0.99, 1, 1) + _dataset("b", 1.02, 1, 1)))
+    assert accuracy == "met: within 2% on 2 of 2 datasets, ahead on 1 of 2"  # half is enough
+    _, cost = ul.target_verdicts(_judge(_dataset("a", 1, 61.0, 100.0) + _dataset("b", 1, 5.1, 1.0)))
+    assert cost.startswith("not met: <= 60 CPU-s on 1 of the 2 datasets") and "<= 5x the anchor on 1 of 2" in cost
+    _, cost = ul.target_verdicts(_judge(_dataset("a", 1, 1.0, None)))
+    assert cost == "not met: <= 60 CPU-s on 1 of the 1 datasets of <= 10,000 observations, <= 5x the anchor on 0 " \
+                   "of 1 (1 without the anchor's run)"  # unjudged is not met
+
+
+def test_a_csv_with_the_older_header_gains_the_new_columns(tmp_path):
+    """Rows written before the ratio columns existed are kept, the header is upgraded, and a refresh
+    fills their training size from the config and their ratios from the other rows."""
+    path = tmp_path / "old.csv"
+    old_columns = ul.RESULT_COLUMNS[:ul.RESULT_COLUMNS.index("train_observations")]
+    with path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=old_columns)
+        writer.writeheader()
+        writer.writerow({k: v for k, v in _row("d", "auto_ets", 0.5).items() if k in old_columns})
+    ul.append_row(path, _row("d", "default", 0.6, seed="0", observations=400))
+    config = {"test_fraction": 0.2, "baselines": ["auto_ets"],
+              "datasets": {"d": {"series": 2, "length": 100, "horizon": 10}}}
+    ul.refresh(path, config)
+    rows = ul.read_rows(path)
+    assert list(rows[0]) == ul.RESULT_COLUMNS
+    assert [r["train_observations"] for r in rows] == ["160", "400"]  # 2 series x first origin 80; its own
+    assert [r["best_free"] for r in rows] == ["auto_ets", "auto_ets"]
+    assert float(rows[1]["mse_ratio_best_free"]) == pytest.approx(1.2)
+    with pytest.raises(ValueError, match="not an unseen_like results CSV"):
+        (tmp_path / "other.csv").write_text("a,b\n1,2\n")
+        ul.append_row(tmp_path / "other.csv", _row("d", "naive", 1.0))
+
+
+def test_runs_are_on_one_thread_and_the_settings_come_back(monkeypatch):
+    import os
+
+    import torch
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")
+    previous = torch.get_num_threads()
+    with ul.one_thread():
+        assert torch.get_num_threads() == 1 and os.environ["OMP_NUM_THREADS"] == "1"
+        if importlib.util.find_spec("threadpoolctl"):
+            from threadpoolctl import threadpool_info
+            assert all(pool["num_threads"] == 1 for pool in threadpool_info())
+    assert torch.get_num_threads() == previous and os.environ["OMP_NUM_THREADS"] == "7"
+
+
+def test_cpu_seconds_count_finished_child_processes():
+    before = ul.cpu_seconds()
+    busy = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass"
+    subprocess.run([sys.executable, "-c", busy], check=True)
+    assert ul.cpu_seconds() - before >= 0.3
+
+
+# ------------------------------------------------------------------------------------------ the anchor
+@pytest.mark.skipif(importlib.util.find_spec("statsforecast") is None,
+                    reason="the anchor is statsforecast's (a benchmark-only dependency: pip install statsforecast)")
+def test_the_anchor_is_the_median_of_statsforecasts_models_refit_at_every_origin():
+    """The anchor's forecasts equal, window by window, the median of AutoETS, AutoCES and AutoTheta
+    (season 4) fitted by a direct StatsForecast.forecast on each series' history before the origin."""
+    from statsforecast import StatsForecast
+    from statsforecast.models import AutoCES, AutoETS, AutoTheta
+
+    rng = np.random.default_rng(0)
+    t = np.arange(40)
+    truth = _frame({"a": 10 + np.sin(t * np.pi / 2) + 0.05 * t + 0.1 * rng.standard_normal(40),
+                    "b": 5 + 2 * np.cos(t * np.pi / 2) + 0.2 * rng.standard_normal(40)}, freq="QS")
+    windows = ul.rolling_windows(40, 4, 4, 0.2)  # origins 32 and 36
+    task = ul.Task("tiny", "QS", 4, truth, ul.model_inputs(truth), windows, ul.training_stats(truth, windows))
+    got = ul.align(ul.window_table(truth, windows), ul.forecast_statsforecast(task, ul.ENSEMBLE), ul.ENSEMBLE)
+    expected = []
+    for origin in windows.origins:
+        history = truth.groupby(ul.ID).head(origin).rename(columns={ul.ID: "unique_id", ul.TIME: "ds", ul.TARGET: "y"})
+        sf = StatsForecast(models=[AutoETS(season_length=4), AutoCES(season_length=4), AutoTheta(season_length=4)],
+                           freq="QS", n_jobs=1)
+        direct = sf.forecast(df=history, h=4)
+        expected.append(pd.DataFrame({ul.ID: direct["unique_id"].astype(str), ul.TIME: direct["ds"],
+                                      "expected": np.median(direct[["AutoETS", "CES", "AutoTheta"]], axis=1)}))
+    merged = got.merge(pd.concat(expected), on=[ul.ID, ul.TIME], how="left")
+    assert len(merged) == 2 * 2 * 4 and merged["expected"].notna().all()
+    np.testing.assert_allclose(merged["y_pred"], merged["expected"], rtol=1e-9)
 
 
 # ------------------------------------------------------------------------------------------ runner
@@ -157,7 +291,18 @@ def test_quick_run_writes_rows_and_a_table_and_resumes(tmp_path, monkeypatch, on
                                     "mse": "123.0", "mae": "1", "mse_ratio_naive": "1", "fit_seconds": "0",
                                     "freq": "MS", "horizon": "8", "stride": "8", "season": "12"})
     args = [str(config), "--quick", "--out-dir", str(out)]
+    import tsrec.evaluation
+
+    backtest, skill_rows = tsrec.evaluation.backtest, []
+
+    def spy(*args, **kwargs):
+        skill_rows.append(kwargs.get("baselines"))
+        return backtest(*args, **kwargs)
+
+    monkeypatch.setattr(tsrec.evaluation, "backtest", spy)
     assert ul.main(args) == 0
+    # backtest's statsforecast skill rows (fitted per window) would be charged to the model's CPU seconds
+    assert skill_rows == [("naive",)]
     rows = list(csv.DictReader((out / "toy.csv").open()))
     assert [(r["model"], r["seed"], r["status"]) for r in rows] == [
         ("naive", "", "ok"), ("seasonal_naive", "", "ok"), ("default", "0", "ok"), ("no_such_model", "0", "skipped")]
@@ -174,7 +319,15 @@ def test_quick_run_writes_rows_and_a_table_and_resumes(tmp_path, monkeypatch, on
     assert "## toy (MS, 2 series, H = 8, stride 8, season 12, 4 windows)" in table
     assert "| naive | - | 123.000 |" in table and "| default | 0 |" in table
     assert "- no_such_model: not run (tsrec does not accept model 'no_such_model' yet" in table
-    assert "| toy | " in table.split("## The default's targets")[1] and "| met on | | 1 of 1 |" in table
+    assert "128 observations (series x steps) before the first origin; the best free baseline is seasonal_naive" \
+        in table  # 2 series x first origin 64
+    seasonal_line = next(line for line in table.splitlines() if line.startswith("| seasonal_naive | - |"))
+    assert seasonal_line.split(" | ")[5] == "1.000"  # its own ratio to the best free baseline
+    targets = table.split("## The default's targets")[1]
+    ratio = float(default["mse"]) / float(seasonal["mse"])
+    assert f"| toy | 128 | seasonal_naive | {ratio:.3f} | " in targets
+    assert "- Cost target: not met: " in targets and "(1 without the anchor's run)" in targets
+    assert f"| default | {ratio:.3f} | {ratio:.3f} |" in table.split("## Across the datasets")[1]
     assert "| naive | 1.000 | 0 of 1 |" in table.split("## Across the datasets")[1]  # its made-up MSE is the worst
     # the same command again runs nothing new (the skip is not recorded twice)
     assert ul.main(args) == 0
@@ -197,3 +350,37 @@ def test_the_datasets_load_as_the_config_describes(name):
     task = ul.prepare_task(name, spec, 0.2)
     assert task.windows.first >= math.floor(0.8 * spec["length"]) and (task.stats["std"] > 0).all()
     assert not task.inputs[ul.TARGET].isna().any()
+
+
+def _needs(package: str) -> None:
+    if importlib.util.find_spec(package) is None:
+        pytest.skip(f"the dataset ships inside {package}, a benchmark-only package not installed here "
+                    f"(pip install {package})")
+
+
+def test_seattle_weekly_sums_precipitation_and_averages_the_rest_over_whole_weeks():
+    _needs("vega_datasets")
+    from vega_datasets import local_data
+
+    daily = local_data.seattle_weather().set_index("date")
+    weekly = ul.load_seattle_weekly().pivot(index=ul.TIME, columns=ul.ID, values=ul.TARGET)
+    first = daily.loc["2012-01-01":"2012-01-07"]  # Sunday to Saturday, labelled by the Saturday
+    assert weekly.index[0] == pd.Timestamp("2012-01-07") and weekly.index[-1] == pd.Timestamp("2015-12-26")
+    assert weekly.loc["2012-01-07", "precipitation"] == pytest.approx(first["precipitation"].sum())
+    for column in ("temp_max", "temp_min", "wind"):
+        assert weekly.loc["2012-01-07", column] == pytest.approx(first[column].mean())
+    assert len(weekly) == 208  # 2015-12-27 to 31, a partial week, is left out
+
+
+def test_the_quarterly_panels_keep_the_packages_values_on_quarter_starts():
+    _needs("statsmodels")
+    from statsmodels.datasets import danish_data, interest_inflation
+
+    danish = ul.load_danish_data().pivot(index=ul.TIME, columns=ul.ID, values=ul.TARGET)
+    table = danish_data.load_pandas().data
+    assert danish.index[0] == pd.Timestamp("1974-01-01") and danish.index[-1] == pd.Timestamp("1987-07-01")
+    np.testing.assert_array_equal(danish[table.columns].to_numpy(), table.to_numpy())
+    german = ul.load_interest_inflation().pivot(index=ul.TIME, columns=ul.ID, values=ul.TARGET)
+    table = interest_inflation.load_pandas().data  # year and quarter columns: 1972Q2 to 1998Q4
+    assert german.index[0] == pd.Timestamp("1972-04-01") and german.index[-1] == pd.Timestamp("1998-10-01")
+    np.testing.assert_array_equal(german[["Dp", "R"]].to_numpy(), table[["Dp", "R"]].to_numpy())
