@@ -498,3 +498,19 @@ def test_score_backtest_of_parts_gives_the_whole_skill_with_ets_and_theta():
     scored = score_backtest(f, pd.concat(parts, ignore_index=True))
     pd.testing.assert_frame_equal(scored.skill, whole.skill, rtol=1e-9)
     assert list(whole.skill.fit) == ["each window's context"] * 2 + ["refit every 3 origins"] * 2
+
+
+def test_ets_is_the_same_whether_or_not_the_forecaster_is_refit_in_blocks():
+    """The baselines are fitted on their own schedule: refitting the forecaster every 2 windows (blocks
+    of windows scored one after another, series with different window counts) leaves them as they are."""
+    pytest.importorskip("statsforecast", reason="the stats extra: pip install 'tsrec[stats]'")
+    df = seasonal_panel(n_series=3, n=120)
+    df = df[~((df.id == "s1") & (df.time > df.time.max() - pd.Timedelta(hours=10)))]  # s1: 8 windows, others 10
+    f = Forecaster("seasonal_naive", prediction_length=6, context_length=24).fit(df, **STATS_LONG)
+    kwargs = dict(start=60, stride=6, baselines=("ets",), baselines_refit_every=3, **STATS_LONG)
+    order, columns = ["item_id", "origin", "step"], ["item_id", "origin", "step", "y_ets", "stats_fit_steps"]
+    once = backtest(f, df, **kwargs).errors.sort_values(order).reset_index(drop=True)
+    blocks = backtest(f, df, refit_every=2, **kwargs).errors.sort_values(order).reset_index(drop=True)
+    assert len(once) == 28 * 6
+    pd.testing.assert_frame_equal(blocks[columns], once[columns])
+    assert list(once.groupby("item_id").stats_fit_steps.nunique()) == [4, 3, 4]  # windows 0, 3, 6 (, 9)
