@@ -8,7 +8,7 @@ from sklearn.exceptions import NotFittedError
 from tsrec import Forecaster
 from tsrec.evaluation import backtest, score_backtest
 
-# the naive baselines only: ets and theta would cost a statsforecast fit per window
+# the naive baselines only: ets and theta (tested at the end) need the stats extra and a statsforecast fit per series
 NAIVE = ("naive", "seasonal_naive")
 
 TRAIN = dict(max_epochs=1, batch_size=64, trainer_kwargs={"enable_progress_bar": False, "logger": False})
@@ -317,7 +317,8 @@ def test_backtest_equals_a_window_by_window_computation(case, by_window, chunk, 
     assert list(result.summary.metric) == ["mse", "mae", "rmse"] * 2 + [
         "smape", "mase", "windows_without_forecast", "mse_ratio_naive", "mae_ratio_naive", "mse_ratio_seasonal_naive",
         "mae_ratio_seasonal_naive"]
-    np.testing.assert_allclose(result.skill.drop(columns=["baseline", "note"]).to_numpy(dtype=float), skill, rtol=1e-9)
+    np.testing.assert_allclose(result.skill.drop(columns=["baseline", "fit", "note"]).to_numpy(dtype=float), skill,
+                               rtol=1e-9)
     for column, values in by_step.items():
         np.testing.assert_allclose(result.by_step[column], values, rtol=1e-9)
 
@@ -365,3 +366,151 @@ def test_score_backtest_of_parts_equals_the_whole_backtest():
     for name, rows in whole.errors.groupby("item_id"):
         history = df[(df.id == name) & (df.time < rows.origin.min())].y.to_numpy()
         np.testing.assert_allclose(rows.seasonal_error, np.nanmean(np.abs(history[24:] - history[:-24])), rtol=1e-12)
+
+
+# ets and theta: fitted once per series and carried forward, as statsforecast's cross_validation(refit=False)
+
+STATS_LONG = dict(id_col="id", time_col="time", target_col="y")
+
+
+def seasonal_panel(n_series=4, n=240, cycle=12, seed=0):
+    """Positive hourly series with a cycle of ``cycle`` steps and a trend, of ``n`` steps each."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n)
+    phase = np.arange(n_series)[:, None]
+    y = 20 + 0.02 * t + 3 * np.sin(2 * np.pi * t / cycle + phase) + rng.standard_normal((n_series, n))
+    return pd.DataFrame({"id": np.repeat([f"s{i}" for i in range(n_series)], n),
+                         "time": np.tile(pd.date_range("2024-01-01", periods=n, freq="h"), n_series), "y": y.ravel()})
+
+
+def statsforecast_cv(df, season, horizon, windows, refit):
+    """statsforecast's own ``cross_validation`` of AutoETS and AutoTheta, in the backtest errors' order."""
+    from statsforecast import StatsForecast
+    from statsforecast.models import AutoETS, AutoTheta
+
+    sf = StatsForecast(models=[AutoETS(season_length=season), AutoTheta(season_length=season)], freq="h")
+    cv = sf.cross_validation(df=df.rename(columns={"id": "unique_id", "time": "ds"}), h=horizon, n_windows=windows,
+                             step_size=horizon, refit=refit)
+    return cv.sort_values(["unique_id", "cutoff", "ds"]).reset_index(drop=True)
+
+
+@pytest.mark.parametrize(("refit", "fit"), [(None, "fitted once on the history before the first origin"),
+                                            (2, "refit every 2 origins")], ids=["once", "every_2"])
+def test_ets_and_theta_are_statsforecasts_cross_validation(refit, fit):
+    """The baselines of every window equal statsforecast's ``cross_validation(refit=False)`` (or
+    ``refit=2``) on the same panel, windows and season, and the skill table says how they were fitted."""
+    pytest.importorskip("statsforecast", reason="the stats extra: pip install 'tsrec[stats]'")
+    df, horizon, windows = seasonal_panel(n_series=2, n=144), 6, 5
+    f = Forecaster("seasonal_naive", prediction_length=horizon, context_length=36).fit(
+        df[df.time < df.time.max() - pd.Timedelta(hours=40)], **STATS_LONG)
+    result = backtest(f, df, n_windows=windows, baselines_refit_every=refit, **STATS_LONG)
+    skill = result.skill.set_index("baseline")
+    assert (skill.loc[["ets", "theta"], "season"] == 12).all() and (skill.loc[["ets", "theta"], "fit"] == fit).all()
+    assert (skill.loc[["naive", "seasonal_naive"], "fit"] == "each window's context").all()
+    expected = statsforecast_cv(df, 12, horizon, windows, False if refit is None else refit)
+    errors = result.errors.sort_values(["item_id", "origin", "step"]).reset_index(drop=True)
+    assert (errors.timestamp.to_numpy() == expected.ds.to_numpy()).all()
+    np.testing.assert_allclose(errors.y_ets, expected.AutoETS, rtol=1e-6)
+    np.testing.assert_allclose(errors.y_theta, expected.AutoTheta, rtol=1e-6)
+    # the steps each window's models were fitted on: the first origin's, or the last refit's
+    first = len(df) // 2 - horizon * windows
+    steps = first + horizon * (np.arange(windows) // (refit or windows) * (refit or windows))
+    np.testing.assert_array_equal(errors.stats_fit_steps.to_numpy().reshape(2, windows, horizon)[:, :, 0],
+                                  np.broadcast_to(steps, (2, windows)))
+
+
+def test_ets_and_theta_are_fitted_once_per_series_and_channel_or_every_k_origins(monkeypatch):
+    """The cost that matters: one statsforecast fit per series, channel and baseline (and one more
+    every k windows of a series), never one per window."""
+    statsforecast = pytest.importorskip("statsforecast.models", reason="the stats extra: pip install 'tsrec[stats]'")
+    fits = []
+    for name in ("AutoETS", "AutoTheta"):
+        original = getattr(statsforecast, name).fit
+        monkeypatch.setattr(getattr(statsforecast, name), "fit",
+                            lambda self, y, X=None, _fit=original: fits.append(len(y)) or _fit(self, y, X))
+    df = frame()  # wide: one item, 2 channels
+    f = Forecaster("seasonal_naive", prediction_length=6, context_length=48).fit(df.iloc[:200])
+    backtest(f, df, start=200, stride=6, baselines=("ets", "theta"))  # 16 windows
+    assert sorted(fits) == [200] * 4  # 2 channels x 2 baselines, on all 200 steps before the first origin
+    fits.clear()
+    backtest(f, df, start=200, stride=6, baselines=("ets",), baselines_refit_every=5)
+    assert sorted(fits) == sorted([200, 230, 260, 290] * 2)  # windows 0, 5, 10, 15 of each channel
+
+
+def test_wide_channels_with_missing_values_are_statsforecasts_on_the_filled_history():
+    """A wide frame's channels are series of their own; a missing value reads as the last observed
+    one before it (statsforecast takes no NaN), and the windows start where ``start`` says."""
+    pytest.importorskip("statsforecast", reason="the stats extra: pip install 'tsrec[stats]'")
+    df = frame(n=204)
+    gappy = df.copy()
+    gappy.iloc[[100, 101, 170], 0] = np.nan
+    f = Forecaster("seasonal_naive", prediction_length=6, context_length=48).fit(df.iloc[:156])
+    result = backtest(f, gappy, start=156, stride=6, baselines=("ets", "theta"), baselines_refit_every=4)
+    season = f.data_facts.cycle_within(156)  # the strongest cycle of the fitted data
+    assert season in (12, 24) and (result.skill.season == season).all()
+    filled = gappy.ffill().reset_index(names="time").melt(id_vars="time", var_name="id", value_name="y")
+    expected = statsforecast_cv(filled, season, 6, 8, 4)
+    errors = result.errors.sort_values(["item_id", "origin", "step"]).reset_index(drop=True)
+    np.testing.assert_allclose(errors.y_ets, expected.AutoETS, rtol=1e-6)
+    np.testing.assert_allclose(errors.y_theta, expected.AutoTheta, rtol=1e-6)
+
+
+def test_a_season_too_long_for_a_series_history_is_dropped_for_that_series_and_said():
+    """Each series' season comes from all its history before its first origin: a series that holds
+    fewer than two cycles there is fitted without one, and the skill table says so per series."""
+    statsforecast = pytest.importorskip("statsforecast.models", reason="the stats extra: pip install 'tsrec[stats]'")
+    df = seasonal_panel(n_series=2, cycle=12)
+    f = Forecaster("seasonal_naive", prediction_length=4, context_length=12).fit(df, **STATS_LONG)
+    short = df[(df.id == "s1") & (df.time >= df.time.min() + pd.Timedelta(hours=240 - 28))]  # its last 28 steps
+    df = pd.concat([df[df.id == "s0"], short], ignore_index=True)
+    result = backtest(f, df, n_windows=2, stride=4, baselines=("naive", "ets"), **STATS_LONG)  # s1: 20 steps before
+    skill = result.skill.set_index("baseline")
+    assert np.isnan(skill.loc["ets", "season"])
+    assert skill.loc["ets", "note"] == ("season 12 on 1 series; season 1 on 1 series (the strongest cycle found, "
+                                        "12 steps, needs 2 x 12 = 24 steps of history before the first origin (a "
+                                        "series has 20); start the backtest later)")
+    errors = result.errors[(result.errors.item_id == "s1")].sort_values(["origin", "step"])
+    y = short.y.to_numpy()
+    model = statsforecast.AutoETS(season_length=1).fit(y[:20])
+    expected = np.concatenate([model.forward(y=y[:o], h=4)["mean"] for o in (20, 24)])
+    np.testing.assert_allclose(errors.y_ets, expected, rtol=1e-6)
+
+
+def test_a_fit_statsforecast_cannot_make_gives_the_last_value_and_a_warning():
+    pytest.importorskip("statsforecast", reason="the stats extra: pip install 'tsrec[stats]'")
+    df = frame(n=40)[["a"]]
+    f = Forecaster("seasonal_naive", prediction_length=2, context_length=3, season_length=1).fit(df)
+    with pytest.warns(UserWarning, match=r"AutoETS could not be fitted 1 time.*history's last value"):
+        result = backtest(f, df, start=3, stride=2, n_windows=2, baselines=("ets",))
+    first = result.errors[result.errors.origin == df.index[3]]
+    np.testing.assert_allclose(first.y_ets, df.a.iloc[2])
+
+
+def test_score_backtest_of_parts_gives_the_whole_skill_with_ets_and_theta():
+    """The statistical baselines' season, fit and note come from the errors, so backtests of parts
+    of the series scored together give the whole backtest's skill table."""
+    pytest.importorskip("statsforecast", reason="the stats extra: pip install 'tsrec[stats]'")
+    df = seasonal_panel(n_series=4, n=120)
+    f = Forecaster("seasonal_naive", prediction_length=6, context_length=24).fit(df, **STATS_LONG)
+    kwargs = dict(n_windows=4, baselines_refit_every=3, **STATS_LONG)  # all four baselines
+    whole = backtest(f, df, **kwargs)
+    parts = [backtest(f, df[df.id.isin(ids)], **kwargs).errors for ids in (["s1", "s3"], ["s0", "s2"])]
+    scored = score_backtest(f, pd.concat(parts, ignore_index=True))
+    pd.testing.assert_frame_equal(scored.skill, whole.skill, rtol=1e-9)
+    assert list(whole.skill.fit) == ["each window's context"] * 2 + ["refit every 3 origins"] * 2
+
+
+def test_ets_is_the_same_whether_or_not_the_forecaster_is_refit_in_blocks():
+    """The baselines are fitted on their own schedule: refitting the forecaster every 2 windows (blocks
+    of windows scored one after another, series with different window counts) leaves them as they are."""
+    pytest.importorskip("statsforecast", reason="the stats extra: pip install 'tsrec[stats]'")
+    df = seasonal_panel(n_series=3, n=120)
+    df = df[~((df.id == "s1") & (df.time > df.time.max() - pd.Timedelta(hours=10)))]  # s1: 8 windows, others 10
+    f = Forecaster("seasonal_naive", prediction_length=6, context_length=24).fit(df, **STATS_LONG)
+    kwargs = dict(start=60, stride=6, baselines=("ets",), baselines_refit_every=3, **STATS_LONG)
+    order, columns = ["item_id", "origin", "step"], ["item_id", "origin", "step", "y_ets", "stats_fit_steps"]
+    once = backtest(f, df, **kwargs).errors.sort_values(order).reset_index(drop=True)
+    blocks = backtest(f, df, refit_every=2, **kwargs).errors.sort_values(order).reset_index(drop=True)
+    assert len(once) == 28 * 6
+    pd.testing.assert_frame_equal(blocks[columns], once[columns])
+    assert list(once.groupby("item_id").stats_fit_steps.nunique()) == [4, 3, 4]  # windows 0, 3, 6 (, 9)

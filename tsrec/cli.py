@@ -615,7 +615,8 @@ def build_parser() -> argparse.ArgumentParser:
     back.add_argument("--plot", type=_image_file, help="also write MSE/MAE by horizon step to this PNG/SVG")
     back.add_argument("--baselines", nargs="+", choices=("naive", "seasonal_naive", "ets", "theta"),
                       help="the baselines the skill ratios compare with (default: all four with the stats extra, "
-                           "else the naive ones; ets and theta fit once per window)")
+                           "else the naive ones; ets and theta are fitted once per series and carried forward "
+                           "over the origins)")
     back.set_defaults(handler=cmd_backtest, inputs={**MODEL_DIR, **DATA_FILE})
 
     gates = commands.add_parser(

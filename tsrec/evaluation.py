@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import warnings
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -38,7 +40,10 @@ class BacktestResult:
             ``timestamp``, ``y_true``, ``y_pred`` (original units), ``y_true_scaled``,
             ``y_pred_scaled`` (the fitted scaler's units), ``observed``, ``forecast`` and
             ``seasonal_error`` (the series' in-sample seasonal-naive MAE before its first origin,
-            MASE's scale; NaN without that much history).
+            MASE's scale; NaN without that much history); with ets or theta among the baselines,
+            ``stats_fit_steps``: the steps of the series (from its start) that the ets and theta
+            models forecasting the window were fitted on (the history before its first origin, or
+            before the origin of their last refit).
             Unobserved targets are kept, flagged, and left out of every metric; so are the windows
             of a series or column whose context held no observed value (``forecast`` False,
             ``y_pred`` NaN: a forecast is only made from data).
@@ -52,16 +57,20 @@ class BacktestResult:
             ``baseline`` of ``backtest``'s ``baselines``: ``"naive"`` (the last observed value of
             the window's context), ``"seasonal_naive"`` (the last observed season, with ``season``
             the strongest cycle found in the fitted data when the context holds it), and
-            statsforecast's ``"ets"`` (AutoETS) and ``"theta"`` (AutoTheta), each fitted on the
-            history before the window's origin (the longer of the forecaster's context and the
-            statistical models' default context, :meth:`~tsrec.models.stats.StatsModel.default_context`,
-            within the frame), with the cycle found as their season when that history holds two.
-            Columns ``season``, ``model_mse``, ``baseline_mse``, ``mse_ratio``, ``model_mae``,
-            ``baseline_mae``, ``mae_ratio``, in scaled units over the entries both forecast
-            (``errors`` has the baselines as ``y_<baseline>`` and ``y_<baseline>_scaled``), and
-            ``note``: why a season was dropped (no cycle stood out, or the context is too short
-            for it; the baseline then runs without one, or, for seasonal naive, its row has no
-            ratios), else empty. A ratio below 1 means the model beats the baseline.
+            statsforecast's ``"ets"`` (AutoETS) and ``"theta"`` (AutoTheta), fitted once per
+            series and channel on all its history before its first origin and carried forward
+            over the origins with the fitted parameters (each window forecast from all the
+            history before its origin), as statsforecast's ``cross_validation(refit=False)``,
+            or refit every ``baselines_refit_every`` origins (``refit=k``), with the season of
+            :func:`_stats_season` for each series. Columns ``season``, ``fit`` (how the baseline
+            was fitted: ``"each window's context"`` for the naive ones; ``"fitted once on the
+            history before the first origin"`` or ``"refit every k origins"`` for ets and theta),
+            ``model_mse``, ``baseline_mse``, ``mse_ratio``, ``model_mae``, ``baseline_mae``,
+            ``mae_ratio``, in scaled units over the entries both forecast (``errors`` has the
+            baselines as ``y_<baseline>`` and ``y_<baseline>_scaled``), and ``note``: why a season
+            was dropped (no cycle stood out, or the history is too short for it; the baseline then
+            runs without one, or, for seasonal naive, its row has no ratios), else empty. A ratio
+            below 1 means the model beats the baseline.
     """
 
     errors: pd.DataFrame
@@ -174,7 +183,7 @@ def backtest(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timest
              n_windows: int | None = None, stride: int | None = None, refit_every: int | None = None,
              batch_size: int | None = None, season_length: int | None = None,
              quantiles: Sequence[float] | None = None, baselines: Sequence[str] | None = None,
-             time_col: str | None = None, id_col: str | None = None,
+             baselines_refit_every: int | None = None, time_col: str | None = None, id_col: str | None = None,
              target_col: str | None = None) -> BacktestResult:
     """Forecast from rolling origins over ``df`` and score every window.
 
@@ -204,16 +213,21 @@ def backtest(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timest
         baselines: the rows of :attr:`BacktestResult.skill`, from ``"naive"``, ``"seasonal_naive"``,
             ``"ets"`` and ``"theta"`` (default: all four when statsforecast is installed, the two
             naive ones otherwise; naming ets or theta without it is an error naming the extra).
-            ets and theta cost one statsforecast fit per window and channel (AutoETS about 0.1 s
-            on a few hundred steps): leave them out of long backtests with e.g.
-            ``baselines=("naive", "seasonal_naive")``.
+            ets and theta are fitted once per series and channel, on all the history before its
+            first origin (AutoETS about 0.1 s on a few hundred steps), and carried forward over
+            the origins, as statsforecast's ``cross_validation(refit=False)`` (docs/backtests.md).
+        baselines_refit_every: refit ets and theta on all the history before the origin every
+            this many windows of a series (statsforecast's ``refit=k``; default: never, they are
+            fitted once). Independent of ``refit_every``, which refits the forecaster.
 
     Under a process group (DDP, ``torchrun``) every rank must call it; without ``refit_every`` the
     series of long data (``id_col``) are split among the ranks, each reading and scoring its own,
     and every rank returns the whole result (``docs/scale.md``).
     """
-    stride, n_windows, refit_every = (check_optional_int(name, value) for name, value in
-                                      (("stride", stride), ("n_windows", n_windows), ("refit_every", refit_every)))
+    stride, n_windows, refit_every, baselines_refit_every = (
+        check_optional_int(name, value) for name, value in (("stride", stride), ("n_windows", n_windows),
+                                                            ("refit_every", refit_every),
+                                                            ("baselines_refit_every", baselines_refit_every)))
     if forecaster.model is None and refit_every is None:
         from sklearn.exceptions import NotFittedError
 
@@ -225,22 +239,23 @@ def backtest(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timest
     baselines = _check_baselines(baselines)
     windows = functools.partial(_backtest_errors, forecaster, start=start, n_windows=n_windows, stride=stride,
                                 refit_every=refit_every, batch_size=batch_size, season_length=season_length,
-                                levels=levels, baselines=baselines, time_col=time_col, id_col=id_col,
-                                target_col=target_col)
+                                levels=levels, baselines=baselines, baselines_refit_every=baselines_refit_every,
+                                time_col=time_col, id_col=id_col, target_col=target_col)
     if refit_every is None and id_col is not None and world()[1] > 1:  # DDP: each rank reads and scores its series
         return _score_unrefitted(forecaster, by_series(df, id_col, lambda part: windows(part)[0]), baselines, levels)
-    errors, seasons, forecaster = windows(df)
-    return _result(errors, baselines, levels, seasons, _stats_notes(forecaster, forecaster.freq))
+    errors, seasons, periods = windows(df)
+    return _result(errors, baselines, levels, seasons, forecaster.freq, periods)
 
 
 def _backtest_errors(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timestamp | None,
                      n_windows: int | None, stride: int | None, refit_every: int | None, batch_size: int | None,
                      season_length: int | None, levels: tuple[float, ...], baselines: Sequence[str],
-                     time_col: str | None, id_col: str | None,
-                     target_col: str | None) -> tuple[pd.DataFrame, list[tuple[int, str]], Forecaster]:
+                     baselines_refit_every: int | None, time_col: str | None, id_col: str | None,
+                     target_col: str | None) -> tuple[pd.DataFrame, list[tuple[int, str]], tuple[float, ...]]:
     """:func:`backtest`'s windows of ``df`` (its arguments checked, ``levels`` and ``baselines``
     resolved): the errors, the seasonal naive baseline's season and note in each refit block, and
-    the last block's forecaster."""
+    the cycles (``DataFacts.periods``) of the first block's forecaster, from which the statistical
+    baselines' seasons come."""
     fitted = forecaster.covariates
     covariates = CovariateConfig() if fitted is None else fitted.config
     schema = Schema(time_col, id_col, target_col, covariates)
@@ -259,6 +274,7 @@ def _backtest_errors(forecaster: Forecaster, df: Source, *, start: int | str | p
     block = refit_every or n_blocks
     parts: list[pd.DataFrame] = []
     seasons: list[tuple[int, str]] = []
+    stats_names = [b for b in baselines if b in STATS_BASELINES]
     for done in range(0, n_blocks, block):
         block_first, block_count = first + stride * done, np.clip(count - done, 0, block)  # [I] each
         if refit_every is not None:
@@ -266,6 +282,10 @@ def _backtest_errors(forecaster: Forecaster, df: Source, *, start: int | str | p
             forecaster = forecaster.unfitted_copy().fit(history_before(df, schema, panel, cut), **columns,
                                                         past_covariates=covariates.past,
                 future_covariates=covariates.future, static_covariates=covariates.static)
+        if done == 0:  # the statistical baselines of every window, from the first block's forecaster's cycles
+            periods = forecaster.data_facts.periods
+            stats = _stats_baselines(panel.freq, stacked, stats_names, periods, first, count, stride, horizon,
+                                     baselines_refit_every)
         rows = forecaster.panel.check_compatible(panel)
         ranges = list(zip(block_first.tolist(), (block_first + stride * block_count).tolist()))
         dataset = WindowDataset.from_panel(panel, forecaster.scaler, context, horizon, ranges, stride=stride,
@@ -274,9 +294,9 @@ def _backtest_errors(forecaster: Forecaster, df: Source, *, start: int | str | p
         result = forecast(forecaster.fitted, dataset, rows[items], items, origin, levels=levels, batch_size=batch_size)
         seasons.append(season_from_data(forecaster.data_facts, context))
         parts.append(_window_frame(panel, stacked, forecaster, result, rows, scale, seasons[-1][0],
-                                   [b for b in baselines if b in STATS_BASELINES]))
+                                   stats.of(items, origin, first, count, stride)))
     errors = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)  # one block: no copy
-    return errors, seasons, forecaster
+    return errors, seasons, periods
 
 
 def score_backtest(forecaster: Forecaster, errors: pd.DataFrame) -> BacktestResult:
@@ -298,14 +318,15 @@ def _score_unrefitted(forecaster: Forecaster, errors: pd.DataFrame, baselines: S
                       levels: tuple[float, ...]) -> BacktestResult:
     """The :class:`BacktestResult` of the fitted ``forecaster``'s backtest ``errors`` without refits."""
     seasons = [season_from_data(forecaster.data_facts, forecaster.context_length)]
-    return _result(errors, baselines, levels, seasons, _stats_notes(forecaster, forecaster.freq))
+    return _result(errors, baselines, levels, seasons, forecaster.freq, forecaster.data_facts.periods)
 
 
 def _result(errors: pd.DataFrame, baselines: Sequence[str], levels: tuple[float, ...], seasons: list[tuple[int, str]],
-            stats: dict[str, tuple[int, str]]) -> BacktestResult:
+            freq: str, periods: tuple[float, ...]) -> BacktestResult:
     """The :class:`BacktestResult` of ``errors``; ``seasons``: the seasonal naive baseline's season and
-    note in each refit block; ``stats``: the statistical baselines' season and note."""
-    skill = _skill(errors, baselines, seasons, stats)
+    note in each refit block; ``freq``, ``periods``: the data's frequency and the cycles found in
+    the fitted data, which give the statistical baselines' seasons (:func:`_stats_season`)."""
+    skill = _skill(errors, baselines, seasons, freq, periods)
     ratios = pd.DataFrame([(f"{ratio}_{row.baseline}", "ratio", getattr(row, ratio)) for row in skill.itertuples()
                            if np.isfinite(row.mse_ratio) for ratio in ("mse_ratio", "mae_ratio")],
                           columns=["metric", "units", "value"])
@@ -352,79 +373,178 @@ def _check_baselines(baselines: Sequence[str] | None) -> tuple[str, ...]:
     return names
 
 
-def _stats_history(forecaster: Forecaster, freq: str) -> int:
-    """How many steps before each origin the ets and theta baselines fit on (at most), for data of ``freq``."""
-    from tsrec.models.stats import StatsModel
-
-    return max(forecaster.context_length,
-               StatsModel.default_context(forecaster.prediction_length, seasonality(freq)))
-
-
-def _stats_season(forecaster: Forecaster, freq: str) -> tuple[int, str]:
-    """The ets and theta baselines' season, and why there is none (see :func:`season_from_data`)."""
-    return season_from_data(forecaster.data_facts, _stats_history(forecaster, freq), 2)
+#: statsforecast's class of each statistical baseline.
+STATS_CLASSES = {"ets": "AutoETS", "theta": "AutoTheta"}
+#: How the naive baselines are fitted (the skill table's ``fit``): they read each window's context.
+NAIVE_FIT = "each window's context"
+#: How the statistical baselines are fitted without ``baselines_refit_every``.
+FITTED_ONCE = "fitted once on the history before the first origin"
 
 
-def _stats_notes(forecaster: Forecaster, freq: str) -> dict[str, tuple[int, str]]:
-    season = _stats_season(forecaster, freq)
-    return {name: season for name in STATS_BASELINES}
+def _stats_season(freq: str, periods: tuple[float, ...], history: int) -> tuple[int, str]:
+    """The ets and theta baselines' season for a series of ``history`` steps before its first
+    origin, data of ``freq`` with the cycles ``periods`` found in the fitted data (strongest first),
+    and, when there is none (1), why: no cycle stood out, or the history holds fewer than two of
+    the strongest (statsforecast fits a season only on two). The one place that rule lives: to be
+    replaced by the calendar rule of ``tsrec.models`` (``season_for(freq, periods, history)``), which
+    takes the same arguments; ``freq`` is unused until then."""
+    cycle = round(periods[0]) if periods else 0
+    if cycle < 2:
+        return 1, "no cycle stood out in the training part"
+    if 2 * cycle > history:
+        return 1, (f"the strongest cycle found, {cycle} steps, needs 2 x {cycle} = {2 * cycle} steps of history "
+                   f"before the first origin (a series has {history}); start the backtest later")
+    return cycle, ""
 
 
-def _stats_forecasts(forecaster: Forecaster, panel: Panel, items: np.ndarray, origin: np.ndarray,
-                     names: Sequence[str]) -> dict[str, np.ndarray]:
-    """Per name of ``names`` (``"ets"``, ``"theta"``), its forecasts ``[N, H, C]`` in original units of
-    the windows ``(items[k], origin[k])``, fitted on up to :func:`_stats_history` steps before each origin."""
-    from tsrec.models.stats import ETS, StatsConfig, Theta, fill_context
+@dataclass(frozen=True)
+class _StatsBaselines:
+    """The statistical baselines' forecasts of every window of a backtest, in :func:`_block_windows`'
+    order over all its windows (``W``: ``count.sum()``).
 
-    horizon, history = forecaster.prediction_length, _stats_history(forecaster, panel.freq)
-    season, _ = _stats_season(forecaster, panel.freq)
-    channels = panel.items[0].values.shape[1]
-    out = {}
-    for name in names:
-        model_class = {"ets": ETS, "theta": Theta}[name]
-        model = model_class(StatsConfig(context_length=history, prediction_length=horizon, n_channels=channels,
-                                        n_time_features=0, season_length=season))
-        forecasts = np.full((len(items), horizon, channels), np.nan)  # [N, H, C]
-        for k, (i, o) in enumerate(zip(items, origin)):
-            series = panel.items[i]
-            start = max(0, o - history)
+    Attributes:
+        forecasts: per baseline name, ``[W, H, C]`` float64 in original units (NaN where the
+            history held no observed value).
+        fit_steps: ``[W]`` float64, the steps (from the series' start) the models forecasting each
+            window were fitted on.
+    """
+
+    forecasts: dict[str, np.ndarray]
+    fit_steps: np.ndarray
+
+    def of(self, items: np.ndarray, origin: np.ndarray, first: np.ndarray, count: np.ndarray,
+           stride: int) -> _StatsBaselines:
+        """The same for the windows ``(items[k], origin[k])`` ``[N]`` of a block, with ``first``,
+        ``count`` ``[I]`` and ``stride`` those the whole backtest's windows came from."""
+        index = (np.cumsum(count) - count)[items] + (origin - first[items]) // stride  # [N] place among all windows
+        return _StatsBaselines({name: f[index] for name, f in self.forecasts.items()}, self.fit_steps[index])
+
+
+def _stats_baselines(freq: str, stacked: _Stacked, names: Sequence[str], periods: tuple[float, ...], first: np.ndarray,
+                     count: np.ndarray, stride: int, horizon: int, refit_every: int | None) -> _StatsBaselines:
+    """The baselines ``names`` (of :data:`STATS_BASELINES`) of the windows of items with ``count``
+    ``[I]`` origins from ``first`` ``[I]``, ``stride`` apart: per series and channel, the
+    statsforecast model is fitted (``fit``) on all the history before the series' first origin,
+    and every ``refit_every`` windows again on all the history before that window's origin, and
+    forecasts each window from all the history before its origin with the parameters of its last
+    fit (``forward``), exactly as statsforecast's ``cross_validation(refit=False)`` (``refit=k``).
+    Missing values are filled from the last observation (:func:`~tsrec.models.stats.fill_context`);
+    a fit statsforecast cannot make gives the windows until the next fit their history's last
+    value, with one warning per baseline.
+
+    A loop over series with one compiled fit per series is what statsforecast's own
+    ``StatsForecast.cross_validation`` runs too (``GroupedArray.cross_validation`` loops over
+    the series, fitting and forwarding each); called directly, the same fits also serve windows
+    that start at different origins per series, the channels of wide frames and missing values."""
+    from tsrec.models.stats import fill_context, require_statsforecast
+
+    total, channels = int(count.sum()), stacked.values.shape[1]
+    forecasts = {name: np.full((total, horizon, channels), np.nan) for name in names}
+    items, origin = _block_windows(first, count, stride)  # [W] each, all the windows
+    rank = (origin - first[items]) // stride  # [W] the window's place in its series
+    every = refit_every or int(count.max())  # without refits, only each series' first window fits
+    fit_steps = (origin - stride * (rank % every)).astype(np.float64)  # [W] the origin of the window's fit
+    if not names:
+        return _StatsBaselines(forecasts, fit_steps)
+    models = require_statsforecast()
+    failed = dict.fromkeys(names, 0)
+    offsets = np.cumsum(count) - count
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # statsforecast's own on flat series
+        for i in np.flatnonzero(count):
+            season, _ = _stats_season(freq, periods, int(first[i]))
+            rows = slice(stacked.start[i], stacked.start[i] + stacked.length[i])
+            windows = range(offsets[i], offsets[i] + count[i])
             for c in range(channels):
-                y = fill_context(series.values[start:o, c], series.observed[start:o, c])
-                if y is not None:
-                    forecasts[k, :, c] = model.forecast_series(y, horizon)
-        out[name] = forecasts
-    return out
+                values, observed = stacked.values[rows, c], stacked.observed[rows, c]
+                histories = [fill_context(values[:origin[w]], observed[:origin[w]]) for w in windows]  # [L_w] or None
+                for name in names:
+                    model = None
+                    for w, y in zip(windows, histories):
+                        if rank[w] % every == 0:  # (re)fit on this window's history
+                            model = _fit_stats(getattr(models, STATS_CLASSES[name]), season, y)
+                            failed[name] += model is None and y is not None
+                        if y is not None:
+                            forecasts[name][w, :, c] = _forward_stats(model, y, horizon)
+    for name, n in failed.items():
+        if n:
+            warnings.warn(f"statsforecast's {STATS_CLASSES[name]} could not be fitted {n} time(s) (a history too "
+                          f"short or degenerate); the {name} baseline's windows of those fits get their history's "
+                          "last value", UserWarning, stacklevel=3)
+    return _StatsBaselines(forecasts, fit_steps)
 
 
-def _skill(errors: pd.DataFrame, baselines: Sequence[str], seasons: list[tuple[int, str]],
-           stats: dict[str, tuple[int, str]]) -> pd.DataFrame:
-    """The skill table (see :class:`BacktestResult`); ``seasons``: the seasonal naive baseline's
-    season and note in each refit block; ``stats``: the statistical baselines' season and note."""
+def _fit_stats(model_class: type, season: int, y: np.ndarray | None) -> object | None:
+    """A statsforecast model of ``model_class`` with ``season`` fitted on ``y`` ``[L]``; None without
+    ``y`` or where statsforecast cannot fit it."""
+    if y is None:
+        return None
+    try:
+        return model_class(season_length=season).fit(y=y)
+    except (NotImplementedError, ValueError, np.linalg.LinAlgError, ZeroDivisionError):
+        return None
+
+
+def _forward_stats(model: object | None, y: np.ndarray, horizon: int) -> np.ndarray:
+    """``horizon`` steps after ``y`` ``[L]`` from the fitted ``model``'s parameters, or ``y``'s last
+    value without a model or where statsforecast cannot forward it."""
+    if model is not None:
+        try:
+            return model.forward(y=y, h=horizon)["mean"]
+        except (NotImplementedError, ValueError, np.linalg.LinAlgError, ZeroDivisionError):
+            pass
+    return np.full(horizon, y[-1])
+
+
+def _skill(errors: pd.DataFrame, baselines: Sequence[str], seasons: list[tuple[int, str]], freq: str,
+           periods: tuple[float, ...]) -> pd.DataFrame:
+    """The skill table (see :class:`BacktestResult`); ``seasons``: the seasonal naive baseline's season
+    and note in each refit block; ``freq``, ``periods``: what the statistical baselines' seasons
+    come from (:func:`_stats_fit`)."""
     rows = []
     truth, model = errors["y_true_scaled"].to_numpy(), errors["y_pred_scaled"].to_numpy()
+    stats = _stats_fit(errors, freq, periods) if set(baselines) & set(STATS_BASELINES) else None
     for baseline in baselines:
         if baseline == "naive":
-            season, note = 1, ""
+            season, fit, note = 1, NAIVE_FIT, ""
         elif baseline == "seasonal_naive":
             found = {m for m, _ in seasons}
-            season = found.pop() if len(found) == 1 else np.nan
+            season, fit = (found.pop() if len(found) == 1 else np.nan), NAIVE_FIT
             note = "; ".join(dict.fromkeys(n for _, n in seasons if n))
             note = f"no season: {note}" if note else ""
         else:
-            season, note = stats[baseline]
-            note = f"fitted without a season: {note}" if note else ""
+            season, fit, note = stats
         forecast = errors[f"y_{baseline}_scaled"].to_numpy()
         both = _scored(errors) & np.isfinite(forecast)
         scores = {name: (fn(truth, model, mask=both), fn(truth, forecast, mask=both)) if both.any() else
                   (np.nan, np.nan) for name, fn in (("mse", metrics.mse), ("mae", metrics.mae))}
-        rows.append({"baseline": baseline, "season": season,
+        rows.append({"baseline": baseline, "season": season, "fit": fit,
                      **{f"{k}_{name}": v for name, (m, b) in scores.items()
                         for k, v in (("model", m), ("baseline", b))},
                      "mse_ratio": _ratio(*scores["mse"]), "mae_ratio": _ratio(*scores["mae"]),
                      "note": note})
-    columns = ["baseline", "season", "model_mse", "baseline_mse", "mse_ratio", "model_mae", "baseline_mae", "mae_ratio",
-               "note"]
+    columns = ["baseline", "season", "fit", "model_mse", "baseline_mse", "mse_ratio", "model_mae", "baseline_mae",
+               "mae_ratio", "note"]
     return pd.DataFrame(rows, columns=columns)
+
+
+def _stats_fit(errors: pd.DataFrame, freq: str, periods: tuple[float, ...]) -> tuple[float, str, str]:
+    """The statistical baselines' row facts, read off ``errors``' ``stats_fit_steps`` (so that errors
+    scored in parts give the whole backtest's): their ``season`` (NaN when the series' seasons
+    differ), how they were fitted (the most windows one fit served: ``k`` of ``"refit every k
+    origins"``, or none but the first per series: :data:`FITTED_ONCE`), and the note saying why a
+    season was dropped, per series (:func:`_stats_season` of its history before its first origin)."""
+    windows = errors.loc[errors["step"].to_numpy() == 1, ["item_id", "origin", "stats_fit_steps"]]  # [N * C]
+    history = windows.groupby("item_id", sort=False)["stats_fit_steps"].min()  # each series' first fit
+    per_season = Counter(_stats_season(freq, periods, int(h)) for h in history)  # (season, note): series
+    served = windows.groupby(["item_id", "stats_fit_steps"], sort=False)["origin"].nunique()  # windows per fit
+    refits = windows.groupby("item_id", sort=False)["stats_fit_steps"].nunique().max() > 1
+    fit = f"refit every {served.max()} origins" if refits else FITTED_ONCE
+    if len(per_season) == 1:
+        (season, note), = per_season
+        return season, fit, f"fitted without a season: {note}" if note else ""
+    parts = [f"season {m} on {n} series" + (f" ({note})" if note else "") for (m, note), n in per_season.items()]
+    return np.nan, fit, "; ".join(parts)
 
 
 def _ratio(model: float, baseline: float) -> float:
@@ -454,12 +574,13 @@ WINDOW_CHUNK = 2**15
 
 
 def _window_frame(panel: Panel, stacked: _Stacked, forecaster: Forecaster, result: ForecastResult, rows: np.ndarray,
-                  scale: np.ndarray, season: int, stats: Sequence[str] = ()) -> pd.DataFrame:
+                  scale: np.ndarray, season: int, stats: _StatsBaselines) -> pd.DataFrame:
     """Tidy per-window, per-step, per-channel rows for one block of windows ``(result.items[k],
     result.origins[k])`` ``[N]`` with ``rows`` ``[I]`` the items' scaler rows: the forecasts of
     ``result`` (its quantiles too, for a probabilistic model), the truth, each series' MASE scale
     ``scale`` ``[I, C]`` (:func:`_seasonal_scale`), the naive baselines of the same windows
-    (seasonal naive: NaN when ``season`` is 1) and the statistical baselines named in ``stats``.
+    (seasonal naive: NaN when ``season`` is 1) and the statistical baselines of these windows,
+    ``stats`` (:meth:`_StatsBaselines.of`), with their ``stats_fit_steps``.
 
     The float64 columns are written, :data:`WINDOW_CHUNK` windows at a time, into one
     ``[columns, N * H * C]`` block that the frame holds without a copy (:func:`block_frame`)."""
@@ -468,9 +589,10 @@ def _window_frame(panel: Panel, stacked: _Stacked, forecaster: Forecaster, resul
     context, scaler = forecaster.context_length, forecaster.scaler
     scaler_rows = rows[items]  # [N]
     shape, width = (n, horizon, channels), horizon * channels  # width: the entries of one window
-    stats_forecasts = _stats_forecasts(forecaster, panel, items, origin, stats)  # name: [N, H, C] original units
+    stats_forecasts = stats.forecasts  # name: [N, H, C] original units
     names = ["y_true", "y_pred", "seasonal_error", "y_naive", "y_seasonal_naive", "y_naive_scaled",
              "y_seasonal_naive_scaled", *(f"y_{name}{units}" for name in stats_forecasts for units in ("", "_scaled")),
+             *(["stats_fit_steps"] if stats_forecasts else []),
              *(f"y_q{level}{units}" for level in result.levels for units in ("", "_scaled"))]
     block = np.empty((len(names), n * width))  # [columns, N * H * C] float64
     column = dict(zip(names, block))  # name: [N * H * C] view
@@ -496,6 +618,8 @@ def _window_frame(panel: Panel, stacked: _Stacked, forecaster: Forecaster, resul
     for name, raw in stats_forecasts.items():
         column[f"y_{name}"][:] = raw.ravel()
         column[f"y_{name}_scaled"][:] = scaler.transform(raw, scaler_rows).ravel()
+    if stats_forecasts:
+        column["stats_fit_steps"][:] = np.broadcast_to(stats.fit_steps[:, None, None], shape).ravel()
     for i, level in enumerate(result.levels):
         column[f"y_q{level}"][:] = result.quantiles[..., i].ravel()
         column[f"y_q{level}_scaled"][:] = result.scaled_quantiles[..., i].ravel()
