@@ -17,7 +17,7 @@ from tsrec.data import CovariateEncoder, Panel, StandardScaler, normalize_freq, 
 from tsrec.data.schema import Schema
 from tsrec.data.source import Source
 from tsrec.fitted import FittedState, TrainingSummary
-from tsrec.fitting import fit_state
+from tsrec.fitting import fit_state, history_cap
 from tsrec.forecasting import forecast_next
 from tsrec.models import ForecastModel, model_spec
 from tsrec.models.ensemble import AUTO
@@ -303,9 +303,12 @@ class Forecaster:
         if df is None:
             panel, values = self.panel, self.fitted.covariate_history
         else:
-            # The forecasts read each series' last context_length steps: its earlier rows are not read.
+            # The forecasts read each series' last context_length steps: its earlier rows are not read
+            # (all of them for a model that reads whole histories, up to its cap).
+            whole = type(self.model).whole_history
+            last = history_cap(type(self.model), self.settings.window.context_length) if whole else self.context_length
             read = source.read(df, self.fitted.schema, categorical=self.covariates.categorical, freq=self.freq,
-                               gaps=self.settings.window.gaps, last=self.context_length, layout=self.panel.columns)
+                               gaps=self.settings.window.gaps, last=last, layout=self.panel.columns)
             panel, values = read.panel.in_order_of(self.panel), read.covariates
         return forecast_next(self.fitted, panel, values, future_covariates=future_covariates, quantiles=quantiles,
                              num_samples=num_samples, batch_size=batch_size).to_frame(panel)
