@@ -193,8 +193,9 @@ def test_a_missing_tail_is_forecast_from_the_last_observed_step_and_named():
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         f = Forecaster("ets", prediction_length=H).fit(df, **LONG)
-        with pytest.warns(UserWarning, match=r"1 series end with missing values: item 's1' \(column 'y'\) \(3 steps after 2019-12-01 00:00:00\); the statis"
-                                             r"tical models forecast each from its last observed step"):
+        with pytest.warns(UserWarning, match=r"1 series end with missing values: item 's1' \(column 'y'\) \(3 steps "
+                                             r"after 2019-12-01 00:00:00\); the statistical models forecast each from "
+                                             r"its last observed step"):
             forecast = f.predict()
     history = df[df.id == "s1"].y.to_numpy()[:-3]
     expected = statsforecast.AutoETS(season_length=12).forecast(y=history, h=3 + H)["mean"][3:]

@@ -47,8 +47,8 @@ from tsrec.models.ensemble import EnsembleConfig
 from tsrec.settings import ForecasterSettings
 from tsrec.training.budget import Budget, plan_budget, refit_budget
 
-__all__ = ["FAR_EXAMPLES", "Fit", "Prefitted", "Prepared", "context_for", "fit_state", "history_cap", "history_for", "prepare",
-           "report_far"]
+__all__ = ["FAR_EXAMPLES", "Fit", "Prefitted", "Prepared", "context_for", "fit_state", "history_cap", "history_for",
+           "prepare", "report_far"]
 
 log = logging.getLogger(__name__)
 
@@ -196,9 +196,11 @@ def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = No
     model_class = model_spec(settings.model).model_class
     trainable = model_class.trainable
     val_windows = 0 if prefitted is not None and training.refit_full else settings.window.val_windows
-    # A model that reads whole histories has no windows to split: the split sets the training
-    # part the scaler and the data's cycles are taken from, which needs no context.
-    prepared = prepare(read, val, 1 if model_class.whole_history else context, horizon, val_windows=val_windows,
+    # A model that reads whole histories, or an ensemble of members fitted already, has no windows
+    # to split: the split sets the training part the scaler and the data's cycles are taken from,
+    # which needs no context (a shorter series than the context is read padded).
+    whole = model_class.whole_history or prefitted is not None
+    prepared = prepare(read, val, 1 if whole else context, horizon, val_windows=val_windows,
                        scaling=settings.window.scaling, windows=trainable)
     facts = _facts(read, prepared.split, prepared.encoder)
     effective = settings if prefitted is None else dataclasses.replace(settings, network=prefitted.network)

@@ -138,7 +138,8 @@ class Forecaster:
     def context_length(self) -> int:
         """The past steps the model reads: the fitted one, else the one set, else twice the
         horizon (a model with a longer default, :meth:`ForecastModel.default_context`, gets it at
-        ``fit``, capped by the shortest series)."""
+        ``fit``, capped by the shortest series; a statistical model reads whole histories, so its
+        fitted one is the longest series, or the one set where that is shorter)."""
         if self.resolved_settings is not None:
             return self.resolved_settings.window.context_length
         return self.settings.window.context

@@ -236,6 +236,7 @@ class WindowDataset(Dataset):
         covariates: WindowCovariates | None = None,
         drop_far: bool = False,
         padded: bool = False,
+        dtype: type = np.float32,
     ) -> WindowDataset:
         """Training / validation windows of ``panel`` (e.g. ``Split.train`` or ``Split.val``).
 
@@ -245,10 +246,12 @@ class WindowDataset(Dataset):
         drop_far:    treat values far from the training distribution as missing when the scaler is
                      robust (:func:`stored_panel`): the windows a model is fitted on.
         padded:      origins may start before ``context_length`` (see the constructor).
+        dtype:       the stored values' type: float32, the precision networks compute in, or
+                     float64 for the statistical models (which read the data's own values).
         """
         return cls._of_series(
             stored_panel(panel, scaler, scaler_rows, (panel.stamps, np.diff(panel.offsets)), covariates,
-                         drop_far=drop_far),
+                         drop_far=drop_far, dtype=dtype),
             context_length,
             prediction_length,
             origins,
@@ -269,6 +272,7 @@ class WindowDataset(Dataset):
         scaler_rows: Sequence[int] | None = None,
         covariates: WindowCovariates | None = None,
         padded: bool = False,
+        dtype: type = np.float32,
     ) -> WindowDataset:
         """One window per item forecasting the ``prediction_length`` steps after its last timestamp
         (``origin = len(item)``); future time features come from :func:`future_indexes`, and
@@ -276,7 +280,8 @@ class WindowDataset(Dataset):
         are appended to them.
 
         Raises ``ValueError`` naming an item with fewer than ``context_length`` time steps, unless
-        ``padded`` (its window then starts with unobserved steps; see the constructor).
+        ``padded`` (its window then starts with unobserved steps; see the constructor). ``dtype``:
+        as :meth:`from_panel`.
         """
         context_length = check_int("context_length", context_length, 1)
         for i, series in enumerate(() if padded else panel.items):
@@ -286,7 +291,7 @@ class WindowDataset(Dataset):
                     f"last context_length={context_length}; pass more history"
                 )
         return cls._of_series(
-            stored_panel(panel, scaler, scaler_rows, _with_future(panel, prediction_length), covariates),
+            stored_panel(panel, scaler, scaler_rows, _with_future(panel, prediction_length), covariates, dtype=dtype),
             context_length,
             prediction_length,
             [(len(s), len(s) + 1) for s in panel.items],
@@ -441,7 +446,7 @@ class StoredSeries:
     ``sum(lengths[:i]) ..`` of ``target``/``observed`` (and ``sum(feature_lengths[:i]) ..`` of
     ``time_feat``) are item ``i``'s.
 
-    target:          ``[sum T_i, C]`` float32, scaled, 0 where unobserved.
+    target:          ``[sum T_i, C]`` float32 (float64 where asked), scaled, 0 where unobserved.
     observed:        ``[sum T_i, C]`` bool.
     time_feat:       ``[sum T'_i, F]`` float32: calendar, then covariate features.
     lengths:         ``[N]`` int64 ``T_i``.
@@ -463,6 +468,7 @@ def stored_panel(
     covariates: WindowCovariates | None = None,
     *,
     drop_far: bool = False,
+    dtype: type = np.float32,
 ) -> StoredSeries:
     """``panel``'s items laid end to end, each written once into its place (no per-item arrays):
     values scaled (in float64, a block of items at a time) with the ``scaler`` row
@@ -470,6 +476,7 @@ def stored_panel(
     every item's feature steps laid end to end, ``[sum T'_i]``, and their ``[N]`` counts ``T'_i``)
     followed by ``covariates``' features. With ``drop_far`` and a robust scaler
     (``StandardScaler.robust``), values beyond its fences (``StandardScaler.far``) are unobserved.
+    ``dtype``: the stored values' type (float32, or float64 for the statistical models).
 
     Raises ``ValueError`` naming the column (and item), the timestamp and the value of the first
     observed value whose scaled value lies outside float32's finite range, which models compute in.
@@ -482,7 +489,7 @@ def stored_panel(
     panel_time_features(stamps, panel.freq, out=time_feat[:, :time_feat.shape[1] - n_covariates])
     if n_covariates:
         time_feat[:, -n_covariates:] = covariates.features
-    target = np.empty((len(panel.stamps), len(panel.columns)), dtype=np.float32)  # [sum T_i, C]
+    target = np.empty((len(panel.stamps), len(panel.columns)), dtype=dtype)  # [sum T_i, C]
     observed = np.empty(target.shape, dtype=bool)
     for block in item_blocks(lengths):  # a few items at a time: the float64 temporaries stay small
         first, last = panel.offsets[block.start], panel.offsets[block.stop]
