@@ -191,7 +191,7 @@ LONG = {"id_col": "id", "time_col": "time", "target_col": "y"}
 def long_backtest():
     """Seasonal naive (the 6-step cycle it finds) from a timestamp: the items get 4 to 37 windows."""
     df = long_frame()
-    f = Forecaster("seasonal_naive", prediction_length=4).fit(df, **LONG)
+    f = Forecaster("seasonal_naive", prediction_length=4, context_length=8).fit(df, **LONG)
     return f, backtest(f, df, start="2024-01-06 12:00", stride=4, baselines=NAIVE, **LONG)
 
 

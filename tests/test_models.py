@@ -230,12 +230,16 @@ def test_data_dependent_fields_fill_from_the_data_and_never_replace_a_set_value(
                         rsa=mine).resolved(facts)
     assert kept.rsa == mine and kept.label_length == 3
     naive = model_config("seasonal_naive", context_length=5, prediction_length=2)
-    with pytest.warns(UserWarning, match="no cycle stood out"):
-        assert naive.resolved(facts).season_length == 1  # no cycle found: the last value, not the calendar's 7
-    found = dataclasses.replace(facts, periods=(6.96, 30.0))
-    with pytest.warns(UserWarning, match=r"7 steps, needs context_length >= 7 \(it is 5\)"):
-        assert naive.resolved(found).season_length == 1  # a 7-step cycle does not fit a 5-step context
-    assert dataclasses.replace(naive, context_length=14).resolved(found).season_length == 7
+    with pytest.warns(UserWarning, match="no natural cycle and none stood out"):
+        assert naive.resolved(facts).season_length == 1  # neither the calendar nor the data have a cycle
+    daily = dataclasses.replace(facts, cycles=(7.0, 365.25))
+    with pytest.warns(UserWarning, match=r"history read \(5 steps\) cannot hold 1 season\(s\) of the shortest cycle, "
+                                         r"7 steps"):
+        assert naive.resolved(daily).season_length == 1  # the calendar's week does not fit a 5-step context
+    longer = dataclasses.replace(naive, context_length=14)
+    assert longer.resolved(daily).season_length == 7  # the calendar's, where the data show no line
+    assert longer.resolved(dataclasses.replace(daily, periods=(6.96, 30.0))).season_length == 7  # confirmed
+    assert longer.resolved(dataclasses.replace(daily, periods=(10.0,))).season_length == 10  # overruled
 
 
 def test_nn_module_apply_works_on_rsa_models():

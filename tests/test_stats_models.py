@@ -1,20 +1,30 @@
-"""The free statistical baselines inside tsrec: ``ets`` and ``theta`` (statsforecast, the optional
-extra ``tsrec[stats]``), their seasons, and the backtest's skill table against them."""
+"""The statistical models inside tsrec (statsforecast, the optional extra ``tsrec[stats]``): what
+statsforecast forecasts on the same whole histories and seasons, the season from the calendar, missing
+tails, unequal lengths; and the backtest's skill table against ets and theta."""
 
 from __future__ import annotations
 
 import sys
+import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from tsrec import Forecaster
 from tsrec.cli import main
+from tsrec.data import WindowDataset
 from tsrec.evaluation import backtest
-from tsrec.models.stats import fill_context
+from tsrec.models import list_models
+from tsrec.models.ensemble import AUTO_CANDIDATES
+from tsrec.models.naive import choose_season, season_for, seasons_for
+from tsrec.models.stats import STATS_MODELS, fill_context, histories
 
 statsforecast = pytest.importorskip("statsforecast.models", reason="the stats extra: pip install 'tsrec[stats]'")
+from statsforecast import StatsForecast  # noqa: E402 - after the skip
+
+LONG = {"id_col": "id", "time_col": "time", "target_col": "y"}
 
 H = 6
 
@@ -30,26 +40,203 @@ def positive_seasonal(n=24 * 12, seed=0, channels=("load",)):
                         index=pd.date_range("2024-01-01", periods=n, freq="h"))
 
 
+def panel(lengths=(40, 61, 75), freq="MS", season=12, seed=0):
+    """Positive seasonal series of unequal ``lengths`` and ends (a long frame), a trend each."""
+    rng = np.random.default_rng(seed)
+    parts = []
+    for k, n in enumerate(lengths):
+        t = np.arange(n)
+        y = 50 + 10 * k + 5 * np.sin(2 * np.pi * t / season + k) + 0.1 * t + rng.standard_normal(n)
+        parts.append(pd.DataFrame({"id": f"s{k}", "time": pd.date_range("2015-01-01", periods=n, freq=freq)
+                                   + pd.tseries.frequencies.to_offset(freq) * (3 - k), "y": y}))
+    return pd.concat(parts, ignore_index=True)
+
+
+def statsforecasts(model, df, h, freq):
+    """What a statsforecast user gets: one call on the long frame, in the order of the ids."""
+    frame = df.rename(columns={"id": "unique_id", "time": "ds"})
+    out = StatsForecast(models=[model], freq=freq, n_jobs=1).forecast(df=frame, h=h)
+    return out.sort_values(["unique_id", "ds"])[repr(model)].to_numpy()
+
+
+@pytest.mark.parametrize(("name", "reference"), [("ets", "AutoETS"), ("theta", "AutoTheta"), ("ces", "AutoCES"),
+                                                 ("dynamic_theta", "DynamicOptimizedTheta")])
+def test_forecasts_are_statsforecasts_on_the_whole_histories_of_unequal_series(name, reference):
+    """Through fit/predict on a frame: every series read whole (the longest is the context; the
+    shorter ones are not padded with invented values), the calendar's season (12 for monthly data),
+    all series in one statsforecast call: what statsforecast forecasts on the same frame."""
+    df = panel()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning, no dropped season
+        f = Forecaster(name, prediction_length=H).fit(df, **LONG)
+        forecast = f.predict()
+    assert f.context_length == 75 and f.resolved_settings.network.season_length == 12
+    expected = statsforecasts(getattr(statsforecast, reference)(season_length=12), df, H, "MS")
+    np.testing.assert_allclose(forecast.sort_values(["item_id", "timestamp"])["mean"], expected, rtol=1e-6)
+
+
 @pytest.mark.parametrize(("name", "reference"), [("ets", "AutoETS"), ("theta", "AutoTheta")])
-def test_forecasts_are_statsforecasts_on_the_original_values(name, reference):
+def test_forecasts_are_statsforecasts_per_channel_of_a_wide_frame(name, reference):
     df = positive_seasonal(channels=("a", "b"))
-    f = Forecaster(name, prediction_length=H, context_length=120).fit(df)
-    assert f.resolved_settings.network.season_length == 24  # the daily cycle found in the data
+    f = Forecaster(name, prediction_length=H).fit(df)
+    assert f.resolved_settings.network.season_length == 24 and f.context_length == len(df)
     forecast = f.predict()
     for column in ("a", "b"):
-        model = getattr(statsforecast, reference)(season_length=24)
-        expected = model.forecast(y=df[column].to_numpy()[-120:], h=H)["mean"]
-        got = forecast[forecast.item_id == column]["mean"].to_numpy()
-        np.testing.assert_allclose(got, expected, rtol=1e-6)
+        expected = getattr(statsforecast, reference)(season_length=24).forecast(y=df[column].to_numpy(), h=H)["mean"]
+        np.testing.assert_allclose(forecast[forecast.item_id == column]["mean"], expected, rtol=1e-6)
+    capped = Forecaster(name, prediction_length=H, context_length=120).fit(df)  # a context set caps the history
+    expected = getattr(statsforecast, reference)(season_length=24).forecast(y=df["a"].to_numpy()[-120:], h=H)["mean"]
+    got = capped.predict()
+    np.testing.assert_allclose(got[got.item_id == "a"]["mean"], expected, rtol=1e-6)
 
 
-def test_the_default_context_is_ten_seasons_capped_by_the_history():
-    df = positive_seasonal()
-    assert Forecaster("ets", prediction_length=H).fit(df).context_length == 240  # 10 daily cycles
-    short = df.iloc[:150]  # the validation windows take the last 15 steps and a horizon more
-    f = Forecaster("theta", prediction_length=H).fit(short)
-    assert f.context_length == 150 - H - (H + (15 - H + 1) - 1) == f.resolved_settings.window.context_length
-    assert Forecaster("dlinear", prediction_length=H, max_epochs=1).fit(short).context_length == 2 * H
+def test_mstl_takes_the_calendars_several_seasons_and_equals_statsforecast():
+    """Hourly series over three weeks: MSTL with a day and a week (24, 168) and AutoETS for the
+    trend; a series shorter than two weeks is fitted with the day alone, as STL needs two seasons."""
+    t = np.arange(24 * 7 * 3)
+    rng = np.random.default_rng(1)
+    y = 30 + 3 * np.sin(2 * np.pi * t / 24) + 2 * np.sin(2 * np.pi * t / 168) + 0.3 * rng.standard_normal(len(t))
+    stamps = pd.date_range("2024-01-01", periods=len(t), freq="h")
+    df = pd.concat([pd.DataFrame({"id": "long", "time": stamps, "y": y}),
+                    pd.DataFrame({"id": "short", "time": stamps[-200:], "y": y[-200:] + 5})], ignore_index=True)
+    f = Forecaster("mstl", prediction_length=H).fit(df, **LONG)
+    assert f.resolved_settings.network.season_lengths == (24, 168)
+    forecast = f.predict()
+    trend = statsforecast.AutoETS(model="ZZN")
+    for item, seasons, values in (("long", [24, 168], y), ("short", [24], y[-200:] + 5)):
+        model = statsforecast.MSTL(season_length=seasons, trend_forecaster=trend)
+        expected = model.forecast(y=values, h=H)["mean"]
+        np.testing.assert_allclose(forecast[forecast.item_id == item]["mean"], expected, rtol=1e-6)
+
+
+def test_the_registry_holds_the_statistical_models_and_auto_leaves_arima_out():
+    assert set(STATS_MODELS) <= set(list_models())
+    assert "arima" not in AUTO_CANDIDATES
+
+
+@pytest.mark.slow
+def test_arima_equals_statsforecast_on_its_capped_history():
+    df = panel(lengths=(30, 48))
+    f = Forecaster("arima", prediction_length=H).fit(df, **LONG)
+    expected = statsforecasts(statsforecast.AutoARIMA(season_length=12), df, H, "MS")
+    np.testing.assert_allclose(f.predict().sort_values(["item_id", "timestamp"])["mean"], expected, rtol=1e-6)
+
+
+# ----------------------------------------------------------------------------- the season
+
+
+def test_the_season_comes_from_the_calendar_confirmed_or_overruled_by_the_data():
+    assert season_for("W", (), 156) == (52, "")  # 3 years of weekly data: the spectrum sees no yearly line
+    assert season_for("QS", (), 12) == (4, "")
+    assert season_for("MS", (12.1,), 40) == (12, "")  # confirmed
+    assert season_for("h", (10.0,), 500) == (10, "")  # a clear line the calendar does not have overrules it
+    assert season_for("h", (6.0, 24.0), 500) == (24, "")  # the calendar's day is among the data's lines
+    assert season_for("D", (), 100) == (7, "")
+    assert season_for("10min", (), 3000) == (144, "") and seasons_for("10min", (), 3000) == (144, 1008)
+    assert seasons_for("h", (), 400) == (24, 168) and seasons_for("h", (), 300) == (24,)
+    assert seasons_for("D", (), 800) == (7, 365)
+    assert season_for("YS", (), 50) == (1, "the frequency has no natural cycle and none stood out in the training part")
+    season, reason = season_for("QS", (), 7)  # only where the history cannot hold two seasons
+    assert season == 1 and "history read (7 steps) cannot hold 2 season(s)" in reason and "2 x 4 = 8" in reason
+    assert choose_season((24.0,), (), 24, seasons_needed=1) == (24, "")
+
+
+def test_weekly_and_quarterly_short_series_get_the_calendars_season():
+    """3 years of weekly data (52, where the periodogram needs four years to see the line) and 12
+    quarters (4): the statistical models and seasonal naive keep the calendar's season."""
+    rng = np.random.default_rng(2)
+    t = np.arange(156)
+    weekly = pd.DataFrame({"y": 100 + 20 * np.sin(2 * np.pi * t / 52.18) + rng.standard_normal(156)},
+                          index=pd.date_range("2020-01-05", periods=156, freq="W"))
+    quarterly = pd.DataFrame({"y": 10 + np.tile([1.0, 3.0, 2.0, 0.0], 3) + 0.1 * rng.standard_normal(12)},
+                             index=pd.date_range("2020-01-01", periods=12, freq="QS"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for name in ("ets", "theta"):
+            assert Forecaster(name, prediction_length=13).fit(weekly).resolved_settings.network.season_length == 52
+            assert Forecaster(name, prediction_length=4).fit(quarterly).resolved_settings.network.season_length == 4
+        naive = Forecaster("seasonal_naive", prediction_length=13).fit(weekly)
+    assert naive.resolved_settings.network.season_length == 52 and naive.context_length >= 52
+    np.testing.assert_allclose(naive.predict()["mean"], weekly["y"].to_numpy()[-52:-52 + 13], rtol=1e-6)
+    expected = statsforecast.AutoTheta(season_length=4).forecast(y=quarterly["y"].to_numpy(), h=4)["mean"]
+    np.testing.assert_allclose(Forecaster("theta", prediction_length=4).fit(quarterly).predict()["mean"], expected,
+                               rtol=1e-6)
+
+
+def test_a_calendar_season_the_data_contradict_is_overruled():
+    """Hourly data with a clean 10-step cycle and no daily one: the data's line wins over 24."""
+    t = np.arange(600)
+    df = pd.DataFrame({"y": 20 + 3 * np.sin(2 * np.pi * t / 10) + 0.1 * np.random.default_rng(3).standard_normal(600)},
+                      index=pd.date_range("2024-01-01", periods=600, freq="h"))
+    assert Forecaster("ets", prediction_length=H).fit(df).resolved_settings.network.season_length == 10
+    assert Forecaster("seasonal_naive", prediction_length=H).fit(df).resolved_settings.network.season_length == 10
+
+
+def test_a_season_is_given_up_only_where_the_history_cannot_hold_two():
+    quarterly = pd.DataFrame({"y": 10 + np.arange(7.0)}, index=pd.date_range("2020-01-01", periods=7, freq="QS"))
+    with pytest.warns(UserWarning, match=r"season_length is 1 .*history read \(7 steps\) cannot hold 2 season"):
+        f = Forecaster("theta", prediction_length=2, val_windows=0).fit(quarterly)
+    assert f.resolved_settings.network.season_length == 1
+    with pytest.warns(UserWarning, match=r"history read \(30 steps\) cannot hold 2 season.*2 x 24 = 48"):
+        Forecaster("ets", prediction_length=H, context_length=30).fit(positive_seasonal())
+
+
+# ----------------------------------------------------------------------------- missing values
+
+
+def test_a_missing_tail_is_forecast_from_the_last_observed_step_and_named():
+    """The last 3 values of s1 are missing: its forecast of the requested steps is the end of
+    statsforecast's forecast of 3 + H steps from its last observed value, with a warning naming it
+    and the gap; no numpy RuntimeWarning reaches the user."""
+    df = panel()
+    df.loc[df.index[df.id == "s1"][-3:], "y"] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        f = Forecaster("ets", prediction_length=H).fit(df, **LONG)
+        with pytest.warns(UserWarning, match=r"1 series end with missing values: item 's1' \(column 'y'\) \(3 steps "
+                                             r"after 2019-12-01 00:00:00\); the statistical models forecast each from "
+                                             r"its last observed step"):
+            forecast = f.predict()
+    history = df[df.id == "s1"].y.to_numpy()[:-3]
+    expected = statsforecast.AutoETS(season_length=12).forecast(y=history, h=3 + H)["mean"][3:]
+    got = forecast[forecast.item_id == "s1"].sort_values("timestamp")
+    np.testing.assert_allclose(got["mean"], expected, rtol=1e-6)
+    assert got.timestamp.iloc[0] == df[df.id == "s1"].time.iloc[-1] + pd.offsets.MonthBegin()
+
+
+def test_histories_start_at_the_first_observation_and_fill_gaps_from_the_last():
+    rng = np.random.default_rng(4)
+    values = rng.standard_normal((6, 9))
+    observed = rng.random((6, 9)) < 0.6
+    observed[0] = False  # nothing observed
+    observed[1, -2:] = False  # a missing tail
+    y, lengths, gaps = histories(values, observed)
+    starts = np.r_[0, np.cumsum(lengths)[:-1]]
+    for k in range(6):
+        seen = np.flatnonzero(observed[k])
+        if not seen.size:
+            assert lengths[k] == 0
+            continue
+        expected = fill_context(values[k], observed[k])[seen[0]:seen[-1] + 1]
+        np.testing.assert_array_equal(y[starts[k]:starts[k] + lengths[k]], expected)
+        assert gaps[k] == 8 - seen[-1]
+    assert gaps[1] >= 2
+
+
+def test_padded_windows_read_no_other_series_before_a_short_one():
+    """A window reaching back before its item's first step reads unobserved zeros there, never the
+    item before it (items are stored end to end)."""
+    values = [np.full((5, 1), 1.0), np.full((3, 1), 2.0)]
+    observed = [np.ones((5, 1), bool), np.ones((3, 1), bool)]
+    feats = [np.ones((5, 1)), np.ones((3, 1))]
+    with pytest.raises(ValueError, match="must lie within"):
+        WindowDataset(values, observed, feats, 4, 1, [(4, 5), (2, 3)])
+    dataset = WindowDataset(values, observed, feats, 4, 1, [(4, 5), (2, 3)], padded=True)
+    batch = dataset.gather([0, 1])
+    np.testing.assert_array_equal(batch["past_observed"][:, :, 0], [[1, 1, 1, 1], [0, 0, 1, 1]])
+    np.testing.assert_array_equal(batch["past_target"][:, :, 0], [[1, 1, 1, 1], [0, 0, 2, 2]])
+    np.testing.assert_array_equal(batch["past_time_feat"][1, :, 0], [0, 0, 1, 1])
+    assert torch.equal(batch["future_target"][:, 0, 0], torch.tensor([1.0, 2.0]))
 
 
 def test_save_load_and_the_cli(tmp_path):
@@ -57,6 +244,14 @@ def test_save_load_and_the_cli(tmp_path):
     f = Forecaster("theta", prediction_length=H, context_length=96).fit(df)
     f.save(tmp_path / "m")
     pd.testing.assert_frame_equal(Forecaster.load(tmp_path / "m").predict(), f.predict())
+    unequal = Forecaster("ces", prediction_length=H).fit(panel(), **LONG)  # the histories kept whole
+    assert sorted(len(s) for s in unequal.panel.items) == [40, 61, 75]
+    unequal.save(tmp_path / "u")
+    pd.testing.assert_frame_equal(Forecaster.load(tmp_path / "u").predict(), unequal.predict())
+    longer = panel(lengths=(50, 61, 90))  # predict(df) reads all of each series given, not the fitted length
+    expected = statsforecasts(statsforecast.AutoCES(season_length=12), longer, H, "MS")
+    np.testing.assert_allclose(unequal.predict(longer).sort_values(["item_id", "timestamp"])["mean"], expected,
+                               rtol=1e-6)
     df.rename_axis("date").reset_index().to_csv(tmp_path / "data.csv", index=False)
     assert main(["fit", "--data", str(tmp_path / "data.csv"), "--model", "ets", "--prediction-length", str(H),
                  "--output", str(tmp_path / "cli")]) == 0
@@ -71,17 +266,18 @@ def test_missing_values_in_the_context_are_filled_from_the_last_observation():
     assert fill_context(values, np.zeros(6, bool)) is None
 
 
-def test_a_context_statsforecast_cannot_fit_gets_its_last_value_and_a_warning():
+def test_a_history_statsforecast_cannot_fit_gets_its_last_value_and_a_warning():
     df = positive_seasonal(n=40)
     f = Forecaster("ets", prediction_length=2, context_length=3, season_length=1, val_windows=0).fit(df)
-    with pytest.warns(UserWarning, match="could not be fitted on a context of 3 steps.*last value"):
+    with pytest.warns(UserWarning, match=r"AutoETS could not be fitted on 1 of 1 histories \(the shortest of 3 steps "
+                                         r"\(.+\)\); they get their last value"):
         forecast = f.predict()
     np.testing.assert_allclose(forecast["mean"], df["load"].iloc[-1])
 
 
 def test_without_statsforecast_the_error_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "statsforecast", None)
-    for name in ("ets", "theta"):
+    for name in STATS_MODELS:
         with pytest.raises(ModuleNotFoundError, match=r"pip install \"tsrec\[stats\]\""):
             Forecaster(name, prediction_length=H)
     fitted = Forecaster("seasonal_naive", prediction_length=H, context_length=48).fit(positive_seasonal())
@@ -110,18 +306,16 @@ def test_the_skill_table_scores_the_model_against_ets_and_theta():
     assert result.metric("mse_ratio_theta", "ratio") == pytest.approx(skill.loc["theta", "mse_ratio"])
 
 
-def test_a_dropped_season_is_said_at_fit_and_in_the_skill_table():
+def test_a_dropped_season_is_said_in_the_skill_table():
+    """The backtest's baselines keep their own rule (tsrec.evaluation): the data's line or none."""
     rng = np.random.default_rng(0)
     noise = pd.DataFrame({"y": 10 + rng.standard_normal(300)}, index=pd.date_range("2024", periods=300, freq="h"))
-    with pytest.warns(UserWarning, match="season_length is 1 .*no cycle stood out"):
-        f = Forecaster("seasonal_naive", prediction_length=H, context_length=24).fit(noise)
+    f = Forecaster("seasonal_naive", prediction_length=H, context_length=24).fit(noise)
+    assert f.resolved_settings.network.season_length == 24  # the model: the calendar's day, which no line contradicts
     skill = backtest(f, noise, baselines=("naive", "seasonal_naive", "theta")).skill.set_index("baseline")
     assert skill.loc["seasonal_naive", "note"] == "no season: no cycle stood out in the training part"
     assert np.isnan(skill.loc["seasonal_naive", "mse_ratio"]) and skill.loc["theta", "season"] == 1
     assert skill.loc["theta", "note"].startswith("fitted without a season: no cycle stood out")
-    cycle = positive_seasonal()
-    with pytest.warns(UserWarning, match=r"24 steps, needs context_length >= 2 x 24 = 48 \(it is 30\)"):
-        Forecaster("ets", prediction_length=H, context_length=30).fit(cycle)
 
 
 def test_a_network_called_directly_forecasts_the_values_it_is_given():

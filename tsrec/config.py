@@ -109,6 +109,9 @@ class DataFacts:
         n_covariate_features: the trailing features that come from covariates (dynamic, numeric
             static and the embeddings of categorical static covariates; 0 without covariates).
         static_cardinalities: categories of each categorical static covariate (embedded by the network).
+        cycles: the calendar's natural cycles of the frequency in steps, shortest first (24 and 168
+            for hourly data, 52.18 for weekly; :func:`tsrec.data.time_features.calendar_cycles`),
+            from which the statistical models take their seasons (:func:`tsrec.models.naive.season_for`).
     """
 
     season: int
@@ -118,9 +121,11 @@ class DataFacts:
     periods: tuple[float, ...] = ()
     n_covariate_features: int = 0
     static_cardinalities: tuple[int, ...] = ()
+    cycles: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         check_int("season", self.season, 1)
+        object.__setattr__(self, "cycles", tuple(float(c) for c in self.cycles))
         check_int("n_channels", self.n_channels, 1)
         check_int("n_time_features", self.n_time_features, 0)
         check_int("n_covariate_features", self.n_covariate_features, 0)

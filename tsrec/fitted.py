@@ -38,7 +38,7 @@ from tsrec.config import DataFacts
 from tsrec.data import CovariateEncoder, CovariateValues, Panel, Series, StandardScaler, forecast_frame
 from tsrec.data.frame import split_at
 from tsrec.data.schema import Schema
-from tsrec.data.time_features import data_facts, regular_stamps
+from tsrec.data.time_features import calendar_cycles, data_facts, regular_stamps
 from tsrec.models import ForecastModel, build_model
 from tsrec.settings import ForecasterSettings
 
@@ -287,7 +287,8 @@ class FittedState:
             scaler=rows.scaler,
             covariates=encoder,
             covariate_history=CovariateValues(tuple(dynamic), rows.static_real, rows.static_cat),
-            facts=DataFacts(**meta["data_facts"]),
+            # files written before the facts held the calendar's cycles: the frequency's
+            facts=DataFacts(**{"cycles": calendar_cycles(meta["data"]["freq"]), **meta["data_facts"]}),
             summary=TrainingSummary.from_dict(meta["training_summary"]),
             schema=Schema(**meta["columns"], covariates=encoder.config))
         problems = _inconsistencies(state)
@@ -663,6 +664,18 @@ def _state_dict_mismatches(model: torch.nn.Module, saved: dict[str, torch.Tensor
         ([f"{WEIGHTS_FILE} has {_some(unexpected)}, which the network does not"] if unexpected else []) + shapes[:3]
 
 
+def _history_shapes(state: FittedState, channels: int) -> tuple[str, Any, str, Any]:
+    """The check of the history's shapes: ``[context_length, channels]`` for every series, or for a
+    model that reads whole histories at most ``context_length`` steps (each series as it was)."""
+    context = state.resolved.window.context_length
+    shapes = sorted({s.values.shape for s in state.history.items})
+    if state.model.reads_whole_history:
+        return ("the history's shapes", [list(shape) for shape in shapes if not (0 < shape[0] <= context
+                                                                                and shape[1] == channels)],
+                f"[1..{context} (context_length) steps, {channels} channels]", [])
+    return "the history's shapes", shapes, "[context_length, channels]", [(context, channels)]
+
+
 def _some(names: list[str]) -> str:
     return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 
@@ -694,8 +707,7 @@ def _inconsistencies(state: FittedState) -> list[str]:
         ("the static covariates' shapes", [list(statics.static_real.shape), list(statics.static_cat.shape)],
          "[series, numeric], [series, categorical] of the item ids and covariates.encoder",
          [[len(history.items), len(encoder.real)], [len(history.items), len(encoder.categorical)]]),
-        ("the history's shapes", sorted({s.values.shape for s in history.items}),
-         "[context_length, channels]", [(window.context_length, channels)]),
+        _history_shapes(state, channels),
         ("the covariate history's series", len(statics.dynamic), "the item ids", len(history.items)),
     ]
     return [f"{name} is {value!r} but {other} is {expected!r}" for name, value, other, expected in pairs

@@ -47,7 +47,8 @@ from tsrec.models.ensemble import EnsembleConfig
 from tsrec.settings import ForecasterSettings
 from tsrec.training.budget import Budget, plan_budget, refit_budget
 
-__all__ = ["FAR_EXAMPLES", "Fit", "Prefitted", "Prepared", "context_for", "fit_state", "prepare", "report_far"]
+__all__ = ["FAR_EXAMPLES", "Fit", "Prefitted", "Prepared", "context_for", "fit_state", "history_cap", "history_for",
+           "prepare", "report_far"]
 
 log = logging.getLogger(__name__)
 
@@ -133,15 +134,19 @@ def prepare(read: Read, val: Read | None, context: int, horizon: int, *, val_win
 
 
 def context_for(settings: ForecasterSettings, panel: Panel, val: Panel | None) -> int:
-    """The context of a fit on ``panel``: the one set, else the model's default
+    """The context of a fit on ``panel``: for a model that reads whole histories
+    (:func:`history_for`) the longest series; else the one set, else the model's default
     (:meth:`~tsrec.models.base.ForecastModel.default_context` at the frequency's season), capped
     so that the shortest series still holds one training window and its validation windows,
     and never below twice the horizon."""
     window = settings.window
+    model_class = model_spec(settings.model).model_class
+    if model_class.whole_history:
+        return history_for(model_class, window.context_length, panel)
     if window.context_length is not None:
         return window.context_length
     horizon = window.prediction_length
-    wanted = model_spec(settings.model).model_class.default_context(horizon, seasonality(panel.freq))
+    wanted = model_class.default_context(horizon, seasonality(panel.freq))
     if wanted <= 2 * horizon:
         return wanted
     shortest = min(len(item) for item in panel.items)
@@ -149,6 +154,23 @@ def context_for(settings: ForecasterSettings, panel: Panel, val: Panel | None) -
         default_val_windows(shortest, horizon) if window.val_windows is None else window.val_windows
     extra = horizon + windows - 1 if windows else 0
     return max(2 * horizon, min(wanted, shortest - horizon - extra))
+
+
+def history_for(model_class: type[ForecastModel], context_length: int | None, panel: Panel) -> int:
+    """The context of a model that reads whole histories (``model_class.whole_history``: the
+    statistical models) on ``panel``: its longest series, so that every series is read whole (a
+    shorter one's window starts with unobserved steps, which are not its history), capped by the
+    user's ``context_length`` and the model's ``max_history`` where set."""
+    longest = max(len(item) for item in panel.items)
+    cap = history_cap(model_class, context_length)
+    return longest if cap is None else min(longest, cap)
+
+
+def history_cap(model_class: type[ForecastModel], context_length: int | None) -> int | None:
+    """The most steps of each series a model that reads whole histories reads: the user's
+    ``context_length`` or the model's ``max_history``, the smaller; None where neither is set."""
+    caps = [cap for cap in (context_length, model_class.max_history) if cap is not None]
+    return min(caps) if caps else None
 
 
 def _facts(read: Read, split: Split, encoder: CovariateEncoder) -> DataFacts:
@@ -171,10 +193,15 @@ def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = No
     training = settings.training
     context = context_for(settings, panel, None if val is None else val.panel) if prefitted is None \
         else prefitted.context_length
-    trainable = model_spec(settings.model).model_class.trainable
+    model_class = model_spec(settings.model).model_class
+    trainable = model_class.trainable
     val_windows = 0 if prefitted is not None and training.refit_full else settings.window.val_windows
-    prepared = prepare(read, val, context, horizon, val_windows=val_windows, scaling=settings.window.scaling,
-                       windows=trainable)
+    # A model that reads whole histories, or an ensemble of members fitted already, has no windows
+    # to split: the split sets the training part the scaler and the data's cycles are taken from,
+    # which needs no context (a shorter series than the context is read padded).
+    whole = model_class.whole_history or prefitted is not None
+    prepared = prepare(read, val, 1 if whole else context, horizon, val_windows=val_windows,
+                       scaling=settings.window.scaling, windows=trainable)
     facts = _facts(read, prepared.split, prepared.encoder)
     effective = settings if prefitted is None else dataclasses.replace(settings, network=prefitted.network)
     resolved = effective.resolved(facts, freq=panel.freq, covariates=read.schema.covariates, context_length=context)

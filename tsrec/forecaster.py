@@ -17,7 +17,7 @@ from tsrec.data import CovariateEncoder, Panel, StandardScaler, normalize_freq, 
 from tsrec.data.schema import Schema
 from tsrec.data.source import Source
 from tsrec.fitted import FittedState, TrainingSummary
-from tsrec.fitting import fit_state
+from tsrec.fitting import fit_state, history_cap
 from tsrec.forecasting import forecast_next
 from tsrec.models import ForecastModel, model_spec
 from tsrec.models.ensemble import AUTO
@@ -138,7 +138,8 @@ class Forecaster:
     def context_length(self) -> int:
         """The past steps the model reads: the fitted one, else the one set, else twice the
         horizon (a model with a longer default, :meth:`ForecastModel.default_context`, gets it at
-        ``fit``, capped by the shortest series)."""
+        ``fit``, capped by the shortest series; a statistical model reads whole histories, so its
+        fitted one is the longest series, or the one set where that is shorter)."""
         if self.resolved_settings is not None:
             return self.resolved_settings.window.context_length
         return self.settings.window.context
@@ -303,9 +304,12 @@ class Forecaster:
         if df is None:
             panel, values = self.panel, self.fitted.covariate_history
         else:
-            # The forecasts read each series' last context_length steps: its earlier rows are not read.
+            # The forecasts read each series' last context_length steps: its earlier rows are not read
+            # (all of them for a model that reads whole histories, up to its cap).
+            whole = type(self.model).whole_history
+            last = history_cap(type(self.model), self.settings.window.context_length) if whole else self.context_length
             read = source.read(df, self.fitted.schema, categorical=self.covariates.categorical, freq=self.freq,
-                               gaps=self.settings.window.gaps, last=self.context_length, layout=self.panel.columns)
+                               gaps=self.settings.window.gaps, last=last, layout=self.panel.columns)
             panel, values = read.panel.in_order_of(self.panel), read.covariates
         return forecast_next(self.fitted, panel, values, future_covariates=future_covariates, quantiles=quantiles,
                              num_samples=num_samples, batch_size=batch_size).to_frame(panel)

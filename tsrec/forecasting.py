@@ -27,10 +27,11 @@ from tsrec._checks import check_optional_int
 from tsrec.data import CovariateValues, Panel, WindowCovariates, WindowDataset, future_index
 from tsrec.data.covariates import check_context, read_future
 from tsrec.fitted import FittedState, ForecastResult, unscale
-from tsrec.fitting import report_far
+from tsrec.fitting import history_for, report_far
+from tsrec.models import ForecastModel
 from tsrec.nn.outputs import check_levels
 
-__all__ = ["forecast", "forecast_next", "outputs"]
+__all__ = ["forecast", "forecast_next", "outputs", "window_dtype"]
 
 
 def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | None = None, *,
@@ -56,13 +57,17 @@ def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | No
                              "pass their values with the series (predict a frame that holds them)")
         values = CovariateValues.none(panel)
     context = state.resolved.window.context_length
+    if type(model).whole_history:  # all of every series given (up to a cap), not only the fitted length
+        context = history_for(type(model), state.settings.window.context_length, panel)
     rows = state.history.check_compatible(panel)
     # The windows read the last context_length steps only: they are built from those alone.
     recent = panel.tail(context)
     dataset = WindowDataset.for_prediction(
         recent, state.scaler, context, state.settings.window.prediction_length, scaler_rows=rows,
-        covariates=_prediction_covariates(state, recent, values.tail(context), future_covariates))
+        covariates=_prediction_covariates(state, recent, values.tail(context), future_covariates),
+        padded=model.reads_whole_history, dtype=window_dtype(model))
     report_far(state, recent, rows, "predict", stacklevel=4)
+    _report_tails(state, recent)
     result = forecast(state, dataset, rows, np.arange(len(panel.items)), np.diff(panel.offsets), levels=levels,
                       num_samples=num_samples, batch_size=batch_size)
     _report_blind(state, panel, result.blind)
@@ -142,6 +147,32 @@ def _prediction_covariates(state: FittedState, panel: Panel, values: CovariateVa
     else:
         future = tuple(np.zeros((horizon, 0)) for _ in panel.items)
     return state.covariates.encode(panel, values, future)
+
+
+def window_dtype(model: ForecastModel) -> type:
+    """The type a model's windows store their values in: float64 for a statistical model, which
+    fits on the data's own values (float32's rounding moves AutoETS's optimum by up to 1e-3 of
+    the forecast), float32 for every network (and an ensemble, whose networks compute in it)."""
+    return np.float64 if type(model).whole_history else np.float32
+
+
+def _report_tails(state: FittedState, panel: Panel) -> None:
+    """Name the series and columns of ``panel`` whose last values are missing (but not all of
+    them) and what the model does about it (its ``missing_tail`` note, or its members'), in one
+    warning; nothing for a model without such a note."""
+    notes = {m.missing_tail for m in state.model.modules() if getattr(m, "missing_tail", None)}
+    if not notes:
+        return
+    gaps = []
+    for position, series in enumerate(panel.items):
+        seen = series.observed  # [T, C]
+        gap = np.argmax(seen[::-1], axis=0)  # [C] unobserved steps after the last observed one
+        for c in np.flatnonzero(seen.any(axis=0) & (gap > 0)):
+            last = series.index[-1 - gap[c]]
+            gaps.append(f"{panel.channel_label(position, int(c))} ({int(gap[c])} steps after {last})")
+    if gaps:
+        warnings.warn(f"{len(gaps)} series end with missing values: {', '.join(gaps[:5])}"
+                      f"{' ...' if len(gaps) > 5 else ''}; {'; '.join(sorted(notes))}", UserWarning, stacklevel=4)
 
 
 def _report_blind(state: FittedState, panel: Panel, blind: np.ndarray) -> None:

@@ -249,6 +249,40 @@ def seasonality(freq: str) -> int:
     return max(int(get_seasonality(offset.freqstr)), 2)
 
 
+#: Days per year, for the yearly cycle of daily and weekly data.
+DAYS_PER_YEAR = 365.25
+
+
+def calendar_cycles(freq: str) -> tuple[float, ...]:
+    """The natural cycles of ``freq`` in steps, shortest first (not rounded): a day and a week
+    for sub-daily data (24 and 168 hourly, 144 and 1008 for 10-minute data; for steps of an hour
+    or longer that do not divide a day, none), a week and a year for daily data (7, 365.25), a
+    year for weekly (52.18), monthly (12) and quarterly (4) data, the week (5) for business
+    days; none for yearly data. A cycle of fewer than 2 steps is left out."""
+    offset = to_offset(freq)
+    step = step_duration(freq)
+    if step is not None:  # fixed steps: sub-daily, daily or multi-day
+        days = step / pd.Timedelta(days=1)
+        whole = tuple(float(c) for c in (1 / days, 7 / days) if c >= 2 and float(c).is_integer())  # day, week
+        return whole if days < 1 else whole + _at_least_two(DAYS_PER_YEAR / days)
+    if isinstance(offset, pd.offsets.Week):
+        return _at_least_two(DAYS_PER_YEAR / 7 / offset.n)
+    if isinstance(offset, (pd.offsets.MonthBegin, pd.offsets.MonthEnd, pd.offsets.SemiMonthBegin,
+                           pd.offsets.SemiMonthEnd, pd.offsets.BusinessMonthBegin, pd.offsets.BusinessMonthEnd)):
+        per_year = 24 if isinstance(offset, (pd.offsets.SemiMonthBegin, pd.offsets.SemiMonthEnd)) else 12
+        return _at_least_two(per_year / offset.n)
+    if isinstance(offset, (pd.offsets.QuarterBegin, pd.offsets.QuarterEnd, pd.offsets.BQuarterBegin,
+                           pd.offsets.BQuarterEnd)):
+        return _at_least_two(4 / offset.n)
+    if isinstance(offset, pd.offsets.BusinessDay):
+        return _at_least_two(5 / offset.n) + _at_least_two(DAYS_PER_YEAR * 5 / 7 / offset.n)
+    return ()
+
+
+def _at_least_two(cycle: float) -> tuple[float, ...]:
+    return (float(cycle),) if cycle >= 2 else ()
+
+
 def data_facts(freq: str, n_channels: int, periods: tuple[float, ...] = (), *, n_covariate_features: int = 0,
                static_cardinalities: tuple[int, ...] = ()) -> DataFacts:
     """What the settings resolver needs to know of data at ``freq`` with ``n_channels`` channels
@@ -260,4 +294,4 @@ def data_facts(freq: str, n_channels: int, periods: tuple[float, ...] = (), *, n
     return DataFacts(season=seasonality(freq), sub_daily=step is not None and step < pd.Timedelta(days=1),
                      n_channels=n_channels, n_time_features=time_feature_dim(freq) + n_covariate_features,
                      periods=periods, n_covariate_features=n_covariate_features,
-                     static_cardinalities=static_cardinalities)
+                     static_cardinalities=static_cardinalities, cycles=calendar_cycles(freq))

@@ -91,6 +91,7 @@ class WindowDataset(Dataset):
         static_cat: np.ndarray | None = None,
         loc: np.ndarray | None = None,
         scale: np.ndarray | None = None,
+        padded: bool = False,
     ) -> None:
         """
         values:     per item ``[T_i, C]`` scaled values (anything where unobserved, e.g. NaN);
@@ -110,6 +111,11 @@ class WindowDataset(Dataset):
         loc, scale: ``[N, C]`` float64, the scaler's statistics of each item (both or neither):
                     windows get them as ``target_loc`` / ``target_scale`` (models that must see
                     original units, such as the statistical ones, unscale with them).
+        padded:     origins may start before ``context_length`` (from 1): a window's steps before
+                    its item's first step are unobserved (``past_target``, ``past_observed`` and
+                    ``past_time_feat`` 0 there), for the models that read whole histories
+                    (``ForecastModel.reads_whole_history``). The stored tables get
+                    ``context_length`` leading rows once, never a copy per window.
         """
         if not 0 < len(values) == len(observed) == len(time_feat) == len(origins):
             raise ValueError(
@@ -137,7 +143,7 @@ class WindowDataset(Dataset):
             feature_lengths=np.array([len(feat) for feat in time_feat], dtype=np.int64),
         )
         self._store(series, context_length, prediction_length, with_future_target=with_future_target,
-                    past_only=past_only, static_cat=static_cat, loc=loc, scale=scale)
+                    past_only=past_only, static_cat=static_cat, loc=loc, scale=scale, padded=padded)
         self._set_origins(origins, check_int("stride", stride, 1))
 
     @classmethod
@@ -153,7 +159,7 @@ class WindowDataset(Dataset):
 
     def _store(self, series: StoredSeries, context_length: int, prediction_length: int, *,
                with_future_target: bool = True, past_only: slice = slice(0, 0), static_cat: np.ndarray | None = None,
-               loc: np.ndarray | None = None, scale: np.ndarray | None = None) -> None:
+               loc: np.ndarray | None = None, scale: np.ndarray | None = None, padded: bool = False) -> None:
         """Keep ``series`` and the options of the constructor (checked)."""
         self.context_length = check_int("context_length", context_length, 1)
         self.prediction_length = check_int("prediction_length", prediction_length, 1)
@@ -173,6 +179,14 @@ class WindowDataset(Dataset):
         self._time_feat = torch.from_numpy(series.time_feat)  # [sum len(time_feat[i]), F]
         self._first_row = _starts(series.lengths)  # [N]
         self._first_feat_row = _starts(series.feature_lengths)  # [N]
+        self.padded = padded
+        if padded:  # rows read before the first item's first step: masked in gather, like any other item's
+            pad = self.context_length
+            self._target = torch.cat([self._target.new_zeros(pad, self._target.shape[1]), self._target])
+            self._observed = torch.cat([self._observed.new_zeros(pad, self._observed.shape[1]), self._observed])
+            self._time_feat = torch.cat([self._time_feat.new_zeros(pad, self._time_feat.shape[1]), self._time_feat])
+            self._first_row += pad
+            self._first_feat_row += pad
 
     def at_origins(self, origins: Sequence[OriginRange], *, stride: int = 1) -> WindowDataset:
         """The windows of the same items at other ``origins`` (per item ``(start, stop)``, checked as
@@ -193,10 +207,11 @@ class WindowDataset(Dataset):
             if origin_range:
                 last_past = length - (self.prediction_length if self.with_future_target else 0)
                 last = min(last_past, feature_length - self.prediction_length)
-                if origin_range[0] < self.context_length or origin_range[-1] > last:
+                first = 1 if self.padded else self.context_length
+                if origin_range[0] < first or origin_range[-1] > last:
                     raise ValueError(
                         f"item {i}: origins [{start}, {stop}) must lie within "
-                        f"[{self.context_length}, {last}] (context_length="
+                        f"[{first}, {last}] (context_length="
                         f"{self.context_length}, prediction_length={self.prediction_length}, "
                         f"{length} time steps)"
                     )
@@ -220,6 +235,8 @@ class WindowDataset(Dataset):
         scaler_rows: Sequence[int] | None = None,
         covariates: WindowCovariates | None = None,
         drop_far: bool = False,
+        padded: bool = False,
+        dtype: type = np.float32,
     ) -> WindowDataset:
         """Training / validation windows of ``panel`` (e.g. ``Split.train`` or ``Split.val``).
 
@@ -228,14 +245,18 @@ class WindowDataset(Dataset):
         covariates:  ``panel``'s encoded covariates (features ``[sum T_i, K]``), appended to the calendar features.
         drop_far:    treat values far from the training distribution as missing when the scaler is
                      robust (:func:`stored_panel`): the windows a model is fitted on.
+        padded:      origins may start before ``context_length`` (see the constructor).
+        dtype:       the stored values' type: float32, the precision networks compute in, or
+                     float64 for the statistical models (which read the data's own values).
         """
         return cls._of_series(
             stored_panel(panel, scaler, scaler_rows, (panel.stamps, np.diff(panel.offsets)), covariates,
-                         drop_far=drop_far),
+                         drop_far=drop_far, dtype=dtype),
             context_length,
             prediction_length,
             origins,
             stride=stride,
+            padded=padded,
             **_covariate_options(panel, covariates),
             **_statistics(panel, scaler, scaler_rows),
         )
@@ -250,27 +271,32 @@ class WindowDataset(Dataset):
         *,
         scaler_rows: Sequence[int] | None = None,
         covariates: WindowCovariates | None = None,
+        padded: bool = False,
+        dtype: type = np.float32,
     ) -> WindowDataset:
         """One window per item forecasting the ``prediction_length`` steps after its last timestamp
         (``origin = len(item)``); future time features come from :func:`future_indexes`, and
         ``covariates`` (features ``[sum (T_i + H), K]``: the forecast steps' future covariates included)
         are appended to them.
 
-        Raises ``ValueError`` naming an item with fewer than ``context_length`` time steps.
+        Raises ``ValueError`` naming an item with fewer than ``context_length`` time steps, unless
+        ``padded`` (its window then starts with unobserved steps; see the constructor). ``dtype``:
+        as :meth:`from_panel`.
         """
         context_length = check_int("context_length", context_length, 1)
-        for i, series in enumerate(panel.items):
+        for i, series in enumerate(() if padded else panel.items):
             if len(series) < context_length:
                 raise ValueError(
                     f"{panel.item_label(i)} has {len(series)} time steps but forecasting needs the "
                     f"last context_length={context_length}; pass more history"
                 )
         return cls._of_series(
-            stored_panel(panel, scaler, scaler_rows, _with_future(panel, prediction_length), covariates),
+            stored_panel(panel, scaler, scaler_rows, _with_future(panel, prediction_length), covariates, dtype=dtype),
             context_length,
             prediction_length,
             [(len(s), len(s) + 1) for s in panel.items],
             with_future_target=False,
+            padded=padded,
             **_covariate_options(panel, covariates),
             **_statistics(panel, scaler, scaler_rows),
         )
@@ -312,6 +338,11 @@ class WindowDataset(Dataset):
             "future_time_feat": _blocks(self._time_feat, feat_row, horizon),
         }
         batch["future_time_feat"][..., self._past_only] = 0.0
+        if self.padded:  # the steps before an item's first step are not its history
+            before = torch.arange(context) < (context - origin).clamp(min=0)[:, None]  # [B, Lc]
+            if before.any():
+                for key in ("past_target", "past_observed", "past_time_feat"):
+                    batch[key][before] = 0.0
         if self._static_cat is not None:
             batch["static_cat"] = self._static_cat[item]
         if self.with_future_target:
@@ -415,7 +446,7 @@ class StoredSeries:
     ``sum(lengths[:i]) ..`` of ``target``/``observed`` (and ``sum(feature_lengths[:i]) ..`` of
     ``time_feat``) are item ``i``'s.
 
-    target:          ``[sum T_i, C]`` float32, scaled, 0 where unobserved.
+    target:          ``[sum T_i, C]`` float32 (float64 where asked), scaled, 0 where unobserved.
     observed:        ``[sum T_i, C]`` bool.
     time_feat:       ``[sum T'_i, F]`` float32: calendar, then covariate features.
     lengths:         ``[N]`` int64 ``T_i``.
@@ -437,6 +468,7 @@ def stored_panel(
     covariates: WindowCovariates | None = None,
     *,
     drop_far: bool = False,
+    dtype: type = np.float32,
 ) -> StoredSeries:
     """``panel``'s items laid end to end, each written once into its place (no per-item arrays):
     values scaled (in float64, a block of items at a time) with the ``scaler`` row
@@ -444,6 +476,7 @@ def stored_panel(
     every item's feature steps laid end to end, ``[sum T'_i]``, and their ``[N]`` counts ``T'_i``)
     followed by ``covariates``' features. With ``drop_far`` and a robust scaler
     (``StandardScaler.robust``), values beyond its fences (``StandardScaler.far``) are unobserved.
+    ``dtype``: the stored values' type (float32, or float64 for the statistical models).
 
     Raises ``ValueError`` naming the column (and item), the timestamp and the value of the first
     observed value whose scaled value lies outside float32's finite range, which models compute in.
@@ -456,7 +489,7 @@ def stored_panel(
     panel_time_features(stamps, panel.freq, out=time_feat[:, :time_feat.shape[1] - n_covariates])
     if n_covariates:
         time_feat[:, -n_covariates:] = covariates.features
-    target = np.empty((len(panel.stamps), len(panel.columns)), dtype=np.float32)  # [sum T_i, C]
+    target = np.empty((len(panel.stamps), len(panel.columns)), dtype=dtype)  # [sum T_i, C]
     observed = np.empty(target.shape, dtype=bool)
     for block in item_blocks(lengths):  # a few items at a time: the float64 temporaries stay small
         first, last = panel.offsets[block.start], panel.offsets[block.stop]

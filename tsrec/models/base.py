@@ -163,6 +163,13 @@ class ForecastModel(nn.Module, abc.ABC):
     per_channel_rsa: ClassVar[bool] = False
     #: The outputs a model that is not trained can give.
     untrained_outputs: ClassVar[tuple[str, ...]] = ("point",)
+    #: The model reads every series' whole history (the statistical models): its context is the
+    #: longest series (or a cap), and a shorter series' window starts with unobserved steps that
+    #: are not its history (:attr:`reads_whole_history`).
+    whole_history: ClassVar[bool] = False
+    #: The most steps a model that reads whole histories reads of each series where its cost
+    #: demands a cap (None: all of them; the user's ``context_length`` caps it too).
+    max_history: ClassVar[int | None] = None
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
@@ -197,6 +204,13 @@ class ForecastModel(nn.Module, abc.ABC):
         by what the shortest series holds): twice the horizon, the window the networks' defaults
         were chosen with."""
         return 2 * prediction_length
+
+    @property
+    def reads_whole_history(self) -> bool:
+        """Whether this model or one of its parts (an ensemble's members) reads whole histories:
+        its windows then reach back before a shorter series' first step, padded with unobserved
+        steps (``WindowDataset(..., padded=True)``) instead of refused."""
+        return any(type(m).whole_history for m in self.modules() if isinstance(m, ForecastModel))
 
     @property
     def n_params(self) -> int:

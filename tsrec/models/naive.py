@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -17,11 +18,12 @@ from tsrec.models.base import ForecastModel, ModelConfig
 
 @dataclass(frozen=True)
 class SeasonalConfig(ModelConfig):
-    """The season of a model that is fitted on each window, not trained (seasonal naive, ETS, Theta).
+    """The season of a model that is fitted on each window, not trained (seasonal naive and the
+    statistical models).
 
-    ``season_length``: steps per season (1: no season). None: the strongest cycle found in the
-    training part (rounded) when the context holds ``SEASONS_NEEDED`` of them, else 1 with a
-    warning saying why: a season is used only where the data show one, never the calendar's guess.
+    ``season_length``: steps per season (1: no season). None: the calendar's season confirmed or
+    overruled by the data (:func:`choose_season`), given up (1, with a warning saying why) only
+    where the history read, ``context_length`` steps, cannot hold ``SEASONS_NEEDED`` of it.
     """
 
     season_length: int | None = None
@@ -46,16 +48,95 @@ class SeasonalConfig(ModelConfig):
         config = super().resolved(data)
         season = config.season_length
         if season is None and config.context_length is not None:
-            season, reason = season_from_data(data, config.context_length, self.SEASONS_NEEDED)
+            season, reason = choose_season(data.cycles, data.periods, config.context_length, self.SEASONS_NEEDED)
             if reason:
                 warnings.warn(f"season_length is 1 (no season): {reason}", UserWarning, stacklevel=2)
         return dataclasses.replace(config, season_length=season)
 
 
+#: Relative distance within which a line the data show is a calendar cycle.
+MATCH_TOLERANCE = 0.05
+
+
+def season_for(freq: str, periods: Sequence[float], history_length: int, seasons_needed: int = 2) -> tuple[int, str]:
+    """The season (steps) of a statistical model on data of ``freq`` whose training part shows the
+    cycles ``periods`` (strongest first: ``DataFacts.periods``,
+    :func:`tsrec.data.periods.dominant_periods`) when it reads ``history_length`` steps (the
+    longest series' history), and why there is none when it is 1: :func:`choose_season` of the
+    frequency's :func:`~tsrec.data.time_features.calendar_cycles`. ``seasons_needed``: whole
+    seasons the history must hold (2 for the statistical models, statsforecast's own rule; 1
+    for seasonal naive)."""
+    from tsrec.data.time_features import calendar_cycles  # pandas: loaded when asked
+
+    return choose_season(calendar_cycles(freq), periods, history_length, seasons_needed)
+
+
+def seasons_for(freq: str, periods: Sequence[float], history_length: int, seasons_needed: int = 2) -> tuple[int, ...]:
+    """The several seasons of a model of multiple seasonalities (MSTL) on data of ``freq``: the
+    season of :func:`season_for` and every longer calendar cycle the history holds
+    ``seasons_needed`` times (hourly data over two weeks: 24 and 168; daily data over two
+    years: 7 and 365), shortest first; empty where there is no season."""
+    from tsrec.data.time_features import calendar_cycles  # pandas: loaded when asked
+
+    return choose_seasons(calendar_cycles(freq), periods, history_length, seasons_needed)
+
+
+def choose_season(cycles: Sequence[float], periods: Sequence[float], history_length: int,
+                  seasons_needed: int = 2) -> tuple[int, str]:
+    """The season from the calendar's ``cycles`` (steps, shortest first), confirmed or overruled
+    by the data's ``periods`` (the clear lines of the training part's spectrum, strongest first),
+    among those whose ``seasons_needed`` seasons (rounded) fit in ``history_length`` steps:
+
+    1. the shortest calendar cycle that one of the data's lines confirms (within
+       :data:`MATCH_TOLERANCE`);
+    2. else, where the data show clear lines but none at a calendar cycle, the strongest of them
+       (the calendar is overruled);
+    3. else the shortest calendar cycle (the data show no line: too short a history for the
+       spectrum to see a yearly cycle, say, never a reason to drop it);
+    4. else 1, with the reason: the history cannot hold the season, or neither the calendar
+       nor the data have one.
+
+    Returns ``(season, reason)``; ``reason`` is empty unless ``season`` is 1.
+    """
+    def fits(cycle: float) -> bool:
+        return round(cycle) >= 2 and round(cycle) * seasons_needed <= history_length
+
+    def matches(period: float, cycle: float) -> bool:
+        return abs(period - cycle) <= MATCH_TOLERANCE * cycle
+
+    confirmed = [c for c in cycles if fits(c) and any(matches(p, c) for p in periods)]
+    if confirmed:
+        return round(confirmed[0]), ""
+    lines = [p for p in periods if fits(p) and not any(matches(p, c) for c in cycles)]
+    if lines:
+        return round(lines[0]), ""
+    calendar = [c for c in cycles if fits(c)]
+    if calendar:
+        return round(calendar[0]), ""
+    wanted = [round(c) for c in (*cycles, *periods) if round(c) >= 2]
+    if not wanted:
+        return 1, "the frequency has no natural cycle and none stood out in the training part"
+    need = f"{seasons_needed} x {min(wanted)} = {seasons_needed * min(wanted)}" if seasons_needed > 1 \
+        else f"{min(wanted)}"
+    return 1, (f"the history read ({history_length} steps) cannot hold {seasons_needed} season(s) of the shortest "
+               f"cycle, {min(wanted)} steps (it needs {need}); pass more history, or set season_length")
+
+
+def choose_seasons(cycles: Sequence[float], periods: Sequence[float], history_length: int,
+                   seasons_needed: int = 2) -> tuple[int, ...]:
+    """:func:`choose_season`'s season and the longer calendar ``cycles`` whose ``seasons_needed``
+    seasons fit in ``history_length`` steps, rounded, shortest first; empty without a season."""
+    season, _ = choose_season(cycles, periods, history_length, seasons_needed)
+    if season == 1:
+        return ()
+    longer = {round(c) for c in cycles if round(c) > season and round(c) * seasons_needed <= history_length}
+    return tuple(sorted({season} | longer))
+
+
 def season_from_data(data: DataFacts, context_length: int, seasons: int = 1) -> tuple[int, str]:
-    """The season the data show within ``context_length`` steps holding ``seasons`` of them, and,
-    when there is none (1), why: no cycle stood out in the training part, or the strongest one is
-    too long for the context (naming the ``context_length`` it needs)."""
+    """The strongest cycle the data show within ``context_length`` steps holding ``seasons`` of
+    them, and, when there is none (1), why. The backtest's baselines' rule until they take
+    :func:`season_for`; the models use :func:`choose_season`."""
     cycle = round(data.periods[0]) if data.periods else 0
     if cycle < 2:
         return 1, "no cycle stood out in the training part"
@@ -76,6 +157,12 @@ class SeasonalNaive(ForecastModel):
 
     config_class = SeasonalNaiveConfig
     trainable = False
+
+    @classmethod
+    def default_context(cls, prediction_length: int, season: int) -> int:
+        """Twice the horizon and at least one season of the calendar (``season``: 52 for weekly
+        data), so that a short default context never drops the season."""
+        return max(2 * prediction_length, season)
 
     def forecast(self, past_target: Tensor, past_time_feat: Tensor, future_time_feat: Tensor) -> Tensor:
         m = self.config.season_length

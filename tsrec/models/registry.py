@@ -17,7 +17,7 @@ from tsrec.models.patchtst import PatchTST
 from tsrec.models.relevancy import RelevancyRNN
 from tsrec.models.srupp import SRUpp
 from tsrec.models.starsaber import StarSaber
-from tsrec.models.stats import ETS, Theta
+from tsrec.models.stats import ARIMA, CES, ETS, MSTL, DynamicTheta, Theta
 from tsrec.models.transformer import EncoderDecoderForecaster
 
 
@@ -129,9 +129,17 @@ for _attention, _base in (("prob", "informer"), ("logsparse", "logsparse"), ("fu
 register("dlinear", DLinear, "DLinear: moving-average decomposition + two linear maps")
 register("seasonal_naive", SeasonalNaive, "repeat the last season")
 register("naive", SeasonalNaive, "repeat the last value", season_length=1)
-# statsforecast's automatic models, fitted on each window (the optional extra tsrec[stats])
-register("ets", ETS, "statsforecast's AutoETS: exponential smoothing chosen by AICc, fitted on each window")
-register("theta", Theta, "statsforecast's AutoTheta: the Theta method's best variant, fitted on each window")
+# statsforecast's automatic models, fitted on every series' whole history with the calendar's
+# season, all series in one call (the optional extra tsrec[stats]; docs/models.md)
+register("ets", ETS, "statsforecast's AutoETS: exponential smoothing chosen by AICc, on the whole history")
+register("theta", Theta, "statsforecast's AutoTheta: the Theta method's best variant, on the whole history")
+register("ces", CES, "statsforecast's AutoCES: complex exponential smoothing chosen by AIC, on the whole history")
+register("dynamic_theta", DynamicTheta, "statsforecast's DynamicOptimizedTheta: the Theta method with optimised, "
+         "time-varying coefficients, on the whole history")
+register("arima", ARIMA, "statsforecast's AutoARIMA: stepwise seasonal ARIMA search on the last 1,000 steps; "
+         "slow (about 10 ms per step per series), so auto leaves it out unless named")
+register("mstl", MSTL, "statsforecast's MSTL: the calendar's several seasons (a day and a week for sub-daily "
+         "data) by STL, the trend by AutoETS, on the whole history")
 register("patchtst", PatchTST, "PatchTST: channel-independent patches, RevIN, Transformer encoder")
 # Bidirectional REMs: every patch lies in the forecast's past, so a causal REM would only hide
 # from each patch its later neighbours, which the encoder's full attention sees anyway.
