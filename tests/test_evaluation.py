@@ -304,8 +304,8 @@ def test_backtest_equals_a_window_by_window_computation(case, by_window, chunk, 
     """Windows, forecasts, baselines, MASE scales, summary, skill and per-step errors of two backtests
     with missing values and windows without a forecast (long: series of different lengths and ends;
     wide: channels of different scales) against :func:`window_by_window` and :func:`scores_of`."""
-    if chunk is not None:  # the windows' values gathered a few windows at a time
-        monkeypatch.setattr("tsrec.evaluation.WINDOW_CHUNK", chunk)
+    if chunk is not None:  # the windows' values gathered a few windows at a time (context + horizon: 12 or 18 steps)
+        monkeypatch.setattr("tsrec.evaluation.WINDOW_STEPS", chunk * (12 if case is long_backtest else 18))
     f, result = case()
     expected, season = by_window(f)
     assert f.resolved_settings.network.season_length == (6 if case is long_backtest else 1)
@@ -466,9 +466,9 @@ def test_a_season_too_long_for_a_series_history_is_dropped_for_that_series_and_s
     result = backtest(f, df, n_windows=2, stride=4, baselines=("naive", "ets"), **STATS_LONG)  # s1: 20 steps before
     skill = result.skill.set_index("baseline")
     assert np.isnan(skill.loc["ets", "season"])
-    assert skill.loc["ets", "note"] == ("season 12 on 1 series; season 1 on 1 series (the strongest cycle found, "
-                                        "12 steps, needs 2 x 12 = 24 steps of history before the first origin (a "
-                                        "series has 20); start the backtest later)")
+    assert skill.loc["ets", "note"] == ("season 12 on 1 series; season 1 on 1 series (the history read (20 steps) "
+                                        "cannot hold 2 season(s) of the shortest cycle, 12 steps (it needs 2 x 12 = "
+                                        "24); pass more history, or set season_length)")
     errors = result.errors[(result.errors.item_id == "s1")].sort_values(["origin", "step"])
     y = short.y.to_numpy()
     model = statsforecast.AutoETS(season_length=1).fit(y[:20])

@@ -306,16 +306,20 @@ def test_the_skill_table_scores_the_model_against_ets_and_theta():
     assert result.metric("mse_ratio_theta", "ratio") == pytest.approx(skill.loc["theta", "mse_ratio"])
 
 
-def test_a_dropped_season_is_said_in_the_skill_table():
-    """The backtest's baselines keep their own rule (tsrec.evaluation): the data's line or none."""
+def test_the_skill_tables_baselines_take_the_models_season_rule():
+    """The backtest's baselines and the models share the calendar rule (tsrec.models.naive.season_for):
+    hourly noise gets the day (no line contradicts it), and a history that cannot hold two days
+    gets no season, with the reason."""
     rng = np.random.default_rng(0)
     noise = pd.DataFrame({"y": 10 + rng.standard_normal(300)}, index=pd.date_range("2024", periods=300, freq="h"))
     f = Forecaster("seasonal_naive", prediction_length=H, context_length=24).fit(noise)
     assert f.resolved_settings.network.season_length == 24  # the model: the calendar's day, which no line contradicts
     skill = backtest(f, noise, baselines=("naive", "seasonal_naive", "theta")).skill.set_index("baseline")
-    assert skill.loc["seasonal_naive", "note"] == "no season: no cycle stood out in the training part"
-    assert np.isnan(skill.loc["seasonal_naive", "mse_ratio"]) and skill.loc["theta", "season"] == 1
-    assert skill.loc["theta", "note"].startswith("fitted without a season: no cycle stood out")
+    assert skill.loc["seasonal_naive", "season"] == 24 and skill.loc["theta", "season"] == 24
+    assert skill.loc["seasonal_naive", "note"] == skill.loc["theta", "note"] == ""
+    short = backtest(f, noise.iloc[-40:], start=30, baselines=("naive", "theta")).skill.set_index("baseline")
+    assert short.loc["theta", "season"] == 1  # 30 steps before the first origin cannot hold 2 x 24
+    assert "cannot hold 2 season(s) of the shortest cycle, 24 steps" in short.loc["theta", "note"]
 
 
 def test_a_network_called_directly_forecasts_the_values_it_is_given():
@@ -332,3 +336,20 @@ def test_a_network_called_directly_forecasts_the_values_it_is_given():
     expected = statsforecast.AutoTheta(season_length=24).forecast(y=y, h=H)["mean"]
     np.testing.assert_allclose(model.forecast(past, past[..., :0], past[:, :H, :0])[0, :, 0, 0], expected, rtol=1e-9)
     np.testing.assert_allclose(model({"past_target": past})[0, :, 0], expected, rtol=1e-9)
+
+
+def test_a_backtest_of_a_statistical_model_starts_wherever_the_history_allows():
+    """A whole-history model's windows need one earlier step, not its context (the longest series):
+    origins before the context are read padded, and each window is what statsforecast forecasts on
+    the series' whole history before the origin (the refit=True cross-validation of a user)."""
+    df = panel()
+    f = Forecaster("theta", prediction_length=H).fit(df, **LONG)
+    assert f.context_length == 75
+    result = backtest(f, df, start=30, n_windows=2, stride=H, baselines=("naive",), **LONG)
+    for (item, origin), window in result.errors.groupby(["item_id", "origin"]):
+        series = df[df.id == item].reset_index(drop=True)
+        history = series.y.to_numpy()[:int(np.flatnonzero(series.time == origin)[0])]
+        expected = statsforecast.AutoTheta(season_length=12).forecast(y=history, h=H)["mean"]
+        np.testing.assert_allclose(window.sort_values("step").y_pred, expected, rtol=1e-6)
+        # the naive baseline reads the history before the origin only (none of the previous series)
+        np.testing.assert_allclose(window.y_naive, history[-1])

@@ -13,7 +13,7 @@ import pandas as pd
 
 from tsrec._checks import check_optional_int
 from tsrec import metrics
-from tsrec.config import CovariateConfig
+from tsrec.config import CovariateConfig, DataFacts
 from tsrec.data import Panel, WindowDataset, seasonality
 from tsrec.data.frame import block_frame
 from tsrec.data import source
@@ -22,9 +22,9 @@ from tsrec.data.source import Source, history_before
 from tsrec.data.scaling import StandardScaler, item_blocks
 from tsrec.fitted import ForecastResult
 from tsrec.forecaster import Forecaster
-from tsrec.forecasting import forecast
+from tsrec.forecasting import forecast, window_dtype
 from tsrec.models.base import DEFAULT_QUANTILE_LEVELS
-from tsrec.models.naive import season_from_data
+from tsrec.models.naive import choose_season, season_for
 from tsrec.nn.outputs import check_levels
 
 __all__ = ["BacktestResult", "backtest", "score_backtest", "step_errors"]
@@ -125,9 +125,10 @@ class _Stacked:
 
 
 def _origins(panel: Panel, stacked: _Stacked, context: int, horizon: int, start: int | str | pd.Timestamp | None,
-             n_windows: int | None, stride: int) -> tuple[np.ndarray, np.ndarray]:
+             n_windows: int | None, stride: int, *, whole_history: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Per item the first forecast origin (grid position of the first forecast step) and the number
-    of windows, ``[I]`` int64 each; the origins are ``stride`` apart."""
+    of windows, ``[I]`` int64 each; the origins are ``stride`` apart. A window needs ``context``
+    earlier steps, or, for a model that reads whole histories (``whole_history``), one."""
     last = stacked.length - horizon  # [I] the last origin whose window fits
     if start is None:
         first = last - stride * ((1 if n_windows is None else n_windows) - 1)
@@ -135,7 +136,11 @@ def _origins(panel: Panel, stacked: _Stacked, context: int, horizon: int, start:
         first = np.full_like(last, int(start))
     else:
         first = _positions(panel, stacked, pd.Timestamp(start))
-    if (early := np.flatnonzero(first < context)).size:
+    if whole_history and (early := np.flatnonzero(first < 1)).size:
+        i = early[0]
+        raise ValueError(f"{panel.item_label(i)}: the first backtest window would start at position {first[i]}, "
+                         "with no earlier step to forecast from; start later, or use fewer windows")
+    if not whole_history and (early := np.flatnonzero(first < context)).size:
         i = early[0]
         raise ValueError(f"{panel.item_label(i)}: the first backtest window would start at position {first[i]}, "
                          f"but each window needs context_length={context} earlier steps; start later, use fewer "
@@ -268,7 +273,8 @@ def _backtest_errors(forecaster: Forecaster, df: Source, *, start: int | str | p
     horizon, context = forecaster.prediction_length, forecaster.context_length
     stride = stride or horizon
     stacked = _Stacked.of(panel)
-    first, count = _origins(panel, stacked, context, horizon, start, n_windows, stride)  # [I] each
+    whole = _reads_whole_history(forecaster)
+    first, count = _origins(panel, stacked, context, horizon, start, n_windows, stride, whole_history=whole)  # [I] each
     scale = _seasonal_scale(stacked, first, season_length or seasonality(panel.freq))  # [I, C]
     n_blocks = int(count.max())
     block = refit_every or n_blocks
@@ -289,14 +295,26 @@ def _backtest_errors(forecaster: Forecaster, df: Source, *, start: int | str | p
         rows = forecaster.panel.check_compatible(panel)
         ranges = list(zip(block_first.tolist(), (block_first + stride * block_count).tolist()))
         dataset = WindowDataset.from_panel(panel, forecaster.scaler, context, horizon, ranges, stride=stride,
-                                           scaler_rows=rows, covariates=forecaster.covariates.encode(panel, values))
+                                           scaler_rows=rows, covariates=forecaster.covariates.encode(panel, values),
+                                           padded=forecaster.model.reads_whole_history,
+                                           dtype=window_dtype(forecaster.model))
         items, origin = _block_windows(block_first, block_count, stride)  # [N] each, the dataset's windows
         result = forecast(forecaster.fitted, dataset, rows[items], items, origin, levels=levels, batch_size=batch_size)
-        seasons.append(season_from_data(forecaster.data_facts, context))
+        seasons.append(_naive_season(forecaster.data_facts, context))
         parts.append(_window_frame(panel, stacked, forecaster, result, rows, scale, seasons[-1][0],
                                    stats.of(items, origin, first, count, stride)))
     errors = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)  # one block: no copy
     return errors, seasons, periods
+
+
+def _reads_whole_history(forecaster: Forecaster) -> bool:
+    """Whether ``forecaster``'s model reads whole histories (its windows may start from a
+    series' first step): the fitted network's answer, else its class's (a backtest that refits)."""
+    if forecaster.model is not None:
+        return forecaster.model.reads_whole_history
+    from tsrec.models import model_spec
+
+    return model_spec(forecaster.model_name).model_class.whole_history
 
 
 def score_backtest(forecaster: Forecaster, errors: pd.DataFrame) -> BacktestResult:
@@ -317,7 +335,7 @@ def score_backtest(forecaster: Forecaster, errors: pd.DataFrame) -> BacktestResu
 def _score_unrefitted(forecaster: Forecaster, errors: pd.DataFrame, baselines: Sequence[str],
                       levels: tuple[float, ...]) -> BacktestResult:
     """The :class:`BacktestResult` of the fitted ``forecaster``'s backtest ``errors`` without refits."""
-    seasons = [season_from_data(forecaster.data_facts, forecaster.context_length)]
+    seasons = [_naive_season(forecaster.data_facts, forecaster.context_length)]
     return _result(errors, baselines, levels, seasons, forecaster.freq, forecaster.data_facts.periods)
 
 
@@ -384,17 +402,17 @@ FITTED_ONCE = "fitted once on the history before the first origin"
 def _stats_season(freq: str, periods: tuple[float, ...], history: int) -> tuple[int, str]:
     """The ets and theta baselines' season for a series of ``history`` steps before its first
     origin, data of ``freq`` with the cycles ``periods`` found in the fitted data (strongest first),
-    and, when there is none (1), why: no cycle stood out, or the history holds fewer than two of
-    the strongest (statsforecast fits a season only on two). The one place that rule lives: to be
-    replaced by the calendar rule of ``tsrec.models`` (``season_for(freq, periods, history)``), which
-    takes the same arguments; ``freq`` is unused until then."""
-    cycle = round(periods[0]) if periods else 0
-    if cycle < 2:
-        return 1, "no cycle stood out in the training part"
-    if 2 * cycle > history:
-        return 1, (f"the strongest cycle found, {cycle} steps, needs 2 x {cycle} = {2 * cycle} steps of history "
-                   f"before the first origin (a series has {history}); start the backtest later")
-    return cycle, ""
+    and, when there is none (1), why: the statistical models' rule,
+    :func:`~tsrec.models.naive.season_for` (the calendar's season confirmed or overruled by the
+    data; given up only where the history cannot hold two seasons)."""
+    return season_for(freq, periods, history)
+
+
+def _naive_season(facts: DataFacts, context: int) -> tuple[int, str]:
+    """The seasonal naive baseline's season, from windows of ``context`` steps, and why there is
+    none (1): the rule of the ``seasonal_naive`` model (:func:`~tsrec.models.naive.choose_season`,
+    one season needed)."""
+    return choose_season(facts.cycles, facts.periods, context, 1)
 
 
 @dataclass(frozen=True)
@@ -568,9 +586,10 @@ def _levels(forecaster: Forecaster, quantiles: Sequence[float] | None) -> tuple[
     return DEFAULT_QUANTILE_LEVELS
 
 
-#: Windows whose context and truth :func:`_window_frame` gathers at a time: its temporaries stay
-#: bounded (tens of MB) however many windows a backtest scores.
-WINDOW_CHUNK = 2**15
+#: Steps (windows x (context + horizon)) whose values :func:`_window_frame` gathers at a time: its
+#: temporaries stay bounded (tens of MB) however many windows a backtest scores and however long
+#: their contexts (a whole-history model's are its longest series).
+WINDOW_STEPS = 2**22
 
 
 def _window_frame(panel: Panel, stacked: _Stacked, forecaster: Forecaster, result: ForecastResult, rows: np.ndarray,
@@ -582,7 +601,7 @@ def _window_frame(panel: Panel, stacked: _Stacked, forecaster: Forecaster, resul
     (seasonal naive: NaN when ``season`` is 1) and the statistical baselines of these windows,
     ``stats`` (:meth:`_StatsBaselines.of`), with their ``stats_fit_steps``.
 
-    The float64 columns are written, :data:`WINDOW_CHUNK` windows at a time, into one
+    The float64 columns are written, :data:`WINDOW_STEPS` steps of windows at a time, into one
     ``[columns, N * H * C]`` block that the frame holds without a copy (:func:`block_frame`)."""
     items, origin, scaled = result.items, result.origins, result.scaled
     n, horizon, channels = scaled.shape
@@ -598,11 +617,16 @@ def _window_frame(panel: Panel, stacked: _Stacked, forecaster: Forecaster, resul
     column = dict(zip(names, block))  # name: [N * H * C] view
     true_scaled = np.empty(n * width, scaled.dtype)  # the truth as the model reads it
     observed = np.empty(n * width, bool)
-    for at in range(0, n, WINDOW_CHUNK):
-        part = slice(at, min(at + WINDOW_CHUNK, n))  # windows
+    chunk = max(1, WINDOW_STEPS // (context + horizon))  # windows at a time
+    for at in range(0, n, chunk):
+        part = slice(at, min(at + chunk, n))  # windows
         entries = slice(part.start * width, part.stop * width)
-        window_rows = stacked.rows(items[part], origin[part], np.arange(-context, horizon))  # [n', Lc + H]
+        offsets = np.arange(-context, horizon)  # [Lc + H]
+        inside = origin[part, None] + offsets >= 0  # [n', Lc + H] False before the item's first step (padded windows)
+        window_rows = np.where(inside, stacked.rows(items[part], origin[part], offsets),
+                               stacked.start[items[part], None])  # [n', Lc + H]
         target, seen = _window_values(stacked, scaler, window_rows, scaler_rows[part])  # [n', Lc + H, C] each
+        seen &= inside[:, :, None]
         truth, seen_truth = target[:, context:].astype(scaled.dtype), seen[:, context:]  # [n', H, C]
         naive, seasonal = naive_forecasts(target[:, :context], seen[:, :context], horizon,
                                           season if season > 1 else None)  # [n', H, C]

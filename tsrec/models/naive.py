@@ -133,20 +133,6 @@ def choose_seasons(cycles: Sequence[float], periods: Sequence[float], history_le
     return tuple(sorted({season} | longer))
 
 
-def season_from_data(data: DataFacts, context_length: int, seasons: int = 1) -> tuple[int, str]:
-    """The strongest cycle the data show within ``context_length`` steps holding ``seasons`` of
-    them, and, when there is none (1), why. The backtest's baselines' rule until they take
-    :func:`season_for`; the models use :func:`choose_season`."""
-    cycle = round(data.periods[0]) if data.periods else 0
-    if cycle < 2:
-        return 1, "no cycle stood out in the training part"
-    if cycle * seasons > context_length:
-        need = f"{seasons} x {cycle} = {cycle * seasons}" if seasons > 1 else f"{cycle}"
-        return 1, (f"the strongest cycle found, {cycle} steps, needs context_length >= {need} (it is "
-                   f"{context_length}); set a longer context_length, or season_length")
-    return cycle, ""
-
-
 @dataclass(frozen=True)
 class SeasonalNaiveConfig(SeasonalConfig):
     """``season_length``: steps per season (1 gives the plain naive forecast); see :class:`SeasonalConfig`."""

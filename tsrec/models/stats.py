@@ -178,13 +178,6 @@ class StatsModel(ForecastModel):
         super().__init__(config)
         self._models = require_statsforecast()
 
-    @classmethod
-    def default_context(cls, prediction_length: int, season: int) -> int:
-        """Ten seasons of the frequency and at least 100 steps, or twice the horizon when that is
-        longer: the history the backtest's ets and theta baselines read (:mod:`tsrec.evaluation`).
-        The models themselves read whole histories (:func:`tsrec.fitting.history_for`)."""
-        return max(2 * prediction_length, 10 * season, 100)
-
     def statsforecast_model(self) -> Any:
         """The statsforecast model fitted on every history."""
         return getattr(self._models, self.statsforecast_name)(season_length=self.config.season_length)
@@ -212,12 +205,6 @@ class StatsModel(ForecastModel):
         out = out.reshape(size, channels, -1).transpose(0, 2, 1)  # [B, H, C]
         scaled = (out - loc) / scale
         return torch.from_numpy(scaled).to(batch["past_target"].dtype).to(batch["past_target"].device)
-
-    def forecast_series(self, y: np.ndarray, horizon: int) -> np.ndarray:
-        """``horizon`` steps after the history ``y`` ``[L]`` (no NaN), or its last value where the
-        model cannot be fitted (a warning says why)."""
-        y = np.asarray(y, dtype=np.float64)
-        return self.forecast_histories(y, np.array([len(y)]), np.zeros(1, np.int64), horizon)[0]
 
     def forecast_histories(self, y: np.ndarray, lengths: np.ndarray, gaps: np.ndarray, horizon: int) -> np.ndarray:
         """The forecasts ``[K, horizon]`` of the ``K`` histories laid end to end in ``y``
