@@ -14,7 +14,7 @@ from benchmarks import common, run, speed
 from benchmarks.common import reset_peak_rss
 from tests.shared_data import SHARED_DATASETS
 
-# the naive baselines only: ets and theta would cost a statsforecast fit per window
+# the naive baselines only: ets and theta would cost a statsforecast fit per series
 NAIVE = ("naive", "seasonal_naive")
 
 DATA = SHARED_DATASETS

@@ -16,7 +16,7 @@ from tsrec.data.covariates import CovariateEncoder, read_frame
 from tsrec.evaluation import backtest
 from tsrec.nn.covariates import covariate_parameters
 
-# the naive baselines only: ets and theta would cost a statsforecast fit per window
+# the naive baselines only: ets and theta would cost a statsforecast fit per series
 NAIVE = ("naive", "seasonal_naive")
 
 QUIET = {"enable_progress_bar": False, "logger": False}

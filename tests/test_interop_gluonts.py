@@ -11,7 +11,7 @@ import pytest
 
 from tsrec.interop.gluonts import from_tsrec_frame, to_tsrec_frame
 
-# the naive baselines only: ets and theta would cost a statsforecast fit per window
+# the naive baselines only: ets and theta would cost a statsforecast fit per series
 NAIVE = ("naive", "seasonal_naive")
 
 LONG = {"id_col": "item_id", "time_col": "timestamp", "target_col": "target"}

@@ -14,7 +14,7 @@ from tsrec.datasets.synthetic import recurrent_series
 from tsrec.inspection import GATE_COLUMNS
 from tsrec.plotting import GATE_LABEL, plot_backtest, plot_forecast, plot_gate_history, plot_gates, plot_rem
 
-# the naive baselines only: ets and theta would cost a statsforecast fit per window
+# the naive baselines only: ets and theta would cost a statsforecast fit per series
 NAIVE = ("naive", "seasonal_naive")
 
 NET = dict(d_model=16, n_heads=8, d_ff=16, e_layers=1, d_layers=1)

@@ -11,7 +11,7 @@ from tsrec import Forecaster
 from tsrec.cli import main
 from tsrec.evaluation import backtest
 
-# the naive baselines only: ets and theta would cost a statsforecast fit per window
+# the naive baselines only: ets and theta would cost a statsforecast fit per series
 NAIVE = ("naive", "seasonal_naive")
 
 H, CONTEXT = 12, 48

@@ -15,7 +15,7 @@ from tsrec.evaluation import backtest
 from tsrec.fitted import _json_sha256
 from tsrec.settings import ForecasterSettings
 
-# the naive baselines only: ets and theta would cost a statsforecast fit per window
+# the naive baselines only: ets and theta would cost a statsforecast fit per series
 NAIVE = ("naive", "seasonal_naive")
 
 NET = dict(d_model=16, n_heads=8, d_ff=16, e_layers=1, d_layers=1)

@@ -28,7 +28,7 @@ from tsrec.training import (
     quiet_lightning,
 )
 
-# the naive baselines only: ets and theta would cost a statsforecast fit per window
+# the naive baselines only: ets and theta would cost a statsforecast fit per series
 NAIVE = ("naive", "seasonal_naive")
 
 QUIET = {"enable_progress_bar": False, "logger": False}

@@ -301,7 +301,7 @@ def test_quick_run_writes_rows_and_a_table_and_resumes(tmp_path, monkeypatch, on
 
     monkeypatch.setattr(tsrec.evaluation, "backtest", spy)
     assert ul.main(args) == 0
-    # backtest's statsforecast skill rows (fitted per window) would be charged to the model's CPU seconds
+    # backtest's statsforecast skill rows (fitted per series) would be charged to the model's CPU seconds
     assert skill_rows == [("naive",)]
     rows = list(csv.DictReader((out / "toy.csv").open()))
     assert [(r["model"], r["seed"], r["status"]) for r in rows] == [
