@@ -248,7 +248,7 @@ def _progress(line: str) -> None:
 
 
 class _Clock:
-    """Wall and CPU seconds since it started."""
+    """Wall and CPU seconds since it was created."""
 
     def __init__(self) -> None:
         self.wall, self.cpu = time.perf_counter(), time.process_time()
@@ -343,7 +343,12 @@ def _fit_networks(networks: list[str], rows: dict[str, _Row], fitted: dict[str, 
                   columns: dict[str, Any], *, lengths: list[int], channels: int, windows: int,
                   observations: int) -> None:
     """Successive halving of the ``networks`` on ``shortened``, scored by ``scorer`` (see the module);
-    fills their ``rows`` and, for those scored, ``fitted``."""
+    fills their ``rows`` and, for those scored, ``fitted``.
+
+    The budget is CPU seconds of this process. Each (network, rung) run may spend the share of what
+    is left that its steps are of the steps still planned (the rest of this rung, and the later
+    rungs for the networks halving would keep), so that the first networks cannot spend the
+    others' rung 1; what a run leaves unspent goes to the runs after it."""
     horizon = settings.window.prediction_length
     available = _network_windows(lengths, channels, horizon, windows)
     if available < MIN_NETWORK_WINDOWS:
@@ -356,20 +361,24 @@ def _fit_networks(networks: list[str], rows: dict[str, _Row], fitted: dict[str, 
     training = settings.training
     steps = training.max_steps if training.max_steps is not None or training.max_epochs is not None else \
         auto_steps(available, training.batch_size)
-    started = time.perf_counter()
-    alive, spent = list(networks), dict.fromkeys(networks, 0.0)
+    targets = [max(1, math.ceil(share * steps)) for share in RUNGS]  # [R] steps trained by the end of each rung
+    deltas = np.diff([0, *targets])  # [R]
+    started = time.process_time()
+    alive = list(networks)
     with tempfile.TemporaryDirectory(prefix="tsrec-auto-") as folder:
-        for rung, share in enumerate(RUNGS):
-            for name in list(alive):
-                left = budget - (time.perf_counter() - started)
+        for rung in range(len(RUNGS)):
+            for position, name in enumerate(list(alive)):
+                left = budget - (time.process_time() - started)
                 if left <= 0:
                     rows[name].note = _join(rows[name].note, f"stopped before rung {rung + 1}: the networks' budget "
-                                                             f"of {budget:.0f} s was spent")
+                                                             f"of {budget:.0f} CPU-s was spent")
                     alive.remove(name)
                     continue
-                run = {"max_time": {"seconds": spent[name] + left}}  # Lightning's timer counts over resumes
+                planned = _planned_steps(deltas, rung, len(alive) - position, len(alive))
+                limit = _CpuLimit.of(left * deltas[rung] / planned)
+                run: dict[str, Any] = {"callbacks": [*options["trainer_kwargs"].get("callbacks", []), limit]}
                 if training.max_epochs is None:
-                    run["max_steps"] = max(1, math.ceil(share * steps))
+                    run["max_steps"] = targets[rung]  # the rung's end; the settings' max_steps is the whole run's
                 clock = _Clock()
                 try:
                     with warnings.catch_warnings():
@@ -378,12 +387,12 @@ def _fit_networks(networks: list[str], rows: dict[str, _Row], fitted: dict[str, 
                                                         "output_dir": f"{folder}/{name}",
                                                         "trainer_kwargs": {**options["trainer_kwargs"], **run}})
                         candidate.fit(shortened, resume=rung > 0, **columns)
-                    spent[name] += time.perf_counter() - clock.wall
                     rows[name].val_mse = scorer.score(name, candidate)
                     fitted[name] = candidate
                     summary = candidate.training_summary.budget
-                    stopped = "" if summary["stopped_by"] == "budget" else f", {summary['stopped_by']}"
-                    rows[name].note = f"rung {rung + 1}: {summary['steps_run']} steps{stopped}"
+                    why = ", the budget's share ran out" if limit.fired else \
+                        "" if summary["stopped_by"] == "budget" else f", {summary['stopped_by']}"
+                    rows[name].note = f"rung {rung + 1}: {summary['steps_run']} steps{why}"
                 except (ValueError, RuntimeError) as err:
                     rows[name].note = f"failed at rung {rung + 1}: {err}"
                     scorer.forecasts.pop(name, None)
@@ -396,6 +405,36 @@ def _fit_networks(networks: list[str], rows: dict[str, _Row], fitted: dict[str, 
     for name in networks:
         if name not in fitted:
             scorer.forecasts.pop(name, None)
+
+
+def _planned_steps(deltas: np.ndarray, rung: int, waiting: int, alive: int) -> float:
+    """The steps still planned when ``waiting`` of the ``alive`` networks have rung ``rung`` to
+    train (``deltas`` ``[R]`` steps per rung): theirs, and the later rungs' for the networks that
+    halving would keep (half, rounded up, at each rung)."""
+    total, survivors = float(waiting * deltas[rung]), alive
+    for later in range(rung + 1, len(deltas)):
+        survivors = math.ceil(survivors / 2)
+        total += survivors * deltas[later]
+    return total
+
+
+class _CpuLimit:
+    """A Lightning callback (built by :meth:`of`) that stops training once this process has spent
+    ``seconds`` of CPU time from its creation (the stop is final: a resumed run ends at once)."""
+
+    @staticmethod
+    def of(seconds: float) -> Any:
+        import lightning.pytorch as pl
+
+        class CpuLimit(pl.Callback):
+            def __init__(self) -> None:
+                self.deadline, self.fired = time.process_time() + seconds, False
+
+            def on_train_batch_end(self, trainer: Any, *args: Any) -> None:
+                if time.process_time() >= self.deadline:
+                    trainer.should_stop = self.fired = True
+
+        return CpuLimit()
 
 
 def _halve(alive: list[str], rows: dict[str, _Row], rung: int) -> list[str]:
