@@ -15,11 +15,13 @@ ensemble.
    training run, so that they cost seconds.
 3. **Networks** (the trainable candidates), only when the steps before the validation windows hold
    at least :data:`MIN_NETWORK_WINDOWS` training windows (counted at a context of twice the
-   horizon), within :func:`network_budget` seconds of training in all (it grows with the
-   observations; ``time_limit`` caps it), by successive halving: every network trains for the first
-   rung's share of its step budget (:data:`RUNGS`), is scored, and goes on to the next rung only if
-   it is among the better half of the networks still training and within :data:`HALVING_FACTOR` of
-   the leader's validation MSE (the leader may be a statistical model). Rungs continue the same run
+   horizon), within :func:`network_budget` CPU seconds in all (it grows with the observations;
+   ``time_limit`` caps it), by successive halving: every network trains for the first rung's share
+   of its step budget (:data:`RUNGS`), is scored, and goes on to the next rung only if it is among
+   the better half of the networks still training and within :data:`HALVING_FACTOR` of the
+   leader's validation MSE (the leader may be a statistical model). Each run may spend the share of
+   the budget left that its steps are of those still planned, so every network gets its first rung;
+   a run that ends early (early stopping, its share spent) is final. Rungs continue the same run
    from its checkpoint (``resume=True``), so a network that reaches the last rung has cost one
    training run. Networks are not refitted on the validation windows: the validated run is the
    member (AutoGluon's default, ``refit_full=False``); its RevIN makes it indifferent to the
@@ -367,14 +369,15 @@ def _fit_networks(networks: list[str], rows: dict[str, _Row], fitted: dict[str, 
     alive = list(networks)
     with tempfile.TemporaryDirectory(prefix="tsrec-auto-") as folder:
         for rung in range(len(RUNGS)):
-            for position, name in enumerate(list(alive)):
+            order = list(alive)
+            for position, name in enumerate(order):
                 left = budget - (time.process_time() - started)
                 if left <= 0:
                     rows[name].note = _join(rows[name].note, f"stopped before rung {rung + 1}: the networks' budget "
                                                              f"of {budget:.0f} CPU-s was spent")
                     alive.remove(name)
                     continue
-                planned = _planned_steps(deltas, rung, len(alive) - position, len(alive))
+                planned = _planned_steps(deltas, rung, len(order) - position, len(order))
                 limit = _CpuLimit.of(left * deltas[rung] / planned)
                 run: dict[str, Any] = {"callbacks": [*options["trainer_kwargs"].get("callbacks", []), limit]}
                 if training.max_epochs is None:
@@ -393,6 +396,8 @@ def _fit_networks(networks: list[str], rows: dict[str, _Row], fitted: dict[str, 
                     why = ", the budget's share ran out" if limit.fired else \
                         "" if summary["stopped_by"] == "budget" else f", {summary['stopped_by']}"
                     rows[name].note = f"rung {rung + 1}: {summary['steps_run']} steps{why}"
+                    if why or summary["steps_run"] < targets[rung]:  # its run has ended: no later rung
+                        alive.remove(name)
                 except (ValueError, RuntimeError) as err:
                     rows[name].note = f"failed at rung {rung + 1}: {err}"
                     scorer.forecasts.pop(name, None)
