@@ -21,8 +21,9 @@ ensemble.
    of its step budget (:data:`RUNGS`), is scored, and goes on to the next rung only if it is among
    the better half of the networks still training and within :data:`HALVING_FACTOR` of the
    leader's validation MSE (the leader may be a statistical model). Each run may spend the share of
-   the budget left that its steps are of those still planned, so every network gets its first rung;
-   a run that ends early (early stopping, its share spent) is final. Rungs continue the same run
+   the budget left that its steps are of those still planned, so every network gets its first rung
+   (a run that spends its share ends there, and a later rung goes on from it; one that early
+   stopping ended trains no later rung). Rungs continue the same run
    from its checkpoint (``resume=True``), so a network that reaches the last rung has cost one
    training run. Networks are not refitted on the validation windows: the validated run is the
    member (AutoGluon's default, ``refit_full=False``); its RevIN makes it indifferent to the
@@ -404,7 +405,7 @@ def _fit_networks(networks: list[str], rows: dict[str, _Row], fitted: dict[str, 
                     why = ", the budget's share ran out" if limit.fired else \
                         "" if summary["stopped_by"] == "budget" else f", {summary['stopped_by']}"
                     rows[name].note = f"rung {rung + 1}: {summary['steps_run']} steps{why}"
-                    if why or summary["steps_run"] < targets[rung]:  # its run has ended: no later rung
+                    if summary["stopped_by"] != "budget":  # early stopping ended its run: no later rung
                         alive.remove(name)
                 except (ValueError, RuntimeError) as err:
                     rows[name].note = f"failed at rung {rung + 1}: {err}"
@@ -432,8 +433,9 @@ def _planned_steps(deltas: np.ndarray, rung: int, waiting: int, alive: int) -> f
 
 
 class _CpuLimit:
-    """A Lightning callback (built by :meth:`of`) that stops training once this process has spent
-    ``seconds`` of CPU time from its creation (the stop is final: a resumed run ends at once)."""
+    """A Lightning callback (built by :meth:`of`) that ends the run once this process has spent
+    ``seconds`` of CPU time from its creation, as a step budget would end it (the step reached
+    becomes the run's last), so that a later rung resumes it from there."""
 
     @staticmethod
     def of(seconds: float) -> Any:
@@ -445,7 +447,7 @@ class _CpuLimit:
 
             def on_train_batch_end(self, trainer: Any, *args: Any) -> None:
                 if time.process_time() >= self.deadline:
-                    trainer.should_stop = self.fired = True
+                    trainer.fit_loop.epoch_loop.max_steps, self.fired = trainer.global_step, True
 
         return CpuLimit()
 
