@@ -117,12 +117,28 @@ def test_the_networks_budget_is_honoured(networks_allowed):
                    time_limit=1.0, trainer_kwargs=QUIET).fit(hourly())
     row = f.leaderboard.set_index("model").loc["dlinear"]
     steps = int(row.note.split(": ")[1].split(" steps")[0])
-    assert 0 < steps < 100_000 and ("the budget's share ran out" in row.note or "budget of 1 CPU-s was spent" in row.note)
+    assert 0 < steps < 100_000
+    assert "the budget's share ran out" in row.note or "budget of 1 CPU-s was spent" in row.note
     assert row.cpu_seconds < 30
     f = Forecaster("auto", candidates=("seasonal_naive", "dlinear"), prediction_length=H, max_steps=100_000,
                    time_limit=1e-9, trainer_kwargs=QUIET).fit(hourly())
     row = f.leaderboard.set_index("model").loc["dlinear"]
     assert row.note == "stopped before rung 1: the networks' budget of 0 CPU-s was spent" and np.isnan(row.val_mse)
+
+
+def test_a_run_that_spends_its_budget_share_goes_on_at_the_next_rung(networks_allowed, monkeypatch):
+    """The first rung's share spent after one step (a limit of 0 CPU-s): the run ends there as a
+    step budget would end it, and the next rungs resume it up to its 90 steps."""
+    limit = tsrec.auto._CpuLimit.of
+    shares = iter([0.0])
+    monkeypatch.setattr(tsrec.auto._CpuLimit, "of", staticmethod(lambda seconds: limit(next(shares, 1e6))))
+    notes = []
+    progress = tsrec.auto._progress_line
+    monkeypatch.setattr(tsrec.auto, "_progress_line", lambda row: notes.append(row.note) or progress(row))
+    f = Forecaster("auto", candidates=("dlinear",), prediction_length=H, max_steps=90, patience=None,
+                   trainer_kwargs=QUIET).fit(hourly())
+    assert notes == ["rung 1: 1 steps, the budget's share ran out", "rung 2: 30 steps", "rung 3: 90 steps"]
+    assert f.leaderboard.note[0] == "rung 3: 90 steps"
 
 
 def test_the_validation_windows_follow_autogluons_rule_capped_by_the_shortest_series(monkeypatch):

@@ -292,6 +292,9 @@ def fit_auto(df: Source, read: Read, settings: ForecasterSettings, *, val: Read 
     horizon = settings.window.prediction_length
     options = _candidate_options(settings)
     ends = _observed_ends(panel)
+    if 0 in ends:
+        raise ValueError(f"{panel.item_label(ends.index(0))} has no observed value: drop it, or fit on a frame where "
+                         "it has data")
     _warn_missing_tails(panel, ends)
     channels = len(panel.columns) if panel.layout == "wide" else 1
     windows = validation_windows(len(panel.items) * channels, min(ends), horizon)
@@ -303,23 +306,15 @@ def fit_auto(df: Source, read: Read, settings: ForecasterSettings, *, val: Read 
     fitted: dict[str, Forecaster] = {}
     statistical = [name for name in names if not model_spec(name).model_class.trainable]
     for name in statistical:
-        clock = _Clock()
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)  # a candidate's own notes; its score says enough
-                candidate = Forecaster(name, **options).fit(shortened, **columns)
-                rows[name].val_mse = scorer.score(name, candidate)
-        except (ValueError, RuntimeError) as err:
-            rows[name].note = f"failed: {err}"
-        clock.add_to(rows[name])
-        _progress(_progress_line(rows[name]))
+        _score_statistical(name, rows[name], scorer, options, shortened, columns)
     networks = [name for name in names if name not in statistical]
     if networks:
-        _fit_networks(networks, rows, fitted, scorer, settings, options, shortened, columns,
-                      lengths=ends, channels=channels, windows=windows, observations=int(sum(item.observed.sum() for item in panel.items)))
+        observations = int(sum(item.observed.sum() for item in panel.items))
+        _fit_networks(networks, rows, fitted, scorer, settings, options, shortened, columns, lengths=ends,
+                      channels=channels, windows=windows, observations=observations)
     kept = [name for name in names if name in scorer.forecasts]
     if not kept:
-        raise ValueError("auto: every candidate failed on the fit frame: " +
+        raise ValueError("auto: no candidate was scored on the fit frame: " +
                          "; ".join(f"{r.model} {r.note}" for r in rows.values()))
     common = scorer.common()
     if not common.any():
@@ -341,6 +336,22 @@ def fit_auto(df: Source, read: Read, settings: ForecasterSettings, *, val: Read 
     prefitted = Prefitted(network, state, max(member.context_length for member in members),
                           leaderboard.sort_values("val_mse", na_position="last", ignore_index=True))
     return fit_state(read, settings, prefitted=prefitted)
+
+
+def _score_statistical(name: str, row: _Row, scorer: _Scorer, options: dict[str, Any], shortened: pd.DataFrame,
+                       columns: dict[str, Any]) -> None:
+    """Fit the statistical candidate ``name`` on ``shortened`` (nothing is trained) and score it;
+    fills its ``row`` (a failure is its note)."""
+    clock = _Clock()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # a candidate's own notes; its score says enough
+            candidate = Forecaster(name, **options).fit(shortened, **columns)
+            row.val_mse = scorer.score(name, candidate)
+    except (ValueError, RuntimeError) as err:
+        row.note = f"failed: {err}"
+    clock.add_to(row)
+    _progress(_progress_line(row))
 
 
 def _progress_line(row: _Row) -> str:

@@ -2,9 +2,9 @@
 
 Commands (``tsrec <command> --help`` lists each one's options):
 
-- ``quickstart``: train RSA-PatchTST (:data:`QUICKSTART_MODEL`, named: the default model is the
-  ``auto`` selection, whose gates there may be none to plot) on synthetic recurrent data (or a benchmark file), forecast held-out steps, and write the forecast,
-  the learned gates, figures and metrics.
+- ``quickstart``: train RSA-PatchTST (:data:`QUICKSTART_MODEL`, by name: the default model, the
+  ``auto`` selection, may have no gates to plot) on synthetic recurrent data (or a benchmark file),
+  forecast held-out steps, and write the forecast, the learned gates, figures and metrics.
 - ``fit``: train any registered model on a CSV file and save it.
 - ``predict``: forecast the steps after the fitted data, or after a CSV file.
 - ``backtest``: rolling-origin errors of a saved model on a CSV file.
