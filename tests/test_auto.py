@@ -1,20 +1,26 @@
-"""Forecaster("auto"): candidates scored on a validation backtest, greedy ensemble weights, the
-members refitted on all the history, the leaderboard, save/load and quantile ensembles."""
+"""Forecaster("auto"), the default: statistical candidates scored first, networks only on data with
+the windows for them and by successive halving within a budget, AutoGluon's validation windows,
+greedy ensemble weights that mix, the leaderboard with what was skipped and why, missing tails,
+progress lines, save/load and quantile ensembles."""
 
 from __future__ import annotations
 
+import io
 import sys
 
 import numpy as np
 import pandas as pd
 import pytest
 
+import tsrec.auto
 from tsrec import Forecaster
-from tsrec.auto import MAX_VAL_WINDOWS, greedy_weights
+from tsrec.auto import _Scorer, greedy_weights, network_budget, validation_windows
+from tsrec.config import DEFAULT_MODEL
 
 QUIET = {"enable_progress_bar": False, "logger": False}
 H = 6
 FAST = dict(prediction_length=H, max_steps=20, trainer_kwargs=QUIET)
+COLUMNS = ["model", "val_mse", "weight", "fit_seconds", "cpu_seconds", "note"]
 
 
 def hourly(n=24 * 12, seed=0):
@@ -23,6 +29,137 @@ def hourly(n=24 * 12, seed=0):
     return pd.DataFrame({"a": 10 + 2 * np.sin(2 * np.pi * t / 24) + 0.3 * rng.standard_normal(n),
                          "b": 5 + np.cos(2 * np.pi * t / 24) + 0.3 * rng.standard_normal(n)},
                         index=pd.date_range("2024-01-01", periods=n, freq="h"))
+
+
+def long_hourly(n=24 * 8, ids=("a", "b", "c"), seed=0):
+    t = np.arange(n)
+    rng = np.random.default_rng(seed)
+    return pd.concat([pd.DataFrame({"id": i, "ds": pd.date_range("2024-01-01", periods=n, freq="h"),
+                                    "y": 10 + k + 2 * np.sin(2 * np.pi * t / 24) + 0.3 * rng.standard_normal(n)})
+                      for k, i in enumerate(ids)], ignore_index=True)
+
+
+@pytest.fixture
+def networks_allowed(monkeypatch):
+    """Networks tried on the tests' small frames (the rule asks for 1,000 training windows)."""
+    monkeypatch.setattr(tsrec.auto, "MIN_NETWORK_WINDOWS", 0)
+
+
+@pytest.fixture
+def scored(monkeypatch):
+    """The names in the order the candidates were scored."""
+    order = []
+    score = _Scorer.score
+
+    def recording(self, name, candidate):
+        order.append(name)
+        return score(self, name, candidate)
+
+    monkeypatch.setattr(_Scorer, "score", recording)
+    return order
+
+
+def test_the_default_model_is_auto_and_a_named_network_is_one_network():
+    assert DEFAULT_MODEL == "auto" and Forecaster(prediction_length=H).model_name == "auto"
+    f = Forecaster("rsa_patchtst", **FAST).fit(hourly())
+    assert f.model_name == "rsa_patchtst" and type(f.model).__name__ == "PatchTST"
+
+
+def test_the_gluonts_estimator_still_trains_one_network_by_default():
+    """A GluonTS estimator trains one probabilistic network; auto (points, not trained) would be refused."""
+    pytest.importorskip("gluonts")
+    from tsrec.interop.gluonts import TsrecEstimator
+
+    assert TsrecEstimator(prediction_length=H, freq="h").forecaster.model_name == "rsa_patchtst"
+
+
+def test_the_default_on_short_data_scores_the_statistical_models_and_skips_the_networks_saying_why(scored):
+    board = Forecaster(**FAST).fit(hourly(n=24 * 8)).leaderboard  # 2 series x 192 steps: a few hundred windows
+    assert list(board.columns) == COLUMNS
+    networks = board[board.model.isin(["rsa_patchtst", "patchtst", "dlinear"])]
+    assert len(networks) == 3 and networks.val_mse.isna().all() and (networks.weight == 0).all()
+    assert networks.note.str.fullmatch(r"skipped: \d+ training windows < 1000 \(networks are tried only on data "
+                                       r"with at least that many\)").all()
+    assert scored == ["ets", "theta", "seasonal_naive"]
+    stats = board[~board.model.isin(networks.model)]
+    assert stats.val_mse.notna().all() and (stats.cpu_seconds > 0).all() and board.weight.sum() == pytest.approx(1)
+
+
+def test_statistical_candidates_are_scored_before_the_networks(networks_allowed, scored):
+    f = Forecaster("auto", candidates=("dlinear", "seasonal_naive", "theta"), **FAST).fit(hourly())
+    assert scored[:2] == ["seasonal_naive", "theta"] and set(scored[2:]) == {"dlinear"}
+    assert list(f.leaderboard.sort_values("fit_seconds").model)  # every candidate timed
+    assert set(f.leaderboard.model) == {"dlinear", "seasonal_naive", "theta"}
+
+
+def test_successive_halving_stops_a_network_far_behind_the_leader(networks_allowed, scored, monkeypatch):
+    """patchtst made bad (its validation forecasts 10 standard deviations off) stops after the
+    first rung; dlinear, the leader, trains through every rung of its 90 steps."""
+    score = _Scorer.score  # the recording one
+
+    def patchtst_is_bad(self, name, candidate):
+        mse = score(self, name, candidate)
+        if name == "patchtst":
+            self.forecasts[name] = self.forecasts[name] + 10.0
+            return float(np.nanmean((self.forecasts[name] - self.truth) ** 2))
+        return mse
+
+    monkeypatch.setattr(_Scorer, "score", patchtst_is_bad)
+    f = Forecaster("auto", candidates=("dlinear", "patchtst"), prediction_length=H, max_steps=90,
+                   trainer_kwargs=QUIET).fit(hourly())
+    notes = dict(zip(f.leaderboard.model, f.leaderboard.note))
+    assert notes["patchtst"].startswith("rung 1: 10 steps; stopped at rung 1: ")
+    assert "x the leader (dlinear)" in notes["patchtst"]
+    assert notes["dlinear"].startswith("rung 3: 90 steps")
+    assert scored.count("patchtst") == 1 and scored.count("dlinear") == len(tsrec.auto.RUNGS)
+    assert f.resolved_settings.network.members == ("dlinear",)
+
+
+def test_the_networks_budget_is_honoured(networks_allowed):
+    """A budget of 1 CPU-s (time_limit) ends a run of 100,000 steps, and a spent budget stops the
+    networks before they start (the bound on seconds is generous: a loaded machine is slow)."""
+    assert network_budget(10_000) == pytest.approx(tsrec.auto.BUDGET_SECONDS + 10.0)
+    assert network_budget(10 ** 9) == tsrec.auto.MAX_BUDGET_SECONDS and network_budget(10 ** 6, 5.0) == 5.0
+    assert network_budget(10 ** 6, stats_seconds=2.0) == 2.0 * tsrec.auto.STATS_COST_RATIO
+    f = Forecaster("auto", candidates=("seasonal_naive", "dlinear"), prediction_length=H, max_steps=100_000,
+                   time_limit=1.0, trainer_kwargs=QUIET).fit(hourly())
+    row = f.leaderboard.set_index("model").loc["dlinear"]
+    steps = int(row.note.split(": ")[1].split(" steps")[0])
+    assert 0 < steps < 100_000
+    assert "the budget's share ran out" in row.note or "budget of 1 CPU-s was spent" in row.note
+    assert row.cpu_seconds < 30
+    f = Forecaster("auto", candidates=("seasonal_naive", "dlinear"), prediction_length=H, max_steps=100_000,
+                   time_limit=1e-9, trainer_kwargs=QUIET).fit(hourly())
+    row = f.leaderboard.set_index("model").loc["dlinear"]
+    assert row.note == "stopped before rung 1: the networks' budget of 0 CPU-s was spent" and np.isnan(row.val_mse)
+
+
+def test_a_run_that_spends_its_budget_share_goes_on_at_the_next_rung(networks_allowed, monkeypatch):
+    """The first rung's share spent after one step (a limit of 0 CPU-s): the run ends there as a
+    step budget would end it, and the next rungs resume it up to its 90 steps."""
+    limit = tsrec.auto._CpuLimit.of
+    shares = iter([0.0])
+    monkeypatch.setattr(tsrec.auto._CpuLimit, "of", staticmethod(lambda seconds: limit(next(shares, 1e6))))
+    notes = []
+    progress = tsrec.auto._progress_line
+    monkeypatch.setattr(tsrec.auto, "_progress_line", lambda row: notes.append(row.note) or progress(row))
+    f = Forecaster("auto", candidates=("dlinear",), prediction_length=H, max_steps=90, patience=None,
+                   trainer_kwargs=QUIET).fit(hourly())
+    assert notes == ["rung 1: 1 steps, the budget's share ran out", "rung 2: 30 steps", "rung 3: 90 steps"]
+    assert f.leaderboard.note[0] == "rung 3: 90 steps"
+
+
+def test_the_validation_windows_follow_autogluons_rule_capped_by_the_shortest_series(monkeypatch):
+    assert validation_windows(1, 1000, H) == 5 and validation_windows(19, 1000, H) == 5
+    assert validation_windows(20, 1000, H) == 3 and validation_windows(99, 1000, H) == 3
+    assert validation_windows(100, 1000, H) == 2
+    assert validation_windows(5, 40, H) == 3  # half of 40 steps holds three horizons of 6
+    assert validation_windows(5, 10, H) == 1
+    calls = []
+    backtest = tsrec.auto.backtest
+    monkeypatch.setattr(tsrec.auto, "backtest", lambda *a, **k: calls.append(k) or backtest(*a, **k))
+    Forecaster("auto", candidates=("seasonal_naive",), **FAST).fit(long_hourly(n=48), id_col="id", time_col="ds")
+    assert [(c["n_windows"], c["stride"]) for c in calls] == [(4, H)]  # 3 series, 48 // 2 // 6
 
 
 def test_greedy_selection_keeps_the_best_model_unless_averaging_helps():
@@ -37,18 +174,60 @@ def test_greedy_selection_keeps_the_best_model_unless_averaging_helps():
     np.testing.assert_allclose(weights, [1 / 3, 2 / 3])
 
 
-def test_auto_scores_weights_refits_and_forecasts_the_weighted_members(tmp_path):
+def test_greedy_weights_mix_complementary_candidates_where_half_and_half_would_not_help():
+    """``a`` is the better model; ``b`` errs the other way, much more. Half and half is worse than
+    ``a`` alone (a selection that stops at the first round without gain gives ``a`` everything),
+    but ``b`` at a small weight cancels part of ``a``'s error: the rounds find that mix."""
+    truth = np.zeros(6)
+    a = np.array([0.2, 0.2, 0.2, -0.1, 0.1, 0.2])
+    b = np.array([-0.9, -0.9, -0.9, 0.3, -0.4, -0.9])
+    mse = lambda f: float(np.mean((f - truth) ** 2))  # noqa: E731
+    assert mse((a + b) / 2) > mse(a)
+    weights = greedy_weights(truth, np.stack([a, b]))
+    assert 0.5 < weights[0] < 1 and 0 < weights[1] < 0.5
+    assert mse(weights @ np.stack([a, b])) < 0.5 * mse(a)
+    assert weights.sum() == pytest.approx(1)
+
+
+def test_a_missing_tail_is_validated_where_the_series_is_observed_and_named_in_a_warning(monkeypatch):
+    df = long_hourly()
+    tail = df.index[df.id == "b"][-5:]
+    df.loc[tail, "y"] = np.nan
+    errors = []
+    backtest = tsrec.auto.backtest
+
+    def recording(*args, **kwargs):
+        result = backtest(*args, **kwargs)
+        errors.append(result.errors)
+        return result
+
+    monkeypatch.setattr(tsrec.auto, "backtest", recording)
+    with pytest.warns(UserWarning, match=r"auto: the last values of 1 series are missing \(item 'b': its last 5 "
+                                         r"step\(s\) after 2024-01-08 18:00:00\)"):
+        f = Forecaster("auto", candidates=("seasonal_naive", "theta"), **FAST).fit(df, id_col="id", time_col="ds",
+                                                                                    target_col="y")
+    windows = validation_windows(3, len(df) // 3 - 5, H)
+    for frame in errors:
+        b = frame[frame.item_id == "b"]
+        # every scored window of b ends by its last observed step: none forecasts from the filled tail
+        assert len(b) == windows * H and b.y_true.notna().all()
+        assert pd.Timestamp(b.timestamp.max()) == pd.Timestamp("2024-01-08 18:00:00")
+    assert f.leaderboard.val_mse.notna().all()
+    assert len(f.predict()) == 3 * H
+
+
+def test_auto_scores_weights_and_forecasts_the_weighted_members_and_saves(tmp_path):
     df = hourly()
-    candidates = ("dlinear", "seasonal_naive", "theta")
+    candidates = ("seasonal_naive", "theta", "naive")
     f = Forecaster("auto", candidates=candidates, **FAST).fit(df)
     board = f.leaderboard
-    assert list(board.columns) == ["model", "val_mse", "weight", "fit_seconds", "note"]
+    assert list(board.columns) == COLUMNS
     assert sorted(board.model) == sorted(candidates) and board.val_mse.is_monotonic_increasing
     assert board.weight.sum() == pytest.approx(1.0) and (board.weight > 0).any()
     network = f.resolved_settings.network
     assert set(network.members) == set(board.model[board.weight > 0])
     assert f.context_length == max(m["context_length"] for m in f.model.describe())
-    # the forecast is the weighted sum of the members, each refitted on all of df (same seed)
+    # the statistical members forecast from all of df: the weighted sum of each one fitted on it
     expected = sum(w * Forecaster(name, **FAST).fit(df).predict()["mean"].to_numpy()
                    for name, w in zip(network.members, network.weights))
     forecast = f.predict()
@@ -59,15 +238,34 @@ def test_auto_scores_weights_refits_and_forecasts_the_weighted_members(tmp_path)
     pd.testing.assert_frame_equal(loaded.leaderboard, board[["model", "val_mse", "weight"]], check_exact=False)
 
 
-def test_the_validation_windows_are_the_last_tenth_one_horizon_apart():
-    from tsrec.auto import _validation_windows
+def test_a_network_member_is_its_validated_run_and_survives_save_and_load(networks_allowed, tmp_path):
+    df = hourly()
+    f = Forecaster("auto", candidates=("dlinear",), **FAST).fit(df)
+    assert f.resolved_settings.network.members == ("dlinear",)
+    f.save(tmp_path / "auto")
+    pd.testing.assert_frame_equal(Forecaster.load(tmp_path / "auto").predict(), f.predict())
+    # one training run in all: the rungs continue it, and the member is not refitted
+    assert f.leaderboard.note[0] == "rung 3: 20 steps"
 
-    assert _validation_windows([288, 400], H) == 5  # round(28.8 / 6)
-    assert _validation_windows([40], H) == 1
-    assert _validation_windows([10_000], H) == MAX_VAL_WINDOWS
+
+def test_a_progress_line_per_candidate_on_a_terminal_only(monkeypatch, capsys):
+    Forecaster("auto", candidates=("seasonal_naive", "theta"), **FAST).fit(hourly())
+    assert capsys.readouterr() == ("", "")  # not a terminal: silent
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    Forecaster("auto", candidates=("seasonal_naive", "theta", "dlinear"), **FAST).fit(hourly())
+    lines = terminal.getvalue().splitlines()
+    assert [line.split()[2] for line in lines if line.startswith("tsrec auto: ")] == ["seasonal_naive", "theta",
+                                                                                      "dlinear"]
+    assert "validation MSE" in lines[0] and "CPU-s" in lines[0] and "skipped: " in lines[2]
 
 
-def test_a_quantile_ensemble_uses_trainable_candidates_and_its_quantiles_do_not_cross():
+def test_a_quantile_ensemble_uses_trainable_candidates_and_its_quantiles_do_not_cross(networks_allowed):
     df = hourly()
     f = Forecaster("auto", candidates=("dlinear", "patchtst", "seasonal_naive"), output="quantile",
                    quantile_levels=(0.1, 0.5, 0.9), **FAST).fit(df)

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from tsrec import Forecaster, cli
-from tsrec.cli import main, parse_options
+from tsrec.cli import QUICKSTART_MODEL, main, parse_options
 from tsrec.config import DEFAULT_MODEL, TrainingConfig
 from tests.shared_data import SHARED_DATASETS
 
@@ -265,8 +265,8 @@ def test_help_names_the_default_model_and_budget(capsys):
         main([command, "--help"] if command else ["--help"])
         helps[command] = " ".join(capsys.readouterr().out.split())
     assert not any("Informer" in text for text in helps.values())
-    assert f"train the default model ({DEFAULT_MODEL})" in helps[""]
-    assert f"Train the default model, {DEFAULT_MODEL}," in helps["quickstart"]
+    assert f"train {QUICKSTART_MODEL} on recurrent data" in helps[""] and QUICKSTART_MODEL == "rsa_patchtst"
+    assert f"Train {QUICKSTART_MODEL} (RSA in PatchTST)" in helps["quickstart"]
     assert f"(default {DEFAULT_MODEL}, as Forecaster's)" in helps["fit"]
     assert TrainingConfig().max_epochs is None  # the budget the help texts describe
     assert "--epochs EPOCHS an epoch budget (default: the Forecaster's step budget scaled to the data)" in helps["fit"]

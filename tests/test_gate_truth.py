@@ -126,7 +126,7 @@ def recorded_fit():
     patch = pytest.MonkeyPatch()
     patch.setattr(tsrec.fitting, "build_model", recording)
     try:
-        forecaster = Forecaster(prediction_length=24, freq="h", max_steps=20, seed=3, d_model=16, n_heads=4,
+        forecaster = Forecaster("rsa_patchtst", prediction_length=24, freq="h", max_steps=20, seed=3, d_model=16, n_heads=4,
                                 e_layers=2, trainer_kwargs={"enable_progress_bar": False, "logger": False})
         forecaster.fit(recurrent_series(24 * 20, ar=0.9, innovation=0.3, cycle=24, noise=0.1, seed=0))
     finally:

@@ -205,7 +205,7 @@ def test_a_short_horizon_gets_a_context_of_two_patches():
     """2 x a horizon of 7 would not hold one 16-step patch: the default context is two patches."""
     t = np.arange(200)
     df = pd.DataFrame({"y": 5 + np.sin(2 * np.pi * t / 7)}, index=pd.date_range("2024-01-01", periods=200, freq="D"))
-    f = tsrec.Forecaster(prediction_length=7, max_steps=3, trainer_kwargs={"enable_progress_bar": False}).fit(df)
+    f = tsrec.Forecaster("rsa_patchtst", prediction_length=7, max_steps=3, trainer_kwargs={"enable_progress_bar": False}).fit(df)
     assert f.context_length == f.resolved_settings.window.context_length == 32
     assert len(f.predict()) == 7
     assert tsrec.Forecaster("patchtst", prediction_length=24, max_steps=3).fit(df).context_length == 48

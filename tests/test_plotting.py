@@ -283,7 +283,7 @@ def test_gates_dominant_cycle_heads_of_the_default_model_report_the_data_cycle()
     (the table does not merely report the start). Asserted with margin: within 20%, on the
     benchmark's cycle-17 case at 720 steps, 200 steps of training."""
     df = recurrent_series(720, ar=(), cycle=17, noise=0.3, seed=1)
-    forecaster = Forecaster(prediction_length=24, freq="h", max_steps=200, seed=1,
+    forecaster = Forecaster("rsa_patchtst", prediction_length=24, freq="h", max_steps=200, seed=1,
                             trainer_kwargs={"enable_progress_bar": False, "logger": False})
     table = forecaster.fit(df).gates()
     found = forecaster.data_facts.periods

@@ -92,7 +92,7 @@ def test_each_default_is_defined_once():
     assert f.settings.training == TrainingConfig(learning_rate=1e-4, lr_schedule="cosine", rsa_lr_multiplier=100.0)
     assert Forecaster("rsa_informer", prediction_length=6, learning_rate=5e-4).settings.training.learning_rate == 5e-4
     assert Forecaster("dlinear", prediction_length=6).settings.training == TrainingConfig()
-    assert Forecaster(prediction_length=6).model_name == "rsa_patchtst"
+    assert Forecaster(prediction_length=6).model_name == "auto"  # the default: the selection of tsrec.auto
     assert f.settings.window == WindowConfig(prediction_length=6)
     assert f.context_length == 12  # WindowConfig.context: 2 * prediction_length
     assert f.settings.network.rsa == RSAConfig()

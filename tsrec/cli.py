@@ -2,9 +2,9 @@
 
 Commands (``tsrec <command> --help`` lists each one's options):
 
-- ``quickstart``: train the default model (:data:`tsrec.config.DEFAULT_MODEL`, RSA-PatchTST) on
-  synthetic recurrent data (or a benchmark file), forecast held-out steps, and write the forecast,
-  the learned gates, figures and metrics.
+- ``quickstart``: train RSA-PatchTST (:data:`QUICKSTART_MODEL`, by name: the default model, the
+  ``auto`` selection, may have no gates to plot) on synthetic recurrent data (or a benchmark file),
+  forecast held-out steps, and write the forecast, the learned gates, figures and metrics.
 - ``fit``: train any registered model on a CSV file and save it.
 - ``predict``: forecast the steps after the fitted data, or after a CSV file.
 - ``backtest``: rolling-origin errors of a saved model on a CSV file.
@@ -91,7 +91,9 @@ class QuickstartSettings:
     training: dict[str, Any] = field(default_factory=dict)
 
 
-# rsa_patchtst at the Forecaster's default budget (a step budget scaled to the data: 1,440 steps
+#: The model the quickstart trains, by name: it plots RSA gates, which the default model (auto) may not have.
+QUICKSTART_MODEL = "rsa_patchtst"
+# RSA-PatchTST at the Forecaster's default budget (a step budget scaled to the data: 1,440 steps
 # here, 72 batches of 32 windows per epoch) on 2688 hourly steps (16 weeks) x 3 series, with the best
 # validated weights kept instead of a refit on all the history, which would double the training
 # (about 40 CPU-s of training on one thread). --tiny runs in seconds.
@@ -162,7 +164,7 @@ def gate_lines(table: pd.DataFrame) -> list[str]:
 
 def cmd_quickstart(args: argparse.Namespace) -> int:
     from tsrec.evaluation import backtest
-    from tsrec.forecaster import DEFAULT_MODEL, Forecaster
+    from tsrec.forecaster import Forecaster
     from tsrec.plotting import plot_forecast, plot_gate_history, plot_gates
 
     started = time.perf_counter()
@@ -172,10 +174,10 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
     df, description = _quickstart_data(args.dataset, args.data_dir, args.steps or settings.steps, args.seed)
     horizon, context = settings.prediction_length, settings.context_length
     train, holdout = df.iloc[:-horizon], df.iloc[-horizon:]
-    print(f"tsrec quickstart: {description}\n  training {DEFAULT_MODEL} on {len(train)} steps; the last {horizon} "
+    print(f"tsrec quickstart: {description}\n  training {QUICKSTART_MODEL} on {len(train)} steps; the last {horizon} "
           f"steps are held out; output in {output}", flush=True)
     budget = {} if epochs is None else {"max_epochs": epochs}
-    forecaster = Forecaster(DEFAULT_MODEL, prediction_length=horizon, context_length=context,
+    forecaster = Forecaster(QUICKSTART_MODEL, prediction_length=horizon, context_length=context,
                             output_dir=output / "training", seed=args.seed, **budget,
                             **settings.training, **settings.network)
     fit_started = time.perf_counter()
@@ -194,7 +196,7 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
     forecaster.save(output / "model")
     report = {
         "dataset": description,
-        "model": DEFAULT_MODEL,
+        "model": QUICKSTART_MODEL,
         "context_length": context,
         "prediction_length": horizon,
         "training": str(forecaster.training_summary),
@@ -213,7 +215,7 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
 
     print(f"\ntsrec quickstart done in {time.perf_counter() - started:.0f} s; files in {output}:")
     print("  forecast.csv forecast.png gates.csv gates.png gate_history.png metrics.json model/ training/")
-    print(f"  holdout ({horizon} steps, original units): {DEFAULT_MODEL} MSE {scores['mse']:.4f} "
+    print(f"  holdout ({horizon} steps, original units): {QUICKSTART_MODEL} MSE {scores['mse']:.4f} "
           f"MAE {scores['mae']:.4f}")
     print("  skill, the model's MSE over the baseline's on the holdout (below 1 beats it): " + " | ".join(
         f"{row.baseline.replace('_', ' ')}" + (f" ({row.season} steps)" if row.baseline != "naive" else "")
@@ -536,8 +538,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     quick = commands.add_parser(
         "quickstart", parents=[common],
-        help=f"train the default model ({DEFAULT_MODEL}) on recurrent data and show what it learned",
-        description=f"Train the default model, {DEFAULT_MODEL}, on synthetic series with decay and daily cycles (or "
+        help=f"train {QUICKSTART_MODEL} on recurrent data and show what it learned",
+        description=f"Train {QUICKSTART_MODEL} (RSA in PatchTST) on synthetic series with decay and daily cycles (or "
                     "on a benchmark file), forecast the held-out last steps, score it against naive forecasts, and "
                     "write forecast.csv, forecast.png, gates.csv, gates.png, gate_history.png, metrics.json and the "
                     "model.")

@@ -34,11 +34,12 @@ __all__ = [
     "static_embedding_dim",
 ]
 
-#: The model ``Forecaster`` and ``tsrec fit`` train when none is named: RSA in the backbone with the
-#: lowest long-horizon error measured here (RSA-PatchTST ties PatchTST and beats DLinear, the zoo
-#: backbones and the naive forecasts on ETTh1/ETTh2; benchmarks/README.md). Here, where importing
-#: costs nothing, so that ``tsrec --help`` can name it.
-DEFAULT_MODEL = "rsa_patchtst"
+#: The model ``Forecaster`` and ``tsrec fit`` fit when none is named: ``"auto"``, a fast selection
+#: (statistical models first, networks only where the data have the windows for them, within a
+#: budget that grows with the data; a validation-weighted ensemble of the best; tsrec.auto and
+#: docs/auto.md). Name a model, e.g. ``Forecaster("rsa_patchtst", ...)``, for one network. Here, where
+#: importing costs nothing, so that ``tsrec --help`` can name it.
+DEFAULT_MODEL = "auto"
 
 C = TypeVar("C", bound="Config")
 

@@ -31,9 +31,11 @@ class Forecaster:
     """Train any registered model on a DataFrame and forecast the steps after it.
 
     Args:
-        model: a name from :func:`tsrec.list_models`; default :data:`DEFAULT_MODEL`
-            (``rsa_patchtst``): RSA in the backbone with the lowest long-horizon error measured
-            (tied with PatchTST on ETTh1/ETTh2; ``benchmarks/README.md``).
+        model: a name from :func:`tsrec.list_models`; default :data:`DEFAULT_MODEL` (``"auto"``):
+            statistical models scored first, networks only where the data have the windows for
+            them and within a budget that grows with the data, and a validation-weighted ensemble
+            of the best (:mod:`tsrec.auto`, ``docs/auto.md``). Name one, e.g. ``"rsa_patchtst"``, to
+            train that network alone.
         prediction_length: steps to forecast.
         context_length: past steps the model reads (default ``2 * prediction_length``, or the
             model's longer default capped by the shortest series: 32 steps at least for PatchTST,

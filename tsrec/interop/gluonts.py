@@ -35,7 +35,7 @@ from tsrec.data.frame import Panel, Series, canonicalize
 from tsrec.data.time_features import future_index, normalize_freq
 from tsrec._optional import quiet_gluonts_import
 from tsrec.fitted import ForecastResult
-from tsrec.forecaster import DEFAULT_MODEL, Forecaster
+from tsrec.forecaster import Forecaster
 from tsrec.forecasting import forecast_next
 
 with quiet_gluonts_import():
@@ -44,11 +44,13 @@ with quiet_gluonts_import():
     from gluonts.model.forecast import Forecast, QuantileForecast, SampleForecast
     from gluonts.model.predictor import Predictor
 
-__all__ = ["DEFAULT_NUM_SAMPLES", "TsrecEstimator", "TsrecPredictor", "from_tsrec_frame", "to_tsrec_frame"]
+__all__ = ["DEFAULT_NUM_SAMPLES", "ESTIMATOR_MODEL", "TsrecEstimator", "TsrecPredictor", "from_tsrec_frame", "to_tsrec_frame"]
 
 #: Sample paths per forecast of a distribution output when ``predict`` is given no ``num_samples``
 #: (GluonTS's own default).
 DEFAULT_NUM_SAMPLES = 100
+#: The model :class:`TsrecEstimator` trains when none is named: RSA in PatchTST, one network.
+ESTIMATOR_MODEL = "rsa_patchtst"
 _FRAME_COLUMNS = {"id_col": "item_id", "time_col": "timestamp", "target_col": "target"}  # to_tsrec_frame's
 _FORECASTER_DIR = "tsrec-forecaster"  # where TsrecPredictor.serialize saves the Forecaster
 _ENTRIES_PER_CALL = 256  # dataset entries TsrecPredictor.predict reads at a time
@@ -258,7 +260,9 @@ class TsrecEstimator(Estimator):
     one are named by their position, as :func:`to_tsrec_frame` names them).
 
     Args:
-        model: a name from :func:`tsrec.list_models` (default ``rsa_patchtst``); a trainable one.
+        model: a name from :func:`tsrec.list_models` (default :data:`ESTIMATOR_MODEL`,
+            ``rsa_patchtst``); a trainable one (the Forecaster's default, ``auto``, is not: a GluonTS
+            estimator trains one network, with validation data when given).
         prediction_length: steps to forecast.
         freq: pandas offset alias of the data. None: the frequency of the entries' ``pd.Period``
             starts; required when the starts are timestamps.
@@ -275,7 +279,7 @@ class TsrecEstimator(Estimator):
         ValueError: an invalid option or ``freq``, ``output="point"``, or a model that is not trained.
     """
 
-    def __init__(self, model: str = DEFAULT_MODEL, *, prediction_length: int, freq: str | None = None,
+    def __init__(self, model: str = ESTIMATOR_MODEL, *, prediction_length: int, freq: str | None = None,
                  context_length: int | None = None, output: str = "quantile", **options: Any) -> None:
         super().__init__(lead_time=0)
         self.forecaster = Forecaster(model, prediction_length=prediction_length, context_length=context_length,

@@ -22,9 +22,12 @@ __all__ = ["AUTO", "AUTO_CANDIDATES", "Ensemble", "EnsembleConfig", "with_member
 #: The registry name of the ensemble ``Forecaster("auto")`` fits (:mod:`tsrec.auto`).
 AUTO = "auto"
 
-#: The models ``Forecaster("auto")`` scores by default: RSA in PatchTST, PatchTST, DLinear (all with
-#: RevIN), statsforecast's AutoETS and AutoTheta (when the stats extra is installed) and seasonal naive.
-AUTO_CANDIDATES = ("rsa_patchtst", "patchtst", "dlinear", "ets", "theta", "seasonal_naive")
+#: The models ``Forecaster("auto")`` (the default model) scores: the statistical ones first (they
+#: cost seconds), statsforecast's AutoETS and AutoTheta (when the stats extra is installed) and
+#: seasonal naive, then the networks RSA in PatchTST, PatchTST and DLinear (all with RevIN), tried
+#: only on data with the windows for them (:mod:`tsrec.auto`). The one list to extend with new
+#: candidates; auto scores those with nothing to train before the trainable ones, whatever the order.
+AUTO_CANDIDATES = ("ets", "theta", "seasonal_naive", "rsa_patchtst", "patchtst", "dlinear")
 #: The outputs an ensemble can average: points, and quantiles (a weighted average of each level's
 #: forecasts keeps them ordered); distributions' parameters do not average into their mixture.
 ENSEMBLE_OUTPUTS = ("point", "quantile")
