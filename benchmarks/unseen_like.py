@@ -481,8 +481,13 @@ def forecast_tsrec(task: Task, model: str, seed: int, quick: bool) -> tuple[pd.D
 
 
 def training_note(forecaster: Any) -> str:
-    """What the fit did, in a few words: the step that validation picked out of the budget, what
-    stopped the run, and the refit on all the history (from ``training_summary``)."""
+    """What the fit did, in a few words: for a selection (``auto``, the default) its members and
+    weights (from its leaderboard); for a network, the step that validation picked out of the
+    budget, what stopped the run, and the refit on all the history (from ``training_summary``)."""
+    board = getattr(forecaster, "leaderboard", None)
+    if board is not None:
+        members = board[board.weight > 0].sort_values("weight", ascending=False)
+        return "members " + ", ".join(f"{row.model} {row.weight:.2f}" for row in members.itertuples())
     summary = forecaster.training_summary
     if not forecaster.trainable or summary is None:
         return ""

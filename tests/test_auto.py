@@ -80,7 +80,7 @@ def test_the_default_on_short_data_scores_the_statistical_models_and_skips_the_n
     assert len(networks) == 3 and networks.val_mse.isna().all() and (networks.weight == 0).all()
     assert networks.note.str.fullmatch(r"skipped: \d+ training windows < 1000 \(networks are tried only on data "
                                        r"with at least that many\)").all()
-    assert scored == ["ets", "theta", "seasonal_naive"]
+    assert scored == ["ets", "theta", "ces", "dynamic_theta", "seasonal_naive"]
     stats = board[~board.model.isin(networks.model)]
     assert stats.val_mse.notna().all() and (stats.cpu_seconds > 0).all() and board.weight.sum() == pytest.approx(1)
 

@@ -313,7 +313,7 @@ def test_quick_run_writes_rows_and_a_table_and_resumes(tmp_path, monkeypatch, on
         assert row["entries"] == "32" and float(row["mse"]) > 0 and float(row["mse_ratio_naive"]) > 0
         assert row["commit"] and row["machine"] and row["command"].startswith("python -m benchmarks.unseen_like")
     assert float(seasonal["mse_ratio_naive"]) < 1  # both series repeat a yearly cycle
-    assert default["note"].startswith("best step ") and naive["note"] == ""  # what the fit did
+    assert default["note"].startswith("members ") and naive["note"] == ""  # what the fit did (the default: auto)
     assert "unknown model" in skipped["note"]
     table = (out / "toy.md").read_text()
     assert "## toy (MS, 2 series, H = 8, stride 8, season 12, 4 windows)" in table

@@ -27,7 +27,7 @@ AUTO = "auto"
 #: seasonal naive, then the networks RSA in PatchTST, PatchTST and DLinear (all with RevIN), tried
 #: only on data with the windows for them (:mod:`tsrec.auto`). The one list to extend with new
 #: candidates; auto scores those with nothing to train before the trainable ones, whatever the order.
-AUTO_CANDIDATES = ("ets", "theta", "seasonal_naive", "rsa_patchtst", "patchtst", "dlinear")
+AUTO_CANDIDATES = ("ets", "theta", "ces", "dynamic_theta", "seasonal_naive", "rsa_patchtst", "patchtst", "dlinear")
 #: The outputs an ensemble can average: points, and quantiles (a weighted average of each level's
 #: forecasts keeps them ordered); distributions' parameters do not average into their mixture.
 ENSEMBLE_OUTPUTS = ("point", "quantile")
