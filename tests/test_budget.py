@@ -46,6 +46,19 @@ def test_an_epoch_budget_validates_every_epoch_and_a_step_budget_is_kept():
     assert (steps.max_steps, steps.max_epochs, steps.val_check_steps) == (77, None, 4)
 
 
+def test_a_step_cap_inside_the_first_epoch_of_an_epoch_budget_still_validates():
+    """max_epochs with a max_steps shorter than one epoch: validated VAL_CHECKS times within the
+    steps (once per epoch would never validate, and early stopping would find no val_loss)."""
+    budget = plan_budget(TrainingConfig(max_epochs=2, max_steps=8, batch_size=10), 1000)  # 100 steps per epoch
+    assert (budget.total_steps, budget.val_check_steps) == (8, math.ceil(8 / VAL_CHECKS))
+    assert plan_budget(TrainingConfig(max_epochs=2, max_steps=150, batch_size=10), 1000).val_check_steps is None
+    t = np.arange(240)
+    df = pd.DataFrame({"y": np.sin(2 * np.pi * t / 24)}, index=pd.date_range("2024", periods=240, freq="h"))
+    f = Forecaster("dlinear", prediction_length=6, context_length=24, max_epochs=2, max_steps=2, seed=0,
+                   trainer_kwargs={"enable_progress_bar": False}).fit(df)
+    assert f.training_summary.budget["steps_run"] == 2 and f.training_summary.best_step is not None
+
+
 def test_the_refit_makes_as_many_passes_as_the_picked_run():
     budget = plan_budget(TrainingConfig(max_steps=1000), 3200)
     refit = refit_budget(budget, best_step=300, best_epoch=3, train_windows=3200, full_windows=4000, batch_size=32)

@@ -207,8 +207,9 @@ def window_by_window(series, f, *, start=None, n_windows=None, stride, mase_seas
     window at a time in plain numpy from the definitions: ``series`` maps each item id to its values
     on its grid, with ``f``'s scaler row ``(loc, scale)``; a window's values are read as the model reads
     them (scaled, rounded to float32, 0 where missing); the model forecasts
-    ``y[T + h - m * ceil((h + 1) / m)]`` with its own season ``m``, nothing where the context holds no
-    observed value; the naive baseline is the context's last observed value, the seasonal one
+    ``y[T + h - m * ceil((h + 1) / m)]`` with its own season ``m`` (where missing, the same phase of the
+    latest earlier season observed, else the context's last observed value), nothing where the context
+    holds no observed value; the naive baseline is the context's last observed value, the seasonal one
     ``y[T + h - season * ceil((h + 1) / season)]`` (NaN where unobserved); each series' MASE scale is
     the mean ``|y[t] - y[t - mase_season]|`` of its observed pairs before its first origin.
     Returns the rows of ``errors``, sorted by the columns ``order``."""
@@ -235,7 +236,8 @@ def window_by_window(series, f, *, start=None, n_windows=None, stride, mase_seas
             naive = past[observed_before[-1]] if len(observed_before) else np.nan
             for h in range(horizon):
                 at = origin + h
-                model = past[context + h - m * -(-(h + 1) // m)] if past_seen.any() else np.nan
+                phase = [k for k in range(context + h - m * -(-(h + 1) // m), -1, -m) if past_seen[k]]
+                model = (past[phase[0]] if phase else naive) if past_seen.any() else np.nan
                 back = context + h - season * -(-(h + 1) // season)
                 seasonal = past[back] if season > 1 and past_seen[back] else np.nan
                 true = z[at] if seen[at] else np.nan

@@ -300,3 +300,23 @@ def test_the_ensemble_network_is_the_weighted_sum_of_its_members_each_on_its_own
     with pytest.raises(ValueError, match="needs members"):
         build_model("auto", model_config("auto", context_length=LC, prediction_length=H, n_channels=C,
                                           n_time_features=F))
+
+
+def test_seasonal_naive_never_repeats_a_missing_value():
+    """A missing value of the last season: the same phase of the latest earlier season that has it;
+    a phase missing in every season of the context: the context's last observed value."""
+    import torch
+
+    from tsrec.models import build_model
+
+    model = build_model("seasonal_naive", context_length=8, prediction_length=5, n_channels=1, n_time_features=0,
+                        season_length=4)
+    past = torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]).view(1, 8, 1)
+    observed = torch.ones_like(past)
+    observed[0, 5] = 0  # phase 1 of the last season: taken from the season before (2.0)
+    observed[0, [2, 6], 0] = 0  # phase 2: missing in both seasons -> the last observed value, 8.0
+    batch = {"past_target": past, "past_observed": observed, "past_time_feat": torch.zeros(1, 8, 0),
+             "future_time_feat": torch.zeros(1, 5, 0)}
+    torch.testing.assert_close(model(batch)[0, :, 0], torch.tensor([5.0, 2.0, 8.0, 8.0, 5.0]))
+    torch.testing.assert_close(model({**batch, "past_observed": torch.ones_like(past)})[0, :, 0],
+                               torch.tensor([5.0, 6.0, 7.0, 8.0, 5.0]))

@@ -170,6 +170,12 @@ class ForecastModel(nn.Module, abc.ABC):
     #: The most steps a model that reads whole histories reads of each series where its cost
     #: demands a cap (None: all of them; the user's ``context_length`` caps it too).
     max_history: ClassVar[int | None] = None
+    #: What the model does with a series whose last values are missing, said in ``predict``'s
+    #: warning that names such series (None: nothing to say, as for an ensemble, whose members say it).
+    missing_tail: ClassVar[str | None] = (
+        "the networks read each missing step as the series' training mean (0 in scaled units; RevIN's statistics "
+        "leave it out) and forecast the requested dates; drop the missing rows to forecast from the last "
+        "observation instead")
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()

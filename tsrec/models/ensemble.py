@@ -90,6 +90,7 @@ class Ensemble(ForecastModel):
 
     config_class = EnsembleConfig
     trainable = False
+    missing_tail = None  # each member says what it does
     untrained_outputs = ENSEMBLE_OUTPUTS
 
     def __init__(self, config: EnsembleConfig, members: Sequence[ForecastModel]) -> None:

@@ -12,6 +12,7 @@ import torch
 from torch import Tensor
 
 from tsrec._checks import check_optional_int
+from tsrec.batch import ForecastBatch
 from tsrec.config import DataFacts
 from tsrec.models.base import ForecastModel, ModelConfig
 
@@ -139,10 +140,14 @@ class SeasonalNaiveConfig(SeasonalConfig):
 
 
 class SeasonalNaive(ForecastModel):
-    """``y[T + h] = y[T + h - m * ceil((h + 1) / m)]`` for ``h = 0..H-1``; nothing to train."""
+    """``y[T + h] = y[T + h - m * ceil((h + 1) / m)]`` for ``h = 0..H-1``; nothing to train. Where
+    that value is missing, the same phase of the latest earlier season that has it; where no season
+    of the context has it, the context's last observed value. Missing values are never read as data."""
 
     config_class = SeasonalNaiveConfig
     trainable = False
+    missing_tail = ("seasonal naive repeats each phase's latest observed value (the last observed value where "
+                    "the context has none at that phase)")
 
     @classmethod
     def default_context(cls, prediction_length: int, season: int) -> int:
@@ -151,7 +156,27 @@ class SeasonalNaive(ForecastModel):
         return max(2 * prediction_length, season)
 
     def forecast(self, past_target: Tensor, past_time_feat: Tensor, future_time_feat: Tensor) -> Tensor:
-        m = self.config.season_length
-        steps = torch.arange(self.config.prediction_length, device=past_target.device)
-        index = past_target.shape[1] - m + steps % m  # [H]
-        return past_target[:, index].unsqueeze(-1)  # [B, H, C', 1]
+        """``[B, Lc, C']`` values, every one observed -> ``[B, H, C', 1]``."""
+        return self._repeat(past_target, torch.ones_like(past_target, dtype=torch.bool)).unsqueeze(-1)
+
+    def forward(self, batch: ForecastBatch) -> Tensor:
+        past = batch["past_target"]  # [B, Lc, C]
+        observed = batch["past_observed"] > 0 if "past_observed" in batch else torch.ones_like(past, dtype=torch.bool)
+        return self._repeat(past, observed)
+
+    def _repeat(self, past: Tensor, observed: Tensor) -> Tensor:
+        """``past``, ``observed`` ``[B, Lc, C]`` -> ``[B, H, C]`` (see the class)."""
+        m, horizon, length = self.config.season_length, self.config.prediction_length, past.shape[1]
+        steps = torch.arange(horizon, device=past.device)
+        latest = length - m + steps % m  # [H] the phase's position in the last season
+        back = torch.arange(max(1, length // m), device=past.device)  # [K] seasons further back
+        position = latest[None, :] - m * back[:, None]  # [K, H]
+        inside = position >= 0
+        position = position.clamp(min=0)
+        values = past[:, position]  # [B, K, H, C]
+        seen = observed[:, position] & inside[None, :, :, None]  # [B, K, H, C]
+        first = seen.to(torch.uint8).argmax(dim=1, keepdim=True)  # [B, 1, H, C] the latest season with the value
+        repeated = values.gather(1, first).squeeze(1)  # [B, H, C]
+        last = length - 1 - observed.flip(1).to(torch.uint8).argmax(dim=1)  # [B, C] the last observed step
+        naive = past.gather(1, last.unsqueeze(1)).expand(-1, horizon, -1)  # [B, H, C]
+        return torch.where(seen.any(dim=1), repeated, naive)

@@ -68,13 +68,16 @@ def auto_steps(n_windows: int, batch_size: int) -> int:
 def plan_budget(config: TrainingConfig, n_windows: int) -> Budget:
     """The budget of a run over ``n_windows`` training windows under ``config`` (see
     :class:`~tsrec.config.TrainingConfig`): an epoch budget validated once per epoch when
-    ``max_epochs`` is set, else a step budget (``max_steps``, or :func:`auto_steps`) validated
+    ``max_epochs`` is set (:data:`VAL_CHECKS` times when ``max_steps`` ends it inside its first
+    epoch), else a step budget (``max_steps``, or :func:`auto_steps`) validated
     :data:`VAL_CHECKS` times."""
     per_epoch = steps_per_epoch(n_windows, config.batch_size)
     if config.max_epochs is not None:
         total = config.max_epochs * per_epoch if config.max_steps is None else min(config.max_steps,
                                                                                    config.max_epochs * per_epoch)
-        return Budget(config.max_steps, config.max_epochs, None, total, per_epoch)
+        # a step cap that ends the run inside its first epoch validates as a step budget would
+        checks = None if total >= per_epoch else max(1, math.ceil(total / VAL_CHECKS))
+        return Budget(config.max_steps, config.max_epochs, checks, total, per_epoch)
     steps = config.max_steps if config.max_steps is not None else auto_steps(n_windows, config.batch_size)
     return Budget(steps, None, max(1, math.ceil(steps / VAL_CHECKS)), steps, per_epoch)
 
