@@ -2,19 +2,21 @@
 against statsforecast's ensemble (AutoETS + AutoCES + AutoTheta, fit and forecast) on the same data,
 interleaved, in CPU seconds on one thread.
 
-    OMP_NUM_THREADS=1 python -m benchmarks.auto_cost [--repeats 2] [--datasets NAME ...]
+    OMP_NUM_THREADS=1 python -m benchmarks.auto_cost [--repeats 2] [--datasets NAME ...] [--out-dir DIR]
 
 Datasets (default :data:`DATASETS`): those of ``benchmarks/configs/unseen_like.toml`` (loaded from their PyPI packages, each
 series' first 80%, as the benchmark fits on), and ``monthly_panel``, a synthetic panel of 145
 monthly series of 285 steps (trend, a yearly cycle and noise; the issue-36 shape). Prints one row per
 dataset: observations, tsrec's fit CPU seconds (and its predict's), statsforecast's, their ratio
-(the median over the repeats), and what the default chose (its leaderboard's members and notes).
+(the median over the repeats), and what the default chose (its leaderboard's members and notes);
+writes the table with the command, commit and machine to ``auto_cost.md``.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 import tomllib
 import warnings
@@ -89,15 +91,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--datasets", nargs="+", default=DATASETS)
+    parser.add_argument("--out-dir", type=Path, default=Path(__file__).parent / "results")
     args = parser.parse_args(argv)
     if os.environ.get("OMP_NUM_THREADS") != "1":
         parser.error("run with OMP_NUM_THREADS=1 (one thread, as the issue's target is stated)")
     import torch
 
+    from benchmarks.common import command_line, git_commit, machine, now
+
     torch.set_num_threads(1)
-    print("| dataset | series x steps | observations | tsrec fit CPU-s | tsrec predict CPU-s | statsforecast "
-          "CPU-s | fit ratio | chosen | notes |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    provenance = (f"Command: `OMP_NUM_THREADS=1 {command_line('benchmarks.auto_cost', sys.argv[1:] if argv is None else argv)}`; "
+                  f"commit {git_commit()}; machine: {machine()}; {now()}; medians of {args.repeats} interleaved runs.")
+    lines = ["# The default's fit against statsforecast's ensemble", "",
+             "CPU seconds on one thread (`benchmarks/auto_cost.py`): the default Forecaster's fit and predict, and "
+             "statsforecast's AutoETS + AutoCES + AutoTheta fit and forecast on the same data, interleaved.", "",
+             "| dataset | series x steps | observations | tsrec fit CPU-s | tsrec predict CPU-s | statsforecast "
+             "CPU-s | fit ratio | chosen | notes |", "|---|---|---|---|---|---|---|---|---|"]
+    print("\n".join(lines[-2:]))
     for name in args.datasets:
         frame, horizon, season = monthly_panel() if name == "monthly_panel" else unseen_like(name)
         freq = pd.infer_freq(frame.loc[frame.item_id == frame.item_id.iloc[0], "timestamp"])
@@ -111,9 +121,12 @@ def main(argv: list[str] | None = None) -> int:
         chosen = ", ".join(f"{m} {w:.2f}" for m, w in zip(board.model, board.weight) if w > 0)
         notes = "; ".join(f"{m}: {n}" for m, n in zip(board.model, board.note) if n)
         series = frame.item_id.nunique()
-        print(f"| {name} | {series} x {len(frame) // series} | {frame.target.notna().sum()} | "
-              f"{np.median(ours):.1f} | {np.median(predicts):.1f} | {np.median(theirs):.1f} | "
-              f"{np.median(ours) / np.median(theirs):.2f}x | {chosen} | {notes} |", flush=True)
+        lines.append(f"| {name} | {series} x {len(frame) // series} | {frame.target.notna().sum()} | "
+                     f"{np.median(ours):.1f} | {np.median(predicts):.1f} | {np.median(theirs):.1f} | "
+                     f"{np.median(ours) / np.median(theirs):.2f}x | {chosen} | {notes} |")
+        print(lines[-1], flush=True)
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    (args.out_dir / "auto_cost.md").write_text("\n".join([*lines, "", provenance, ""]))
     return 0
 
 

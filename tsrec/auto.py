@@ -10,8 +10,9 @@ ensemble.
    and forecasts them (:func:`tsrec.evaluation.backtest`, no refit); its score is the MSE of its
    errors z-scored per series (by the standard deviation of the held-out values), over the entries
    every candidate forecast.
-2. **Statistical candidates first** (those with nothing to train: ``ets``, ``theta``,
-   ``seasonal_naive``, all series at once): each is fitted once, on each window's context, with no
+2. **Statistical candidates first** (those with nothing to train: ``ets``, ``theta``, ``ces``,
+   ``dynamic_theta``, ``seasonal_naive``): each forecasts every validation window from all the
+   history before it, every series in one statsforecast call per batch of windows, with no
    training run, so that they cost seconds.
 3. **Networks** (the trainable candidates), only when the steps before the validation windows hold
    at least :data:`MIN_NETWORK_WINDOWS` training windows (counted at a context of twice the
