@@ -288,3 +288,14 @@ def test_auto_refuses_what_it_cannot_do_and_says_so(monkeypatch):
     with pytest.warns(UserWarning, match=r"auto leaves out ets: statsforecast is not installed"):
         f = Forecaster("auto", candidates=("seasonal_naive", "ets"), **FAST).fit(df)
     assert list(f.leaderboard.model) == ["seasonal_naive"]
+
+
+def test_an_ensembles_statistical_members_forecast_from_all_the_history_given_to_predict():
+    """Given more history than at fit, an ensemble's whole-history member reads all of it (its
+    forecast is the member refitted on the longer frame), not only as many steps as at fit."""
+    df = hourly(n=24 * 16)
+    f = Forecaster("auto", candidates=("theta", "seasonal_naive"), **FAST).fit(df.iloc[:24 * 10])
+    members = dict(zip(f.resolved_settings.network.members, f.resolved_settings.network.weights))
+    expected = sum(w * Forecaster(name, **FAST).fit(df).predict()["mean"].to_numpy() for name, w in members.items())
+    np.testing.assert_allclose(f.predict(df)["mean"], expected, rtol=1e-5)
+    assert "theta" in members  # the member whose history matters (seasonal naive reads one season)

@@ -340,12 +340,14 @@ def test_a_network_called_directly_forecasts_the_values_it_is_given():
 
 def test_a_backtest_of_a_statistical_model_starts_wherever_the_history_allows():
     """A whole-history model's windows need one earlier step, not its context (the longest series):
-    origins before the context are read padded, and each window is what statsforecast forecasts on
-    the series' whole history before the origin (the refit=True cross-validation of a user)."""
+    origins before the context are read padded, origins after the fitted length read all the history
+    before them, and each window is what statsforecast forecasts on the series' whole history before
+    the origin (the refit=True cross-validation of a user)."""
     df = panel()
-    f = Forecaster("theta", prediction_length=H).fit(df, **LONG)
-    assert f.context_length == 75
-    result = backtest(f, df, start=30, n_windows=2, stride=H, baselines=("naive",), **LONG)
+    f = Forecaster("theta", prediction_length=H).fit(df.groupby("id").head(50), **LONG)
+    assert f.context_length == 50  # the longest series at fit; the backtest reads all there is (75)
+    result = backtest(f, df, start=30, n_windows=7, stride=H, baselines=("naive",), **LONG)
+    assert result.errors.origin.nunique() > 2
     for (item, origin), window in result.errors.groupby(["item_id", "origin"]):
         series = df[df.id == item].reset_index(drop=True)
         history = series.y.to_numpy()[:int(np.flatnonzero(series.time == origin)[0])]

@@ -22,7 +22,7 @@ from tsrec.data.source import Source, history_before
 from tsrec.data.scaling import StandardScaler, item_blocks
 from tsrec.fitted import ForecastResult
 from tsrec.forecaster import Forecaster
-from tsrec.forecasting import forecast, window_dtype
+from tsrec.forecasting import context_read, forecast, window_dtype
 from tsrec.models.base import DEFAULT_QUANTILE_LEVELS
 from tsrec.models.naive import choose_season, season_for
 from tsrec.nn.outputs import check_levels
@@ -293,6 +293,7 @@ def _backtest_errors(forecaster: Forecaster, df: Source, *, start: int | str | p
             stats = _stats_baselines(panel.freq, stacked, stats_names, periods, first, count, stride, horizon,
                                      baselines_refit_every)
         rows = forecaster.panel.check_compatible(panel)
+        context = context_read(forecaster.fitted, panel)  # a whole-history model reads all there is
         ranges = list(zip(block_first.tolist(), (block_first + stride * block_count).tolist()))
         dataset = WindowDataset.from_panel(panel, forecaster.scaler, context, horizon, ranges, stride=stride,
                                            scaler_rows=rows, covariates=forecaster.covariates.encode(panel, values),
@@ -301,7 +302,7 @@ def _backtest_errors(forecaster: Forecaster, df: Source, *, start: int | str | p
         items, origin = _block_windows(block_first, block_count, stride)  # [N] each, the dataset's windows
         result = forecast(forecaster.fitted, dataset, rows[items], items, origin, levels=levels, batch_size=batch_size)
         seasons.append(_naive_season(forecaster.data_facts, context))
-        parts.append(_window_frame(panel, stacked, forecaster, result, rows, scale, seasons[-1][0],
+        parts.append(_window_frame(panel, stacked, forecaster, context, result, rows, scale, seasons[-1][0],
                                    stats.of(items, origin, first, count, stride)))
     errors = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)  # one block: no copy
     return errors, seasons, periods
@@ -592,10 +593,10 @@ def _levels(forecaster: Forecaster, quantiles: Sequence[float] | None) -> tuple[
 WINDOW_STEPS = 2**22
 
 
-def _window_frame(panel: Panel, stacked: _Stacked, forecaster: Forecaster, result: ForecastResult, rows: np.ndarray,
-                  scale: np.ndarray, season: int, stats: _StatsBaselines) -> pd.DataFrame:
+def _window_frame(panel: Panel, stacked: _Stacked, forecaster: Forecaster, context: int, result: ForecastResult,
+                  rows: np.ndarray, scale: np.ndarray, season: int, stats: _StatsBaselines) -> pd.DataFrame:
     """Tidy per-window, per-step, per-channel rows for one block of windows ``(result.items[k],
-    result.origins[k])`` ``[N]`` with ``rows`` ``[I]`` the items' scaler rows: the forecasts of
+    result.origins[k])`` ``[N]`` of ``context`` steps each with ``rows`` ``[I]`` the items' scaler rows: the forecasts of
     ``result`` (its quantiles too, for a probabilistic model), the truth, each series' MASE scale
     ``scale`` ``[I, C]`` (:func:`_seasonal_scale`), the naive baselines of the same windows
     (seasonal naive: NaN when ``season`` is 1) and the statistical baselines of these windows,
@@ -605,7 +606,7 @@ def _window_frame(panel: Panel, stacked: _Stacked, forecaster: Forecaster, resul
     ``[columns, N * H * C]`` block that the frame holds without a copy (:func:`block_frame`)."""
     items, origin, scaled = result.items, result.origins, result.scaled
     n, horizon, channels = scaled.shape
-    context, scaler = forecaster.context_length, forecaster.scaler
+    scaler = forecaster.scaler
     scaler_rows = rows[items]  # [N]
     shape, width = (n, horizon, channels), horizon * channels  # width: the entries of one window
     stats_forecasts = stats.forecasts  # name: [N, H, C] original units

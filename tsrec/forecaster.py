@@ -307,8 +307,8 @@ class Forecaster:
             panel, values = self.panel, self.fitted.covariate_history
         else:
             # The forecasts read each series' last context_length steps: its earlier rows are not read
-            # (all of them for a model that reads whole histories, up to its cap).
-            whole = type(self.model).whole_history
+            # (all of them for a model that reads whole histories, or an ensemble with such members, up to its cap).
+            whole = self.model.reads_whole_history
             last = history_cap(type(self.model), self.settings.window.context_length) if whole else self.context_length
             read = source.read(df, self.fitted.schema, categorical=self.covariates.categorical, freq=self.freq,
                                gaps=self.settings.window.gaps, last=last, layout=self.panel.columns)

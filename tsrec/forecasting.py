@@ -31,7 +31,7 @@ from tsrec.fitting import history_for, report_far
 from tsrec.models import ForecastModel
 from tsrec.nn.outputs import check_levels
 
-__all__ = ["forecast", "forecast_next", "outputs", "window_dtype"]
+__all__ = ["context_read", "forecast", "forecast_next", "outputs", "window_dtype"]
 
 
 def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | None = None, *,
@@ -56,9 +56,7 @@ def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | No
             raise ValueError(f"{name} reads the covariates {list(encoder.config.columns)}: "
                              "pass their values with the series (predict a frame that holds them)")
         values = CovariateValues.none(panel)
-    context = state.resolved.window.context_length
-    if type(model).whole_history:  # all of every series given (up to a cap), not only the fitted length
-        context = history_for(type(model), state.settings.window.context_length, panel)
+    context = context_read(state, panel)
     rows = state.history.check_compatible(panel)
     # The windows read the last context_length steps only: they are built from those alone.
     recent = panel.tail(context)
@@ -149,11 +147,29 @@ def _prediction_covariates(state: FittedState, panel: Panel, values: CovariateVa
     return state.covariates.encode(panel, values, future)
 
 
+def context_read(state: FittedState, panel: Panel) -> int:
+    """The steps of each series of ``panel`` the windows of ``state``'s model hold: its fitted
+    ``context_length``; for a model that reads whole histories, every step ``panel``'s longest
+    series has (not only as many as at ``fit``), capped by the user's ``context_length`` and the
+    model's ``max_history`` (:func:`~tsrec.fitting.history_for`); for an ensemble with such members,
+    the longer of its fitted context and that (each member reads its own share:
+    :class:`~tsrec.models.ensemble.Ensemble`)."""
+    model, fitted = state.model, state.resolved.window.context_length
+    if not model.reads_whole_history:
+        return fitted
+    if type(model).whole_history:
+        return history_for(type(model), state.settings.window.context_length, panel)
+    longest = max(len(item) for item in panel.items)
+    user = state.settings.window.context_length
+    return max(fitted, longest if user is None else min(longest, user))
+
+
 def window_dtype(model: ForecastModel) -> type:
     """The type a model's windows store their values in: float64 for a statistical model, which
     fits on the data's own values (float32's rounding moves AutoETS's optimum by up to 1e-3 of
-    the forecast), float32 for every network (and an ensemble, whose networks compute in it)."""
-    return np.float64 if type(model).whole_history else np.float32
+    the forecast), and an ensemble with such members (its networks read float32 copies), float32
+    for every network."""
+    return np.float64 if model.reads_whole_history else np.float32
 
 
 def _report_tails(state: FittedState, panel: Panel) -> None:

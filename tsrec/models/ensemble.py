@@ -83,7 +83,8 @@ class EnsembleConfig(ModelConfig):
 
 class Ensemble(ForecastModel):
     """``sum_i w_i * member_i(batch)`` over the fitted members, each reading the last
-    ``context_length`` steps of its own from the batch (the ensemble's context is the longest).
+    ``context_length`` steps of its own from the batch (the ensemble's context is the longest), or,
+    for a member that reads whole histories, all the batch holds (up to its ``max_history``).
 
     ``members``: the networks of ``config.members``, in order, built by the registry
     (:func:`tsrec.models.registry.build_model`)."""
@@ -115,9 +116,13 @@ class Ensemble(ForecastModel):
     def forward(self, batch: ForecastBatch) -> Tensor:
         total = None
         for weight, member in zip(self.weights, self.members):
-            length = member.config.context_length
+            # a member that reads whole histories takes all the batch holds (up to its cap), the others their context
+            length = min(batch["past_target"].shape[1], type(member).max_history or math.inf) \
+                if type(member).whole_history else member.config.context_length
             window = {key: value[:, -length:] if key in ("past_target", "past_observed", "past_time_feat") else value
                       for key, value in batch.items()}
+            if not type(member).whole_history:  # a network computes in float32 (the windows may hold float64)
+                window = {key: value.float() if value.is_floating_point() else value for key, value in window.items()}
             out = weight * member(window)  # [B, H, C] or [B, H, C, Q]
             total = out if total is None else total + out
         return total
