@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 import tsrec.auto
+import tsrec.evaluation
 from tsrec import Forecaster
 from tsrec.auto import _Scorer, greedy_weights, network_budget, validation_windows
 from tsrec.config import DEFAULT_MODEL
@@ -51,9 +52,9 @@ def scored(monkeypatch):
     order = []
     score = _Scorer.score
 
-    def recording(self, name, candidate):
+    def recording(self, name, candidate, **how):
         order.append(name)
-        return score(self, name, candidate)
+        return score(self, name, candidate, **how)
 
     monkeypatch.setattr(_Scorer, "score", recording)
     return order
@@ -299,3 +300,19 @@ def test_an_ensembles_statistical_members_forecast_from_all_the_history_given_to
     expected = sum(w * Forecaster(name, **FAST).fit(df).predict()["mean"].to_numpy() for name, w in members.items())
     np.testing.assert_allclose(f.predict(df)["mean"], expected, rtol=1e-5)
     assert "theta" in members  # the member whose history matters (seasonal naive reads one season)
+
+
+def test_statistical_candidates_are_validated_with_one_fit_per_series_carried_forward(monkeypatch):
+    """statsforecast's cross_validation(refit=False): each statistical candidate is fitted once per
+    series (and channel) before the first validation window, not once per window."""
+    fits = []
+    fit = tsrec.evaluation._fit_stats
+
+    def counting(model_class, season, y):
+        fits.append(model_class.__name__)
+        return fit(model_class, season, y)
+
+    monkeypatch.setattr(tsrec.evaluation, "_fit_stats", counting)
+    f = Forecaster("auto", candidates=("ets", "theta", "seasonal_naive"), **FAST).fit(hourly())  # 2 columns
+    assert f.leaderboard.val_mse.notna().all()
+    assert sorted(fits) == ["AutoETS", "AutoETS", "AutoTheta", "AutoTheta"]  # 5 windows, 2 channels, one fit each

@@ -11,9 +11,11 @@ ensemble.
    errors z-scored per series (by the standard deviation of the held-out values), over the entries
    every candidate forecast.
 2. **Statistical candidates first** (those with nothing to train: ``ets``, ``theta``, ``ces``,
-   ``dynamic_theta``, ``seasonal_naive``): each forecasts every validation window from all the
-   history before it, every series in one statsforecast call per batch of windows, with no
-   training run, so that they cost seconds.
+   ``dynamic_theta``, ``seasonal_naive``): the statsforecast ones are fitted once per series on
+   all the history before the first validation window and carried forward over the windows with
+   their fitted parameters (statsforecast's ``cross_validation(refit=False)``: a backtest's
+   statistical baselines), so that they cost about one fit each; the members chosen are fitted
+   again on all the history when they forecast.
 3. **Networks** (the trainable candidates), only when the steps before the validation windows hold
    at least :data:`MIN_NETWORK_WINDOWS` training windows (counted at a context of twice the
    horizon), within :func:`network_budget` CPU seconds in all (it grows with the observations, and
@@ -58,7 +60,7 @@ import pandas as pd
 from tsrec.data.frame import Panel
 from tsrec.data.schema import Schema
 from tsrec.data.source import Read, Source, history_before, in_memory
-from tsrec.evaluation import backtest
+from tsrec.evaluation import STATS_BASELINES, backtest
 from tsrec.fitting import Fit, Prefitted, fit_state
 from tsrec.forecaster import Forecaster
 from tsrec.models.ensemble import AUTO, with_members
@@ -218,11 +220,12 @@ class _Scorer:
     scale: np.ndarray | None = None  # [E]
     forecasts: dict[str, np.ndarray] = field(default_factory=dict)  # name -> [E] z-scored
 
-    def score(self, name: str, candidate: Forecaster) -> float:
-        """``candidate``'s validation forecasts, kept under ``name``; returns their MSE over the
-        entries it forecast (see :meth:`common` for the entries all forecast)."""
-        errors = backtest(candidate, self.frame, n_windows=self.windows, stride=self.horizon, baselines=("naive",),
-                          **self.columns).errors
+    def score(self, name: str, candidate: Forecaster, *, baseline: str | None = None) -> float:
+        """``candidate``'s validation forecasts, or with ``baseline`` (a statistical one of
+        :func:`~tsrec.evaluation.backtest`) that baseline's on the same windows, kept under ``name``;
+        returns their MSE over the entries forecast (see :meth:`common` for the entries all forecast)."""
+        errors = backtest(candidate, self.frame, n_windows=self.windows, stride=self.horizon,
+                          baselines=("naive",) if baseline is None else ("naive", baseline), **self.columns).errors
         order = errors[["item_id", "origin", "step"]].astype(str).agg("|".join, axis=1).to_numpy()
         if self.keys is None:
             truth = errors["y_true"].to_numpy(np.float64)
@@ -231,7 +234,7 @@ class _Scorer:
             self.truth = truth / self.scale
         elif not np.array_equal(order, self.keys):
             raise RuntimeError(f"auto: {name}'s validation windows differ from the other candidates'")
-        forecast = errors["y_pred"].to_numpy(np.float64) / self.scale
+        forecast = errors["y_pred" if baseline is None else f"y_{baseline}"].to_numpy(np.float64) / self.scale
         self.forecasts[name] = forecast
         entries = np.isfinite(self.truth) & np.isfinite(forecast)
         return float(np.mean((forecast[entries] - self.truth[entries]) ** 2)) if entries.any() else math.nan
@@ -306,8 +309,9 @@ def fit_auto(df: Source, read: Read, settings: ForecasterSettings, *, val: Read 
     rows = {name: _Row(name) for name in names}
     fitted: dict[str, Forecaster] = {}
     statistical = [name for name in names if not model_spec(name).model_class.trainable]
+    carrier: list[Forecaster] = []  # the seasonal naive model whose backtest carries the statistical forecasts
     for name in statistical:
-        _score_statistical(name, rows[name], scorer, options, shortened, columns)
+        _score_statistical(name, rows[name], scorer, options, shortened, columns, carrier)
     networks = [name for name in names if name not in statistical]
     if networks:
         observations = int(sum(item.observed.sum() for item in panel.items))
@@ -340,15 +344,23 @@ def fit_auto(df: Source, read: Read, settings: ForecasterSettings, *, val: Read 
 
 
 def _score_statistical(name: str, row: _Row, scorer: _Scorer, options: dict[str, Any], shortened: pd.DataFrame,
-                       columns: dict[str, Any]) -> None:
-    """Fit the statistical candidate ``name`` on ``shortened`` (nothing is trained) and score it;
-    fills its ``row`` (a failure is its note)."""
+                       columns: dict[str, Any], carrier: list[Forecaster]) -> None:
+    """Score the statistical candidate ``name`` (nothing is trained); fills its ``row`` (a failure is
+    its note). A statsforecast model that is also a backtest baseline (:data:`~tsrec.evaluation.
+    STATS_BASELINES`) is fitted once per series on the history before the first validation window
+    and carried forward over the windows (statsforecast's ``cross_validation(refit=False)``), as
+    the baseline of a backtest of ``carrier`` (a seasonal naive model fitted on ``shortened``, made
+    at the first call); the others are fitted on all the history before each window."""
     clock = _Clock()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # a candidate's own notes; its score says enough
-            candidate = Forecaster(name, **options).fit(shortened, **columns)
-            row.val_mse = scorer.score(name, candidate)
+            if name in STATS_BASELINES:
+                if not carrier:
+                    carrier.append(Forecaster("seasonal_naive", **options).fit(shortened, **columns))
+                row.val_mse = scorer.score(name, carrier[0], baseline=name)
+            else:
+                row.val_mse = scorer.score(name, Forecaster(name, **options).fit(shortened, **columns))
     except (ValueError, RuntimeError) as err:
         row.note = f"failed: {err}"
     clock.add_to(row)

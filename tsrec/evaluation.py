@@ -216,9 +216,10 @@ def backtest(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timest
             ``y_q<level>_scaled`` per level, and ``summary`` the CRPS (from the quantiles, in both
             units), ``mean_wQuantileLoss`` and ``coverage_<level>``, as GluonTS's ``Evaluator``.
         baselines: the rows of :attr:`BacktestResult.skill`, from ``"naive"``, ``"seasonal_naive"``,
-            ``"ets"`` and ``"theta"`` (default: all four when statsforecast is installed, the two
-            naive ones otherwise; naming ets or theta without it is an error naming the extra).
-            ets and theta are fitted once per series and channel, on all the history before its
+            ``"ets"``, ``"theta"``, ``"ces"`` and ``"dynamic_theta"`` (default: the first four when
+            statsforecast is installed, the two naive ones otherwise; naming a statistical one
+            without it is an error naming the extra). The statistical baselines (statsforecast's
+            AutoETS, AutoTheta, AutoCES, DynamicOptimizedTheta) are fitted once per series and channel, on all the history before its
             first origin (AutoETS about 0.1 s on a few hundred steps), and carried forward over
             the origins, as statsforecast's ``cross_validation(refit=False)`` (docs/backtests.md).
         baselines_refit_every: refit ets and theta on all the history before the origin every
@@ -372,17 +373,20 @@ def naive_forecasts(past: np.ndarray, observed: np.ndarray, horizon: int, season
     return np.stack([naive, seasonal]).astype(np.float64)
 
 
-BASELINES = ("naive", "seasonal_naive", "ets", "theta")
+BASELINES = ("naive", "seasonal_naive", "ets", "theta", "ces", "dynamic_theta")
+#: The baselines of a backtest that names none (ets and theta when statsforecast is installed).
+DEFAULT_BASELINES = ("naive", "seasonal_naive", "ets", "theta")
 #: The baselines fitted by statsforecast (the optional extra tsrec[stats]).
-STATS_BASELINES = ("ets", "theta")
+STATS_BASELINES = ("ets", "theta", "ces", "dynamic_theta")
 
 
 def _check_baselines(baselines: Sequence[str] | None) -> tuple[str, ...]:
-    """The skill table's baselines: ``baselines`` checked, else all of :data:`BASELINES` that are installed."""
+    """The skill table's baselines: ``baselines`` checked, else those of :data:`DEFAULT_BASELINES` that
+    are installed."""
     from tsrec.models.stats import require_statsforecast, statsforecast_installed
 
     if baselines is None:
-        return BASELINES if statsforecast_installed() else BASELINES[:2]
+        return DEFAULT_BASELINES if statsforecast_installed() else DEFAULT_BASELINES[:2]
     names = (baselines,) if isinstance(baselines, str) else tuple(baselines)
     unknown = sorted(set(names) - set(BASELINES))
     if unknown:
@@ -393,7 +397,7 @@ def _check_baselines(baselines: Sequence[str] | None) -> tuple[str, ...]:
 
 
 #: statsforecast's class of each statistical baseline.
-STATS_CLASSES = {"ets": "AutoETS", "theta": "AutoTheta"}
+STATS_CLASSES = {"ets": "AutoETS", "theta": "AutoTheta", "ces": "AutoCES", "dynamic_theta": "DynamicOptimizedTheta"}
 #: How the naive baselines are fitted (the skill table's ``fit``): they read each window's context.
 NAIVE_FIT = "each window's context"
 #: How the statistical baselines are fitted without ``baselines_refit_every``.
