@@ -122,6 +122,7 @@ def test_the_networks_budget_is_honoured(networks_allowed):
     assert network_budget(10_000) == pytest.approx(tsrec.auto.BUDGET_SECONDS + 10.0)
     assert network_budget(10 ** 9) == tsrec.auto.MAX_BUDGET_SECONDS and network_budget(10 ** 6, 5.0) == 5.0
     assert network_budget(10 ** 6, stats_seconds=2.0) == 2.0 * tsrec.auto.STATS_COST_RATIO
+    assert network_budget(100, 120.0, stats_seconds=2.0) == 120.0  # the user's time_limit is the budget
     f = Forecaster("auto", candidates=("seasonal_naive", "dlinear"), prediction_length=H, max_steps=100_000,
                    time_limit=1.0, trainer_kwargs=QUIET).fit(hourly())
     row = f.leaderboard.set_index("model").loc["dlinear"]
@@ -214,7 +215,8 @@ def test_a_missing_tail_is_validated_where_the_series_is_observed_and_named_in_a
         assert len(b) == windows * H and b.y_true.notna().all()
         assert pd.Timestamp(b.timestamp.max()) == pd.Timestamp("2024-01-08 18:00:00")
     assert f.leaderboard.val_mse.notna().all()
-    assert len(f.predict()) == 3 * H
+    with pytest.warns(UserWarning, match=r"1 series end with missing values: item 'b'.*statistical models forecast"):
+        assert len(f.predict()) == 3 * H
 
 
 def test_auto_scores_weights_and_forecasts_the_weighted_members_and_saves(tmp_path):

@@ -19,7 +19,7 @@ ensemble.
 3. **Networks** (the trainable candidates), only when the steps before the validation windows hold
    at least :data:`MIN_NETWORK_WINDOWS` training windows (counted at a context of twice the
    horizon), within :func:`network_budget` CPU seconds in all (it grows with the observations, and
-   stays within a few times what the statistical candidates cost; ``time_limit`` caps it), by
+   stays within a few times what the statistical candidates cost; ``time_limit`` sets it instead), by
    successive halving: every network trains for the first rung's share
    of its step budget (:data:`RUNGS`), is scored, and goes on to the next rung only if it is among
    the better half of the networks still training and within :data:`HALVING_FACTOR` of the
@@ -91,7 +91,7 @@ BUDGET_SECONDS_PER_OBSERVATION = 1e-3
 MAX_BUDGET_SECONDS = 1_800.0
 STATS_COST_RATIO = 3.0
 #: Settings of the auto Forecaster that each candidate gets (the rest are its own defaults;
-#: ``time_limit`` caps the networks' budget instead, and networks are never refitted).
+#: ``time_limit`` is the networks' budget instead, and networks are never refitted).
 SHARED_SETTINGS = ("val_windows", "gaps", "missing_context", "scaling", "seed", "batch_size", "max_steps", "max_epochs",
                    "precision", "deterministic", "num_workers", "compile")
 #: The AutoGluon rule (series fewer than, windows): else :data:`MIN_VAL_WINDOWS`.
@@ -107,12 +107,14 @@ def validation_windows(n_series: int, shortest: int, horizon: int) -> int:
 
 
 def network_budget(observations: int, time_limit: float | None = None, stats_seconds: float | None = None) -> float:
-    """CPU seconds of network training in all for data of ``observations`` observed values:
-    :data:`BUDGET_SECONDS` + :data:`BUDGET_SECONDS_PER_OBSERVATION` per value, at most
-    :data:`MAX_BUDGET_SECONDS`, at most ``time_limit``, and at most :data:`STATS_COST_RATIO` times
-    ``stats_seconds``, the CPU seconds the statistical candidates cost (None: no such bound)."""
+    """CPU seconds of network training in all for data of ``observations`` observed values: the
+    user's ``time_limit`` where set; else :data:`BUDGET_SECONDS` +
+    :data:`BUDGET_SECONDS_PER_OBSERVATION` per value, at most :data:`MAX_BUDGET_SECONDS`, and at
+    most :data:`STATS_COST_RATIO` times ``stats_seconds``, the CPU seconds the statistical
+    candidates cost (None: no such bound)."""
+    if time_limit is not None:
+        return float(time_limit)
     bounds = [MAX_BUDGET_SECONDS, BUDGET_SECONDS + BUDGET_SECONDS_PER_OBSERVATION * observations]
-    bounds += [] if time_limit is None else [float(time_limit)]
     bounds += [] if stats_seconds is None else [STATS_COST_RATIO * stats_seconds]
     return min(bounds)
 
