@@ -270,7 +270,7 @@ def test_help_names_the_default_model_and_budget(capsys):
     assert f"(default {DEFAULT_MODEL}, as Forecaster's)" in helps["fit"]
     assert TrainingConfig().max_epochs is None  # the budget the help texts describe
     assert "--epochs EPOCHS an epoch budget (default: the Forecaster's step budget scaled to the data)" in helps["fit"]
-    assert "(default: the Forecaster's step budget scaled to the data; 1 epoch with --tiny)" in helps["quickstart"]
+    assert "an epoch budget (default: 1,000 steps; 1 epoch with --tiny)" in helps["quickstart"]
 
 
 # ------------------------------------------------------------------------------------------ hostile files
