@@ -1,12 +1,14 @@
 """torch's intra-op threads while a network trains, chosen for the work.
 
 torch runs each operator on one thread per core by default. A small network's operators are too
-short to share, and a second thread competes with every other process for the cores: on a loaded
-2-core machine, PatchTST at d_model 16 (82k parameters) took 13x the CPU time per training step on two
-threads and was 12x slower in wall time (``python -m benchmarks.threads``;
-benchmarks/results/threads_loaded.md, and threads.md on an idle machine). Below
-:data:`SMALL_NETWORK_PARAMETERS` a network trains on one thread, which leaves the other cores to
-other candidates, series or jobs; ``Forecaster(..., threads=n)`` sets the count.
+short to share, and a second thread competes with every other process for the cores
+(``python -m benchmarks.threads``, PatchTST on a 2-core machine): idle, two threads trained
+d_model 16 and 32 (82k and 194k parameters) 1.24x and 1.17x faster for 1.52x and 1.56x the CPU time,
+where d_model 64 and 128 (412k and 921k) gained 1.31x and 1.34x for 1.41x and 1.38x
+(benchmarks/results/threads.md); loaded (load average 7-8), two threads made d_model 16 12x slower
+for 13x the CPU time (threads_loaded.md). Below :data:`SMALL_NETWORK_PARAMETERS` a network trains on
+one thread, which leaves the other cores to other candidates, series or jobs;
+``Forecaster(..., threads=n)`` sets the count.
 """
 
 from __future__ import annotations
