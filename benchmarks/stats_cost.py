@@ -4,14 +4,17 @@
 panel of positive monthly series (season 12) with ``Forecaster(name).fit(df).predict()`` and with
 ``StatsForecast(models=[...], freq="MS", n_jobs=1).forecast(df, h)``, interleaved, and prints each
 one's CPU seconds (``time.process_time``), their ratio and the largest relative difference of the
-forecasts. Run with ``OMP_NUM_THREADS=1``.
+forecasts, and writes the table with the command, commit and machine to ``stats_cost.md``
+(``--out-dir``). Run with ``OMP_NUM_THREADS=1``.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -30,14 +33,17 @@ def monthly_panel(series: int, steps: int, seed: int = 0) -> pd.DataFrame:
                          "ds": np.tile(stamps, series), "y": y.ravel()})
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--series", type=int, default=200)
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--horizon", type=int, default=12)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--models", nargs="+", default=list(MODELS))
-    args = parser.parse_args()
+    parser.add_argument("--out-dir", type=Path, default=Path(__file__).parent / "results")
+    args = parser.parse_args(argv)
+    from benchmarks.common import command_line, git_commit, machine, now
+
     import statsforecast.models as sf_models
     from statsforecast import StatsForecast
 
@@ -47,7 +53,14 @@ def main() -> None:
     columns = {"id_col": "unique_id", "time_col": "ds", "target_col": "y"}
     # warm both paths up once (imports, compiled code)
     StatsForecast(models=[sf_models.AutoETS(season_length=12)], freq="MS", n_jobs=1).forecast(df=df.head(300), h=2)
-    print(f"{args.series} series x {args.steps} steps, horizon {args.horizon}; CPU seconds (time.process_time)")
+    lines = ["# tsrec's statistical models against statsforecast's own call", "",
+             f"{args.series} monthly series x {args.steps} steps, horizon {args.horizon}, season 12: "
+             "`Forecaster(name).fit(df).predict()` against `StatsForecast(models=[...], freq='MS', n_jobs=1)"
+             ".forecast(df, h)`, interleaved; CPU seconds (`time.process_time`), medians of "
+             f"{args.repeats} runs (`benchmarks/stats_cost.py`).", "",
+             "| model | tsrec CPU s | statsforecast CPU s | ratio | runs (tsrec; statsforecast) | largest relative "
+             "difference of the forecasts |", "|---|---|---|---|---|---|"]
+    print("\n".join(lines))
     for name in args.models:
         tsrec_s, sf_s = [], []
         for _ in range(args.repeats):  # interleaved
@@ -63,10 +76,16 @@ def main() -> None:
         ours = ours.sort_values(["item_id", "timestamp"])["mean"].to_numpy()
         theirs = theirs.sort_values(["unique_id", "ds"])[repr(model)].to_numpy()
         difference = float(np.max(np.abs(ours - theirs) / np.abs(theirs)))
-        print(f"{name:14s} tsrec {np.median(tsrec_s):7.2f}  statsforecast {np.median(sf_s):7.2f}  ratio "
-              f"{np.median(tsrec_s) / np.median(sf_s):5.2f}  (runs {[round(s, 2) for s in tsrec_s]} vs "
-              f"{[round(s, 2) for s in sf_s]}); largest relative difference {difference:.1e}")
+        lines.append(f"| {name} | {np.median(tsrec_s):.2f} | {np.median(sf_s):.2f} | "
+                     f"{np.median(tsrec_s) / np.median(sf_s):.2f}x | {', '.join(f'{x:.2f}' for x in tsrec_s)}; "
+                     f"{', '.join(f'{x:.2f}' for x in sf_s)} | {difference:.1e} |")
+        print(lines[-1], flush=True)
+    command = command_line("benchmarks.stats_cost", sys.argv[1:] if argv is None else argv)
+    lines += ["", f"Command: `OMP_NUM_THREADS=1 {command}`; commit {git_commit()}; machine: {machine()}; {now()}.", ""]
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    (args.out_dir / "stats_cost.md").write_text("\n".join(lines))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
