@@ -96,7 +96,7 @@ QUICKSTART_MODEL = "rsa_patchtst"
 # RSA-PatchTST on 2688 hourly steps (16 weeks) x 3 series, 72 batches of 32 windows per epoch, for
 # 1,000 steps (the Forecaster's default budget would be 20 passes, 1,440 steps), with the best
 # validated weights kept instead of a refit on all the history, which would double the training:
-# about 35 CPU-s of training on one thread, so that the whole run, the skill table's ETS and Theta
+# about 40 CPU-s of training on one thread, so that the whole run, the skill table's ETS and Theta
 # on all the history included, stays within a minute of CPU. --tiny runs in seconds.
 QUICKSTART = QuickstartSettings(steps=24 * 7 * 16, context_length=96, prediction_length=24, epochs=None,
                                 training=dict(refit_full=False, max_steps=1000))

@@ -62,7 +62,7 @@ class BacktestResult:
             over the origins with the fitted parameters (each window forecast from all the
             history before its origin), as statsforecast's ``cross_validation(refit=False)``,
             or refit every ``baselines_refit_every`` origins (``refit=k``), with the season of
-            :func:`_stats_season` for each series. Columns ``season``, ``fit`` (how the baseline
+            :func:`~tsrec.models.naive.season_for` for each series. Columns ``season``, ``fit`` (how the baseline
             was fitted: ``"each window's context"`` for the naive ones; ``"fitted once on the
             history before the first origin"`` or ``"refit every k origins"`` for ets and theta),
             ``model_mse``, ``baseline_mse``, ``mse_ratio``, ``model_mae``, ``baseline_mae``,
@@ -345,7 +345,7 @@ def _result(errors: pd.DataFrame, baselines: Sequence[str], levels: tuple[float,
             freq: str, periods: tuple[float, ...]) -> BacktestResult:
     """The :class:`BacktestResult` of ``errors``; ``seasons``: the seasonal naive baseline's season and
     note in each refit block; ``freq``, ``periods``: the data's frequency and the cycles found in
-    the fitted data, which give the statistical baselines' seasons (:func:`_stats_season`)."""
+    the fitted data, which give the statistical baselines' seasons (:func:`~tsrec.models.naive.season_for`)."""
     skill = _skill(errors, baselines, seasons, freq, periods)
     ratios = pd.DataFrame([(f"{ratio}_{row.baseline}", "ratio", getattr(row, ratio)) for row in skill.itertuples()
                            if np.isfinite(row.mse_ratio) for ratio in ("mse_ratio", "mae_ratio")],
@@ -402,15 +402,6 @@ STATS_CLASSES = {"ets": "AutoETS", "theta": "AutoTheta", "ces": "AutoCES", "dyna
 NAIVE_FIT = "each window's context"
 #: How the statistical baselines are fitted without ``baselines_refit_every``.
 FITTED_ONCE = "fitted once on the history before the first origin"
-
-
-def _stats_season(freq: str, periods: tuple[float, ...], history: int) -> tuple[int, str]:
-    """The ets and theta baselines' season for a series of ``history`` steps before its first
-    origin, data of ``freq`` with the cycles ``periods`` found in the fitted data (strongest first),
-    and, when there is none (1), why: the statistical models' rule,
-    :func:`~tsrec.models.naive.season_for` (the calendar's season confirmed or overruled by the
-    data; given up only where the history cannot hold two seasons)."""
-    return season_for(freq, periods, history)
 
 
 def _naive_season(facts: DataFacts, context: int) -> tuple[int, str]:
@@ -475,7 +466,7 @@ def _stats_baselines(freq: str, stacked: _Stacked, names: Sequence[str], periods
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # statsforecast's own on flat series
         for i in np.flatnonzero(count):
-            season, _ = _stats_season(freq, periods, int(first[i]))
+            season, _ = season_for(freq, periods, int(first[i]))
             rows = slice(stacked.start[i], stacked.start[i] + stacked.length[i])
             windows = range(offsets[i], offsets[i] + count[i])
             for c in range(channels):
@@ -556,10 +547,10 @@ def _stats_fit(errors: pd.DataFrame, freq: str, periods: tuple[float, ...]) -> t
     scored in parts give the whole backtest's): their ``season`` (NaN when the series' seasons
     differ), how they were fitted (the most windows one fit served: ``k`` of ``"refit every k
     origins"``, or none but the first per series: :data:`FITTED_ONCE`), and the note saying why a
-    season was dropped, per series (:func:`_stats_season` of its history before its first origin)."""
+    season was dropped, per series (:func:`~tsrec.models.naive.season_for` of its history before its first origin)."""
     windows = errors.loc[errors["step"].to_numpy() == 1, ["item_id", "origin", "stats_fit_steps"]]  # [N * C]
     history = windows.groupby("item_id", sort=False)["stats_fit_steps"].min()  # each series' first fit
-    per_season = Counter(_stats_season(freq, periods, int(h)) for h in history)  # (season, note): series
+    per_season = Counter(season_for(freq, periods, int(h)) for h in history)  # (season, note): series
     served = windows.groupby(["item_id", "stats_fit_steps"], sort=False)["origin"].nunique()  # windows per fit
     refits = windows.groupby("item_id", sort=False)["stats_fit_steps"].nunique().max() > 1
     fit = f"refit every {served.max()} origins" if refits else FITTED_ONCE

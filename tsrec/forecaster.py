@@ -17,8 +17,8 @@ from tsrec.data import CovariateEncoder, Panel, StandardScaler, normalize_freq, 
 from tsrec.data.schema import Schema
 from tsrec.data.source import Source
 from tsrec.fitted import FittedState, TrainingSummary
-from tsrec.fitting import fit_state, history_cap
-from tsrec.forecasting import forecast_next
+from tsrec.fitting import fit_state
+from tsrec.forecasting import forecast_next, steps_read
 from tsrec.models import ForecastModel, model_spec
 from tsrec.models.ensemble import AUTO
 from tsrec.models.registry import model_fitter
@@ -308,8 +308,7 @@ class Forecaster:
         else:
             # The forecasts read each series' last context_length steps: its earlier rows are not read
             # (all of them for a model that reads whole histories, or an ensemble with such members, up to its cap).
-            whole = self.model.reads_whole_history
-            last = history_cap(type(self.model), self.settings.window.context_length) if whole else self.context_length
+            last = steps_read(self.fitted)
             read = source.read(df, self.fitted.schema, categorical=self.covariates.categorical, freq=self.freq,
                                gaps=self.settings.window.gaps, last=last, layout=self.panel.columns)
             panel, values = read.panel.in_order_of(self.panel), read.covariates

@@ -27,11 +27,11 @@ from tsrec._checks import check_optional_int
 from tsrec.data import CovariateValues, Panel, WindowCovariates, WindowDataset, future_index
 from tsrec.data.covariates import check_context, read_future
 from tsrec.fitted import FittedState, ForecastResult, unscale
-from tsrec.fitting import history_for, report_far
+from tsrec.fitting import history_cap, report_far
 from tsrec.models import ForecastModel
 from tsrec.nn.outputs import check_levels
 
-__all__ = ["context_read", "forecast", "forecast_next", "outputs", "window_dtype"]
+__all__ = ["context_read", "forecast", "forecast_next", "outputs", "steps_read", "window_dtype"]
 
 
 def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | None = None, *,
@@ -147,21 +147,27 @@ def _prediction_covariates(state: FittedState, panel: Panel, values: CovariateVa
     return state.covariates.encode(panel, values, future)
 
 
-def context_read(state: FittedState, panel: Panel) -> int:
-    """The steps of each series of ``panel`` the windows of ``state``'s model hold: its fitted
-    ``context_length``; for a model that reads whole histories, every step ``panel``'s longest
-    series has (not only as many as at ``fit``), capped by the user's ``context_length`` and the
-    model's ``max_history`` (:func:`~tsrec.fitting.history_for`); for an ensemble with such members,
-    the longer of its fitted context and that (each member reads its own share:
-    :class:`~tsrec.models.ensemble.Ensemble`)."""
-    model, fitted = state.model, state.resolved.window.context_length
+def steps_read(state: FittedState) -> int | None:
+    """The most steps of each series ``state``'s model reads: its fitted ``context_length``; for a
+    model that reads whole histories (or an ensemble with such members) every step given, up to the
+    user's ``context_length`` and the model's ``max_history`` (None: no cap,
+    :func:`~tsrec.fitting.history_cap`)."""
+    model = state.model
     if not model.reads_whole_history:
+        return state.resolved.window.context_length
+    return history_cap(type(model), state.settings.window.context_length)
+
+
+def context_read(state: FittedState, panel: Panel) -> int:
+    """The steps of each series of ``panel`` the windows of ``state``'s model hold: :func:`steps_read`
+    of ``panel``'s longest series, and at least the fitted ``context_length`` (a whole-history model
+    reads every step there is, not only as many as at ``fit``; an ensemble's other members their own
+    context, :class:`~tsrec.models.ensemble.Ensemble`)."""
+    fitted, cap = state.resolved.window.context_length, steps_read(state)
+    if not state.model.reads_whole_history:
         return fitted
-    if type(model).whole_history:
-        return history_for(type(model), state.settings.window.context_length, panel)
     longest = max(len(item) for item in panel.items)
-    user = state.settings.window.context_length
-    return max(fitted, longest if user is None else min(longest, user))
+    return max(fitted, longest if cap is None else min(longest, cap))
 
 
 def window_dtype(model: ForecastModel) -> type:

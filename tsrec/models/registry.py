@@ -137,7 +137,7 @@ register("ces", CES, "statsforecast's AutoCES: complex exponential smoothing cho
 register("dynamic_theta", DynamicTheta, "statsforecast's DynamicOptimizedTheta: the Theta method with optimised, "
          "time-varying coefficients, on the whole history")
 register("arima", ARIMA, "statsforecast's AutoARIMA: stepwise seasonal ARIMA search on the last 1,000 steps; "
-         "slow (about 10 ms per step per series), so auto leaves it out unless named")
+         "slow (seconds per series), so auto leaves it out unless named")
 register("mstl", MSTL, "statsforecast's MSTL: the calendar's several seasons (a day and a week for sub-daily "
          "data) by STL, the trend by AutoETS, on the whole history")
 register("patchtst", PatchTST, "PatchTST: channel-independent patches, RevIN, Transformer encoder")

@@ -7,8 +7,8 @@ these models is built or forecasts. They are what a statsforecast user runs:
 - **All the history**: each model reads every series whole (``ForecastModel.whole_history``):
   its context is the longest series, a shorter series' window starts with unobserved steps that
   are not its history and are left out. ``arima`` alone reads at most the last
-  :attr:`ARIMA.max_history` steps, as its search costs about 10 ms per step of history with a
-  season (a ``context_length`` set by the user caps every model the same way).
+  :attr:`ARIMA.max_history` steps, as its search costs seconds per series (a ``context_length``
+  set by the user caps every model the same way).
 - **The calendar's season** (:func:`tsrec.models.naive.season_for`), confirmed or overruled by the
   data, given up only where the longest history cannot hold two seasons; ``mstl`` takes the
   calendar's several seasons (:func:`tsrec.models.naive.seasons_for`).
@@ -295,9 +295,10 @@ class DynamicTheta(StatsModel):
 
 class ARIMA(StatsModel):
     """statsforecast's ``AutoARIMA`` (Hyndman and Khandakar's stepwise search over seasonal ARIMA
-    orders). Its search costs about 10 ms per step of history with a season of 12-24 (5-30 CPU-s
-    per series of 300-3,000 steps), 20-100x AutoETS: it reads at most the last
-    :attr:`max_history` steps of each series, and ``auto`` leaves it out unless named."""
+    orders). Its search costs seconds per series: 6.4 and 3.8 CPU-s on one monthly series of 300
+    and 1,000 steps with season 12, 32x and 7x AutoETS on the same (one measurement, statsforecast
+    2.1.1): it reads at most the last :attr:`max_history` steps of each series, and ``auto``
+    leaves it out unless named."""
 
     statsforecast_name = "AutoARIMA"
     max_history = 1000
