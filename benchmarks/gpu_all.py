@@ -51,7 +51,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import ROOT, git_commit, now
+from benchmarks.common import ROOT, command_line, git_commit, now
 
 #: The budget of the whole script on the GPU (the issue's 9 minutes), and of a rehearsal on the CPU.
 BUDGET_S = 540.0
@@ -237,7 +237,7 @@ def device_facts() -> dict[str, Any]:
 
 
 def write_summary(plan: Plan, started: float, facts: dict[str, Any], argv: list[str]) -> None:
-    summary = {"command": "python -m benchmarks.gpu_all " + shlex.join(argv), "commit": git_commit(), "date": now(),
+    summary = {"command": command_line("benchmarks.gpu_all", argv), "commit": git_commit(), "date": now(),
                "rehearse": plan.rehearse, "budget_s": plan.budget_s, "seconds": round(time.time() - started, 1),
                **facts, "stages": [asdict(ended) for ended in plan.ended]}
     partial = plan.out / f".{SUMMARY}.part"

@@ -35,7 +35,8 @@ from benchmarks import gpu_all
 from benchmarks.common import ROOT, git_commit, machine, now
 
 #: Effective bf16 throughputs of these networks' work on one H100, FLOP/s: pessimistic, middle, optimistic
-#: (12%, 25% and 38% of the 798 TFLOP/s an 8192^3 bf16 matmul reached on this workplace's H100: small
+#: (12%, 25% and 38% of 798 TFLOP/s, an 8192^3 bf16 matmul on an H100 as the device tool's notes give it, not
+#: measured here (the project's own H200 run measured about 759 TFLOP/s, gpu_speed.md): small
 #: matmuls of width 512, softmax, LayerNorm, GELU and dropout run far below the matmul peak).
 THROUGHPUTS = (100e12, 200e12, 300e12)
 #: Host seconds per dispatched operator of an eager step on the GPU machine (dispatch + kernel launch).

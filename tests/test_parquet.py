@@ -338,6 +338,14 @@ def test_some_series_of_parquet_data_read_as_those_series_of_the_frame(tmp_path)
     want = read_source(df[df.id.isin(some)], schema, categorical=categorical_statics(df, COVARIATES), freq=None,
                        gaps="raise", last=5)
     assert_same((got.panel, got.covariates), (want.panel, want.covariates))
+    # a subset of a subset reads the files, not a ParquetSeries nested in another
+    from tsrec.data.source import rows_of, subset
+
+    fewer = subset(ParquetSeries(paths, some), "id", ("s10",))
+    assert fewer == ParquetSeries(paths, ("s10",))
+    got_rows = rows_of(fewer, "id", fewer.ids)[list(df.columns)].sort_values("time", ignore_index=True)
+    pd.testing.assert_frame_equal(got_rows, df[df.id == "s10"].sort_values("time", ignore_index=True),
+                                  check_dtype=False)
 
 
 def test_series_ids_of_shares_of_the_files_together_are_all_the_ids(tmp_path):

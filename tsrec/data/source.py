@@ -95,8 +95,7 @@ def categorical(source: Source, schema: Schema) -> tuple[str, ...]:
         return categorical_statics(source, schema.covariates)
     from tsrec.data.parquet import empty_frame
 
-    return categorical_statics(empty_frame(_parquet(source.files if isinstance(source, ParquetSeries) else source)),
-                               schema.covariates)
+    return categorical_statics(empty_frame(_files(source)), schema.covariates)
 
 
 def series_ids(source: Source, id_col: Hashable, *, part: tuple[int, int] = (0, 1)) -> np.ndarray:
@@ -117,7 +116,7 @@ def subset(source: Source, id_col: Hashable, ids: Sequence[Any]) -> Source:
     :class:`ParquetSeries`, whose rows are read when it is."""
     if isinstance(source, pd.DataFrame):
         return source[source[id_col].isin(ids)]
-    return ParquetSeries(_parquet(source), tuple(ids))
+    return ParquetSeries(_files(source), tuple(ids))
 
 
 def rows_of(source: Source, id_col: Hashable, ids: Sequence[Any]) -> pd.DataFrame:
@@ -127,8 +126,7 @@ def rows_of(source: Source, id_col: Hashable, ids: Sequence[Any]) -> pd.DataFram
         return source[source[id_col].isin(ids)]
     from tsrec.data.parquet import read_series
 
-    files = source.files if isinstance(source, ParquetSeries) else source
-    return read_series(_parquet(files), id_col, ids)
+    return read_series(_files(source), id_col, ids)
 
 
 def in_memory(source: Source, id_col: Hashable) -> pd.DataFrame:
@@ -140,16 +138,21 @@ def in_memory(source: Source, id_col: Hashable) -> pd.DataFrame:
     return rows_of(source, id_col, series_ids(source, id_col))
 
 
-def history_before(source: Source, schema: Schema, panel: Panel, cut: Sequence[pd.Timestamp]) -> pd.DataFrame:
-    """The rows of ``source`` strictly before each series' ``cut`` timestamp (``[I]``, one per item
-    of ``panel``, ``source`` read), as a frame in ``source``'s layout: what is fitted on before an
-    origin. Of Parquet data the rows of every series are read into memory (:func:`in_memory`)."""
-    frame = in_memory(source, schema.id_col)
+def history_before(frame: pd.DataFrame, schema: Schema, panel: Panel, cut: Sequence[pd.Timestamp]) -> pd.DataFrame:
+    """The rows of ``frame`` strictly before each series' ``cut`` timestamp (``[I]``, one per item
+    of ``panel``, ``frame`` read), in ``frame``'s layout: what is fitted on before an origin (Parquet
+    data is read into a frame first, :func:`in_memory`)."""
     times = pd.DatetimeIndex(frame.index if schema.time_col is None else pd.to_datetime(frame[schema.time_col]))
     if schema.id_col is None:
         return frame[times < cut[0]]
     limit = frame[schema.id_col].astype(str).map(dict(zip(panel.item_ids, cut)))
     return frame[times < pd.DatetimeIndex(limit)]
+
+
+def _files(source: object) -> Any:
+    """The Parquet files of ``source``: a :class:`ParquetSeries`'s, or ``source`` itself (checked
+    by :func:`_parquet`)."""
+    return _parquet(source.files if isinstance(source, ParquetSeries) else source)
 
 
 def _parquet(source: object) -> Any:
