@@ -18,7 +18,7 @@ from tsrec.config import DataFacts
 #: Time steps handled at once when gathering a panel's calendar features (bounds the temporaries).
 BLOCK = 2**20
 _GLUONTS_FREQS = "YS, YE, QS, QE, MS, ME, W, D, B, h, min, s (and multiples such as '15min')"
-_MONTHS = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
+MONTHS = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
 _WEEKDAYS = ("MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN")
 _QUARTERLY = (pd.offsets.QuarterBegin, pd.offsets.QuarterEnd, pd.offsets.BQuarterBegin, pd.offsets.BQuarterEnd)
 _DAY_NANOS = 86_400 * 10**9
@@ -118,9 +118,9 @@ def _monthly(wall: pd.DatetimeIndex, within: np.ndarray, end: str) -> str | None
         return None
     month = wall.month.to_numpy() - 1  # [R] 0 = January
     if k % 12 == 0:
-        n, unit, anchor = k // 12, "Y", _MONTHS[most_common(month)]
+        n, unit, anchor = k // 12, "Y", MONTHS[most_common(month)]
     elif k % 3 == 0:  # named on October to December, as normalize_freq spells quarters
-        n, unit, anchor = k // 3, "Q", _MONTHS[most_common(month % 3) + 9]
+        n, unit, anchor = k // 3, "Q", MONTHS[most_common(month % 3) + 9]
     else:
         return f"{'' if k == 1 else k}M{end}"
     return f"{'' if n == 1 else n}{unit}{end}-{anchor}"
