@@ -53,6 +53,7 @@ from pandas.api.types import is_complex_dtype, is_numeric_dtype
 from pandas.tseries.frequencies import to_offset
 
 from tsrec.config import GAP_POLICIES
+from tsrec.data import sessions
 from tsrec.data.time_features import (
     BUSINESS_WEEKENDS,
     calendar_freq,
@@ -334,7 +335,10 @@ def read_targets(
     stamps = timestamps[rows]  # [R]
     where = ["the frame"] if layout == "wide" else [f"item {i!r}" for i in item_ids]
     _require_unique(stamps, item, where, grouping)
-    freq = normalize_freq(freq) if freq is not None else _infer_freq(stamps, first, where)
+    # pandas infers business hours ('bh') loosely: the session is read from the rows at its step
+    freq = normalize_freq(freq) if freq is not None else sessions.base_step(_infer_freq(stamps, first, where))
+    if sessions.session_of(freq) is None and (session := sessions.detect(stamps, first, freq)) is not None:
+        freq = session.alias  # rows only in some hours or on some weekdays: their session's open steps
     positions = _positions(stamps, item, first, where, freq, gaps)  # [R]
     lengths = positions[np.r_[first[1:], len(rows)] - 1] + 1  # [N] grid steps of each item
     offsets = np.r_[0, np.cumsum(lengths)].astype(np.int64)  # [N + 1]
@@ -635,7 +639,11 @@ def _positions(stamps: pd.DatetimeIndex, item: np.ndarray, first: np.ndarray, wh
     """
     ends = np.r_[first[1:], len(stamps)]  # [N]
     nanos = fixed_step_nanos(freq, stamps.tz)
-    if nanos is not None:
+    session = sessions.session_of(freq)
+    if session is not None:
+        steps, off_grid = session.positions(stamps)  # [R], [R] on the session's open steps
+        positions = steps - steps[first][item]
+    elif nanos is not None:
         steps, remainder = np.divmod(stamps.as_unit("ns").asi8, nanos)  # [R], [R]: no overflow
         positions = steps - steps[first][item]
         off_grid = remainder != remainder[first][item]
@@ -667,6 +675,13 @@ def _off_grid(place: str, index: pd.DatetimeIndex, off: np.ndarray, freq: str) -
     """The error naming the rows of one item (``index`` ``[n]``) that ``off`` ``[n]`` marks off the
     ``freq`` grid that its other rows follow."""
     shown = ", ".join(str(t) for t in index[off][:3]) + (" ..." if off.sum() > 3 else "")
+    if (session := sessions.session_of(freq)) is not None:
+        return ValueError(
+            f"timestamp {index[off][0]} in {place} is not a step of the session freq {freq!r} ({session.describe()}): "
+            f"{int(off.sum())} of {len(index)} rows are outside it ({shown}); drop those rows, or declare the session "
+            f"that holds them (e.g. wider hours or more weekdays, docs/data.md#sessions), or leave freq unset: a session "
+            "is read from the rows"
+        )
     grid = f"steps of {freq!r} from {index[~off][0]}" if (~off).any() else f"steps of {freq!r}"
     return ValueError(
         f"timestamp {index[off][0]} in {place} does not match freq {freq!r} ({grid}): {int(off.sum())} of "
@@ -760,7 +775,7 @@ def _weekends_empty(place: str, index: pd.DatetimeIndex, freq: str) -> tuple[str
     one item's rows (``index`` ``[n]``): none on a Saturday or Sunday, and at least
     ``BUSINESS_WEEKENDS`` steps from a Friday to the next Monday: business days, ``"B"``. None
     otherwise."""
-    if to_offset(freq) != to_offset("D") or (index.dayofweek >= 5).any():
+    if freq != "D" or (index.dayofweek >= 5).any():  # freq is normalised: calendar days are spelt "D"
         return None
     skips = np.flatnonzero(weekends_skipped(index if index.tz is None else index.tz_localize(None)))  # [K]
     if skips.size < BUSINESS_WEEKENDS:
@@ -784,7 +799,7 @@ def _looks_like(place: str, index: pd.DatetimeIndex, otherwise: str) -> str:
 
 def _multiple(freq: str, k: int) -> str:
     """The alias of ``k`` steps of ``freq`` (``("h", 24)`` -> ``"D"``, ``("MS", 3)`` -> ``"3MS"``)."""
-    offset = to_offset(freq) * k
+    offset = to_offset(sessions.base_step(freq)) * k
     return to_offset(pd.Timedelta(offset)).freqstr if isinstance(offset, pd.offsets.Tick) else offset.freqstr
 
 

@@ -36,6 +36,7 @@ import pandas as pd
 from pandas.tseries.frequencies import to_offset
 
 from tsrec.data.frame import Panel, Series, canonicalize
+from tsrec.data.sessions import session_of
 from tsrec.data.time_features import MONTHS, future_index, normalize_freq
 from tsrec._optional import quiet_gluonts_import
 from tsrec.fitted import ForecastResult
@@ -147,6 +148,7 @@ def _period_freq(freq: str) -> str:
     the same span: ``'MS'``, ``'ME'`` -> ``'M'``; ``'QS-DEC'`` (quarters from December) -> ``'Q-NOV'``;
     ``'YS-JUL'`` -> ``'Y-JUN'``; ``'W-SUN'`` -> ``'W-SUN'`` (the week ending on Sunday); ``'h'`` -> ``'h'``.
     Quarters are named on the ending month among October to December (as :func:`normalize_freq`)."""
+    _require_no_session(freq)
     offset = to_offset(freq)
     if offset.n == 1 and isinstance(offset, (pd.offsets.QuarterBegin, pd.offsets.QuarterEnd)):
         last = offset.startingMonth - (1 if isinstance(offset, pd.offsets.QuarterBegin) else 0)  # the ending month
@@ -156,6 +158,16 @@ def _period_freq(freq: str) -> str:
         return f"Y-{MONTHS[(last - 1) % 12]}"
     # pandas' own for the rest: weeks keep their day (the period's end), months give 'M'
     return pd.date_range("2000-01-01", periods=1, freq=offset).to_period().freqstr
+
+
+def _require_no_session(freq: str) -> None:
+    """``ValueError`` for a session freq (:mod:`tsrec.data.sessions`): GluonTS has none."""
+    if session_of(freq) is not None:
+        raise ValueError(
+            f"freq {freq!r} is a session (open hours only); a GluonTS dataset's periods follow each other without "
+            "closed hours, so sessions do not convert: forecast session data with tsrec's Forecaster on a frame "
+            "(docs/data.md#sessions), or give GluonTS every step (closed hours as NaN) at the plain step"
+        )
 
 
 def _period_stamps(start: pd.Period, length: int) -> pd.DatetimeIndex:
@@ -176,6 +188,8 @@ def _read_dataset(dataset: Iterable[Mapping[str, Any]], freq: str | None) -> lis
     if not isinstance(dataset, Iterable):
         raise TypeError(f"expected a GluonTS dataset (an iterable of entries), got {type(dataset).__name__}")
     freq = None if freq is None else normalize_freq(freq)
+    if freq is not None:
+        _require_no_session(freq)
     items = [_read_entry(position, entry, freq) for position, entry in enumerate(dataset)]
     if not items:
         raise ValueError("the dataset has no entries; pass at least one series")
@@ -312,6 +326,8 @@ class TsrecEstimator(Estimator):
         self.forecaster = Forecaster(model, prediction_length=prediction_length, context_length=context_length,
                                      freq=freq, output=output, **options)
         _require_probabilistic(self.forecaster)
+        if self.forecaster.freq is not None:
+            _require_no_session(self.forecaster.freq)
         self.prediction_length = self.forecaster.prediction_length
         self.freq = self.forecaster.freq
 
@@ -364,6 +380,7 @@ class TsrecPredictor(Predictor):
                 "univariate series: fit on a long frame (id_col, time_col, target_col), as TsrecEstimator does"
             )
         _require_probabilistic(forecaster)
+        _require_no_session(forecaster.freq)
         super().__init__(prediction_length=forecaster.prediction_length)
         self.forecaster = forecaster
 
