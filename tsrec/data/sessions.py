@@ -10,7 +10,7 @@ wall clock) and, unless every day is open, the weekdays:
 - ``"h 09:00-17:00 Mon-Fri"``: hourly steps 09:00, ..., 16:00 on weekdays;
 - ``"5min 00:00-24:00 Mon-Fri"``: whole weekdays, weekends closed; ``"h 10:00-18:00 Mon-Thu,Sat"``;
 - ``"h 18:00-02:00 Mon-Fri"``: a session across midnight, from 18:00 to 02:00 the next morning; its
-  weekdays are the days it opens.
+  weekdays are the days it opens (``"h 17:00-17:00 Sun-Thu"``: 24 hours from 17:00, Sunday to Friday).
 
 Its grid is the open steps alone, in order: the step after a session day's last one is the next
 open day's first. So the grid of the data, the backtest's origins, the time features and every
@@ -90,8 +90,6 @@ class Session:
         """tsrec's spelling (module docstring); the plain step when nothing is closed."""
         if self.trivial:
             return self.step
-        if self.length == DAY:  # whole days on some weekdays: spelt from midnight
-            return f"{self.step} 00:00-24:00 {_spell_days(self.days)}"
         hours = f"{self.step} {_clock(self.start)}-{_clock(self.end)}"
         return hours if self.days == ALL_DAYS else f"{hours} {_spell_days(self.days)}"
 
@@ -205,7 +203,8 @@ def _parsed(freq: str) -> Session | None:
         )
     start, end = _time_of_day(match["start"], freq), _time_of_day(match["end"], freq)
     days = ALL_DAYS if match["days"] is None else _parse_days(match["days"], freq)
-    session = Session(offset.freqstr, start % DAY, end if end == DAY else end % DAY, days)
+    end = DAY if end % DAY == start == pd.Timedelta(0) else end % DAY  # whole days from midnight: 00:00-24:00
+    session = Session(offset.freqstr, start % DAY, end, days)
     if start == DAY or session.length % pd.Timedelta(offset):
         raise ValueError(
             f"invalid session freq {freq!r}: the hours {_clock(start)}-{_clock(end)} must start before 24:00 and "
