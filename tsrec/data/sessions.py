@@ -254,17 +254,15 @@ def detect(stamps: pd.DatetimeIndex, first: np.ndarray, step: str) -> Session | 
     duration = pd.Timedelta(offset).value
     if duration >= DAY.value or DAY.value % duration:
         return None
+    within = np.ones(len(stamps) - 1, dtype=bool)  # [R - 1] whether row k + 1 continues row k's item
+    within[np.asarray(first[1:]) - 1] = False
+    if not within.any() or (np.diff(stamps.as_unit("ns").asi8)[within] == duration).all():
+        return None  # every row one step after the last (the common case, checked first): nothing closed
     wall = _wall(stamps)
     time = (wall - wall.normalize()).asi8  # [R] ns since midnight
     if ((time - time.min()) % duration).any():
         return None  # rows between steps: the plain grid's off-grid error names them
-    within = np.ones(len(wall) - 1, dtype=bool)  # [R - 1] whether row k + 1 continues row k's item
-    within[np.asarray(first[1:]) - 1] = False
-    if not within.any():
-        return None
     spacing = np.diff(wall.asi8)[within]  # [P] between consecutive rows of an item
-    if (spacing == duration).all():
-        return None  # every row one step after the last: nothing closed
     if np.median(spacing) != duration:
         return None  # rows usually further apart than a step: a freq finer than the data's, not a session
     times = np.unique(time)  # [U] the rows' times of day, sorted
