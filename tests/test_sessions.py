@@ -113,6 +113,17 @@ def test_errors_about_session_data_name_the_session() -> None:
     forecaster = Forecaster("seasonal_naive", prediction_length=8).fit(df)
     with pytest.raises(ValueError, match="session freq 'h 09:00-17:00 Mon-Fri'"):
         forecaster.predict(evening.sort_index())
+    # bars too sparse to show their session (an illiquid stock): the refusals name it, and it works
+    sparse = session_frame("5min", "09:30", "16:00", weekdays=5, days=28)
+    sparse = sparse[np.random.default_rng(1).random(len(sparse)) < 0.4]
+    for freq in (None, "5min"):
+        with pytest.raises(ValueError, match=r"freq='5min 09:30-16:00 Mon-Fri' if the rows are a session|if the rows "
+                                             r"are a session \(opening or trading hours\), declare it: "
+                                             r"freq='5min 09:30-16:00 Mon-Fri'"):
+            canonicalize(sparse, freq=freq)
+    with pytest.warns(UserWarning, match=r"df.resample\('10min'\).mean\(\).dropna\(\)"):
+        panel = canonicalize(sparse, freq="5min 09:30-16:00 Mon-Fri", gaps="warn")
+    assert in_hours(panel.items[0].index, "09:30", "16:00") and panel.items[0].observed.sum() == len(sparse)
     for bad, match in [("h 24:00-08:00", "must start before 24:00 and hold a whole number"),
                        ("7min 09:00-17:00", "hold a whole number of '7min' steps"),
                        ("D 09:00-17:00", "shorter than a day"), ("h 09:00-17:00 Mon-Fry", "invalid session days")]:

@@ -622,9 +622,13 @@ def _infer_freq(stamps: pd.DatetimeIndex, first: np.ndarray, where: Sequence[str
     unique, counts = np.unique(steps, return_counts=True)
     if counts.max() * 2 < steps.size:
         shown = ", ".join(str(pd.Timedelta(int(u))) for u in unique[:4])
+        shortest = to_offset(pd.Timedelta(int(unique[0]))).freqstr
+        session = sessions.suggest(stamps[first[0]:ends[0]], shortest)  # rows only in some hours or weekdays
+        example = f"freq={session!r} if the rows are a session (opening or trading hours, docs/data.md#sessions)" \
+            if session is not None else "e.g. freq='h'"
         raise ValueError(
             f"cannot infer the frequency: the steps between timestamps vary ({shown}, ...) and no "
-            "step accounts for half of them; pass freq=..., e.g. freq='h'"
+            f"step accounts for half of them; pass freq=..., {example}"
         )
     return normalize_freq(to_offset(pd.Timedelta(int(unique[counts.argmax()]))).freqstr)
 
@@ -707,9 +711,13 @@ def _spacing_problems(
     if steps.size == 0:
         return []
     usual = float(np.median(steps))
-    found = (_long_gap(place, index, steps, usual, freq), _mostly_empty(place, index, steps, usual, freq),
-             _weekends_empty(place, index, freq))
-    return [problem for problem in found if problem is not None]
+    found = [problem for problem in (_long_gap(place, index, steps, usual, freq),
+                                     _mostly_empty(place, index, steps, usual, freq), _weekends_empty(place, index, freq))
+             if problem is not None]
+    if found and (session := sessions.suggest(index, freq)) is not None:  # rows only in some hours or weekdays
+        found = [(problem, f"if the rows are a session (opening or trading hours), declare it: freq={session!r} "
+                           f"(docs/data.md#sessions); otherwise {fix}") for problem, fix in found]
+    return found
 
 
 def _gap_limit(usual: float, freq: str) -> float:
@@ -761,13 +769,17 @@ def _mostly_empty(
         f"{length:,} steps have no row); its rows are usually {usual:g} step(s) apart"
     )
     resample = "resample the rows onto one regular freq first, e.g. df.resample({!r}).mean() (per id for a long frame)"
+    if sessions.session_of(freq) is not None:  # resampling fills the closed hours: drop those bins again
+        resample = ("resample the rows onto one regular freq first, e.g. df.resample({!r}).mean().dropna() (per id "
+                    "for a long frame; dropna drops the closed hours' empty bins)")
     if round(usual) > 1:
-        looks = _looks_like(place, index, _multiple(freq, round(usual)))
+        looks = _multiple(freq, round(usual))
+        looks = looks if sessions.session_of(freq) is not None else _looks_like(place, index, looks)
         shown = ", ".join(str(t) for t in index[:3])
         return (f"{problem} (freq {looks!r}), e.g. the rows at {shown}",
-                f"pass freq={looks!r}, or {resample.format(looks)}")
+                f"pass freq={looks!r}, or {resample.format(sessions.base_step(looks))}")
     coarser = _multiple(freq, round(length / rows))  # a freq the rows would about fill
-    return f"{problem} but come in bursts", f"{resample.format(coarser)}, or drop the sparse part"
+    return f"{problem} but come in bursts", f"{resample.format(sessions.base_step(coarser))}, or drop the sparse part"
 
 
 def _weekends_empty(place: str, index: pd.DatetimeIndex, freq: str) -> tuple[str, str] | None:
@@ -798,8 +810,13 @@ def _looks_like(place: str, index: pd.DatetimeIndex, otherwise: str) -> str:
 
 
 def _multiple(freq: str, k: int) -> str:
-    """The alias of ``k`` steps of ``freq`` (``("h", 24)`` -> ``"D"``, ``("MS", 3)`` -> ``"3MS"``)."""
+    """The alias of ``k`` steps of ``freq`` (``("h", 24)`` -> ``"D"``, ``("MS", 3)`` -> ``"3MS"``; a
+    session at ``k`` steps where its hours hold them: ``("5min 09:30-16:00", 2)`` -> ``"10min 09:30-16:00"``)."""
     offset = to_offset(sessions.base_step(freq)) * k
-    return to_offset(pd.Timedelta(offset)).freqstr if isinstance(offset, pd.offsets.Tick) else offset.freqstr
+    alias = to_offset(pd.Timedelta(offset)).freqstr if isinstance(offset, pd.offsets.Tick) else offset.freqstr
+    session = sessions.session_of(freq)
+    if session is None or session.length % pd.Timedelta(offset):
+        return alias
+    return dataclasses.replace(session, step=alias).alias  # a session at k steps (its hours hold them)
 
 

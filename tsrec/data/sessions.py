@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 from pandas.tseries.frequencies import to_offset
 
-__all__ = ["Session", "session_of", "detect", "base_step", "SESSION_EVIDENCE"]
+__all__ = ["Session", "session_of", "detect", "suggest", "base_step", "SESSION_EVIDENCE"]
 
 DAY = pd.Timedelta(days=1)
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
@@ -243,10 +243,11 @@ def detect(stamps: pd.DatetimeIndex, first: np.ndarray, step: str) -> Session | 
     a fixed step that divides a day. Only rows usually (the median) one step apart show a session.
     The closed hours are the widest stretch of the day (around midnight or not) without a row; the
     open weekdays are those on which a session with rows opens. Each is
-    kept only where the rows pass over it often enough that at their rate in the open steps it would
-    have held at least :data:`SESSION_EVIDENCE` rows (a month of hourly 06:00-22:00 rows: 29 nights
-    of 8 steps, 232 rows; a day without rows at some hours is no session), passing over it twice at
-    least, a long gap counting as one week. None when nothing is closed.
+    kept only where :data:`SESSION_DAYS` (3) session days are at least half full of rows, and the rows
+    pass over it often enough (twice at least, a week apart at most) that at their rate in the open
+    steps it would have held at least :data:`SESSION_EVIDENCE` (10) rows: a month of hourly
+    06:00-22:00 rows passes over 29 nights of 8 steps (232 rows); a day without rows at some hours,
+    or a mistyped far timestamp, is no session. None when nothing is closed.
     """
     offset = to_offset(step)
     if not isinstance(offset, pd.offsets.Tick) or len(stamps) < 3:
@@ -265,24 +266,70 @@ def detect(stamps: pd.DatetimeIndex, first: np.ndarray, step: str) -> Session | 
     spacing = np.diff(wall.asi8)[within]  # [P] between consecutive rows of an item
     if np.median(spacing) != duration:
         return None  # rows usually further apart than a step: a freq finer than the data's, not a session
-    times = np.unique(time)  # [U] the rows' times of day, sorted
-    gaps = np.diff(np.r_[times, times[0] + DAY.value])  # [U] from each to the next (around midnight)
-    widest = int(gaps.argmax())  # the closed hours follow the time of day times[widest]
-    closed = int(gaps[widest]) - duration
-    hours = Session(offset.freqstr, pd.Timedelta(int(times[(widest + 1) % len(times)])),
-                    pd.Timedelta(int(times[widest]) + duration))
-    if closed <= 0 or _missed(hours, wall, within) < SESSION_EVIDENCE:
+    hours = _hours(time, offset.freqstr)
+    if hours.length == DAY or not _shown(hours, wall, within, Session(hours.step, pd.Timedelta(0), DAY)):
         hours = Session(offset.freqstr, pd.Timedelta(0), DAY)
-    opened = (wall - hours.start).normalize().dayofweek  # [R] the weekday each row's session opened
-    session = Session(hours.step, hours.start, hours.end, tuple(int(d) for d in np.unique(opened)))
-    if session.days != ALL_DAYS and _missed(session, wall, within) - _missed(hours, wall, within) < SESSION_EVIDENCE:
+    session = _with_days(hours, wall)
+    if session.days != ALL_DAYS and not _shown(session, wall, within, hours):
         session = hours
     return None if session.trivial else session
+
+
+def _shown(session: Session, wall: pd.DatetimeIndex, within: np.ndarray, without: Session) -> bool:
+    """Whether the rows ``wall`` ``[R]`` show what ``session`` closes beyond ``without`` (the same
+    calendar with those hours or days open): :data:`SESSION_DAYS` session days at least half full,
+    and :data:`SESSION_EVIDENCE` rows missed in the hours or days it closes."""
+    positions, _ = session.positions(wall)
+    _, rows = np.unique(positions // session.steps_per_day, return_counts=True)  # [D] rows per session day
+    if (2 * rows >= session.steps_per_day).sum() < SESSION_DAYS:
+        return False
+    return _missed(session, wall, within) - _missed(without, wall, within) >= SESSION_EVIDENCE
+
+
+def _hours(time: np.ndarray, step: str) -> Session:
+    """Every day open in the hours outside the widest stretch of the day (around midnight or not)
+    without one of the times of day ``time`` ``[R]`` (ns since midnight, on one grid of ``step``)."""
+    duration = pd.Timedelta(to_offset(step)).value
+    times = np.unique(time)  # [U] sorted
+    gaps = np.diff(np.r_[times, times[0] + DAY.value])  # [U] from each to the next (around midnight)
+    widest = int(gaps.argmax())  # the closed hours follow the time of day times[widest]
+    if gaps[widest] == duration:
+        return Session(step, pd.Timedelta(0), DAY)
+    return Session(step, pd.Timedelta(int(times[(widest + 1) % len(times)])), pd.Timedelta(int(times[widest]) + duration))
+
+
+def _with_days(hours: Session, wall: pd.DatetimeIndex) -> Session:
+    """``hours`` open on the weekdays on which the sessions of the rows ``wall`` ``[R]`` open."""
+    opened = (wall - hours.start).normalize().dayofweek  # [R]
+    return Session(hours.step, hours.start, hours.end, tuple(int(d) for d in np.unique(opened)))
+
+
+def suggest(index: pd.DatetimeIndex, step: str) -> str | None:
+    """The session that one item's rows (``index`` ``[n]``, sorted) would fit at ``step`` (a plain
+    fixed step that divides a day), for an error about rows too sparse for :func:`detect`: its
+    hours leave out the widest stretch of the day without a row, its days the weekdays without one
+    (when the rows span two weeks); None where no hour or day is empty, or the rows are off that grid."""
+    if session_of(step) is not None or len(index) < 3:
+        return None
+    offset = to_offset(step)
+    if not isinstance(offset, pd.offsets.Tick):
+        return None
+    duration = pd.Timedelta(offset).value
+    wall = _wall(index)
+    time = (wall - wall.normalize()).asi8  # [n]
+    if duration >= DAY.value or DAY.value % duration or ((time - time.min()) % duration).any():
+        return None
+    session = _hours(time, offset.freqstr)
+    if int(wall.asi8[-1]) - int(wall.asi8[0]) >= 14 * DAY.value:  # Python ints: no overflow for far typos
+        session = _with_days(session, wall)
+    return None if session.trivial else session.alias
 
 
 #: Rows that closed hours or days would have held at the rows' rate in the open steps, for
 #: :func:`detect` to take them as closed.
 SESSION_EVIDENCE = 10
+#: Session days at least half full of rows that :func:`detect` needs to see.
+SESSION_DAYS = 3
 
 
 def _missed(session: Session, wall: pd.DatetimeIndex, within: np.ndarray) -> float:
@@ -292,9 +339,9 @@ def _missed(session: Session, wall: pd.DatetimeIndex, within: np.ndarray) -> flo
     positions, _ = session.positions(wall)
     steps = np.diff(wall.asi8)[within] // session.step_duration.value  # [P] wall-clock steps between rows
     open_steps = np.diff(positions)[within]  # [P] open steps between them
-    passed = steps - open_steps  # [P] closed steps between them
+    week = 7 * DAY.value // session.step_duration.value
+    passed = np.where(steps <= week, steps - open_steps, 0)  # [P] closed steps between them; a longer gap is a gap
     if (passed > 0).sum() < 2:
-        return 0.0  # a single pass (such as a mistyped far timestamp's gap) shows no calendar
+        return 0.0  # a single pass shows no calendar
     rate = (len(open_steps) + 1) / max(int(open_steps.sum()) + 1, 1)
-    week = 7 * DAY.value // session.step_duration.value  # a long gap counts as one week at most
-    return float(np.minimum(passed, week).sum()) * min(rate, 1.0)
+    return float(passed.sum()) * min(rate, 1.0)
