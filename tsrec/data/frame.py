@@ -31,6 +31,11 @@ item, on the timestamps of its rows (NaN values do not matter):
 - weekends empty: under ``freq="D"``, no row on a Saturday or Sunday and at least two steps from a
   Friday to the next Monday: the rows are business days (``"B"``).
 
+Sessions (:mod:`tsrec.data.sessions`): rows usually one step (shorter than a day) apart that leave
+the same hours of the day, or the same weekdays, empty are put on the grid of their session's open
+steps (``freq`` ``"h 06:00-22:00"``, ``"5min 09:30-16:00 Mon-Fri"``), with or without a declared
+plain step (``freq="h"``); the errors above name the session that rows too sparse to show one fit.
+
 Without ``freq``, calendar frequencies are read from the dates where rows are missing
 (:func:`tsrec.data.time_features.calendar_freq`: business days with holidays missing, weeks on a
 weekday, month, quarter and year starts or ends). A row off the grid that the item's other rows
