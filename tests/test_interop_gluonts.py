@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 
@@ -452,3 +453,46 @@ def test_predictor_argument_errors() -> None:
     wide = Forecaster("dlinear", prediction_length=H, output="quantile", **TINY).fit(frame)
     with pytest.raises(ValueError, match="fitted on a wide frame"):
         TsrecPredictor(wide)
+
+
+# ------------------------------------------------------------- anchored frequencies round-trip
+WEEKS = ("W", "W-SUN", "W-MON", "W-TUE", "W-WED", "W-THU", "W-FRI", "W-SAT")
+ANCHORED = (*WEEKS, "M", "Q", "A", "D", "B", "h", "Q-NOV", "Y-JUN")
+
+
+def anchored_dataset(freq: str, length: int = 40):
+    """A GluonTS user's dataset at ``freq``: ``ListDataset`` turns the string start into a period."""
+    from gluonts.dataset.common import ListDataset
+
+    with pytest.warns(FutureWarning) if freq == "A" else contextlib.nullcontext():  # pandas: 'A' is deprecated
+        return ListDataset([{"start": "2001-01-01", "target": 5 + np.sin(np.arange(length)), "item_id": "a"}],
+                           freq=freq)
+
+
+@pytest.mark.parametrize("freq", ANCHORED)
+def test_estimator_round_trips_every_anchor(freq: str) -> None:
+    """Train on a dataset, forecast the same dataset: the forecast starts at GluonTS's next period
+    (a weekly dataset was refused: its Monday-labelled timestamps read as 'W-MON' weeks)."""
+    from tsrec.interop.gluonts import TsrecEstimator
+
+    dataset = anchored_dataset(freq)
+    start = dataset[0]["start"]
+    predictor = TsrecEstimator("dlinear", prediction_length=2, context_length=8, max_epochs=1,
+                               trainer_kwargs={"enable_progress_bar": False}).train(dataset)
+    forecast = next(iter(predictor.predict(dataset)))
+    assert forecast.start_date == start + 40
+    assert forecast.start_date.freqstr == start.freqstr
+
+
+@pytest.mark.parametrize("freq", ANCHORED)
+def test_converters_keep_the_periods_of_every_anchor(freq: str) -> None:
+    """to_tsrec_frame then from_tsrec_frame gives the same periods: a week keeps the day it ends."""
+    dataset = anchored_dataset(freq)
+    start = dataset[0]["start"]
+    frame = to_tsrec_frame(dataset)
+    if isinstance(start.freq, pd.offsets.Week):  # pandas labels a week by the day it ends
+        assert frame.timestamp[0] == start.end_time.normalize()
+    back = from_tsrec_frame(frame, **LONG)[0]["start"]
+    assert back == start and back.freqstr[0] == start.freqstr[0]
+    # read at a freq of the same span: one step in each period, whatever its anchor's name
+    assert len(to_tsrec_frame(dataset, freq=pd.infer_freq(frame.timestamp))) == 40

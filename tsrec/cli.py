@@ -572,7 +572,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help=f"model name from tsrec.list_models() (default {DEFAULT_MODEL}, as Forecaster's)")
     fit.add_argument("--prediction-length", type=_positive_int, required=True, help="steps to forecast")
     fit.add_argument("--context-length", type=_positive_int, help="past steps read (default 2 x prediction length)")
-    fit.add_argument("--freq", help="pandas frequency, e.g. h or 15min (default: inferred)")
+    fit.add_argument("--freq", help="pandas frequency, e.g. h or 15min, or a session such as 'h 09:00-17:00 Mon-Fri' "
+                     "(default: inferred, sessions too)")
     fit.add_argument("--epochs", type=_positive_int, help=f"an epoch budget (default: {_budget(None)})")
     fit.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                      help="a model or training option, repeatable: d_model=64, learning_rate=1e-3, "

@@ -15,6 +15,7 @@ from tsrec._checks import check_optional_int
 from tsrec import metrics
 from tsrec.config import CovariateConfig, DataFacts
 from tsrec.data import Panel, WindowDataset, seasonality
+from tsrec.data.time_features import future_indexes
 from tsrec.data.frame import block_frame
 from tsrec.data import source
 from tsrec.data.schema import Schema
@@ -180,7 +181,7 @@ def _refit_cut(panel: Panel, stacked: _Stacked, first: np.ndarray, count: np.nda
     """``[I]`` the timestamp each item's refit data end before: the block's first origin, or, for an
     item without a window in the block (``count`` 0), the step after its last."""
     end = stacked.start + stacked.length - 1  # [I] each item's last row
-    after = stacked.index[end] + pd.tseries.frequencies.to_offset(panel.freq)
+    after = future_indexes(stacked.index[end], panel.freq, 1)  # [I] (a session's next open step)
     return stacked.index[np.minimum(stacked.start + first, end)].where(count > 0, after)
 
 

@@ -31,6 +31,11 @@ item, on the timestamps of its rows (NaN values do not matter):
 - weekends empty: under ``freq="D"``, no row on a Saturday or Sunday and at least two steps from a
   Friday to the next Monday: the rows are business days (``"B"``).
 
+Sessions (:mod:`tsrec.data.sessions`): rows usually one step (shorter than a day) apart that leave
+the same hours of the day, or the same weekdays, empty are put on the grid of their session's open
+steps (``freq`` ``"h 06:00-22:00"``, ``"5min 09:30-16:00 Mon-Fri"``), with or without a declared
+plain step (``freq="h"``); the errors above name the session that rows too sparse to show one fit.
+
 Without ``freq``, calendar frequencies are read from the dates where rows are missing
 (:func:`tsrec.data.time_features.calendar_freq`: business days with holidays missing, weeks on a
 weekday, month, quarter and year starts or ends). A row off the grid that the item's other rows
@@ -53,6 +58,7 @@ from pandas.api.types import is_complex_dtype, is_numeric_dtype
 from pandas.tseries.frequencies import to_offset
 
 from tsrec.config import GAP_POLICIES
+from tsrec.data import sessions
 from tsrec.data.time_features import (
     BUSINESS_WEEKENDS,
     calendar_freq,
@@ -334,7 +340,10 @@ def read_targets(
     stamps = timestamps[rows]  # [R]
     where = ["the frame"] if layout == "wide" else [f"item {i!r}" for i in item_ids]
     _require_unique(stamps, item, where, grouping)
-    freq = normalize_freq(freq) if freq is not None else _infer_freq(stamps, first, where)
+    # pandas infers business hours ('bh') loosely: the session is read from the rows at its step
+    freq = normalize_freq(freq) if freq is not None else sessions.base_step(_infer_freq(stamps, first, where))
+    if sessions.session_of(freq) is None and (session := sessions.detect(stamps, first, freq)) is not None:
+        freq = session.alias  # rows only in some hours or on some weekdays: their session's open steps
     positions = _positions(stamps, item, first, where, freq, gaps)  # [R]
     lengths = positions[np.r_[first[1:], len(rows)] - 1] + 1  # [N] grid steps of each item
     offsets = np.r_[0, np.cumsum(lengths)].astype(np.int64)  # [N + 1]
@@ -618,9 +627,13 @@ def _infer_freq(stamps: pd.DatetimeIndex, first: np.ndarray, where: Sequence[str
     unique, counts = np.unique(steps, return_counts=True)
     if counts.max() * 2 < steps.size:
         shown = ", ".join(str(pd.Timedelta(int(u))) for u in unique[:4])
+        shortest = to_offset(pd.Timedelta(int(unique[0]))).freqstr
+        session = sessions.suggest(stamps[first[0]:ends[0]], shortest)  # rows only in some hours or weekdays
+        example = f"freq={session!r} if the rows are a session (opening or trading hours, docs/data.md#sessions)" \
+            if session is not None else "e.g. freq='h'"
         raise ValueError(
             f"cannot infer the frequency: the steps between timestamps vary ({shown}, ...) and no "
-            "step accounts for half of them; pass freq=..., e.g. freq='h'"
+            f"step accounts for half of them; pass freq=..., {example}"
         )
     return normalize_freq(to_offset(pd.Timedelta(int(unique[counts.argmax()]))).freqstr)
 
@@ -635,7 +648,11 @@ def _positions(stamps: pd.DatetimeIndex, item: np.ndarray, first: np.ndarray, wh
     """
     ends = np.r_[first[1:], len(stamps)]  # [N]
     nanos = fixed_step_nanos(freq, stamps.tz)
-    if nanos is not None:
+    session = sessions.session_of(freq)
+    if session is not None:
+        steps, off_grid = session.positions(stamps)  # [R], [R] on the session's open steps
+        positions = steps - steps[first][item]
+    elif nanos is not None:
         steps, remainder = np.divmod(stamps.as_unit("ns").asi8, nanos)  # [R], [R]: no overflow
         positions = steps - steps[first][item]
         off_grid = remainder != remainder[first][item]
@@ -667,6 +684,13 @@ def _off_grid(place: str, index: pd.DatetimeIndex, off: np.ndarray, freq: str) -
     """The error naming the rows of one item (``index`` ``[n]``) that ``off`` ``[n]`` marks off the
     ``freq`` grid that its other rows follow."""
     shown = ", ".join(str(t) for t in index[off][:3]) + (" ..." if off.sum() > 3 else "")
+    if (session := sessions.session_of(freq)) is not None:
+        return ValueError(
+            f"timestamp {index[off][0]} in {place} is not a step of the session freq {freq!r} ({session.describe()}): "
+            f"{int(off.sum())} of {len(index)} rows are outside it ({shown}); drop those rows, or declare the session "
+            f"that holds them (e.g. wider hours or more weekdays, docs/data.md#sessions), or leave freq unset: a session "
+            "is read from the rows"
+        )
     grid = f"steps of {freq!r} from {index[~off][0]}" if (~off).any() else f"steps of {freq!r}"
     return ValueError(
         f"timestamp {index[off][0]} in {place} does not match freq {freq!r} ({grid}): {int(off.sum())} of "
@@ -692,9 +716,13 @@ def _spacing_problems(
     if steps.size == 0:
         return []
     usual = float(np.median(steps))
-    found = (_long_gap(place, index, steps, usual, freq), _mostly_empty(place, index, steps, usual, freq),
-             _weekends_empty(place, index, freq))
-    return [problem for problem in found if problem is not None]
+    found = [problem for problem in (_long_gap(place, index, steps, usual, freq),
+                                     _mostly_empty(place, index, steps, usual, freq), _weekends_empty(place, index, freq))
+             if problem is not None]
+    if found and (session := sessions.suggest(index, freq)) is not None:  # rows only in some hours or weekdays
+        found = [(problem, f"if the rows are a session (opening or trading hours), declare it: freq={session!r} "
+                           f"(docs/data.md#sessions); otherwise {fix}") for problem, fix in found]
+    return found
 
 
 def _gap_limit(usual: float, freq: str) -> float:
@@ -746,13 +774,17 @@ def _mostly_empty(
         f"{length:,} steps have no row); its rows are usually {usual:g} step(s) apart"
     )
     resample = "resample the rows onto one regular freq first, e.g. df.resample({!r}).mean() (per id for a long frame)"
+    if sessions.session_of(freq) is not None:  # resampling fills the closed hours: drop those bins again
+        resample = ("resample the rows onto one regular freq first, e.g. df.resample({!r}).mean().dropna() (per id "
+                    "for a long frame; dropna drops the closed hours' empty bins)")
     if round(usual) > 1:
-        looks = _looks_like(place, index, _multiple(freq, round(usual)))
+        looks = _multiple(freq, round(usual))
+        looks = looks if sessions.session_of(freq) is not None else _looks_like(place, index, looks)
         shown = ", ".join(str(t) for t in index[:3])
         return (f"{problem} (freq {looks!r}), e.g. the rows at {shown}",
-                f"pass freq={looks!r}, or {resample.format(looks)}")
+                f"pass freq={looks!r}, or {resample.format(sessions.base_step(looks))}")
     coarser = _multiple(freq, round(length / rows))  # a freq the rows would about fill
-    return f"{problem} but come in bursts", f"{resample.format(coarser)}, or drop the sparse part"
+    return f"{problem} but come in bursts", f"{resample.format(sessions.base_step(coarser))}, or drop the sparse part"
 
 
 def _weekends_empty(place: str, index: pd.DatetimeIndex, freq: str) -> tuple[str, str] | None:
@@ -760,7 +792,7 @@ def _weekends_empty(place: str, index: pd.DatetimeIndex, freq: str) -> tuple[str
     one item's rows (``index`` ``[n]``): none on a Saturday or Sunday, and at least
     ``BUSINESS_WEEKENDS`` steps from a Friday to the next Monday: business days, ``"B"``. None
     otherwise."""
-    if to_offset(freq) != to_offset("D") or (index.dayofweek >= 5).any():
+    if freq != "D" or (index.dayofweek >= 5).any():  # freq is normalised: calendar days are spelt "D"
         return None
     skips = np.flatnonzero(weekends_skipped(index if index.tz is None else index.tz_localize(None)))  # [K]
     if skips.size < BUSINESS_WEEKENDS:
@@ -783,8 +815,13 @@ def _looks_like(place: str, index: pd.DatetimeIndex, otherwise: str) -> str:
 
 
 def _multiple(freq: str, k: int) -> str:
-    """The alias of ``k`` steps of ``freq`` (``("h", 24)`` -> ``"D"``, ``("MS", 3)`` -> ``"3MS"``)."""
-    offset = to_offset(freq) * k
-    return to_offset(pd.Timedelta(offset)).freqstr if isinstance(offset, pd.offsets.Tick) else offset.freqstr
+    """The alias of ``k`` steps of ``freq`` (``("h", 24)`` -> ``"D"``, ``("MS", 3)`` -> ``"3MS"``; a
+    session at ``k`` steps where its hours hold them: ``("5min 09:30-16:00", 2)`` -> ``"10min 09:30-16:00"``)."""
+    offset = to_offset(sessions.base_step(freq)) * k
+    alias = to_offset(pd.Timedelta(offset)).freqstr if isinstance(offset, pd.offsets.Tick) else offset.freqstr
+    session = sessions.session_of(freq)
+    if session is None or session.length % pd.Timedelta(offset):
+        return alias
+    return dataclasses.replace(session, step=alias).alias  # a session at k steps (its hours hold them)
 
 

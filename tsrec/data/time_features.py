@@ -14,11 +14,12 @@ import pandas as pd
 from pandas.tseries.frequencies import to_offset
 
 from tsrec.config import DataFacts
+from tsrec.data.sessions import base_step, session_of
 
 #: Time steps handled at once when gathering a panel's calendar features (bounds the temporaries).
 BLOCK = 2**20
 _GLUONTS_FREQS = "YS, YE, QS, QE, MS, ME, W, D, B, h, min, s (and multiples such as '15min')"
-_MONTHS = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
+MONTHS = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
 _WEEKDAYS = ("MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN")
 _QUARTERLY = (pd.offsets.QuarterBegin, pd.offsets.QuarterEnd, pd.offsets.BQuarterBegin, pd.offsets.BQuarterEnd)
 _DAY_NANOS = 86_400 * 10**9
@@ -30,7 +31,7 @@ def _feature_functions(freq: str) -> list[Callable[[pd.DatetimeIndex], np.ndarra
     from gluonts.time_feature import time_features_from_frequency_str
 
     try:
-        return time_features_from_frequency_str(freq)
+        return time_features_from_frequency_str(base_step(freq))  # a session: its step's features
     except RuntimeError:
         raise ValueError(
             f"freq {freq!r} has no calendar time features in GluonTS; use one of {_GLUONTS_FREQS}"
@@ -41,7 +42,12 @@ def normalize_freq(freq: object) -> str:
     """Validate a pandas offset alias and return its canonical spelling (``'H'`` -> ``'h'``,
     ``'W'`` -> ``'W-SUN'``; a quarter anchored on the equal-grid month among October to December, as
     ``pd.infer_freq`` names it: ``'QS'`` and ``'QS-JAN'`` -> ``'QS-OCT'``, ``'QE-MAR'`` ->
-    ``'QE-DEC'``); ``ValueError`` for an invalid, non-positive or GluonTS-unsupported freq."""
+    ``'QE-DEC'``; a session as :mod:`tsrec.data.sessions` spells it: ``'h 09:00-17:00 Mon-Fri'``,
+    also from pandas' ``BusinessHour`` / ``CustomBusinessHour``); ``ValueError`` for an invalid,
+    non-positive or GluonTS-unsupported freq."""
+    if (session := session_of(freq)) is not None:
+        _feature_functions(session.step)
+        return session.alias
     try:
         offset = to_offset(freq)
     except (TypeError, ValueError):
@@ -118,9 +124,9 @@ def _monthly(wall: pd.DatetimeIndex, within: np.ndarray, end: str) -> str | None
         return None
     month = wall.month.to_numpy() - 1  # [R] 0 = January
     if k % 12 == 0:
-        n, unit, anchor = k // 12, "Y", _MONTHS[most_common(month)]
+        n, unit, anchor = k // 12, "Y", MONTHS[most_common(month)]
     elif k % 3 == 0:  # named on October to December, as normalize_freq spells quarters
-        n, unit, anchor = k // 3, "Q", _MONTHS[most_common(month % 3) + 9]
+        n, unit, anchor = k // 3, "Q", MONTHS[most_common(month % 3) + 9]
     else:
         return f"{'' if k == 1 else k}M{end}"
     return f"{'' if n == 1 else n}{unit}{end}-{anchor}"
@@ -192,20 +198,33 @@ def _on_one_grid(times: np.ndarray, origin: int, nanos: int) -> bool:
 
 
 def future_index(last_timestamp: pd.Timestamp, freq: str, n: int) -> pd.DatetimeIndex:
-    """The ``n`` timestamps after ``last_timestamp`` at ``freq``: ``[last + 1 step, ..., + n]``."""
+    """The ``n`` timestamps after ``last_timestamp`` at ``freq``: ``[last + 1 step, ..., + n]``
+    (a session's next open steps)."""
+    if session_of(freq) is not None:
+        return future_indexes(pd.DatetimeIndex([pd.Timestamp(last_timestamp)]), freq, n)
     offset = to_offset(freq)
     return pd.date_range(pd.Timestamp(last_timestamp) + offset, periods=n, freq=offset)
 
 
 def future_indexes(last_timestamps: pd.DatetimeIndex, freq: str, n: int) -> pd.DatetimeIndex:
-    """:func:`future_index` of each of ``last_timestamps`` ``[N]``, laid end to end: ``[N * n]``."""
+    """:func:`future_index` of each of ``last_timestamps`` ``[N]``, laid end to end: ``[N * n]``.
+    Every future timestamp of tsrec (predict, backtest, covariates, plots, GluonTS) comes from here
+    or :func:`regular_stamps`: a session's skip its closed hours and days."""
+    if (session := session_of(freq)) is not None:
+        after = session.positions(last_timestamps)[0] + 1  # [N] the next open step of each
+        return session.stamps((after[:, None] + np.arange(n)).ravel(), last_timestamps.tz)
     return regular_stamps(last_timestamps + to_offset(freq), np.full(len(last_timestamps), n), freq)
 
 
 def regular_stamps(firsts: pd.DatetimeIndex, lengths: np.ndarray, freq: str) -> pd.DatetimeIndex:
     """Grids of ``lengths[i]`` steps of ``freq`` from ``firsts[i]`` (``[N]`` each), laid end to end:
     ``[sum lengths]`` in the firsts' time zone. As ``pd.date_range`` of each, computed at once for
-    steps of a fixed duration (:func:`fixed_step_nanos`)."""
+    steps of a fixed duration (:func:`fixed_step_nanos`); a session's grids hold its open steps alone."""
+    if (session := session_of(freq)) is not None:
+        lengths = np.asarray(lengths, dtype=np.int64)
+        starts = np.r_[0, np.cumsum(lengths)[:-1]]  # [N] each grid's first position
+        step = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(starts, lengths)  # [sum lengths]
+        return session.stamps(np.repeat(session.positions(firsts)[0], lengths) + step, firsts.tz)
     nanos = fixed_step_nanos(freq, firsts.tz)
     if nanos is None:
         grids = [pd.date_range(first, periods=int(length), freq=freq) for first, length in zip(firsts, lengths)]
@@ -221,7 +240,9 @@ def regular_stamps(firsts: pd.DatetimeIndex, lengths: np.ndarray, freq: str) -> 
 def fixed_step_nanos(freq: str, tz: object = None) -> int | None:
     """Nanoseconds of one step of ``freq`` when its grid's steps are one fixed duration (steps
     shorter than a day, or days without a time zone); None for wall-clock and calendar steps
-    (days in a time zone with daylight saving, weeks, months, business days, ...)."""
+    (days in a time zone with daylight saving, weeks, months, business days, sessions, ...)."""
+    if session_of(freq) is not None:
+        return None
     offset = to_offset(freq)
     if isinstance(offset, pd.offsets.Tick) and (not isinstance(offset, pd.offsets.Day) or tz is None):
         return int(offset.nanos)
@@ -230,17 +251,20 @@ def fixed_step_nanos(freq: str, tz: object = None) -> int | None:
 
 def step_duration(freq: str) -> pd.Timedelta | None:
     """Duration of one step of a fixed-length ``freq`` (``"h"`` -> 1 hour); None for calendar
-    frequencies whose steps vary (months, quarters, years, business days)."""
-    offset = to_offset(freq)
+    frequencies whose steps vary (months, quarters, years, business days); a session's step."""
+    offset = to_offset(base_step(freq))
     return pd.Timedelta(offset) if isinstance(offset, pd.offsets.Tick) else None
 
 
 def seasonality(freq: str) -> int:
     """Steps per natural season of ``freq``: a day for sub-daily data (24 hourly, 96 for
-    15-minute data), a week for daily data, a year for weekly, monthly and quarterly data; at
-    least 2."""
+    15-minute data), a week for daily data, a year for weekly, monthly and quarterly data, a
+    session day for a session (16 hourly steps for ``'h 06:00-22:00'``; its week where a session
+    day is one step); at least 2."""
     from gluonts.time_feature import get_seasonality
 
+    if (session := session_of(freq)) is not None:
+        return int(max(next(iter(_session_cycles(session)), 2), 2))
     offset = to_offset(freq)
     if isinstance(offset, pd.offsets.Day):
         return max(7 // offset.n, 2)
@@ -258,7 +282,10 @@ def calendar_cycles(freq: str) -> tuple[float, ...]:
     for sub-daily data (24 and 168 hourly, 144 and 1008 for 10-minute data; for steps of an hour
     or longer that do not divide a day, none), a week and a year for daily data (7, 365.25), a
     year for weekly (52.18), monthly (12) and quarterly (4) data, the week (5) for business
-    days; none for yearly data. A cycle of fewer than 2 steps is left out."""
+    days; a session day and a session week for a session (16 and 112 for ``'h 06:00-22:00'``, 8 and
+    40 for ``'h 09:00-17:00 Mon-Fri'``); none for yearly data. A cycle of fewer than 2 steps is left out."""
+    if (session := session_of(freq)) is not None:
+        return _session_cycles(session)
     offset = to_offset(freq)
     step = step_duration(freq)
     if step is not None:  # fixed steps: sub-daily, daily or multi-day
@@ -277,6 +304,12 @@ def calendar_cycles(freq: str) -> tuple[float, ...]:
     if isinstance(offset, pd.offsets.BusinessDay):
         return _at_least_two(5 / offset.n) + _at_least_two(DAYS_PER_YEAR * 5 / 7 / offset.n)
     return ()
+
+
+def _session_cycles(session) -> tuple[float, ...]:
+    """A session's day and week in steps, shortest first, those of at least 2 steps."""
+    day = session.steps_per_day
+    return _at_least_two(day) + (_at_least_two(day * len(session.days)) if len(session.days) > 1 else ())
 
 
 def _at_least_two(cycle: float) -> tuple[float, ...]:

@@ -10,10 +10,14 @@ tsrec side (:mod:`tsrec.data.frame`): a *long* frame with columns ``item_id``, `
 ``target`` (one univariate item per id), or a *wide* frame (``DatetimeIndex`` named ``timestamp``,
 one column per variable: a single multivariate item).
 
-Timestamps and periods: a tsrec timestamp belongs to the GluonTS period that contains it (pandas'
-``DatetimeIndex.to_period``: ``'MS'`` and ``'ME'`` both give ``'M'``). Back from periods, timestamps
-are the periods' starts, or with ``freq=`` the first step of ``freq`` inside each period
-(``freq='ME'``: month ends, ``freq='W-SUN'``: Sundays).
+Timestamps and periods: a tsrec timestamp belongs to the GluonTS period that contains it: ``'MS'`` and
+``'ME'`` both give ``'M'``, quarters and years the period of the same span (``'QS-DEC'``, quarters
+starting in December, give ``'Q-NOV'``; ``'YS-JUL'`` gives ``'Y-JUN'``), weeks the week that ends on
+the offset's day (``'W-SUN'``: the weeks ending on Sundays, as pandas labels a week period). Back from
+periods, timestamps are the periods' starts, except weeks, which keep the day they end (a ``'W-SUN'``
+period becomes its Sunday, so that the frame's inferred ``freq`` is ``'W-SUN'`` again); with ``freq=``
+they are the first step of ``freq`` inside each period (``freq='ME'``: month ends). A forecast's
+``start_date`` is a period of the entry's own period frequency.
 
 Models: :class:`TsrecEstimator` trains a tsrec model on a GluonTS dataset and returns a
 :class:`TsrecPredictor`, which forecasts GluonTS datasets as GluonTS ``Forecast`` objects, so tsrec
@@ -32,7 +36,8 @@ import pandas as pd
 from pandas.tseries.frequencies import to_offset
 
 from tsrec.data.frame import Panel, Series, canonicalize
-from tsrec.data.time_features import future_index, normalize_freq
+from tsrec.data.sessions import session_of
+from tsrec.data.time_features import MONTHS, future_index, normalize_freq
 from tsrec._optional import quiet_gluonts_import
 from tsrec.fitted import ForecastResult
 from tsrec.forecaster import Forecaster
@@ -63,6 +68,7 @@ class _Item(NamedTuple):
     index: pd.DatetimeIndex
     target: np.ndarray
     step: str  # the period frequency (freq=None) or the freq the timestamps step at
+    period: str | None = None  # the frequency of the entry's pd.Period start (None: a timestamp start)
 
 
 def to_tsrec_frame(
@@ -138,8 +144,38 @@ def from_tsrec_frame(
 
 
 def _period_freq(freq: str) -> str:
-    """The ``pd.Period`` frequency of the offset alias ``freq`` (``'MS'``, ``'ME'`` -> ``'M'``; ``'h'`` -> ``'h'``)."""
-    return pd.date_range("2000-01-01", periods=1, freq=freq).to_period().freqstr
+    """The ``pd.Period`` frequency whose periods each hold one step of the offset alias ``freq``, of
+    the same span: ``'MS'``, ``'ME'`` -> ``'M'``; ``'QS-DEC'`` (quarters from December) -> ``'Q-NOV'``;
+    ``'YS-JUL'`` -> ``'Y-JUN'``; ``'W-SUN'`` -> ``'W-SUN'`` (the week ending on Sunday); ``'h'`` -> ``'h'``.
+    Quarters are named on the ending month among October to December (as :func:`normalize_freq`)."""
+    _require_no_session(freq)
+    offset = to_offset(freq)
+    if offset.n == 1 and isinstance(offset, (pd.offsets.QuarterBegin, pd.offsets.QuarterEnd)):
+        last = offset.startingMonth - (1 if isinstance(offset, pd.offsets.QuarterBegin) else 0)  # the ending month
+        return f"Q-{MONTHS[(last - 1) % 3 + 9]}"
+    if offset.n == 1 and isinstance(offset, (pd.offsets.YearBegin, pd.offsets.YearEnd)):
+        last = offset.month - (1 if isinstance(offset, pd.offsets.YearBegin) else 0)
+        return f"Y-{MONTHS[(last - 1) % 12]}"
+    # pandas' own for the rest: weeks keep their day (the period's end), months give 'M'
+    return pd.date_range("2000-01-01", periods=1, freq=offset).to_period().freqstr
+
+
+def _require_no_session(freq: str) -> None:
+    """``ValueError`` for a session freq (:mod:`tsrec.data.sessions`): GluonTS has none."""
+    if session_of(freq) is not None:
+        raise ValueError(
+            f"freq {freq!r} is a session (open hours only); a GluonTS dataset's periods follow each other without "
+            "closed hours, so sessions do not convert: forecast session data with tsrec's Forecaster on a frame "
+            "(docs/data.md#sessions), or give GluonTS every step (closed hours as NaN) at the plain step"
+        )
+
+
+def _period_stamps(start: pd.Period, length: int) -> pd.DatetimeIndex:
+    """The ``[length]`` timestamps of the periods from ``start``: their starts, a week's last day."""
+    periods = pd.period_range(start, periods=length, freq=start.freq)
+    if isinstance(start.freq, pd.offsets.Week):  # a week period is labelled by the day it ends
+        return periods.to_timestamp(how="end").normalize()
+    return periods.to_timestamp()
 
 
 def _read_dataset(dataset: Iterable[Mapping[str, Any]], freq: str | None) -> list[_Item]:
@@ -152,6 +188,8 @@ def _read_dataset(dataset: Iterable[Mapping[str, Any]], freq: str | None) -> lis
     if not isinstance(dataset, Iterable):
         raise TypeError(f"expected a GluonTS dataset (an iterable of entries), got {type(dataset).__name__}")
     freq = None if freq is None else normalize_freq(freq)
+    if freq is not None:
+        _require_no_session(freq)
     items = [_read_entry(position, entry, freq) for position, entry in enumerate(dataset)]
     if not items:
         raise ValueError("the dataset has no entries; pass at least one series")
@@ -181,22 +219,25 @@ def _read_entry(position: int, entry: object, freq: str | None) -> _Item:
     if target.ndim not in (1, 2):
         raise ValueError(f"the target of {label} has shape {target.shape}; expected [T] or [C, T]")
     start = entry["start"]
-    step = start.freqstr if freq is None and isinstance(start, pd.Period) else str(freq)
-    return _Item(item_id, _timestamps(label, start, target.shape[-1], freq), target, step)
+    period = start.freqstr if isinstance(start, pd.Period) else None
+    step = period if freq is None and period is not None else str(freq)
+    return _Item(item_id, _timestamps(label, start, target.shape[-1], freq), target, step, period)
 
 
 def _timestamps(label: str, start: object, length: int, freq: str | None) -> pd.DatetimeIndex:
     """The ``[length]`` timestamps of an item starting at ``start`` (see the module docstring)."""
     if isinstance(start, pd.Period):
         if freq is None:
-            return pd.period_range(start, periods=length, freq=start.freq).to_timestamp()
-        if _period_freq(freq) != start.freqstr:
+            return _period_stamps(start, length)
+        offset = to_offset(freq)
+        stamps = pd.date_range(offset.rollforward(start.start_time), periods=length, freq=offset)
+        # freq matches when its steps fall one in each period (Q-NOV and Q-FEB periods are one grid)
+        if not (stamps.to_period(start.freq) == pd.period_range(start, periods=length, freq=start.freq)).all():
             raise ValueError(
                 f"{label} has periods of frequency {start.freqstr!r}, which freq={freq!r} does not match "
                 f"(its periods are {_period_freq(freq)!r}); pass a freq of the same period, or freq=None"
             )
-        offset = to_offset(freq)
-        return pd.date_range(offset.rollforward(start.start_time), periods=length, freq=offset)
+        return stamps
     if freq is None:
         raise ValueError(
             f"{label} starts at a {type(start).__name__} ({start!r}), not a pandas Period; pass freq=... "
@@ -227,7 +268,7 @@ def _check_same_freq(items: Sequence[_Item]) -> None:
 
 def _long_frame(items: Sequence[_Item]) -> pd.DataFrame:
     """Columns ``item_id``, ``timestamp``, ``target``, rows by item (dataset order), then time."""
-    ids, indexes, targets, _ = zip(*items)
+    ids, indexes, targets = (list(field) for field in zip(*((i.item_id, i.index, i.target) for i in items)))
     id_index = pd.Index(ids)
     if id_index.has_duplicates:
         repeated = list(id_index[id_index.duplicated()].unique())
@@ -285,6 +326,8 @@ class TsrecEstimator(Estimator):
         self.forecaster = Forecaster(model, prediction_length=prediction_length, context_length=context_length,
                                      freq=freq, output=output, **options)
         _require_probabilistic(self.forecaster)
+        if self.forecaster.freq is not None:
+            _require_no_session(self.forecaster.freq)
         self.prediction_length = self.forecaster.prediction_length
         self.freq = self.forecaster.freq
 
@@ -337,6 +380,7 @@ class TsrecPredictor(Predictor):
                 "univariate series: fit on a long frame (id_col, time_col, target_col), as TsrecEstimator does"
             )
         _require_probabilistic(forecaster)
+        _require_no_session(forecaster.freq)
         super().__init__(prediction_length=forecaster.prediction_length)
         self.forecaster = forecaster
 
@@ -395,7 +439,7 @@ class TsrecPredictor(Predictor):
             levels = self.forecaster.settings.network.quantile_levels if num_samples is None else None
             result = forecast_next(self.forecaster.fitted, panel, quantiles=levels, num_samples=num_samples)
             for k, i in enumerate(indices):
-                forecasts[i] = self._to_forecast(result, k, panel.items[k].index[-1], requests[i].item_id)
+                forecasts[i] = self._to_forecast(result, k, panel.items[k].index[-1], requests[i])
         return [forecasts[i] for i in range(len(requests))]
 
     def _panel(self, series: list[_Item]) -> Panel:
@@ -406,9 +450,13 @@ class TsrecPredictor(Predictor):
             items.append(Series(item.item_id, item.index, values, np.isfinite(values)))
         return Panel(freq=self.freq, layout="long", columns=self.forecaster.panel.columns, items=tuple(items))
 
-    def _to_forecast(self, result: ForecastResult, k: int, last: pd.Timestamp, item_id: Any) -> Forecast:
-        """Window ``k`` of ``result`` (its series' last step ``last``) as a GluonTS ``Forecast``."""
-        start = pd.Period(future_index(last, self.freq, 1)[0], freq=_period_freq(self.freq))
+    def _to_forecast(self, result: ForecastResult, k: int, last: pd.Timestamp, request: _Request) -> Forecast:
+        """Window ``k`` of ``result`` (its series' last step ``last``) as a GluonTS ``Forecast`` of
+        ``request``: ``start_date`` a period of the entry's own period frequency (the fitted one's
+        for an entry with a timestamp start)."""
+        period = request.series.period or _period_freq(self.freq)
+        start = pd.Period(future_index(last, self.freq, 1)[0], freq=period)
+        item_id = request.item_id
         if result.samples is not None:
             return SampleForecast(result.samples[:, k, :, 0], start_date=start, item_id=item_id)  # [S, H]
         keys = [str(level) for level in result.levels] + ["mean"]

@@ -1,0 +1,347 @@
+"""Sessions: data recorded only within the same hours of the day (opening or trading hours), on
+every day or on some weekdays only.
+
+A session calendar is a step shorter than a day, the hours of each session day and the weekdays
+that have one. tsrec spells it as its ``freq``: the step, the hours (start included, end excluded,
+wall clock) and, unless every day is open, the weekdays:
+
+- ``"h 06:00-22:00"``: hourly steps 06:00, 07:00, ..., 21:00 every day (16 steps a day);
+- ``"5min 07:00-21:00"``: 5-minute steps 07:00, ..., 20:55 every day;
+- ``"h 09:00-17:00 Mon-Fri"``: hourly steps 09:00, ..., 16:00 on weekdays;
+- ``"5min 00:00-24:00 Mon-Fri"``: whole weekdays, weekends closed; ``"h 10:00-18:00 Mon-Thu,Sat"``;
+- ``"h 18:00-02:00 Mon-Fri"``: a session across midnight, from 18:00 to 02:00 the next morning; its
+  weekdays are the days it opens (``"h 17:00-17:00 Sun-Thu"``: 24 hours from 17:00, Sunday to Friday).
+
+Its grid is the open steps alone, in order: the step after a session day's last one is the next
+open day's first. So the grid of the data, the backtest's origins, the time features and every
+forecast's timestamps skip the closed hours and days, and a missing session day (a holiday) is
+missing values, as a missing step is at any ``freq``. Times are wall-clock times in the data's time
+zone (a session opening at 09:00 opens at 09:00 local time on both sides of a daylight-saving change).
+
+:func:`detect` recognises a session from the rows (:func:`tsrec.data.frame.canonicalize` asks it
+for every step shorter than a day). pandas' ``BusinessHour`` / ``CustomBusinessHour`` (``"bh"``,
+``"cbh"``) are read as the session of their hours and weekmask (hourly steps only; holidays are not
+kept: a holiday is a missing session day).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from pandas.tseries.frequencies import to_offset
+
+__all__ = ["Session", "session_of", "detect", "suggest", "base_step", "SESSION_EVIDENCE"]
+
+DAY = pd.Timedelta(days=1)
+WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+ALL_DAYS = tuple(range(7))
+_EPOCH = np.datetime64("1970-01-01", "D")  # where session days are counted from
+_SPELLING = re.compile(r"^\s*(?P<step>\S+)\s+(?P<start>\d{1,2}:\d\d(?::\d\d)?)\s*-\s*(?P<end>\d{1,2}:\d\d(?::\d\d)?)"
+                       r"(?:\s+(?P<days>\S+))?\s*$")
+_EXAMPLE = "freq='h 09:00-17:00 Mon-Fri' (hourly 09:00-16:00 on weekdays) or freq='5min 07:00-21:00' (every day)"
+
+
+@dataclass(frozen=True)
+class Session:
+    """A session calendar: steps of ``step`` from ``start`` to ``end`` (excluded) of each open day.
+
+    step:  pandas alias of a fixed step shorter than a day (``"h"``, ``"5min"``).
+    start: time of day of each session day's first step.
+    end:   end of the session hours (excluded), at most 24:00; at or before ``start``: the next day
+           (a session across midnight).
+    days:  the weekdays on which a session opens (0 = Monday), sorted, at least one.
+    """
+
+    step: str
+    start: pd.Timedelta
+    end: pd.Timedelta
+    days: tuple[int, ...] = ALL_DAYS
+
+    @property
+    def step_duration(self) -> pd.Timedelta:
+        return pd.Timedelta(to_offset(self.step))
+
+    @property
+    def length(self) -> pd.Timedelta:
+        """How long a session lasts: ``end - start``, a day later when it crosses midnight."""
+        return (self.end - self.start) % DAY or DAY
+
+    @property
+    def steps_per_day(self) -> int:
+        """Steps of one session day: the season of session data (16 for hourly 06:00-22:00)."""
+        return int(self.length // self.step_duration)
+
+    @property
+    def weekmask(self) -> str:
+        """numpy's weekmask of the open days (``"1111100"`` for Mon-Fri)."""
+        return "".join("1" if day in self.days else "0" for day in range(7))
+
+    @property
+    def trivial(self) -> bool:
+        """Whether nothing is closed: every hour of every day (the plain ``step``)."""
+        return self.length == DAY and self.days == ALL_DAYS
+
+    @property
+    def alias(self) -> str:
+        """tsrec's spelling (module docstring); the plain step when nothing is closed."""
+        if self.trivial:
+            return self.step
+        hours = f"{self.step} {_clock(self.start)}-{_clock(self.end)}"
+        return hours if self.days == ALL_DAYS else f"{hours} {_spell_days(self.days)}"
+
+    def describe(self) -> str:
+        """The session in words, for messages: ``"hourly steps 09:00-17:00 on Mon-Fri"``."""
+        days = "every day" if self.days == ALL_DAYS else f"on {_spell_days(self.days)}"
+        return f"steps of {self.step!r} from {_clock(self.start)} to {_clock(self.end)} {days}"
+
+    def positions(self, stamps: pd.DatetimeIndex) -> tuple[np.ndarray, np.ndarray]:
+        """``[n]`` int64 position of each timestamp on the session grid (counted from the first
+        open day on or after 1970-01-01; negative before it), and ``[n]`` bool: off the grid (a
+        closed day, outside the hours, or between steps). Wall clock in the stamps' zone."""
+        shifted = _wall(stamps) - self.start  # [n] the time since the session day's start time
+        days = shifted.normalize()
+        offset = (shifted - days).asi8  # [n] ns into the session day
+        dates = days.values.astype("M8[D]")  # [n] the day each session opened
+        step = self.step_duration.value
+        off = ~np.is_busday(dates, weekmask=self.weekmask) | (offset >= self.length.value) | (offset % step != 0)
+        day = np.busday_count(_EPOCH, dates, weekmask=self.weekmask)  # [n] open days before each date
+        return day * self.steps_per_day + offset // step, off
+
+    def stamps(self, positions: np.ndarray, tz: object = None) -> pd.DatetimeIndex:
+        """The timestamps ``[n]`` at session-grid ``positions`` ``[n]`` (:meth:`positions`' inverse),
+        in the zone ``tz``."""
+        positions = np.asarray(positions, dtype=np.int64)
+        day, step = np.divmod(positions, self.steps_per_day)  # [n], [n]
+        dates = np.busday_offset(_EPOCH, day, roll="forward", weekmask=self.weekmask)  # [n] datetime64[D]
+        times = dates.astype("M8[ns]").astype(np.int64) + self.start.value + step * self.step_duration.value
+        index = pd.DatetimeIndex(times.view("M8[ns]"))
+        return index if tz is None else index.tz_localize(tz)
+
+
+def _wall(stamps: pd.DatetimeIndex) -> pd.DatetimeIndex:
+    """``stamps`` as naive wall-clock times in nanoseconds."""
+    return (stamps if stamps.tz is None else stamps.tz_localize(None)).as_unit("ns")
+
+
+def _clock(time: pd.Timedelta) -> str:
+    """``HH:MM`` (``HH:MM:SS`` with seconds) of a time of day; 24:00 for the end of the day."""
+    seconds = int(time.total_seconds())
+    hours, rest = divmod(seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    return f"{hours:02d}:{minutes:02d}" + (f":{seconds:02d}" if seconds else "")
+
+
+def _spell_days(days: tuple[int, ...]) -> str:
+    """``"Mon-Fri"``, ``"Mon-Thu,Sun"``, ``"Mon,Wed"``: runs of three or more days as ranges."""
+    runs: list[list[int]] = []
+    for day in days:
+        if runs and day == runs[-1][-1] + 1:
+            runs[-1].append(day)
+        else:
+            runs.append([day])
+    parts = []
+    for run in runs:
+        parts += [f"{WEEKDAYS[run[0]]}-{WEEKDAYS[run[-1]]}"] if len(run) >= 3 else [WEEKDAYS[d] for d in run]
+    return ",".join(parts)
+
+
+def _parse_days(text: str, freq: object) -> tuple[int, ...]:
+    """The weekdays of ``"Mon-Fri"``, ``"Sun-Thu"`` (a range may wrap), ``"Mon,Wed,Fri"``."""
+    names = {name.lower(): k for k, name in enumerate(WEEKDAYS)}
+    days: set[int] = set()
+    for part in text.split(","):
+        ends = [p.strip().lower()[:3] for p in part.split("-")]
+        if not ends or len(ends) > 2 or any(e not in names for e in ends):
+            raise ValueError(
+                f"invalid session days {text!r} in freq {freq!r}: name weekdays as Mon, Tue, ..., Sun, ranges "
+                "as Mon-Fri, lists as Mon,Wed,Fri"
+            )
+        first, last = names[ends[0]], names[ends[-1]]
+        days.update((first + k) % 7 for k in range((last - first) % 7 + 1))
+    return tuple(sorted(days))  # at least one: the text names a day
+
+
+def _time_of_day(text: str, freq: object) -> pd.Timedelta:
+    parts = [int(p) for p in text.split(":")]
+    time = pd.Timedelta(hours=parts[0], minutes=parts[1], seconds=parts[2] if len(parts) > 2 else 0)
+    if parts[1] >= 60 or (len(parts) > 2 and parts[2] >= 60) or time > DAY:
+        raise ValueError(f"invalid time of day {text!r} in freq {freq!r}: use HH:MM from 00:00 to 24:00")
+    return time
+
+
+def session_of(freq: object) -> Session | None:
+    """The :class:`Session` that ``freq`` spells (module docstring): a session string, a pandas
+    ``BusinessHour`` / ``CustomBusinessHour`` (or ``"bh"`` / ``"cbh"``); None for any other freq.
+    ``ValueError`` naming what is wrong with a session that cannot be one."""
+    if isinstance(freq, str):
+        return _parsed(freq)
+    if isinstance(freq, (pd.offsets.BusinessHour, pd.offsets.CustomBusinessHour)):
+        return _from_business_hour(freq)
+    return None
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(freq: str) -> Session | None:
+    match = _SPELLING.match(freq)
+    if match is None:
+        if freq.strip().lower() in ("bh", "cbh"):
+            return _from_business_hour(to_offset(freq))
+        return None
+    step = match["step"]
+    try:
+        offset = to_offset(step)
+    except (TypeError, ValueError):
+        offset = None
+    if not isinstance(offset, pd.offsets.Tick) or offset.n <= 0 or pd.Timedelta(offset) >= DAY:
+        raise ValueError(
+            f"invalid session freq {freq!r}: its step {step!r} must be a positive fixed step shorter than a "
+            f"day (such as 'h', '30min', '5min'); e.g. {_EXAMPLE}"
+        )
+    start, end = _time_of_day(match["start"], freq), _time_of_day(match["end"], freq)
+    days = ALL_DAYS if match["days"] is None else _parse_days(match["days"], freq)
+    end = DAY if end % DAY == start == pd.Timedelta(0) else end % DAY  # whole days from midnight: 00:00-24:00
+    session = Session(offset.freqstr, start % DAY, end, days)
+    if start == DAY or session.length % pd.Timedelta(offset):
+        raise ValueError(
+            f"invalid session freq {freq!r}: the hours {_clock(start)}-{_clock(end)} must start before 24:00 and "
+            f"hold a whole number of {offset.freqstr!r} steps; e.g. {_EXAMPLE}"
+        )
+    return session
+
+
+def _from_business_hour(offset: pd.offsets.BusinessHour) -> Session:
+    """The session of pandas' business hours (one span a day, hourly steps, no holidays)."""
+    if len(offset.start) != 1 or offset.n != 1 or getattr(offset, "holidays", None):
+        raise ValueError(
+            f"freq {offset!r} has several spans a day, a multiple or holidays, which a tsrec session does not "
+            f"keep; spell the session as tsrec's freq, e.g. {_EXAMPLE} (a holiday is a missing session day)"
+        )
+    start = pd.Timedelta(str(offset.start[0]))
+    end = pd.Timedelta(str(offset.end[0]))
+    mask = str(getattr(offset, "weekmask", None) or "Mon Tue Wed Thu Fri")  # names, or seven digits
+    days = tuple(k for k, name in enumerate(WEEKDAYS)
+                 if (mask[k] == "1" if mask.isdigit() and len(mask) == 7 else name in mask.split()))
+    if not days or (end - start) % DAY % pd.Timedelta(hours=1):
+        raise ValueError(f"freq {offset!r} has no open weekday or hours that are no whole number of hours")
+    return Session("h", start, end, days)
+
+
+def base_step(freq: str) -> str:
+    """The step of ``freq``: a session's step, or ``freq`` itself."""
+    session = session_of(freq)
+    return freq if session is None else session.step
+
+
+def detect(stamps: pd.DatetimeIndex, first: np.ndarray, step: str) -> Session | None:
+    """The session the rows follow at ``step``, or None where they do not show one.
+
+    ``stamps`` ``[R]`` sorted by item, then time, item ``i`` starting at row ``first[i]``; ``step``
+    a fixed step that divides a day. Only rows usually (the median) one step apart show a session.
+    The closed hours are the widest stretch of the day (around midnight or not) without a row; the
+    open weekdays are those on which a session with rows opens. Each is
+    kept only where :data:`SESSION_DAYS` (3) session days are at least half full of rows, and the rows
+    pass over it often enough (twice at least, a week apart at most) that at their rate in the open
+    steps it would have held at least :data:`SESSION_EVIDENCE` (10) rows: a month of hourly
+    06:00-22:00 rows passes over 29 nights of 8 steps (232 rows); a day without rows at some hours,
+    or a mistyped far timestamp, is no session. None when nothing is closed.
+    """
+    offset = to_offset(step)
+    if not isinstance(offset, pd.offsets.Tick) or len(stamps) < 3:
+        return None
+    duration = pd.Timedelta(offset).value
+    if duration >= DAY.value or DAY.value % duration:
+        return None
+    within = np.ones(len(stamps) - 1, dtype=bool)  # [R - 1] whether row k + 1 continues row k's item
+    within[np.asarray(first[1:]) - 1] = False
+    if not within.any() or (np.diff(stamps.as_unit("ns").asi8)[within] == duration).all():
+        return None  # every row one step after the last (the common case, checked first): nothing closed
+    wall = _wall(stamps)
+    time = (wall - wall.normalize()).asi8  # [R] ns since midnight
+    if ((time - time.min()) % duration).any():
+        return None  # rows between steps: the plain grid's off-grid error names them
+    spacing = np.diff(wall.asi8)[within]  # [P] between consecutive rows of an item
+    if np.median(spacing) != duration:
+        return None  # rows usually further apart than a step: a freq finer than the data's, not a session
+    hours = _hours(time, offset.freqstr)
+    if hours.length == DAY or not _shown(hours, wall, within, Session(hours.step, pd.Timedelta(0), DAY)):
+        hours = Session(offset.freqstr, pd.Timedelta(0), DAY)
+    session = _with_days(hours, wall)
+    if session.days != ALL_DAYS and not _shown(session, wall, within, hours):
+        session = hours
+    return None if session.trivial else session
+
+
+def _shown(session: Session, wall: pd.DatetimeIndex, within: np.ndarray, without: Session) -> bool:
+    """Whether the rows ``wall`` ``[R]`` show what ``session`` closes beyond ``without`` (the same
+    calendar with those hours or days open): :data:`SESSION_DAYS` session days at least half full,
+    and :data:`SESSION_EVIDENCE` rows missed in the hours or days it closes."""
+    positions, _ = session.positions(wall)
+    _, rows = np.unique(positions // session.steps_per_day, return_counts=True)  # [D] rows per session day
+    if (2 * rows >= session.steps_per_day).sum() < SESSION_DAYS:
+        return False
+    return _missed(session, wall, within) - _missed(without, wall, within) >= SESSION_EVIDENCE
+
+
+def _hours(time: np.ndarray, step: str) -> Session:
+    """Every day open in the hours outside the widest stretch of the day (around midnight or not)
+    without one of the times of day ``time`` ``[R]`` (ns since midnight, on one grid of ``step``)."""
+    duration = pd.Timedelta(to_offset(step)).value
+    times = np.unique(time)  # [U] sorted
+    gaps = np.diff(np.r_[times, times[0] + DAY.value])  # [U] from each to the next (around midnight)
+    widest = int(gaps.argmax())  # the closed hours follow the time of day times[widest]
+    if gaps[widest] == duration:
+        return Session(step, pd.Timedelta(0), DAY)
+    return Session(step, pd.Timedelta(int(times[(widest + 1) % len(times)])), pd.Timedelta(int(times[widest]) + duration))
+
+
+def _with_days(hours: Session, wall: pd.DatetimeIndex) -> Session:
+    """``hours`` open on the weekdays on which the sessions of the rows ``wall`` ``[R]`` open."""
+    opened = (wall - hours.start).normalize().dayofweek  # [R]
+    return Session(hours.step, hours.start, hours.end, tuple(int(d) for d in np.unique(opened)))
+
+
+def suggest(index: pd.DatetimeIndex, step: str) -> str | None:
+    """The session that one item's rows (``index`` ``[n]``, sorted) would fit at ``step`` (a plain
+    fixed step that divides a day), for an error about rows too sparse for :func:`detect`: its
+    hours leave out the widest stretch of the day without a row, its days the weekdays without one
+    (when the rows span two weeks); None where no hour or day is empty, or the rows are off that grid."""
+    if session_of(step) is not None or len(index) < 3:
+        return None
+    offset = to_offset(step)
+    if not isinstance(offset, pd.offsets.Tick):
+        return None
+    duration = pd.Timedelta(offset).value
+    wall = _wall(index)
+    time = (wall - wall.normalize()).asi8  # [n]
+    if duration >= DAY.value or DAY.value % duration or ((time - time.min()) % duration).any():
+        return None
+    session = _hours(time, offset.freqstr)
+    if int(wall.asi8[-1]) - int(wall.asi8[0]) >= 14 * DAY.value:  # Python ints: no overflow for far typos
+        session = _with_days(session, wall)
+    return None if session.trivial else session.alias
+
+
+#: Rows that closed hours or days would have held at the rows' rate in the open steps, for
+#: :func:`detect` to take them as closed.
+SESSION_EVIDENCE = 10
+#: Session days at least half full of rows that :func:`detect` needs to see.
+SESSION_DAYS = 3
+
+
+def _missed(session: Session, wall: pd.DatetimeIndex, within: np.ndarray) -> float:
+    """The rows that the steps ``session`` closes would have held between consecutive rows of an
+    item (``wall`` ``[R]`` naive wall clock, ``within`` ``[R - 1]``), at the rate at which the rows
+    fill the open steps: (closed steps passed over) x (rows / open steps spanned)."""
+    positions, _ = session.positions(wall)
+    steps = np.diff(wall.asi8)[within] // session.step_duration.value  # [P] wall-clock steps between rows
+    open_steps = np.diff(positions)[within]  # [P] open steps between them
+    week = 7 * DAY.value // session.step_duration.value
+    passed = np.where(steps <= week, steps - open_steps, 0)  # [P] closed steps between them; a longer gap is a gap
+    if (passed > 0).sum() < 2:
+        return 0.0  # a single pass shows no calendar
+    rate = (len(open_steps) + 1) / max(int(open_steps.sum()) + 1, 1)
+    return float(passed.sum()) * min(rate, 1.0)
