@@ -124,6 +124,13 @@ def render(rows: list[dict[str, str]], config_a: dict[str, Any], config_b: dict[
         out.append(f"| {part} | {dataset} | {horizon} | {_mean_sd(ours)} | {_mean_sd(_mse(within, dataset, PATCHTST))} "
                    f"| {_mean_sd(_mse(within, dataset, RSA))} | {f'{ets[0]:.4f}' if ets else '-'} | {ratio} "
                    f"| {versus.wins} of {versus.n} |")
+    starts = read_rows(RESULTS / "ets_prior_starts.csv")
+    if starts:
+        out += ["", "## What the prior started from (part A; `python -m benchmarks.ets_prior --starts`)", "",
+                "alpha per step; lambda_patch = (1 - alpha)^stride on the regular heads; skill = ETS's MSE over "
+                "seasonal naive's on the held-out steps; gate_start = clip(1 - skill / 2, 0.05, 0.95).", "",
+                "| " + " | ".join(starts[0]) + " |", "|" + "---|" * len(starts[0]),
+                *["| " + " | ".join(row.values()) + " |" for row in starts]]
     cpu = [float(r["cpu_seconds"]) for r in rows if r.get("cpu_seconds") and r["model"] == PRIOR]
     out += ["", "## Provenance", "",
             f"- rsa_patchtst_ets runs: {len([r for r in rows if r['model'] == PRIOR])}"
@@ -134,12 +141,43 @@ def render(rows: list[dict[str, str]], config_a: dict[str, Any], config_b: dict[
     return "\n".join(out) + "\n"
 
 
+def prior_starts(config_a: dict[str, Any]) -> list[dict[str, Any]]:
+    """What ``rsa_patchtst_ets`` started from on each part-A panel: the resolved ``rsa.prior_fit``
+    of a fit on the data before the first test origin (the prior does not depend on the seed; the
+    fit trains one step)."""
+    from benchmarks import unseen_like as ul
+    from tsrec import Forecaster
+
+    rows = []
+    for name, spec in config_a["datasets"].items():
+        task = ul.prepare_task(name, spec, config_a["test_fraction"])
+        f = Forecaster("rsa_patchtst", prediction_length=spec["horizon"], seed=0, max_steps=1, rsa={"prior": "ets"},
+                       trainer_kwargs={"enable_progress_bar": False})
+        f.fit(task.train, id_col=ul.ID, time_col=ul.TIME, target_col=ul.TARGET)
+        network = f.resolved_settings.network
+        prior = network.rsa.prior_fit
+        k = prior.steps_per_token
+        rows.append({"dataset": name, "stride": network.stride, "season_steps": prior.season,
+                     "dilation_patches": network.rsa.dilation, "alpha": round(1 - prior.level_decay[0] ** (1 / k), 4),
+                     "lambda_patch": round(prior.level_decay[0], 4), "damped_phi": round(prior.trend_decay[0], 4),
+                     "season_decay": round(prior.season_decay[0], 4), "skill": round(prior.skill, 3),
+                     "gate_start": round(prior.gate, 3)})
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.ets_prior", description=__doc__.split("\n\n")[0])
     parser.add_argument("--results", type=Path, default=RESULTS, help="where the CSVs are and the table goes")
+    parser.add_argument("--starts", action="store_true", help="also fit the prior on each part-A panel and write "
+                        "what the REMs started from to ets_prior_starts.csv (one training step each)")
     args = parser.parse_args(argv)
     config_a = tomllib.loads((CONFIGS / "ets_prior.toml").read_text())
     config_b = tomllib.loads((CONFIGS / "ets_prior_few_shot.toml").read_text())
+    if args.starts:
+        from benchmarks import unseen_like as ul
+        from benchmarks.common import write_csv
+
+        write_csv(args.results / "ets_prior_starts.csv", prior_starts(ul.load_config(CONFIGS / "ets_prior.toml")))
     rows = part_a_rows(args.results / config_a["output"]) + \
         part_b_rows(args.results / config_b["output"], args.results / "few_shot.csv", config_b)
     text = render(rows, config_a, config_b)
