@@ -73,8 +73,8 @@ def panel_rows(seeds: list[int]) -> list[dict[str, Any]]:
         count = admitted([first] * spec["series"], spec["series"], 1, spec["horizon"])
         base = {"dataset": name, "part": "A", "training_windows": count}
         if count < MIN_NETWORK_WINDOWS:
-            rows.append({**base, "prior": "-", "seed": "", "rsa_weight": "", "members": "",
-                         "answer": f"no: auto does not try networks ({count} < {MIN_NETWORK_WINDOWS} training windows)"})
+            why = f"no: auto does not try networks ({count} < {MIN_NETWORK_WINDOWS} training windows)"
+            rows.append({**base, "prior": "-", "seed": "", "rsa_weight": "", "members": "", "answer": why})
             continue
         for prior in ("none", "ets"):
             for seed in seeds:

@@ -1,10 +1,12 @@
-"""The machinery of issue 37's pre-registered study: its configs, the variant's options in
-unseen_like's runner, and the verdict of benchmarks/ets_prior.py on made-up rows."""
+"""The machinery of issue 37's studies: the configs, the variant's options in unseen_like's runner,
+the verdict of benchmarks/ets_prior.py on made-up rows, auto's candidate with the prior, real_gates' helpers."""
 
 from __future__ import annotations
 
 import tomllib
 from pathlib import Path
+
+import pytest
 
 from benchmarks import ets_prior
 from benchmarks import unseen_like as ul
@@ -56,3 +58,22 @@ def test_part_b_pairs_with_the_committed_few_shot_rows():
     assert {(r["dataset"], r["horizon"], r["train_fraction"]) for r in rows} == {("ETTh1", "96", "0.05"),
                                                                                 ("ETTh2", "96", "0.05")}
     assert sorted(r["model"] for r in rows if r["dataset"] == "ETTh1") == ["patchtst"] * 3 + ["rsa_patchtst"] * 3
+
+
+def test_auto_builds_its_rsa_candidate_with_the_prior_only_inside_the_block():
+    import tsrec.auto as auto
+    from benchmarks.ets_prior_auto import rsa_candidate_with_prior
+
+    plain = auto.Forecaster
+    with rsa_candidate_with_prior():
+        assert auto.Forecaster("rsa_patchtst", prediction_length=4).settings.network.rsa.prior == "ets"
+        assert auto.Forecaster("patchtst", prediction_length=4).settings.network.rsa is None
+    assert auto.Forecaster is plain
+
+
+def test_real_gates_reads_periods_against_the_known_cycles():
+    from benchmarks.real_gates import _half_life, _nearest_cycle
+
+    assert _nearest_cycle(25.0, 24, 168) == ("day", pytest.approx(1 / 24))
+    assert _nearest_cycle(80.0, 24, 168)[0] == "half week"
+    assert _half_life(0.5) == pytest.approx(1.0) and _half_life(1.0) == 0.0
