@@ -30,7 +30,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import ROOT, read_rows
+from benchmarks.common import ROOT, git_commit, read_rows
 from benchmarks.sign_test import PairedComparison, compare
 
 RESULTS = ROOT / "benchmarks" / "results"
@@ -131,10 +131,13 @@ def render(rows: list[dict[str, str]], config_a: dict[str, Any], config_b: dict[
                 "seasonal naive's on the held-out steps; gate_start = clip(1 - skill / 2, 0.05, 0.95).", "",
                 "| " + " | ".join(starts[0]) + " |", "|" + "---|" * len(starts[0]),
                 *["| " + " | ".join(row.values()) + " |" for row in starts]]
-    cpu = [float(r["cpu_seconds"]) for r in rows if r.get("cpu_seconds") and r["model"] == PRIOR]
+    cpu = [float(r["cpu_seconds"]) for r in rows if r["part"] == "A" and r.get("cpu_seconds")]
+    wall = [float(r["train_seconds"]) + float(r["test_seconds"]) for r in rows
+            if r["part"] == "B" and r["model"] == PRIOR]
     out += ["", "## Provenance", "",
-            f"- rsa_patchtst_ets runs: {len([r for r in rows if r['model'] == PRIOR])}"
-            + (f", {sum(cpu) / 60:.1f} CPU-minutes in part A" if cpu else ""),
+            f"- rsa_patchtst_ets runs: {len([r for r in rows if r['model'] == PRIOR])}; part A's {len(cpu)} runs "
+            f"(every model) {sum(cpu) / 60:.1f} CPU-minutes; part B's rsa_patchtst_ets runs {sum(wall) / 60:.1f} "
+            "wall-minutes of training and testing (one thread each; part B's other rows are few_shot.csv's)",
             f"- commits: {', '.join(sorted({r['commit'] for r in rows if r.get('commit')}))}",
             f"- machines: {'; '.join(sorted({r['machine'] for r in rows if r.get('machine')}))}",
             "- commands:", *[f"  - `{c}`" for c in sorted({r['command'] for r in rows if r.get('command')})]]
@@ -161,7 +164,7 @@ def prior_starts(config_a: dict[str, Any]) -> list[dict[str, Any]]:
                      "dilation_patches": network.rsa.dilation, "alpha": round(1 - prior.level_decay[0] ** (1 / k), 4),
                      "lambda_patch": round(prior.level_decay[0], 4), "damped_phi": round(prior.trend_decay[0], 4),
                      "season_decay": round(prior.season_decay[0], 4), "skill": round(prior.skill, 3),
-                     "gate_start": round(prior.gate, 3)})
+                     "gate_start": round(prior.gate, 3), "commit": git_commit()})
     return rows
 
 
