@@ -112,6 +112,7 @@ def summary(heads: pd.DataFrame, ets: pd.DataFrame, facts: list[dict[str, Any]])
                 f"{e['alpha'].median():.3f} [{e['alpha'].min():.3f}, {e['alpha'].max():.3f}]",
             "ETS half-life (median steps)": f"{e['half_life_steps'].median():.2f}",
             "steps run": fact["steps_run"], "fit CPU s": round(fact["fit_cpu_seconds"], 1),
+            "ETS fits CPU s": round(fact["ets_cpu_seconds"], 1),
         })
     return pd.DataFrame(rows)
 

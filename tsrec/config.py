@@ -299,7 +299,8 @@ class RSAConfig(Config):
             has one), the season ``m`` as the dilation, ``lambda = 1 - gamma`` (the seasonal
             smoothing) on the dilated regular heads, the plain cos/sin pairs at ``theta = 2 pi / m``
             (and ``2 pi / (m / 2)``) with the seasonal decay spread over the season as their
-            envelope, and every layer's gate at ``prior_fit.gate`` (``gate_init`` is then not
+            envelope, and every layer's gate at ``prior_fit.gate`` (``clip(1 - r / 2, 0.05, 0.95)``,
+            ``r`` ETS's MSE over seasonal naive's on held-out steps; ``gate_init`` is then not
             used). Regular heads are then *normalised*: ``f(l) = (1 - |lambda|) / |lambda| *
             lambda^l``, so that a head at ``lambda = 1 - alpha`` weighs lag ``l >= 1`` by
             ``alpha (1 - alpha)^(l - 1)``, exactly simple exponential smoothing's forecast from the
@@ -308,7 +309,9 @@ class RSAConfig(Config):
             ``periods`` to the season and its half. On PatchTST the REM acts at patch lags:
             ``lambda_patch = (1 - alpha) ** stride`` and the season is ``m / stride`` patches
             (:meth:`SmoothingPrior.in_token_units`). One pooled value unless ``per_channel``,
-            where each channel starts from its own fit.
+            where each channel starts from its own fit. Off by default: its pre-registered study
+            on RSA-PatchTST failed (worse than PatchTST in 15 of 21 pairs, MSE +12.2%;
+            docs/when_rsa_helps.md).
         prior_fit: the fitted :class:`SmoothingPrior` (data-dependent: ``fit`` fills it from the
             training part with ``prior="ets"``; set it to start from another fit).
     """
