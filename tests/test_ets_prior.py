@@ -119,6 +119,10 @@ def test_the_patch_grid(float64):
     assert rem.head_parameters()["lambda"][0].item() == pytest.approx(lam)
     weights = rem.entries(torch.arange(1, 6)[None, :])[0, 0]
     torch.testing.assert_close(weights, (1 - lam) * lam ** torch.arange(0, 5.0))
+    # patch lag l carries the smoothing weight of the stride steps it spans, steps s(l-1)+1 .. s l
+    steps = torch.arange(1, 5 * stride + 1, dtype=torch.float64)
+    mass = (alpha * (1 - alpha) ** (steps - 1)).view(5, stride).sum(1)
+    torch.testing.assert_close(weights, mass)
 
 
 def test_per_channel_starts(float64):
