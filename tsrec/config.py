@@ -185,8 +185,9 @@ class SmoothingPrior(Config):
     Decays are per token of ``steps_per_token`` steps: the fit gives them per step (1), and
     :meth:`in_token_units` maps them onto a coarser grid (PatchTST's patches, one token per
     ``stride`` steps) as ``decay ** steps_per_token``: over ``s`` steps, simple exponential
-    smoothing's weight decays by ``(1 - alpha) ** s``, so a patch-lag REM with
-    ``lambda_patch = (1 - alpha) ** s`` keeps the step-level decay of the smoothing weights.
+    smoothing's weight decays by ``(1 - alpha) ** s``, so a normalised patch-lag REM with
+    ``lambda_patch = (1 - alpha) ** s`` gives patch lag ``l`` exactly the smoothing weight of the
+    ``s`` steps it spans (``s (l - 1) + 1 .. s l``).
 
     Attributes:
         level_decay: ``1 - alpha`` (alpha: ETS's level smoothing), per channel or pooled.
