@@ -434,13 +434,14 @@ def forecast_statsforecast(task: Task, model: str) -> pd.DataFrame:
     return cv[[ID, TIME, "origin", "y_pred"]]
 
 
-def tsrec_forecaster(model: str, horizon: int, seed: int, quick: bool) -> Any:
-    """The Forecaster a run judges: the defaults but the seed and a silent progress bar (``--quick``:
-    a tiny network trained for a few steps)."""
+def tsrec_forecaster(model: str, horizon: int, seed: int, quick: bool,
+                     model_options: dict[str, Any] | None = None) -> Any:
+    """The Forecaster a run judges: the defaults but the seed, a silent progress bar and the
+    config's ``model_options`` of a variant (``--quick``: a tiny network trained for a few steps)."""
     from tsrec import Forecaster
 
     named = {} if model == DEFAULT else {"model": model}
-    options: dict[str, Any] = {"seed": seed}
+    options: dict[str, Any] = {"seed": seed, **(model_options or {})}
     trainer = {"enable_progress_bar": False}
     try:
         forecaster = Forecaster(**named, prediction_length=horizon, trainer_kwargs=trainer, **options)
@@ -460,12 +461,17 @@ def tsrec_forecaster(model: str, horizon: int, seed: int, quick: bool) -> Any:
     return Forecaster(**named, prediction_length=horizon, trainer_kwargs={**trainer, **QUICK_TRAINER}, **options)
 
 
-def forecast_tsrec(task: Task, model: str, seed: int, quick: bool) -> tuple[pd.DataFrame, float, float, str]:
+def forecast_tsrec(task: Task, model: str, seed: int, quick: bool,
+                   config: dict[str, Any] | None = None) -> tuple[pd.DataFrame, float, float, str]:
     """Fit once before the first origin, then backtest every window; rows ``item_id``, ``timestamp``,
-    ``origin``, ``y_pred``, with the fit's and the backtest's wall seconds and :func:`training_note`."""
+    ``origin``, ``y_pred``, with the fit's and the backtest's wall seconds and :func:`training_note`.
+    A model the config's ``[variants]`` names (``rsa_patchtst_ets = "rsa_patchtst"``) is its base
+    model with the options of ``[model_options.NAME]`` (as in ``benchmarks.run``)."""
     from tsrec.evaluation import backtest
 
-    forecaster = tsrec_forecaster(model, task.windows.horizon, seed, quick)
+    config = config or {}
+    base = config.get("variants", {}).get(model, model)
+    forecaster = tsrec_forecaster(base, task.windows.horizon, seed, quick, config.get("model_options", {}).get(model))
     columns = dict(id_col=ID, time_col=TIME, target_col=TARGET)
     started = time.perf_counter()
     forecaster.fit(task.train, **columns)
@@ -618,7 +624,7 @@ def run_one(ctx: Context, task: Task, model: str, seed: int | None) -> dict[str,
         scored = align(table, forecast_neuralforecast(task, seed, budget), model)
         fit_seconds = time.perf_counter() - started
     else:
-        forecasts, fit_seconds, predict_seconds, note = forecast_tsrec(task, model, seed, ctx.quick)
+        forecasts, fit_seconds, predict_seconds, note = forecast_tsrec(task, model, seed, ctx.quick, ctx.config)
         scored = align(table, forecasts, model)
     cpu = cpu_seconds() - cpu
     return {**row_key(ctx, task, model, seed), "status": "ok", **score(scored, naive, task.stats),
@@ -1051,6 +1057,12 @@ def load_config(path: Path) -> dict[str, Any]:
                if k not in config]
     if missing:
         raise SystemExit(f"benchmarks.unseen_like: {path} lacks {missing}")
+    if "datasets_from" in config:  # a list of names whose tables another config (beside this one) holds
+        others = load_config(path.parent / config["datasets_from"])["datasets"]
+        absent = [name for name in config["datasets"] if name not in others]
+        if absent:
+            raise SystemExit(f"benchmarks.unseen_like: {path}: datasets {absent} are not in {config['datasets_from']}")
+        config["datasets"] = {name: others[name] for name in config["datasets"]}
     unknown = sorted(set(config["baselines"]) - set(BASELINES))
     if unknown:
         raise SystemExit(f"benchmarks.unseen_like: {path}: unknown baselines {unknown}; known: {list(BASELINES)}")

@@ -40,7 +40,7 @@ LAYERS = (
                     "tsrec.batch", "tsrec.metrics", "tsrec.datasets.*")),
     ("settings leaves", ("tsrec.config",)),
     ("tensors", ("tsrec.nn.*",)),
-    ("networks and data", ("tsrec.models.*", "tsrec.data.*")),
+    ("networks and data", ("tsrec.models.*", "tsrec.data.*", "tsrec.smoothing_prior")),
     ("process group", ("tsrec.collective",)),
     ("training", ("tsrec.training.*", "tsrec.settings", "tsrec.inspection")),
     ("fitted value", ("tsrec.fitted",)),

@@ -28,9 +28,12 @@ __all__ = [
     "RSAConfig",
     "TrainerConfig",
     "RSA_MIXES",
+    "RSA_PRIORS",
+    "SmoothingPrior",
     "TrainingConfig",
     "WindowConfig",
     "default_rem_kinds",
+    "prior_rem_kinds",
     "static_embedding_dim",
 ]
 
@@ -157,8 +160,95 @@ def default_rem_kinds(n_heads: int) -> tuple[int, int, int, int, int, int]:
     return (n_heads - 4 * quarter, quarter, quarter, 0, quarter, quarter)
 
 
+def prior_rem_kinds(n_heads: int) -> tuple[int, int, int, int, int, int]:
+    """The head mix of ``RSAConfig(prior="ets")`` for ``n_heads``: exponential smoothing lives in
+    regular (decay) heads, so half of the heads are regular, plain (level, then the damped trend)
+    and dilated by the season (the seasonal state), and one cos/sin pair of each kind per 8 heads
+    holds the season's cycle: 8 heads give ``(2, 1, 1, 2, 1, 1)``, 4 give ``(2, 0, 0, 2, 0, 0)``."""
+    pairs = n_heads // 8
+    rest = n_heads - 4 * pairs
+    return (rest - rest // 2, pairs, pairs, rest // 2, pairs, pairs)
+
+
 #: How a head uses its REM (``RSAConfig.mix``): after the softmax through the gate, or before it as a bias.
 RSA_MIXES = ("gate", "bias")
+#: Where the REM heads start (``RSAConfig.prior``): at random (the paper's start) or from the ETS fit.
+RSA_PRIORS = ("none", "ets")
+
+
+@dataclass(frozen=True)
+class SmoothingPrior(Config):
+    """What ``RSAConfig(prior="ets")`` starts the REM heads from: the exponential smoothing (ETS)
+    fitted on the training part (:func:`tsrec.smoothing_prior.fit_smoothing_prior`), one value per
+    channel or one pooled value (the median over series and channels).
+
+    Decays are per token of ``steps_per_token`` steps: the fit gives them per step (1), and
+    :meth:`in_token_units` maps them onto a coarser grid (PatchTST's patches, one token per
+    ``stride`` steps) as ``decay ** steps_per_token``: over ``s`` steps, simple exponential
+    smoothing's weight decays by ``(1 - alpha) ** s``, so a normalised patch-lag REM with
+    ``lambda_patch = (1 - alpha) ** s`` gives patch lag ``l`` exactly the smoothing weight of the
+    ``s`` steps it spans (``s (l - 1) + 1 .. s l``).
+
+    Attributes:
+        level_decay: ``1 - alpha`` (alpha: ETS's level smoothing), per channel or pooled.
+        trend_decay: ``phi`` of a damped trend, 0 where the fit has no damped trend.
+        season_decay: per season, ``1 - gamma`` (gamma: ETS's seasonal smoothing); where the fit
+            has no seasonal component, the level's decay over one season, ``(1 - alpha) ** m``.
+        season: the season ``m`` in steps (1: none); in tokens it is ``season / steps_per_token``.
+        gate: the gate's start ``sigmoid(mu)``, from ``skill`` (the fitter's rule).
+        skill: ETS's MSE over seasonal naive's (naive without a season) on the held-out last
+            windows of the training part; below 1 ETS is the better of the two.
+        steps_per_token: time steps per token of the decays above.
+    """
+
+    level_decay: tuple[float, ...]
+    trend_decay: tuple[float, ...]
+    season_decay: tuple[float, ...]
+    season: int
+    gate: float
+    skill: float
+    steps_per_token: int = 1
+
+    def __post_init__(self) -> None:
+        sizes = {}
+        for name in ("level_decay", "trend_decay", "season_decay"):
+            raw = getattr(self, name)
+            values = (raw,) if isinstance(raw, (int, float)) else tuple(raw)
+            if not values or any(isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v < 1.0
+                                 for v in values):
+                raise ValueError(f"SmoothingPrior {name} must be decays in [0, 1), one per channel, got {raw!r}")
+            object.__setattr__(self, name, tuple(float(v) for v in values))
+            sizes[name] = len(values)
+        if len(set(sizes.values())) != 1:
+            raise ValueError(f"SmoothingPrior needs as many level, trend and season decays (one per channel, or "
+                             f"one pooled), got {sizes}")
+        check_int("season", self.season, 1)
+        check_int("steps_per_token", self.steps_per_token, 1)
+        if isinstance(self.gate, bool) or not isinstance(self.gate, (int, float)) or not 0.0 < self.gate < 1.0:
+            raise ValueError(f"SmoothingPrior gate must be in (0, 1), got {self.gate!r}")
+
+    @property
+    def n_channels(self) -> int:
+        """Channels with their own values (1: pooled)."""
+        return len(self.level_decay)
+
+    @property
+    def season_tokens(self) -> float:
+        """The season in tokens (patches for PatchTST)."""
+        return self.season / self.steps_per_token
+
+    def in_token_units(self, steps_per_token: int) -> SmoothingPrior:
+        """The same prior on a grid of ``steps_per_token`` steps per token: step decays ``d``
+        become ``d ** steps_per_token`` (``lambda_patch = (1 - alpha) ** stride``), the season decay
+        (per season) is kept. A prior already on that grid is returned as it is."""
+        k = check_int("steps_per_token", steps_per_token, 1)
+        if self.steps_per_token == k:
+            return self
+        if self.steps_per_token != 1:
+            raise ValueError(f"this SmoothingPrior is on a grid of {self.steps_per_token} steps per token and cannot "
+                             f"be mapped onto {k}: map the per-step fit (steps_per_token=1) instead")
+        return dataclasses.replace(self, level_decay=tuple(d ** k for d in self.level_decay),
+                                   trend_decay=tuple(d ** k for d in self.trend_decay), steps_per_token=k)
 
 # theta = 2 pi / 8 = pi / 4: the reported initialisation, kept where the data suggest no cycle.
 _PAPER_PERIOD = 8.0
@@ -203,6 +293,28 @@ class RSAConfig(Config):
             channel) instead of per head, all channels starting from the same per-head values.
             Channel-independent models only (PatchTST: every channel is its own sequence, so each
             may learn its own decays and cycles); models that mix channels refuse it.
+        prior: where the REM heads start. ``"none"`` (default): the paper's random start and the
+            periods above. ``"ets"``: from the exponential smoothing (statsforecast's ``AutoETS``)
+            fitted on the training part (``prior_fit``, filled by ``fit``): ``lambda = 1 - alpha``
+            on the plain regular heads (the second one at the damped trend's ``phi`` where the fit
+            has one), the season ``m`` as the dilation, ``lambda = 1 - gamma`` (the seasonal
+            smoothing) on the dilated regular heads, the plain cos/sin pairs at ``theta = 2 pi / m``
+            (and ``2 pi / (m / 2)``) with the seasonal decay spread over the season as their
+            envelope, and every layer's gate at ``prior_fit.gate`` (``clip(1 - r / 2, 0.05, 0.95)``,
+            ``r`` ETS's MSE over seasonal naive's on held-out steps; ``gate_init`` is then not
+            used). Regular heads are then *normalised*: ``f(l) = (1 - |lambda|) / |lambda| *
+            lambda^l``, so that a head at ``lambda = 1 - alpha`` weighs lag ``l >= 1`` by
+            ``alpha (1 - alpha)^(l - 1)``, exactly simple exponential smoothing's forecast from the
+            steps before the query (cycle heads are not normalised). Unset fields default to the
+            prior's: ``kinds`` to :func:`prior_rem_kinds`, ``dilation`` to the season in tokens,
+            ``periods`` to the season and its half. On PatchTST the REM acts at patch lags:
+            ``lambda_patch = (1 - alpha) ** stride`` and the season is ``m / stride`` patches
+            (:meth:`SmoothingPrior.in_token_units`). One pooled value unless ``per_channel``,
+            where each channel starts from its own fit. Off by default: its pre-registered study
+            on RSA-PatchTST failed (worse than PatchTST in 15 of 21 pairs, MSE +12.2%;
+            docs/when_rsa_helps.md).
+        prior_fit: the fitted :class:`SmoothingPrior` (data-dependent: ``fit`` fills it from the
+            training part with ``prior="ets"``; set it to start from another fit).
     """
 
     kinds: tuple[int, int, int, int, int, int] | None = None
@@ -215,9 +327,20 @@ class RSAConfig(Config):
     rem_on_lazy_queries: bool = True
     mix: Literal["gate", "bias"] = "gate"
     per_channel: bool = False
+    prior: Literal["none", "ets"] = "none"
+    prior_fit: SmoothingPrior | None = None
 
     def __post_init__(self) -> None:
         check_choice("rsa mix", self.mix, RSA_MIXES)
+        check_choice("rsa prior", self.prior, RSA_PRIORS)
+        if self.prior_fit is not None:
+            if self.prior != "ets":
+                raise ValueError(f"rsa prior_fit is the ETS fit that prior='ets' starts from, but prior is "
+                                 f"{self.prior!r}: set prior='ets', or drop prior_fit")
+            if isinstance(self.prior_fit, dict):
+                object.__setattr__(self, "prior_fit", SmoothingPrior.from_dict(self.prior_fit))
+            if not isinstance(self.prior_fit, SmoothingPrior):
+                raise TypeError(f"rsa prior_fit must be a SmoothingPrior, got {type(self.prior_fit).__name__}")
         if not isinstance(self.per_channel, bool):
             raise TypeError(f"rsa per_channel must be True or False, got {self.per_channel!r}")
         if self.kinds is not None:
@@ -250,11 +373,26 @@ class RSAConfig(Config):
         object.__setattr__(self, "gate_init", (float(bounds[0]), float(bounds[1])))
 
     def unresolved(self) -> list[str]:
-        return [f"rsa.{name}" for name in ("kinds", "dilation", "periods", "dilated_periods")
-                if getattr(self, name) is None]
+        names = ("kinds", "dilation", "periods", "dilated_periods") + (("prior_fit",) if self.prior == "ets" else ())
+        return [f"rsa.{name}" for name in names if getattr(self, name) is None]
 
-    def resolved(self, n_heads: int, data: DataFacts) -> RSAConfig:
-        """Fill every ``None`` field from the layer's ``n_heads`` and the data (see the class)."""
+    def resolved(self, n_heads: int, data: DataFacts, steps_per_token: int = 1) -> RSAConfig:
+        """Fill every ``None`` field from the layer's ``n_heads`` and the data (see the class);
+        ``data`` in token units, a token ``steps_per_token`` steps (the ETS prior is mapped onto
+        that grid). ``prior_fit`` is not filled here (it needs the data themselves: ``fit`` does
+        it, :func:`tsrec.smoothing_prior.with_smoothing_prior`)."""
+        prior = None if self.prior_fit is None else self.prior_fit.in_token_units(steps_per_token)
+        config = dataclasses.replace(self, prior_fit=prior)
+        if self.prior == "ets" and self.kinds is None:
+            config = dataclasses.replace(config, kinds=prior_rem_kinds(n_heads))
+        if prior is not None and prior.season > 1:  # the prior's season, in tokens, before the data's cycles
+            season = prior.season_tokens
+            config = dataclasses.replace(
+                config, dilation=self.dilation if self.dilation is not None else max(1, round(season)),
+                periods=self.periods if self.periods is not None else (season, season / 2.0))
+        return config._resolved_from_data(n_heads, data)
+
+    def _resolved_from_data(self, n_heads: int, data: DataFacts) -> RSAConfig:
         found = data.periods
         cycle = found[0] if found else float(data.season)
         dilation = self.dilation if self.dilation is not None else max(1, round(cycle))

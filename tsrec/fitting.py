@@ -45,6 +45,7 @@ from tsrec.fitted import FittedState, TrainingSummary
 from tsrec.models import ForecastModel, build_model, model_spec
 from tsrec.models.ensemble import EnsembleConfig
 from tsrec.settings import ForecasterSettings
+from tsrec.smoothing_prior import with_smoothing_prior
 from tsrec.training.budget import Budget, plan_budget, refit_budget
 
 __all__ = ["FAR_EXAMPLES", "Fit", "Prefitted", "Prepared", "context_for", "fit_state", "history_cap", "history_for",
@@ -204,6 +205,10 @@ def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = No
                        scaling=settings.window.scaling, windows=trainable)
     facts = _facts(read, prepared.split, prepared.encoder)
     effective = settings if prefitted is None else dataclasses.replace(settings, network=prefitted.network)
+    if prefitted is None:  # RSAConfig(prior="ets"): the ETS fit of the training part the REMs start from
+        train_values = [s.values[:end] for s, end in zip(panel.items, prepared.split.train_end)]
+        effective = dataclasses.replace(effective, network=with_smoothing_prior(
+            effective.network, train_values, facts, freq=panel.freq, horizon=horizon))
     resolved = effective.resolved(facts, freq=panel.freq, covariates=read.schema.covariates, context_length=context)
     started = time.perf_counter()
     import lightning.pytorch as pl

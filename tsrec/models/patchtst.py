@@ -125,7 +125,7 @@ class PatchTSTConfig(ModelConfig):
         config = super().resolved(data)
         if config.rsa is None:
             return config
-        rsa = config.rsa.resolved(config.n_heads, data.in_token_units(config.stride))
+        rsa = config.rsa.resolved(config.n_heads, data.in_token_units(config.stride), steps_per_token=config.stride)
         return dataclasses.replace(config, rsa=rsa)
 
 

@@ -260,7 +260,8 @@ class RSAMixer(nn.Module):
     is the same parameter with the same start (``gate_init``): in bias mode it scales the finite
     bias, so that ``g -> 0`` leaves plain attention over the keys the REM reaches (the causal
     half of a masked REM, a dilated head's grid). Rows a sparse kernel does not compute get no
-    bias (ProbSparse's lazy rows).
+    bias (ProbSparse's lazy rows). With the ETS prior (``config.prior_fit``) the gate starts at
+    ``prior_fit.gate`` instead of ``U(gate_init)``.
 
     Args:
         config: a resolved :class:`~tsrec.config.RSAConfig`.
@@ -279,7 +280,10 @@ class RSAMixer(nn.Module):
                 f"REM head counts {config.kinds} sum to {self.rem.n_heads}, but the layer has {n_heads} heads; "
                 "give every head a REM kind"
             )
-        self.gate = RSAGate(n_heads, per_head=config.per_head_gate, init=config.gate_init)
+        # The ETS prior starts every gate at its fitted value; else mu ~ U(gate_init).
+        prior = config.prior_fit
+        init = config.gate_init if prior is None else (math.log(prior.gate / (1.0 - prior.gate)),) * 2
+        self.gate = RSAGate(n_heads, per_head=config.per_head_gate, init=init)
 
     def score_bias(self, query_len: int, key_len: int, *, query_offset: int = 0,
                    channel: Tensor | None = None) -> Tensor | None:

@@ -38,7 +38,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from tsrec._checks import check_int
-from tsrec.config import RSAConfig
+from tsrec.config import RSAConfig, SmoothingPrior
 
 __all__ = [
     "LearnableREM",
@@ -99,7 +99,7 @@ def _dilation_vector(dilation: int | Sequence[int] | Tensor, heads: int, device:
 
 
 def rem_entries(lags: Tensor, *, log_mag: Tensor, sign: Tensor, phase: Tensor, shift: Tensor,
-                dilation: Tensor, masked: bool) -> Tensor:
+                dilation: Tensor, masked: bool, log_scale: Tensor | None = None) -> Tensor:
     """Evaluate REM coefficients at integer ``lags`` for every head.
 
     Args:
@@ -109,6 +109,9 @@ def rem_entries(lags: Tensor, *, log_mag: Tensor, sign: Tensor, phase: Tensor, s
             ``G`` channels, or ``B`` batch rows after picking each row's channel).
         dilation: per-head integer dilations ``[H]``.
         masked: causal REM (``l >= 1``) if True, bidirectional (``|l| >= 1``) if False.
+        log_scale: per-head log factor ``log c`` (shaped as ``log_mag``), or None for ``c = 1``:
+            the entries become ``c * sign^p |m|^p cos(.)`` (the normalised regular heads of the ETS
+            prior, ``c = (1 - |lambda|) / |lambda|``), computed as ``exp(p log|m| + log c)``.
 
     Returns:
         ``[H, Lq, Lk]`` (or ``[G, H, Lq, Lk]``) for ``[Lq, Lk]`` lags, else the broadcast of the lags
@@ -116,7 +119,10 @@ def rem_entries(lags: Tensor, *, log_mag: Tensor, sign: Tensor, phase: Tensor, s
         head's dilation.
     """
     power, valid = _lag_powers(lags, dilation, masked, log_mag.dtype, lag0=False)
-    magnitude = torch.exp(power * log_mag[..., None, None])
+    log_magnitude = power * log_mag[..., None, None]
+    if log_scale is not None:
+        log_magnitude = log_magnitude + log_scale[..., None, None]
+    magnitude = torch.exp(log_magnitude)
     odd = torch.remainder(power, 2) == 1
     signed = torch.where(odd & (sign[..., None, None] < 0), -magnitude, magnitude)
     values = signed * torch.cos(power * phase[..., None, None] + shift[..., None, None])
@@ -293,6 +299,16 @@ class LearnableREM(nn.Module):
     from the same per-head draw; the methods then take ``channel [B]``, the channel of each batch
     row, and give every row its channel's REM.
 
+    With ``config.prior == "ets"`` the heads start from ``config.prior_fit`` (a
+    :class:`~tsrec.config.SmoothingPrior` in token units; per channel where it has one value per
+    channel and the REM is per channel): plain regular heads at ``lambda = 1 - alpha`` (the second
+    at the damped trend's ``phi`` where there is one), dilated regular heads at the seasonal decay
+    over their dilation, ``season_decay ** (d / m)`` (``1 - gamma`` at ``d = m``; without a season
+    the level's ``(1 - alpha) ** d``), plain cos/sin pairs with the envelope ``season_decay **
+    (1 / m)`` per token (``theta`` from ``config.periods``, the season); dilated pairs start as
+    without the prior. Starts are kept in ``[1e-4, 0.999]``. Regular heads are then normalised
+    (:meth:`log_scale`), so that ``lambda = 1 - alpha`` weighs lag ``l`` by ``alpha (1 - alpha)^(l-1)``.
+
     Args:
         config: a resolved :class:`~tsrec.config.RSAConfig` (``kinds``, ``dilation``, ``periods``
             and ``dilated_periods`` set; see ``RSAConfig.resolved``).
@@ -302,6 +318,10 @@ class LearnableREM(nn.Module):
 
     def __init__(self, config: RSAConfig, *, masked: bool = True, n_channels: int = 1) -> None:
         super().__init__()
+        if config.prior == "ets" and config.prior_fit is None:
+            raise ValueError("rsa prior='ets' starts the REM from the ETS fitted on the training part, but "
+                             "rsa.prior_fit is not set: fit through Forecaster.fit (which fills it), or set it with "
+                             "tsrec.smoothing_prior.fit_smoothing_prior(...)")
         if config.unresolved():
             raise ValueError(f"the REM needs {', '.join(config.unresolved())}: set them, or fill them from the data "
                              "with RSAConfig.resolved(n_heads, DataFacts(season=...))")
@@ -310,24 +330,56 @@ class LearnableREM(nn.Module):
         self.n_channels = check_int("n_channels", n_channels, 1) if config.per_channel else 1
         k1, k2, k3, k4, k5, k6 = config.kinds
         pairs, dil_pairs = max(k2, k3), max(k5, k6)
-        self._scalar("eta", self._init_eta(k1))
-        self._scalar("nu", torch.empty(pairs).uniform_(1.0, 2.0))
-        self._scalar("theta", _init_theta(pairs, config.periods))
-        self._scalar("dilated_eta", self._init_eta(k4))
-        self._scalar("dilated_nu", torch.empty(dil_pairs).uniform_(1.0, 2.0))
-        self._scalar("dilated_theta", _init_theta(dil_pairs, config.dilated_periods))
         n_dil = k4 + k5 + k6
         dil = [config.dilation] * n_dil if isinstance(config.dilation, int) else list(config.dilation)
+        eta, nu = self._init_eta(k1), torch.empty(pairs).uniform_(1.0, 2.0)
+        dilated_eta = self._init_eta(k4)
+        if config.prior_fit is not None:
+            eta, nu, dilated_eta = self._prior_starts(config.prior_fit, k1, pairs, dil[:k4])
+        self._scalar("eta", eta)
+        self._scalar("nu", nu)
+        self._scalar("theta", _init_theta(pairs, config.periods))
+        self._scalar("dilated_eta", dilated_eta)
+        self._scalar("dilated_nu", torch.empty(dil_pairs).uniform_(1.0, 2.0))
+        self._scalar("dilated_theta", _init_theta(dil_pairs, config.dilated_periods))
         self.register_buffer("dilation", torch.tensor([1] * (k1 + k2 + k3) + dil, dtype=torch.long),
                              persistent=False)
         # 0 regular, 1 cos, 2 sin, per head; sin heads are cos heads shifted by -pi/2.
         kind = [0] * k1 + [1] * k2 + [2] * k3 + [0] * k4 + [1] * k5 + [2] * k6
         self.register_buffer("head_kind", torch.tensor(kind, dtype=torch.long), persistent=False)
 
+    def _prior_starts(self, prior: SmoothingPrior, k1: int, pairs: int,
+                      dilations: list[int]) -> tuple[Tensor, Tensor, Tensor]:
+        """``(eta [G, k1], nu [G, pairs], dilated_eta [G, k4])`` from the ETS prior, ``G`` its
+        channels (1 pooled); see the class."""
+        rows = prior.n_channels
+        if rows != 1 and (not self.per_channel or rows != self.n_channels):
+            where = f"{self.n_channels} channels with their own REMs" if self.per_channel else \
+                "one REM shared by every channel"
+            raise ValueError(f"rsa prior_fit has values for {rows} channels, but the model has {where}: fit the prior "
+                             "pooled (one value) for a shared REM, or one value per channel with rsa.per_channel=True")
+        low, high = 1e-4, 0.999
+        level = torch.tensor(prior.level_decay, dtype=torch.float64)[:, None]  # [G, 1]
+        trend = torch.tensor(prior.trend_decay, dtype=torch.float64)[:, None]
+        season = torch.tensor(prior.season_decay, dtype=torch.float64)[:, None]
+        m = prior.season_tokens
+        plain = level.expand(-1, k1).clone()  # [G, k1]: the level's decay, the second head the damped trend's
+        if k1 >= 2:
+            plain[:, 1:2] = torch.where(trend > 0, trend, level)
+        d = torch.tensor(dilations, dtype=torch.float64)[None, :]  # [1, k4]
+        dilated = season ** (d / m) if prior.season > 1 else level ** d  # [G, k4]
+        envelope = (season ** (1.0 / m) if prior.season > 1 else level).expand(-1, pairs)  # [G, pairs]
+        dtype = torch.get_default_dtype()
+        return (torch.atanh(plain.clamp(low, high)).to(dtype), torch.logit(envelope.clamp(low, high)).to(dtype),
+                torch.atanh(dilated.clamp(low, high)).to(dtype))
+
     def _scalar(self, name: str, init: Tensor) -> None:
         """A learnable vector ``[n]`` (``[n_channels, n]`` per channel), or an empty buffer when
         this layer has no head of that kind (so that every registered parameter takes part in the
-        REM and receives a gradient)."""
+        REM and receives a gradient). ``init`` is ``[n]``, or ``[G, n]`` (the ETS prior's starts:
+        ``G`` is 1, or ``n_channels`` per channel)."""
+        if init.dim() == 2 and not self.config.per_channel:
+            init = init[0]
         if self.config.per_channel:
             init = init.expand(self.n_channels, -1).clone()  # every channel starts from the same draw
         if init.numel():
@@ -387,6 +439,19 @@ class LearnableREM(nn.Module):
         shift = (self.head_kind == 2).to(log_mag.dtype) * (-math.pi / 2)
         return log_mag, sign, phase, shift
 
+    def log_scale(self, log_mag: Tensor) -> Tensor | None:
+        """The normalisation of the regular heads under the ETS prior, ``log((1 - |lambda|) /
+        |lambda|)`` per head (0 on cycle heads), from :meth:`head_terms`' ``log_mag`` (shaped as it);
+        None without the prior. A regular REM ``c lambda^l`` with this ``c`` sums to 1 over the lags
+        ``l >= 1`` of an unbounded history: at ``lambda = 1 - alpha`` its weights are ``alpha (1 -
+        alpha)^(l - 1)``, simple exponential smoothing's. (In ``mix="bias"`` a per-head constant
+        does not change the softmax, so the bias ignores it.)"""
+        if self.config.prior != "ets":
+            return None
+        tiny = torch.finfo(log_mag.dtype).tiny
+        scale = torch.log((1.0 - torch.exp(log_mag)).clamp_min(tiny)) - log_mag
+        return torch.where(self.head_kind == 0, scale, torch.zeros_like(scale))
+
     def head_parameters(self) -> dict[str, Tensor]:
         """Per-head ``lambda``, ``gamma``, ``theta`` (NaN where a head has no such parameter),
         ``[H]``, or ``[C, H]`` per channel; ``kind`` (0 regular, 1 cos, 2 sin) and ``dilation``
@@ -415,7 +480,7 @@ class LearnableREM(nn.Module):
         broadcast shape of ``[..., H, Lq, Lk]`` lags."""
         log_mag, sign, phase, shift = self.head_terms(channel)
         return rem_entries(lags, log_mag=log_mag, sign=sign, phase=phase, shift=shift,
-                           dilation=self.dilation, masked=self.masked)
+                           dilation=self.dilation, masked=self.masked, log_scale=self.log_scale(log_mag))
 
     def log_envelope(self, query_len: int, key_len: int | None = None, *, offset: int = 0,
                      channel: Tensor | None = None) -> tuple[Tensor, Tensor]:
