@@ -207,5 +207,6 @@ def _report_blind(state: FittedState, panel: Panel, blind: np.ndarray) -> None:
                f"steps, so they get no forecast: {', '.join(names[:5])}{' ...' if len(names) > 5 else ''}")
     if state.settings.window.missing_context == "raise":
         raise ValueError(problem + "; pass data whose last context_length steps hold observations")
-    warnings.warn(problem + "; their forecast is NaN (missing_context='raise' makes this an error)",
-                  UserWarning, stacklevel=4)
+    warnings.warn(problem + "; their forecast is NaN (missing_context='raise' makes this an error). A "
+                  "context_length that reaches back to their last observations forecasts them from those; "
+                  "or drop their missing rows to forecast from their last observation", UserWarning, stacklevel=4)

@@ -12,7 +12,7 @@ from torch import Tensor, nn
 
 from tsrec._checks import check_choice, check_int, check_optional_int
 from tsrec.batch import ForecastBatch
-from tsrec.config import Config, DataFacts, RSAConfig, static_embedding_dim
+from tsrec.config import FAR_IQRS, FAR_VALUES, Config, DataFacts, RSAConfig, static_embedding_dim
 from tsrec.nn.covariates import CovariateHead, StaticEmbedding
 from tsrec.nn.heads import RevIN
 from tsrec.nn.outputs import OUTPUTS, check_levels, make_output
@@ -49,7 +49,10 @@ class ModelConfig(Config):
             lowered DLinear's long-horizon error on most settings, benchmarks/README.md). A context
             value far from the rest of its window (more than ``FAR_IQRS`` interquartile ranges
             beyond the window's quartiles, :class:`~tsrec.nn.heads.RevIN`) is read as missing, so
-            one extreme value sets neither the window's scale nor the forecast.
+            one extreme value sets neither the window's scale nor the forecast; a window that ends
+            in a level shift is read at its new level (:class:`~tsrec.nn.heads.RevIN`).
+        far_values: the window settings' ``far_values`` (filled from them, as the shape): with
+            ``"keep"`` RevIN reads every value as it is.
         channel_independent: run the core on each channel separately (``C = 1``), sharing weights.
         output: what the network forecasts per step and channel (:mod:`tsrec.nn.outputs`):
             ``"point"`` (default), ``"normal"`` or ``"studentt"`` (a distribution, trained by
@@ -67,10 +70,11 @@ class ModelConfig(Config):
     channel_independent: bool = False
     output: str = "point"
     quantile_levels: tuple[float, ...] = DEFAULT_QUANTILE_LEVELS
+    far_values: str = "missing"
 
     #: Fields the estimator fills from its window settings and the data; never user options there.
     SHAPE_FIELDS: ClassVar[tuple[str, ...]] = ("context_length", "prediction_length", "n_channels", "n_time_features",
-                                               "n_covariate_features", "static_cardinalities")
+                                               "n_covariate_features", "static_cardinalities", "far_values")
 
     def __post_init__(self) -> None:
         for name in ("context_length", "prediction_length", "n_channels"):
@@ -78,6 +82,7 @@ class ModelConfig(Config):
         object.__setattr__(self, "n_time_features", check_optional_int("n_time_features", self.n_time_features, 0))
         self._check_covariates()
         check_choice("output", self.output, OUTPUTS)
+        check_choice("far_values", self.far_values, FAR_VALUES)
         object.__setattr__(self, "quantile_levels", check_levels("quantile_levels", self.quantile_levels))
 
     def _check_covariates(self) -> None:
@@ -192,7 +197,8 @@ class ForecastModel(nn.Module, abc.ABC):
                              "patchtst / rsa_patchtst")
         self.config = config
         self.core_channels = 1 if config.channel_independent else config.n_channels
-        self.revin = RevIN(config.n_channels) if config.revin else None
+        self.revin = RevIN(config.n_channels, far_iqrs=FAR_IQRS if config.far_values == "missing" else None) \
+            if config.revin else None
         if not self.trainable and config.output not in self.untrained_outputs:
             raise ValueError(f"{type(self).__name__} is not trained, so it has only a point forecast: "
                              f"use output='point', or a trainable model for output={config.output!r}")
