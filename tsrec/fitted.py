@@ -201,7 +201,10 @@ class FittedState:
           time zone, ``forecaster.json``'s ``data.tz``; the wall clock without one);
         - ``scaler_loc``, ``scaler_scale``, ``scaler_low``, ``scaler_high`` ``[N, C]``;
         - ``static_real`` ``[N, Ks]``; ``static_cat`` and ``static_cat_ends`` the ``[N, Kc]``
-          categorical static covariates row by row, as the ids.
+          categorical static covariates row by row, as the ids;
+        - ``model_name`` the UTF-8 bytes of the registry name the network was built as (one
+          network class serves several names, e.g. ``patchtst`` and ``rsa_patchtst``): ``load``
+          refuses a ``forecaster.json`` that names another (:func:`_named_as_built`).
         """
         history, statics = self.history, self.covariate_history
         items = history.items
@@ -218,6 +221,7 @@ class FittedState:
             **{f"scaler_{name}": _tensor(getattr(self.scaler, name), np.float64) for name in SCALER_ROWS},
             "static_real": _tensor(statics.static_real, np.float64),
             "static_cat": categories, "static_cat_ends": category_ends,
+            "model_name": _pack_strings([self.resolved.model])[0],
         }
 
     def _content(self) -> dict[str, Any]:
@@ -277,6 +281,7 @@ class FittedState:
                 f"{WEIGHTS_FILE} does not fit the {resolved.model!r} network that {CONFIG_FILE} describes "
                 f"(prediction_length {network.prediction_length}, context_length {network.context_length}, "
                 f"{network.n_channels} channels): {'; '.join(mismatches)}")
+        _named_as_built(resolved.model, tensors)  # one network class, another name (the mismatches: another class)
         model.load_state_dict(tensors["state_dict"])
         encoder = CovariateEncoder.from_dict(meta["covariates"]["encoder"])
         meta, rows = _per_series(meta, tensors, len(encoder.categorical))
@@ -452,6 +457,19 @@ def _check_tensors(tensors: dict[str, Any]) -> None:
         if (bounds.diff() < 0).any() or bounds[-1] != len(tensors[data]):
             raise _Inconsistent(f"{WEIGHTS_FILE}'s {ends} are not where the strings of its {data} "
                                 f"({len(tensors[data])} bytes) end, in order")
+
+
+def _named_as_built(name: str, tensors: dict[str, Any]) -> None:
+    """Refuse a ``forecaster.json`` whose model ``name`` is not the one ``weights.pt`` was saved
+    with (``model_name``; files saved before it have none, and nothing to compare): an edited name
+    would run one model's network under another's (``patchtst``'s as ``rsa_patchtst``)."""
+    saved = tensors.get("model_name")
+    if saved is None:
+        return
+    built = bytes(saved.numpy()).decode("utf-8", "surrogatepass") if isinstance(saved, torch.Tensor) else saved
+    if built != name:
+        raise _Inconsistent(f"{CONFIG_FILE} names the model {name!r}, but {WEIGHTS_FILE} holds the network of "
+                            f"{built!r}")
 
 
 def _described(value: Any) -> str:
