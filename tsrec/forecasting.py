@@ -16,6 +16,7 @@ The device and Lightning arguments are the state's (``settings.trainer.trainer_k
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Sequence
 
@@ -26,6 +27,7 @@ import torch
 from tsrec._checks import check_optional_int
 from tsrec.data import CovariateValues, Panel, WindowCovariates, WindowDataset, future_index
 from tsrec.data.covariates import check_context, read_future
+from tsrec.data.tails import fill_tails, fills_tails, tail_gap
 from tsrec.fitted import FittedState, ForecastResult, unscale
 from tsrec.fitting import history_cap, report_far
 from tsrec.models import ForecastModel
@@ -60,16 +62,34 @@ def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | No
     rows = state.history.check_compatible(panel)
     # The windows read the last context_length steps only: they are built from those alone.
     recent = panel.tail(context)
+    report_far(state, recent, rows, "predict", stacklevel=4)
+    _report_tails(state, recent)
+    if fills_tails(model.trainable, encoder.config.columns):  # missing tails forecast from the last observations
+        gapped = panel.tail(context + tail_gap(panel))
+        recent = fill_tails(gapped, state.settings.window.prediction_length,
+                            functools.partial(_forecast_cut, state, rows, batch_size))[0].tail(context)
     dataset = WindowDataset.for_prediction(
         recent, state.scaler, context, state.settings.window.prediction_length, scaler_rows=rows,
         covariates=_prediction_covariates(state, recent, values.tail(context), future_covariates),
         padded=model.reads_whole_history, dtype=window_dtype(model))
-    report_far(state, recent, rows, "predict", stacklevel=4)
-    _report_tails(state, recent)
     result = forecast(state, dataset, rows, np.arange(len(panel.items)), np.diff(panel.offsets), levels=levels,
                       num_samples=num_samples, batch_size=batch_size)
     _report_blind(state, panel, result.blind)
     return result
+
+
+def _forecast_cut(state: FittedState, rows: np.ndarray, batch_size: int | None, cut: Panel,
+                  items: np.ndarray) -> np.ndarray:
+    """``[n, H, C]`` the point forecasts after the ends of the series of ``cut`` (items ``items``
+    ``[n]`` of the panel whose scaler rows are ``rows``), from windows padded with unobserved
+    steps where a series is shorter than the context: :func:`~tsrec.data.tails.fill_tails`' forecasts
+    of a missing tail, for a network without covariates."""
+    dataset = WindowDataset.for_prediction(
+        cut, state.scaler, state.resolved.window.context_length, state.settings.window.prediction_length,
+        scaler_rows=rows[items], covariates=_prediction_covariates(state, cut, CovariateValues.none(cut), None),
+        padded=True, dtype=window_dtype(state.model))
+    return forecast(state, dataset, rows[items], np.arange(len(items)), np.diff(cut.offsets),
+                    batch_size=batch_size).mean
 
 
 def forecast(state: FittedState, dataset: WindowDataset, rows: np.ndarray, items: np.ndarray, origins: np.ndarray,

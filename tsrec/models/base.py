@@ -178,9 +178,9 @@ class ForecastModel(nn.Module, abc.ABC):
     #: What the model does with a series whose last values are missing, said in ``predict``'s
     #: warning that names such series (None: nothing to say, as for an ensemble, whose members say it).
     missing_tail: ClassVar[str | None] = (
-        "the networks read each missing step as the series' training mean (0 in scaled units; RevIN's statistics "
-        "leave it out) and forecast the requested dates; drop the missing rows to forecast from the last "
-        "observation instead")
+        "the networks forecast the missing steps from each series' last observation, prediction_length steps at a "
+        "time, and the requested dates from those forecasts (a network with covariates reads each missing step "
+        "as the series' training mean instead)")
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
