@@ -42,18 +42,18 @@ class RevIN(nn.Module):
         self.weight = nn.Parameter(torch.ones(n_channels)) if affine else None
         self.bias = nn.Parameter(torch.zeros(n_channels)) if affine else None
 
-    def relevel(self, x: Tensor, seen: Tensor) -> Tensor:
+    def relevel(self, x: Tensor, seen: Tensor, rows: Tensor | None = None) -> Tensor:
         """``x [B, L, C]`` with the steps before a level shift moved to its level (``seen [B, L, C]``
         bool: the observed steps). A window and channel's shift: the run of observed steps after
         the last one on another side of the fences of the window's first ``ceil(L / 4)`` steps
         (its quartiles widened as in :meth:`far`) than its last observed step, when that one lies
         beyond them and the run holds at least ``SHIFT_STEPS``; the earlier observed steps are
         moved by ``median(run) - median(earlier)``. Other windows are returned as they are (only
-        those whose observed span exceeds ``far_iqrs`` can hold one)."""
+        those whose observed span exceeds ``far_iqrs``, ``rows`` where given, can hold one)."""
         if self.far_iqrs is None:
             return x
         with torch.no_grad():
-            rows = self._spread_rows(x, seen)  # [B']
+            rows = self._spread_rows(x, seen) if rows is None else rows  # [B']
             if not len(rows):
                 return x
             xs, ss = x[rows], seen[rows]  # [B', L, C]
@@ -71,10 +71,14 @@ class RevIN(nn.Module):
             run = ss & (step > since) & (final_side != 0)  # [B', L, C]
             run &= run.sum(1, keepdim=True) >= SHIFT_STEPS
             earlier = ss & ~run
-            new, old = (_quantiles(xs, part, (0.5,))[0] for part in (run, earlier))  # [B', 1, C] each
             moved = run.any(1, keepdim=True) & earlier.any(1, keepdim=True)  # [B', 1, C]
+            shifted = moved.flatten(1).any(1).nonzero().squeeze(1)  # [B''] the windows moved (the medians' sorts)
+            if not len(shifted):
+                return x
+            xs, run, earlier, moved = xs[shifted], run[shifted], earlier[shifted], moved[shifted]
+            new, old = (_quantiles(xs, part, (0.5,))[0] for part in (run, earlier))  # [B'', 1, C] each
             delta = torch.zeros_like(x)
-            delta[rows] = torch.where(earlier & moved, new - old, 0.0).to(x.dtype)
+            delta[rows[shifted]] = torch.where(earlier & moved, new - old, 0.0).to(x.dtype)
         return x + delta
 
     def _spread_rows(self, x: Tensor, seen: Tensor) -> Tensor:
@@ -84,18 +88,19 @@ class RevIN(nn.Module):
         span = torch.where(seen, x, -torch.inf).amax(1) - torch.where(seen, x, torch.inf).amin(1)  # [B, C]
         return (span > self.far_iqrs).any(1).nonzero().squeeze(1)
 
-    def far(self, x: Tensor, seen: Tensor) -> Tensor:
+    def far(self, x: Tensor, seen: Tensor, rows: Tensor | None = None) -> Tensor:
         """``[B, L, C]`` bool: the observed steps (``seen [B, L, C]`` bool) of ``x [B, L, C]`` outside
         ``[Q1 - k s, Q3 + k s]`` of their window and channel: ``Q1``, ``Q3`` the quartiles of its
         observed steps (linear interpolation, as ``torch.quantile``), ``k = far_iqrs`` and
-        ``s = max(Q3 - Q1, 1)``. None are far without ``far_iqrs``."""
+        ``s = max(Q3 - Q1, 1)``. None are far without ``far_iqrs``; only the windows ``rows``
+        ``[B']`` can hold one where given (default: those whose observed span exceeds ``far_iqrs``)."""
         far = torch.zeros_like(seen)
         if self.far_iqrs is None:
             return far
         with torch.no_grad():
             # A value is far only beyond Q1 - k s or Q3 + k s with s >= 1, so only in a window whose
             # observed values span more than k: the quartiles (a sort) are computed for those alone.
-            rows = self._spread_rows(x, seen)  # [B'] windows that may hold one
+            rows = self._spread_rows(x, seen) if rows is None else rows  # [B'] windows that may hold one
             if len(rows):
                 x, seen = x[rows], seen[rows]  # [B', L, C]
                 q1, q3 = _quantiles(x, seen, (0.25, 0.75))  # [B', 1, C] each
@@ -108,8 +113,10 @@ class RevIN(nn.Module):
         a window ending in a level shift is read at its new level (:meth:`relevel`), and far values
         (:meth:`far`) are left out of the statistics and normalised as the mean."""
         weight = torch.ones_like(x) if observed is None else observed.to(x.dtype)
-        x = self.relevel(x, weight > 0)
-        far = self.far(x, weight > 0)  # [B, L, C]
+        seen = weight > 0
+        rows = None if self.far_iqrs is None else self._spread_rows(x, seen)  # [B'] the windows either rule reads
+        x = self.relevel(x, seen, rows)
+        far = self.far(x, seen, rows)  # [B, L, C] (a window moved by relevel spans no more than before)
         weight = weight.masked_fill(far, 0.0)
         x = x.masked_fill(far, 0.0)
         count = weight.sum(1, keepdim=True).clamp_min(1.0)
