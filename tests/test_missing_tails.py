@@ -89,12 +89,20 @@ def test_seasonal_naive_repeats_the_latest_observed_season_or_refuses_naming_the
                "last observations forecasts them from those" in m for m in messages), messages
 
 
-def test_a_network_forecasts_the_gap_from_the_last_observation_then_the_requested_dates(one_thread):
+def test_a_network_forecasts_the_gap_from_the_last_observation_then_the_requested_dates(one_thread, tmp_path):
     forecast, messages = predicted("rsa_patchtst", **NETWORK)
     error = errors(forecast)
     # The missing steps read as the training mean instead: 3.3 (18x the others' error).
     assert error["b"] < 0.6 and error["b"] < 3 * max(error["a"], error["c"]), error
     named(messages, "the networks forecast the missing steps from each series' last observation")
+    # The fitted history keeps the steps before the tail, through save and load too.
+    forecaster = Forecaster("dlinear", prediction_length=H, context_length=48, max_epochs=1,
+                            trainer_kwargs=QUIET).fit(frame(), **COLUMNS)
+    assert [len(s) for s in forecaster.panel.items] == [48 + GAP] * 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        loaded = Forecaster.load(forecaster.save(tmp_path / "m"))
+        pd.testing.assert_frame_equal(loaded.predict(), forecaster.predict())
 
 
 def test_auto_chooses_as_without_the_gap():

@@ -38,6 +38,7 @@ from tsrec.config import DataFacts
 from tsrec.data import CovariateEncoder, CovariateValues, Panel, Series, StandardScaler, forecast_frame
 from tsrec.data.frame import split_at
 from tsrec.data.schema import Schema
+from tsrec.data.tails import fills_tails, tail_gap
 from tsrec.data.time_features import calendar_cycles, data_facts, regular_stamps
 from tsrec.models import ForecastModel, build_model
 from tsrec.settings import ForecasterSettings
@@ -682,13 +683,21 @@ def _state_dict_mismatches(model: torch.nn.Module, saved: dict[str, torch.Tensor
 
 def _history_shapes(state: FittedState, channels: int) -> tuple[str, Any, str, Any]:
     """The check of the history's shapes: ``[context_length, channels]`` for every series, or for a
-    model that reads whole histories at most ``context_length`` steps (each series as it was)."""
+    model that reads whole histories at most ``context_length`` steps (each series as it was); a
+    network that forecasts missing tails (:func:`~tsrec.data.tails.fill_tails`) keeps up to as many
+    more steps as the longest tail."""
     context = state.resolved.window.context_length
     shapes = sorted({s.values.shape for s in state.history.items})
     if state.model.reads_whole_history:
         return ("the history's shapes", [list(shape) for shape in shapes if not (0 < shape[0] <= context
                                                                                 and shape[1] == channels)],
                 f"[1..{context} (context_length) steps, {channels} channels]", [])
+    tail = tail_gap(state.history) if fills_tails(state.model.trainable, state.covariates.config.columns) else 0
+    if tail:
+        return ("the history's shapes", [list(shape) for shape in shapes if not (
+            context <= shape[0] <= context + tail and shape[1] == channels)],
+            f"[{context}..{context + tail} (context_length and the longest missing tail) steps, {channels} channels]",
+            [])
     return "the history's shapes", shapes, "[context_length, channels]", [(context, channels)]
 
 

@@ -116,7 +116,9 @@ class Forecaster:
 
     @property
     def panel(self) -> Panel | None:
-        """The last ``context_length`` steps of every fitted series (None before ``fit``)."""
+        """The last ``context_length`` steps of every fitted series (None before ``fit``); for a
+        network, also a missing tail after them, which ``predict`` forecasts from the steps before
+        it (:mod:`tsrec.data.tails`)."""
         return None if self.fitted is None else self.fitted.history
 
     @property
