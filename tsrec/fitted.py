@@ -38,7 +38,7 @@ from tsrec.config import DataFacts
 from tsrec.data import CovariateEncoder, CovariateValues, Panel, Series, StandardScaler, forecast_frame
 from tsrec.data.frame import split_at
 from tsrec.data.schema import Schema
-from tsrec.data.tails import fills_tails, tail_gap
+from tsrec.data.tails import fills_tails, tail_gaps
 from tsrec.data.time_features import calendar_cycles, data_facts, regular_stamps
 from tsrec.models import ForecastModel, build_model
 from tsrec.settings import ForecasterSettings
@@ -692,12 +692,12 @@ def _history_shapes(state: FittedState, channels: int) -> tuple[str, Any, str, A
         return ("the history's shapes", [list(shape) for shape in shapes if not (0 < shape[0] <= context
                                                                                 and shape[1] == channels)],
                 f"[1..{context} (context_length) steps, {channels} channels]", [])
-    tail = tail_gap(state.history) if fills_tails(state.model.trainable, state.covariates.config.columns) else 0
-    if tail:
-        return ("the history's shapes", [list(shape) for shape in shapes if not (
-            context <= shape[0] <= context + tail and shape[1] == channels)],
-            f"[{context}..{context + tail} (context_length and the longest missing tail) steps, {channels} channels]",
-            [])
+    if fills_tails(state.model.trainable, state.covariates.config.columns):
+        wrong = [(item.item_id, list(item.values.shape)) for item, gap in zip(state.history.items,
+                                                                             tail_gaps(state.history))
+                 if not (context <= len(item) <= context + gap and item.values.shape[1] == channels)]
+        return ("the history's shapes", wrong[:3], f"[{context} (context_length) steps and the series' missing tail, "
+                                                   f"{channels} channels]", [])
     return "the history's shapes", shapes, "[context_length, channels]", [(context, channels)]
 
 

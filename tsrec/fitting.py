@@ -40,7 +40,7 @@ from tsrec.data.periods import dominant_periods
 from tsrec.data.scaling import OutlierWarning, item_blocks
 from tsrec.data.source import Read
 from tsrec.data.split import Split, default_val_windows
-from tsrec.data.tails import fills_tails, tail_gap
+from tsrec.data.tails import fills_tails, with_tails
 from tsrec.data.time_features import seasonality
 from tsrec.fitted import FittedState, TrainingSummary
 from tsrec.models import ForecastModel, build_model, model_spec
@@ -234,9 +234,10 @@ def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = No
     summary = TrainingSummary(pd.DataFrame(run.history, columns=list(TrainingSummary.COLUMNS)), run.best_epoch,
                               time.perf_counter() - started, run.best_step, run.budget, refit)
     # The history predict() forecasts from: the context, and a missing tail after it where a network forecasts one.
-    kept = context + (tail_gap(panel) if fills_tails(model.trainable, encoder.config.columns) else 0)
-    state = FittedState(settings=settings, resolved=resolved, model=model.eval(), history=panel.tail(kept),
-                        scaler=scaler, covariates=encoder, covariate_history=read.covariates.tail(kept),
+    history, covariate_history = with_tails(panel, read.covariates, context) \
+        if fills_tails(model.trainable, encoder.config.columns) else (panel.tail(context), read.covariates.tail(context))
+    state = FittedState(settings=settings, resolved=resolved, model=model.eval(), history=history,
+                        scaler=scaler, covariates=encoder, covariate_history=covariate_history,
                         facts=facts, summary=summary, schema=read.schema,
                         leaderboard=None if prefitted is None else prefitted.leaderboard)
     report_far(state, panel, np.arange(len(panel.items)), "fit", stacklevel=4)

@@ -27,7 +27,7 @@ import torch
 from tsrec._checks import check_optional_int
 from tsrec.data import CovariateValues, Panel, WindowCovariates, WindowDataset, future_index
 from tsrec.data.covariates import check_context, read_future
-from tsrec.data.tails import fill_tails, fills_tails, tail_gap
+from tsrec.data.tails import fill_tails, fills_tails, with_tails
 from tsrec.fitted import FittedState, ForecastResult, unscale
 from tsrec.fitting import history_cap, report_far
 from tsrec.models import ForecastModel
@@ -65,7 +65,7 @@ def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | No
     report_far(state, recent, rows, "predict", stacklevel=4)
     _report_tails(state, recent)
     if fills_tails(model.trainable, encoder.config.columns):  # missing tails forecast from the last observations
-        gapped = panel.tail(context + tail_gap(panel))
+        gapped, _ = with_tails(panel, CovariateValues.none(panel), context)
         recent = fill_tails(gapped, state.settings.window.prediction_length,
                             functools.partial(_forecast_cut, state, rows, batch_size))[0].tail(context)
     dataset = WindowDataset.for_prediction(

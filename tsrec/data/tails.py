@@ -19,9 +19,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from tsrec.data.covariates import CovariateValues
 from tsrec.data.frame import Panel, Series
 
-__all__ = ["fill_tails", "fills_tails", "tail_gap"]
+__all__ = ["fill_tails", "fills_tails", "tail_gap", "with_tails"]
 
 
 def fills_tails(trainable: bool, covariates: Sequence[str]) -> bool:
@@ -31,16 +32,33 @@ def fills_tails(trainable: bool, covariates: Sequence[str]) -> bool:
     return trainable and not covariates
 
 
-def tail_gap(panel: Panel) -> int:
-    """The most steps a series of ``panel`` holds after its last observed one (in the channels
-    observed somewhere; a series observed nowhere: its length): how many more than a window's
-    context a forecast from the last observations reads."""
-    gaps = [0]
-    for series in panel.items:
+def tail_gaps(panel: Panel) -> np.ndarray:
+    """``[N]`` the steps each series of ``panel`` holds after its last observed one (in the
+    channels observed somewhere; a series observed nowhere: its length): how many more than a
+    window's context a forecast from its last observations reads."""
+    gaps = np.zeros(len(panel.items), dtype=np.int64)
+    for i, series in enumerate(panel.items):
         seen = series.observed.any(axis=0)  # [C]
         after = np.argmax(series.observed[::-1], axis=0)  # [C] steps after each channel's last observation
-        gaps.append(int(after[seen].max()) if seen.any() else len(series))
-    return max(gaps)
+        gaps[i] = int(after[seen].max()) if seen.any() else len(series)
+    return gaps
+
+
+def tail_gap(panel: Panel) -> int:
+    """The longest of :func:`tail_gaps` (0 for an empty panel)."""
+    gaps = tail_gaps(panel)
+    return int(gaps.max()) if len(gaps) else 0
+
+
+def with_tails(panel: Panel, values: CovariateValues, context: int) -> tuple[Panel, CovariateValues]:
+    """Each series' last ``context`` steps and its missing tail after them (all of a shorter one),
+    and the same steps of its dynamic covariates: what a network forecasts a tail from, kept
+    series by series (one long tail does not lengthen every series)."""
+    kept = np.minimum(context + tail_gaps(panel), np.diff(panel.offsets))  # [N]
+    items = tuple(Series(s.item_id, s.grid, s.values[len(s) - k:], s.observed[len(s) - k:], s.start + len(s) - k)
+                  for s, k in zip(panel.items, kept.tolist()))
+    dynamic = tuple(d[len(d) - k:] for d, k in zip(values.dynamic, kept.tolist()))
+    return dataclasses.replace(panel, items=items), dataclasses.replace(values, dynamic=dynamic)
 
 
 def fill_tails(panel: Panel, horizon: int, forecast: Callable[[Panel, np.ndarray], np.ndarray]) -> tuple[Panel, int]:

@@ -116,7 +116,7 @@ class RevIN(nn.Module):
         seen = weight > 0
         rows = None if self.far_iqrs is None else self._spread_rows(x, seen)  # [B'] the windows either rule reads
         x = self.relevel(x, seen, rows)
-        far = self.far(x, seen, rows)  # [B, L, C] (a window moved by relevel spans no more than before)
+        far = self.far(x, seen, rows)  # [B, L, C] (relevel moves windows among rows alone)
         weight = weight.masked_fill(far, 0.0)
         x = x.masked_fill(far, 0.0)
         count = weight.sum(1, keepdim=True).clamp_min(1.0)
