@@ -116,3 +116,17 @@ def test_auto_chooses_as_without_the_gap():
         choices[gap] = board.loc[board["weight"].idxmax(), "model"]
         assert board.loc[board["model"] == "theta", "weight"].item() < 0.5  # the issue: theta for every series
     assert choices[GAP] == choices[0], choices
+
+
+def test_a_network_with_covariates_says_it_reads_the_gap_as_the_training_mean(one_thread):
+    """Its covariates over the gap would have to be read too: the tail is not forecast, and the
+    warning says what is done instead, and the fix."""
+    df = frame()
+    df["temp"] = np.sin(np.arange(len(df)) / 5)
+    forecaster = Forecaster("dlinear", prediction_length=H, context_length=48, max_epochs=1, trainer_kwargs=QUIET)
+    forecaster.fit(df, past_covariates=["temp"], **COLUMNS)
+    with pytest.warns(UserWarning) as caught:
+        forecaster.predict()
+    named([str(w.message) for w in caught], "read each missing step as the series' training mean (0 in scaled "
+                                            "units; RevIN's statistics leave it out) and forecast the requested "
+                                            "dates; drop the missing rows to forecast from the last observation")

@@ -31,6 +31,7 @@ from tsrec.data.tails import fill_tails, fills_tails, with_tails
 from tsrec.fitted import FittedState, ForecastResult, unscale
 from tsrec.fitting import history_cap, report_far
 from tsrec.models import ForecastModel
+from tsrec.models.base import MISSING_TAIL_AS_MEAN
 from tsrec.nn.outputs import check_levels
 
 __all__ = ["context_read", "forecast", "forecast_next", "outputs", "steps_read", "window_dtype"]
@@ -200,9 +201,12 @@ def window_dtype(model: ForecastModel) -> type:
 
 def _report_tails(state: FittedState, panel: Panel) -> None:
     """Name the series and columns of ``panel`` whose last values are missing (but not all of
-    them) and what the model does about it (its ``missing_tail`` note, or its members'), in one
-    warning; nothing for a model without such a note."""
-    notes = {m.missing_tail for m in state.model.modules() if getattr(m, "missing_tail", None)}
+    them) and what the model does about it (its ``missing_tail`` note, or its members'; a network's
+    is :data:`~tsrec.models.base.MISSING_TAIL_AS_MEAN` where its tails are not filled, as with
+    covariates or in an ensemble), in one warning; nothing for a model without such a note."""
+    fills = fills_tails(state.model.trainable, state.covariates.config.columns)
+    notes = {m.missing_tail if fills or not m.trainable else MISSING_TAIL_AS_MEAN
+             for m in state.model.modules() if getattr(m, "missing_tail", None)}
     if not notes:
         return
     gaps = []

@@ -19,6 +19,12 @@ from tsrec.nn.outputs import OUTPUTS, check_levels, make_output
 
 DEFAULT_QUANTILE_LEVELS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 
+#: What a network does with a missing tail where it does not forecast it (a network with
+#: covariates, or one in an ensemble, whose other members read the window as it is).
+MISSING_TAIL_AS_MEAN = ("the networks read each missing step as the series' training mean (0 in scaled units; "
+                        "RevIN's statistics leave it out) and forecast the requested dates; drop the missing rows to "
+                        "forecast from the last observation instead")
+
 
 @dataclass(frozen=True)
 class ModelConfig(Config):
@@ -179,8 +185,7 @@ class ForecastModel(nn.Module, abc.ABC):
     #: warning that names such series (None: nothing to say, as for an ensemble, whose members say it).
     missing_tail: ClassVar[str | None] = (
         "the networks forecast the missing steps from each series' last observation, prediction_length steps at a "
-        "time, and the requested dates from those forecasts (a network with covariates reads each missing step "
-        "as the series' training mean instead)")
+        "time, and the requested dates from those forecasts")
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
