@@ -183,7 +183,8 @@ def test_nan_targets_are_masked_never_forecast():
     df = wide_frame()
     df.iloc[10:30, 0] = np.nan
     df.iloc[-3:, 1] = np.inf
-    with pytest.warns(UserWarning, match=r"column 'temp' \(3 steps after .*training mean"):
+    with pytest.warns(UserWarning, match=r"column 'temp' \(3 steps after .*the missing steps from each series' last "
+                                         r"observation"):
         fc = tiny("dlinear").fit(df).predict()
     assert np.isfinite(fc["mean"]).all()
 

@@ -15,7 +15,8 @@ from tsrec import Forecaster
 
 def wide(n: int = 100) -> pd.DataFrame:
     t = np.arange(n)
-    return pd.DataFrame({"a": np.sin(t / 3), "b": np.cos(t / 3)}, index=pd.date_range("2024-01-01", periods=n, freq="h"))
+    index = pd.date_range("2024-01-01", periods=n, freq="h")
+    return pd.DataFrame({"a": np.sin(t / 3), "b": np.cos(t / 3)}, index=index)
 
 
 @pytest.mark.parametrize("columns", [["b", "a", "c"], ["c", "a", "b"]])

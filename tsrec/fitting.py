@@ -234,8 +234,10 @@ def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = No
     summary = TrainingSummary(pd.DataFrame(run.history, columns=list(TrainingSummary.COLUMNS)), run.best_epoch,
                               time.perf_counter() - started, run.best_step, run.budget, refit)
     # The history predict() forecasts from: the context, and a missing tail after it where a network forecasts one.
-    history, covariate_history = with_tails(panel, read.covariates, context) \
-        if fills_tails(model.trainable, encoder.config.columns) else (panel.tail(context), read.covariates.tail(context))
+    if fills_tails(model.trainable, encoder.config.columns):
+        history, covariate_history = with_tails(panel, read.covariates, context)
+    else:
+        history, covariate_history = panel.tail(context), read.covariates.tail(context)
     state = FittedState(settings=settings, resolved=resolved, model=model.eval(), history=history,
                         scaler=scaler, covariates=encoder, covariate_history=covariate_history,
                         facts=facts, summary=summary, schema=read.schema,
