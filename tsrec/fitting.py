@@ -364,7 +364,7 @@ def report_far(state: FittedState, panel: Panel, rows: np.ndarray, when: str, *,
         more = f" and {len(shifts) - FAR_EXAMPLES} more" if len(shifts) > FAR_EXAMPLES else ""
         if when == "fit":
             effect = "kept as data by the scaling and the training windows"
-        elif revin:
+        elif revin and state.scaler.robust:  # RevIN judges in the robust scale, where the shift stands out
             effect = "kept: the network's instance normalisation reads a window that ends in one at its new level"
         else:
             effect = "the model forecasts from them as they are"
