@@ -183,7 +183,8 @@ def test_nan_targets_are_masked_never_forecast():
     df = wide_frame()
     df.iloc[10:30, 0] = np.nan
     df.iloc[-3:, 1] = np.inf
-    with pytest.warns(UserWarning, match=r"column 'temp' \(3 steps after .*training mean"):
+    with pytest.warns(UserWarning, match=r"column 'temp' \(3 steps after .*the missing steps from each series' last "
+                                         r"observation"):
         fc = tiny("dlinear").fit(df).predict()
     assert np.isfinite(fc["mean"]).all()
 
@@ -301,13 +302,14 @@ def test_backtest_skips_and_counts_windows_without_context():
 @pytest.mark.parametrize("model", ["dlinear", "seasonal_naive"])
 def test_a_missing_tail_is_named_with_what_the_model_does_about_it(model):
     """No model forecasts from a filled-in tail silently: predict names the series, the gap and what
-    the model does (the networks: the missing steps read as the training mean)."""
+    the model does (the networks: the missing steps forecast from the last observation,
+    tests/test_missing_tails.py)."""
     df = wide_frame()
     options = TRAIN if model == "dlinear" else {}
     f = Forecaster(model, prediction_length=6, context_length=24, **options).fit(df)
     recent = df.copy()
     recent.iloc[-5:, 0] = np.nan
-    what = "training mean" if model == "dlinear" else "latest observed value"
+    what = "missing steps from each series' last observation" if model == "dlinear" else "latest observed value"
     with pytest.warns(UserWarning, match=rf"1 series end with missing values: .*\(5 steps after .*{what}"):
         forecast = f.predict(recent)
     assert forecast["mean"].notna().all()

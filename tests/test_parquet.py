@@ -186,7 +186,10 @@ def test_a_later_chunk_at_another_frequency_is_named(tmp_path, step):
 
 
 @pytest.mark.parametrize("change", ["duplicate", "static", "target dtype"])
-def test_read_frame_errors_pass_through_unchanged(tmp_path, change):
+def test_read_frame_errors_pass_through_and_name_the_files_they_come_from(tmp_path, change):
+    """read_frame's error for the same data as one frame, unchanged where no file explains it (a
+    static covariate that changes between files, a target column of text in every file); a
+    series' row repeated in another file also names the two files (issue #39)."""
     df = long_frame(seed=9)
     if change == "duplicate":  # a series' row repeated in another file
         df = pd.concat([df, df[df["id"] == "s7"].iloc[:1]])
@@ -195,12 +198,20 @@ def test_read_frame_errors_pass_through_unchanged(tmp_path, change):
         df.loc[rows, "size"] = np.where(df.loc[rows, "time"].rank() > 3, 99.0, df.loc[rows, "size"])
     else:
         df["y"] = df["y"].astype(str)
-    split_into_files(df, tmp_path / "data")
+    paths = split_into_files(df, tmp_path / "data")
     with pytest.raises((TypeError, ValueError)) as want:
         expected(df)
     with pytest.raises(want.type) as got:
         read(tmp_path / "data", df, chunk_series=3)
-    assert str(got.value) == str(want.value)
+    message = str(want.value)
+    if change == "duplicate":
+        stamp = df.iloc[-1]["time"]
+        files = [str(path) for path in paths
+                 if ((pd.read_parquet(path)["id"] == "s7") & (pd.read_parquet(path)["time"] == stamp)).any()]
+        assert len(files) == 2
+        message += (f". Series 's7' has rows at the same timestamps (e.g. {stamp}) in the Parquet files {files}: "
+                    "keep each series' timestamp in one file")
+    assert str(got.value) == message
 
 
 def test_missing_id_names_the_file_and_row(tmp_path):
@@ -364,3 +375,89 @@ def test_series_ids_of_shares_of_the_files_together_are_all_the_ids(tmp_path):
     assert len(parquet.series_ids([tmp_path / "empty.parquet"], "id", part=(0, 2))) == 0
     with pytest.raises(ValueError, match="have no rows; pass at least one row per series"):
         parquet.series_ids([tmp_path / "empty.parquet"], "id")
+
+
+def two_files(folder, change) -> tuple[str, str]:
+    """A folder of two files of one hourly series each, 's0' and 's1'; ``change`` edits the
+    second's frame before it is written. Returns the two paths."""
+    folder.mkdir()
+    paths = []
+    for key in ("s0", "s1"):
+        frame = pd.DataFrame({"id": key, "time": pd.date_range("2024-01-01", periods=80, freq="h"),
+                              "y": np.sin(np.arange(80) / 3) + 5.0})
+        path = folder / f"{key}.parquet"
+        (change(frame) if key == "s1" else frame).to_parquet(path)
+        paths.append(str(path))
+    return paths[0], paths[1]
+
+
+def fit_folder(folder) -> None:
+    from tsrec import Forecaster
+
+    Forecaster("seasonal_naive", prediction_length=4).fit(folder, **COLUMNS)
+
+
+@pytest.mark.parametrize("change, column", [
+    (lambda f: f.drop(columns="y"), "y"),
+    (lambda f: f.rename(columns={"y": "value"}), "y"),
+    (lambda f: f.rename(columns={"time": "timestamp"}), "time"),
+])
+def test_a_file_without_a_column_the_others_have_is_named(tmp_path, change, column):
+    """Issue #39: the old error was "item 's1' (column 'y') has no observed value in the training
+    part" at fit, naming no file."""
+    first, second = two_files(tmp_path / "data", change)
+    role = {"y": "target_col", "time": "time_col"}[column]
+    with pytest.raises(ValueError, match=rf"^Parquet file '{second}' has no column '{column}' \({role}\), which "
+                                         rf"'{first}' has \(its columns: .*\); write that file with the column"):
+        fit_folder(tmp_path / "data")
+
+
+@pytest.mark.parametrize("change, column, got, want", [
+    (lambda f: f.assign(time=f["time"].astype("int64") // 10**9), "time", "int64", "timestamp\\[ns\\]"),
+    (lambda f: f.assign(id=1), "id", "int64", "string"),
+    (lambda f: f.assign(y=f["time"]), "y", "timestamp\\[ns\\]", "double"),
+])
+def test_a_file_whose_column_holds_another_kind_of_value_is_named(tmp_path, change, column, got, want):
+    """Epoch seconds in one file's time column used to become timestamps in 1970 (named as
+    series of different frequencies); integer ids in one file, pyarrow's "Failed to parse"."""
+    first, second = two_files(tmp_path / "data", change)
+    with pytest.raises(ValueError, match=rf"^Parquet file '{second}': column '{column}' \(\w+\) is {got}, where "
+                                         rf"'{first}' has {want}.*; write every file with one type per column"):
+        fit_folder(tmp_path / "data")
+    if column == "time":
+        with pytest.raises(ValueError, match=r"pd.to_datetime\(df\['time'\], unit='s'\)"):
+            fit_folder(tmp_path / "data")
+
+
+def test_a_value_one_file_holds_that_cannot_be_read_as_the_others_is_named(tmp_path):
+    def corrupt(frame):
+        frame["y"] = frame["y"].astype(str)
+        frame.loc[7, "y"] = "n/a"
+        return frame
+
+    first, second = two_files(tmp_path / "data", corrupt)
+    with pytest.raises(ValueError, match=rf"^Parquet file '{second}' cannot be read with the other files: .*'n/a'"
+                                         r".*'y': 'string'.*'y': 'double'.*pd.to_numeric"):
+        fit_folder(tmp_path / "data")
+
+
+def test_text_that_reads_as_the_others_type_is_read(tmp_path):
+    two_files(tmp_path / "data", lambda f: f.assign(y=f["y"].astype(str), time=f["time"].astype(str)))
+    fit_folder(tmp_path / "data")
+
+
+def test_timestamps_collapsed_to_1970_name_the_file_and_the_likely_corruption(tmp_path):
+    """Issue #39: "duplicate timestamps in item 's1', e.g. 1970-01-01 00:00:00 appears 62 times;
+    aggregate them first" named no file, and its fix did not apply."""
+    def corrupt(frame):
+        frame.loc[:61, "time"] = pd.Timestamp(0)
+        return frame
+
+    _, second = two_files(tmp_path / "data", corrupt)
+    with pytest.raises(ValueError) as caught:
+        fit_folder(tmp_path / "data")
+    assert str(caught.value).startswith(f"in Parquet file '{second}': duplicate timestamps in item 's1', e.g. "
+                                        "1970-01-01 00:00:00 appears 62 times")
+    assert str(caught.value).endswith(". 62 of the file's timestamps fall in 1970, which is what zeros, or epoch "
+                                      "numbers read in the wrong unit, become: they are likely corrupted; fix the "
+                                      "file's column 'time' rather than aggregating")

@@ -475,6 +475,15 @@ class CovariateConfig(Config):
 #: (over 500 IQRs out); a typo of 1e9 in a series around 5 is about 1e9 IQRs out.
 FAR_IQRS = 20.0
 
+#: The fewest observed values that make a *level shift*: a run of far values (beyond the same fence)
+#: up to the last observed step of a series' training part, of the data forecast from, or of a
+#: network's window. Such a run is data, not outliers: the scaler and RevIN keep it
+#: (:func:`tsrec.data.scaling.level_shifts`, :class:`tsrec.nn.heads.RevIN`). Fewer (one or two far
+#: values at the end: a typo?) stay far. 3 is the shortest run a typo is unlikely to make.
+SHIFT_STEPS = 3
+
+FAR_VALUES = ("missing", "keep")
+
 GAP_POLICIES = ("raise", "warn")
 MISSING_CONTEXT_POLICIES = ("nan", "raise")
 SCALINGS = ("robust", "standard")
@@ -507,6 +516,16 @@ class WindowConfig(Config):
             are, all of them trained on (the long-horizon benchmarks' protocol).
             Either way ``fit`` and ``predict`` warn (:class:`~tsrec.data.scaling.OutlierWarning`)
             naming the series and timestamps of values beyond the fences.
+        far_values: ``"missing"`` (default) or ``"keep"``: what values far from their series
+            (beyond the fences above) or from their window (:class:`~tsrec.nn.heads.RevIN`) are.
+            ``"missing"``: isolated far values (a typo, a placeholder) are missing, as ``scaling``
+            says, and the networks' instance normalisation reads a value far from its window as
+            missing; a *level shift* (at least ``SHIFT_STEPS`` far values beyond one fence up to
+            the last observed step) is data: kept by the scaler and the training windows, and
+            a window ending in one is read at its new level. ``"keep"``: every value is data:
+            the scaler's moments, the training windows and the instance normalisation read far
+            values as they are (the scaler is then standard whatever ``scaling`` says). The fix
+            for real far values that are not a level shift (spikes that happen).
     """
 
     prediction_length: int
@@ -516,6 +535,7 @@ class WindowConfig(Config):
     gaps: str = "raise"
     missing_context: str = "nan"
     scaling: str = "robust"
+    far_values: str = "missing"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "prediction_length", check_int("prediction_length", self.prediction_length, 1))
@@ -526,6 +546,13 @@ class WindowConfig(Config):
         check_choice("gaps", self.gaps, GAP_POLICIES)
         check_choice("missing_context", self.missing_context, MISSING_CONTEXT_POLICIES)
         check_choice("scaling", self.scaling, SCALINGS)
+        check_choice("far_values", self.far_values, FAR_VALUES)
+
+    @property
+    def robust(self) -> bool:
+        """Whether the scaler leaves isolated far values out (``scaling="robust"`` and
+        ``far_values="missing"``)."""
+        return self.scaling == "robust" and self.far_values == "missing"
 
     @property
     def context(self) -> int:

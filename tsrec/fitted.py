@@ -38,6 +38,7 @@ from tsrec.config import DataFacts
 from tsrec.data import CovariateEncoder, CovariateValues, Panel, Series, StandardScaler, forecast_frame
 from tsrec.data.frame import split_at
 from tsrec.data.schema import Schema
+from tsrec.data.tails import fills_tails, tail_gaps
 from tsrec.data.time_features import calendar_cycles, data_facts, regular_stamps
 from tsrec.models import ForecastModel, build_model
 from tsrec.settings import ForecasterSettings
@@ -201,7 +202,10 @@ class FittedState:
           time zone, ``forecaster.json``'s ``data.tz``; the wall clock without one);
         - ``scaler_loc``, ``scaler_scale``, ``scaler_low``, ``scaler_high`` ``[N, C]``;
         - ``static_real`` ``[N, Ks]``; ``static_cat`` and ``static_cat_ends`` the ``[N, Kc]``
-          categorical static covariates row by row, as the ids.
+          categorical static covariates row by row, as the ids;
+        - ``model_name`` the UTF-8 bytes of the registry name the network was built as (one
+          network class serves several names, e.g. ``patchtst`` and ``rsa_patchtst``): ``load``
+          refuses a ``forecaster.json`` that names another (:func:`_named_as_built`).
         """
         history, statics = self.history, self.covariate_history
         items = history.items
@@ -218,6 +222,7 @@ class FittedState:
             **{f"scaler_{name}": _tensor(getattr(self.scaler, name), np.float64) for name in SCALER_ROWS},
             "static_real": _tensor(statics.static_real, np.float64),
             "static_cat": categories, "static_cat_ends": category_ends,
+            "model_name": _pack_strings([self.resolved.model])[0],
         }
 
     def _content(self) -> dict[str, Any]:
@@ -277,6 +282,7 @@ class FittedState:
                 f"{WEIGHTS_FILE} does not fit the {resolved.model!r} network that {CONFIG_FILE} describes "
                 f"(prediction_length {network.prediction_length}, context_length {network.context_length}, "
                 f"{network.n_channels} channels): {'; '.join(mismatches)}")
+        _named_as_built(resolved.model, tensors)  # one network class, another name (the mismatches: another class)
         model.load_state_dict(tensors["state_dict"])
         encoder = CovariateEncoder.from_dict(meta["covariates"]["encoder"])
         meta, rows = _per_series(meta, tensors, len(encoder.categorical))
@@ -452,6 +458,19 @@ def _check_tensors(tensors: dict[str, Any]) -> None:
         if (bounds.diff() < 0).any() or bounds[-1] != len(tensors[data]):
             raise _Inconsistent(f"{WEIGHTS_FILE}'s {ends} are not where the strings of its {data} "
                                 f"({len(tensors[data])} bytes) end, in order")
+
+
+def _named_as_built(name: str, tensors: dict[str, Any]) -> None:
+    """Refuse a ``forecaster.json`` whose model ``name`` is not the one ``weights.pt`` was saved
+    with (``model_name``; files saved before it have none, and nothing to compare): an edited name
+    would run one model's network under another's (``patchtst``'s as ``rsa_patchtst``)."""
+    saved = tensors.get("model_name")
+    if saved is None:
+        return
+    built = bytes(saved.numpy()).decode("utf-8", "surrogatepass") if isinstance(saved, torch.Tensor) else saved
+    if built != name:
+        raise _Inconsistent(f"{CONFIG_FILE} names the model {name!r}, but {WEIGHTS_FILE} holds the network of "
+                            f"{built!r}")
 
 
 def _described(value: Any) -> str:
@@ -664,13 +683,21 @@ def _state_dict_mismatches(model: torch.nn.Module, saved: dict[str, torch.Tensor
 
 def _history_shapes(state: FittedState, channels: int) -> tuple[str, Any, str, Any]:
     """The check of the history's shapes: ``[context_length, channels]`` for every series, or for a
-    model that reads whole histories at most ``context_length`` steps (each series as it was)."""
+    model that reads whole histories at most ``context_length`` steps (each series as it was); a
+    network that forecasts missing tails (:func:`~tsrec.data.tails.fill_tails`) keeps up to as many
+    more steps as the longest tail."""
     context = state.resolved.window.context_length
     shapes = sorted({s.values.shape for s in state.history.items})
     if state.model.reads_whole_history:
         return ("the history's shapes", [list(shape) for shape in shapes if not (0 < shape[0] <= context
                                                                                 and shape[1] == channels)],
                 f"[1..{context} (context_length) steps, {channels} channels]", [])
+    if fills_tails(state.model.trainable, state.covariates.config.columns):
+        wrong = [(item.item_id, list(item.values.shape)) for item, gap in zip(state.history.items,
+                                                                             tail_gaps(state.history))
+                 if not (context <= len(item) <= context + gap and item.values.shape[1] == channels)]
+        return ("the history's shapes", wrong[:3], f"[{context} (context_length) steps and the series' missing tail, "
+                                                   f"{channels} channels]", [])
     return "the history's shapes", shapes, "[context_length, channels]", [(context, channels)]
 
 

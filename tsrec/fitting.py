@@ -34,16 +34,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tsrec.config import FAR_IQRS, DataFacts, TrainingConfig
+from tsrec.config import FAR_IQRS, SHIFT_STEPS, DataFacts, TrainingConfig
 from tsrec.data import CovariateEncoder, Panel, StandardScaler, WindowDataset, data_facts, split_panel
 from tsrec.data.periods import dominant_periods
 from tsrec.data.scaling import OutlierWarning, item_blocks
 from tsrec.data.source import Read
 from tsrec.data.split import Split, default_val_windows
+from tsrec.data.tails import fills_tails, with_tails
 from tsrec.data.time_features import seasonality
 from tsrec.fitted import FittedState, TrainingSummary
 from tsrec.models import ForecastModel, build_model, model_spec
 from tsrec.models.ensemble import EnsembleConfig
+from tsrec.nn.heads import RevIN
 from tsrec.settings import ForecasterSettings
 from tsrec.smoothing_prior import with_smoothing_prior
 from tsrec.training.budget import Budget, plan_budget, refit_budget
@@ -103,17 +105,18 @@ class Prepared:
     val_set: WindowDataset | None
 
 
-def prepare(read: Read, val: Read | None, context: int, horizon: int, *, val_windows: int | None, scaling: str,
+def prepare(read: Read, val: Read | None, context: int, horizon: int, *, val_windows: int | None, robust: bool,
             windows: bool) -> Prepared:
-    """Split ``read`` (validation windows from its end, or ``val``'s), fit the target scaler
-    (``scaling``) and the covariate encoding on the training rows of each series, and with
-    ``windows`` build the training and validation :class:`WindowDataset` (values far from the
-    training distribution missing when the scaler is robust)."""
+    """Split ``read`` (validation windows from its end, or ``val``'s), fit the target scaler (with
+    ``robust``, :attr:`WindowConfig.robust <tsrec.config.WindowConfig.robust>`, isolated far values
+    left out) and the covariate encoding on the training rows of each series, and with ``windows``
+    build the training and validation :class:`WindowDataset` (isolated far values missing when the
+    scaler is robust; a level shift kept, :func:`~tsrec.data.scaling.level_shifts`)."""
     panel = read.panel
     split = split_panel(panel, context, horizon, val_windows=val_windows, val_panel=None if val is None else val.panel)
     _require_observed(panel, split.train_end)
     scaler = StandardScaler.fit([s.values for s in panel.items], [s.observed for s in panel.items], split.train_end,
-                                robust=scaling == "robust")
+                                robust=robust)
     encoder = CovariateEncoder.fit(read.schema.covariates, read.categorical, read.covariates, panel,
                                    split.train_end)
     if not windows:
@@ -202,7 +205,7 @@ def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = No
     # which needs no context (a shorter series than the context is read padded).
     whole = model_class.whole_history or prefitted is not None
     prepared = prepare(read, val, 1 if whole else context, horizon, val_windows=val_windows,
-                       scaling=settings.window.scaling, windows=trainable)
+                       robust=settings.window.robust, windows=trainable)
     facts = _facts(read, prepared.split, prepared.encoder)
     effective = settings if prefitted is None else dataclasses.replace(settings, network=prefitted.network)
     if prefitted is None:  # RSAConfig(prior="ets"): the ETS fit of the training part the REMs start from
@@ -235,8 +238,13 @@ def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = No
                          "fit without resume=True")
     summary = TrainingSummary(pd.DataFrame(run.history, columns=list(TrainingSummary.COLUMNS)), run.best_epoch,
                               time.perf_counter() - started, run.best_step, run.budget, refit)
-    state = FittedState(settings=settings, resolved=resolved, model=model.eval(), history=panel.tail(context),
-                        scaler=scaler, covariates=encoder, covariate_history=read.covariates.tail(context),
+    # The history predict() forecasts from: the context, and a missing tail after it where a network forecasts one.
+    if fills_tails(model.trainable, encoder.config.columns):
+        history, covariate_history = with_tails(panel, read.covariates, context)
+    else:
+        history, covariate_history = panel.tail(context), read.covariates.tail(context)
+    state = FittedState(settings=settings, resolved=resolved, model=model.eval(), history=history,
+                        scaler=scaler, covariates=encoder, covariate_history=covariate_history,
                         facts=facts, summary=summary, schema=read.schema,
                         leaderboard=None if prefitted is None else prefitted.leaderboard)
     report_far(state, panel, np.arange(len(panel.items)), "fit", stacklevel=4)
@@ -255,7 +263,7 @@ def _refit(resolved: ForecasterSettings, read: Read, context: int, run: _Run, bu
 
     training = resolved.training
     full = prepare(read, None, context, resolved.window.prediction_length, val_windows=0,
-                   scaling=resolved.window.scaling, windows=True)
+                   robust=resolved.window.robust, windows=True)
     best_step = run.best_step if run.best_step is not None else run.budget["steps_run"]
     best_epoch = run.best_epoch if run.best_epoch is not None else len(run.history)
     plan = refit_budget(budget, best_step=max(best_step, 1), best_epoch=max(best_epoch, 1),
@@ -341,46 +349,83 @@ def _require_observed(panel: Panel, train_end: Sequence[int]) -> None:
 
 
 def report_far(state: FittedState, panel: Panel, rows: np.ndarray, when: str, *, stacklevel: int) -> None:
-    """Warn (:class:`~tsrec.data.scaling.OutlierWarning`) naming the first :data:`FAR_EXAMPLES`
-    observed values of ``panel`` beyond the fences of their scaler row (``rows`` ``[N]``) of
-    ``state``'s scaler, with their series, column and timestamp: the fit data (``when="fit"``) or
-    the contexts forecast from (``"predict"``)."""
-    scaler = state.scaler
-    count, examples = _far_values(panel, scaler, rows)
-    if not count:
+    """Warn (:class:`~tsrec.data.scaling.OutlierWarning`) about the observed values of ``panel``
+    beyond the fences of their scaler row (``rows`` ``[N]``) of ``state``'s scaler: the fit data
+    (``when="fit"``) or the contexts forecast from (``"predict"``). Level shifts (runs up to a
+    series' end, :func:`~tsrec.data.scaling.level_shifts`) are named as such, with where each
+    starts and its level, apart from the isolated far values (the first :data:`FAR_EXAMPLES`
+    named with their series, column and timestamp): one warning, a sentence for each kind."""
+    count, examples, shifts = _far_values(panel, state.scaler, rows)
+    if not count and not shifts:
         return
-    named = ", ".join(f"{label} at {stamp} ({value:.6g})" for label, stamp, value in examples)
-    more = f" and {count - len(examples)} more" if count > len(examples) else ""
+    keep = state.resolved.window.far_values == "keep"
+    revin = any(isinstance(m, RevIN) and m.far_iqrs is not None for m in state.model.modules())  # RevIN's far rule
     context = state.resolved.window.context_length
     where = "in the fit data" if when == "fit" else f"in the last {context} steps forecast from"
-    if when == "predict":
-        effect = ("the network's instance normalisation reads the ones far from their window as missing"
-                  if getattr(state.model.config, "revin", False) else "the model forecasts from them as they are")
-    elif scaler.robust:
-        effect = "the model was fitted with them treated as missing (scaling='standard' keeps them)"
-    else:
-        effect = "they set their series' scale and the model was trained on them (scaling='robust' leaves them out)"
-    warnings.warn(f"{count} value(s) {where} lie far outside their series' training distribution (more than "
-                  f"{FAR_IQRS:g} interquartile ranges beyond its quartiles): {named}{more}; {effect}. Check them "
-                  "(a typo, a wrong unit, a placeholder such as -9999?)", OutlierWarning, stacklevel=stacklevel)
+    said = []
+    if shifts:
+        named = ", ".join(f"{label} from {stamp} ({n} values up to its last, median {level:.6g})"
+                          for label, stamp, n, level in shifts[:FAR_EXAMPLES])
+        more = f" and {len(shifts) - FAR_EXAMPLES} more" if len(shifts) > FAR_EXAMPLES else ""
+        if when == "fit":
+            effect = "kept as data by the scaling and the training windows"
+        elif revin and state.scaler.robust:  # RevIN judges in the robust scale, where the shift stands out
+            effect = "kept: the network's instance normalisation reads a window that ends in one at its new level"
+        else:
+            effect = "the model forecasts from them as they are"
+        said.append(f"{len(shifts)} series {where} end at a new level far outside their training distribution "
+                    f"(at least {SHIFT_STEPS} values beyond one fence up to their last observed step: a level "
+                    f"shift): {named}{more}; {effect}. If it is a run of mistakes instead, fix or drop those rows")
+    if count:
+        named = ", ".join(f"{label} at {stamp} ({value:.6g})" for label, stamp, value in examples)
+        more = f" and {count - len(examples)} more" if count > len(examples) else ""
+        if when == "predict":
+            effect = ("the network's instance normalisation reads the ones far from their window as missing "
+                      "(far_values='keep' reads them as they are)" if revin
+                      else "the model forecasts from them as they are")
+        elif state.scaler.robust:
+            effect = "the model was fitted with them treated as missing (far_values='keep' keeps them)"
+        else:
+            effect = ("they set their series' scale and the model was trained on them (scaling='robust' "
+                      "leaves them out)" if not keep else "they set their series' scale and the model was "
+                      "trained on them (far_values='keep')")
+        said.append(f"{count} value(s) {where} lie far outside their series' training distribution (more than "
+                    f"{FAR_IQRS:g} interquartile ranges beyond its quartiles), apart from any level shift: {named}"
+                    f"{more}; {effect}. Check them (a typo, a wrong unit, a placeholder such as -9999?)")
+    warnings.warn(". ".join(said), OutlierWarning, stacklevel=stacklevel)
 
 
-def _far_values(panel: Panel, scaler: StandardScaler, rows: np.ndarray) -> tuple[int, list[tuple[str, Any, float]]]:
-    """How many observed values of ``panel`` lie beyond the fences of their scaler row (``rows``
-    ``[N]``, one per item), and the first :data:`FAR_EXAMPLES` as ``(channel label, timestamp,
-    value)``, in item, time and column order; a block of items at a time."""
+def _far_values(panel: Panel, scaler: StandardScaler,
+                rows: np.ndarray) -> tuple[int, list[tuple[str, Any, float]], list[tuple[str, Any, int, float]]]:
+    """The observed values of ``panel`` beyond the fences of their scaler row (``rows`` ``[N]``,
+    one per item), a block of items at a time: how many are isolated (not a level shift,
+    :meth:`~tsrec.data.scaling.StandardScaler.far_parts`) and the first :data:`FAR_EXAMPLES` as
+    ``(channel label, timestamp, value)``, in item, time and column order; and every level shift
+    as ``(channel label, first timestamp, values, median value)``."""
     lengths = np.diff(panel.offsets)  # [N]
-    count, examples = 0, []
+    count, examples, shifts = 0, [], []
     for block in item_blocks(lengths):
         values = np.concatenate([panel.items[i].values for i in block])  # [M, C]
         observed = np.concatenate([panel.items[i].observed for i in block])
-        far = scaler.far(values, np.repeat(np.asarray(rows)[block.start:block.stop], lengths[block])) & observed
+        series = np.repeat(np.arange(len(block)), lengths[block])  # [M]
+        far, shifted = scaler.far_parts(values, observed,
+                                        np.repeat(np.asarray(rows)[block.start:block.stop], lengths[block]), series)
         count += int(far.sum())
         ends = np.cumsum(lengths[block])  # [n] end of each item's rows in the block
-        for step, c in np.argwhere(far)[:FAR_EXAMPLES - len(examples)]:
+
+        def located(step: int) -> tuple[int, Any]:  # the item's position in the panel, and the step's timestamp
             position = int(np.searchsorted(ends, step, side="right"))
-            item = panel.items[block.start + position]
             at = int(step) - int(ends[position] - lengths[block.start + position])
-            examples.append((panel.channel_label(block.start + position, int(c)), item.index[at],
-                             float(values[step, c])))
-    return count, examples
+            return block.start + position, panel.items[block.start + position].index[at]
+
+        for step, c in np.argwhere(far)[:FAR_EXAMPLES - len(examples)]:
+            position, stamp = located(step)
+            examples.append((panel.channel_label(position, int(c)), stamp, float(values[step, c])))
+        for c in range(values.shape[1]):
+            run = shifted[:, c]
+            for n in np.unique(series[run]):
+                steps = np.flatnonzero(run & (series == n))
+                position, stamp = located(int(steps[0]))
+                shifts.append((panel.channel_label(position, c), stamp, len(steps),
+                               float(np.median(values[steps, c]))))
+    return count, examples, shifts

@@ -16,6 +16,7 @@ from tsrec.config import DEFAULT_MODEL, CovariateConfig, DataFacts, TrainingConf
 from tsrec.data import CovariateEncoder, Panel, StandardScaler, normalize_freq, source
 from tsrec.data.schema import Schema
 from tsrec.data.source import Source
+from tsrec.data.tails import fills_tails, tail_gap
 from tsrec.fitted import FittedState, TrainingSummary
 from tsrec.fitting import fit_state
 from tsrec.forecasting import forecast_next, steps_read
@@ -115,7 +116,9 @@ class Forecaster:
 
     @property
     def panel(self) -> Panel | None:
-        """The last ``context_length`` steps of every fitted series (None before ``fit``)."""
+        """The last ``context_length`` steps of every fitted series (None before ``fit``); for a
+        network, also a missing tail after them, which ``predict`` forecasts from the steps before
+        it (:mod:`tsrec.data.tails`)."""
         return None if self.fitted is None else self.fitted.history
 
     @property
@@ -309,8 +312,12 @@ class Forecaster:
             # The forecasts read each series' last context_length steps: its earlier rows are not read
             # (all of them for a model that reads whole histories, or an ensemble with such members, up to its cap).
             last = steps_read(self.fitted)
-            read = source.read(df, self.fitted.schema, categorical=self.covariates.categorical, freq=self.freq,
-                               gaps=self.settings.window.gaps, last=last, layout=self.panel.columns)
+            options = dict(categorical=self.covariates.categorical, freq=self.freq, gaps=self.settings.window.gaps,
+                           layout=self.panel.columns)
+            read = source.read(df, self.fitted.schema, last=last, **options)
+            gap = tail_gap(read.panel) if fills_tails(self.model.trainable, self.covariates.config.columns) else 0
+            if gap and last is not None:  # a network forecasts a missing tail from the steps before it: read them
+                read = source.read(df, self.fitted.schema, last=None if gap >= last else last + gap, **options)
             panel, values = read.panel.in_order_of(self.panel), read.covariates
         return forecast_next(self.fitted, panel, values, future_covariates=future_covariates, quantiles=quantiles,
                              num_samples=num_samples, batch_size=batch_size).to_frame(panel)

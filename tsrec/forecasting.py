@@ -16,6 +16,7 @@ The device and Lightning arguments are the state's (``settings.trainer.trainer_k
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Sequence
 
@@ -26,9 +27,11 @@ import torch
 from tsrec._checks import check_optional_int
 from tsrec.data import CovariateValues, Panel, WindowCovariates, WindowDataset, future_index
 from tsrec.data.covariates import check_context, read_future
+from tsrec.data.tails import fill_tails, fills_tails, with_tails
 from tsrec.fitted import FittedState, ForecastResult, unscale
 from tsrec.fitting import history_cap, report_far
 from tsrec.models import ForecastModel
+from tsrec.models.base import MISSING_TAIL_AS_MEAN
 from tsrec.nn.outputs import check_levels
 
 __all__ = ["context_read", "forecast", "forecast_next", "outputs", "steps_read", "window_dtype"]
@@ -60,16 +63,34 @@ def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | No
     rows = state.history.check_compatible(panel)
     # The windows read the last context_length steps only: they are built from those alone.
     recent = panel.tail(context)
+    report_far(state, recent, rows, "predict", stacklevel=4)
+    _report_tails(state, recent)
+    if fills_tails(model.trainable, encoder.config.columns):  # missing tails forecast from the last observations
+        gapped, _ = with_tails(panel, CovariateValues.none(panel), context)
+        recent = fill_tails(gapped, state.settings.window.prediction_length,
+                            functools.partial(_forecast_cut, state, rows, batch_size))[0].tail(context)
     dataset = WindowDataset.for_prediction(
         recent, state.scaler, context, state.settings.window.prediction_length, scaler_rows=rows,
         covariates=_prediction_covariates(state, recent, values.tail(context), future_covariates),
         padded=model.reads_whole_history, dtype=window_dtype(model))
-    report_far(state, recent, rows, "predict", stacklevel=4)
-    _report_tails(state, recent)
     result = forecast(state, dataset, rows, np.arange(len(panel.items)), np.diff(panel.offsets), levels=levels,
                       num_samples=num_samples, batch_size=batch_size)
     _report_blind(state, panel, result.blind)
     return result
+
+
+def _forecast_cut(state: FittedState, rows: np.ndarray, batch_size: int | None, cut: Panel,
+                  items: np.ndarray) -> np.ndarray:
+    """``[n, H, C]`` the point forecasts after the ends of the series of ``cut`` (items ``items``
+    ``[n]`` of the panel whose scaler rows are ``rows``), from windows padded with unobserved
+    steps where a series is shorter than the context: :func:`~tsrec.data.tails.fill_tails`' forecasts
+    of a missing tail, for a network without covariates."""
+    dataset = WindowDataset.for_prediction(
+        cut, state.scaler, state.resolved.window.context_length, state.settings.window.prediction_length,
+        scaler_rows=rows[items], covariates=_prediction_covariates(state, cut, CovariateValues.none(cut), None),
+        padded=True, dtype=window_dtype(state.model))
+    return forecast(state, dataset, rows[items], np.arange(len(items)), np.diff(cut.offsets),
+                    batch_size=batch_size).mean
 
 
 def forecast(state: FittedState, dataset: WindowDataset, rows: np.ndarray, items: np.ndarray, origins: np.ndarray,
@@ -180,9 +201,12 @@ def window_dtype(model: ForecastModel) -> type:
 
 def _report_tails(state: FittedState, panel: Panel) -> None:
     """Name the series and columns of ``panel`` whose last values are missing (but not all of
-    them) and what the model does about it (its ``missing_tail`` note, or its members'), in one
-    warning; nothing for a model without such a note."""
-    notes = {m.missing_tail for m in state.model.modules() if getattr(m, "missing_tail", None)}
+    them) and what the model does about it (its ``missing_tail`` note, or its members'; a network's
+    is :data:`~tsrec.models.base.MISSING_TAIL_AS_MEAN` where its tails are not filled, as with
+    covariates or in an ensemble), in one warning; nothing for a model without such a note."""
+    fills = fills_tails(state.model.trainable, state.covariates.config.columns)
+    notes = {m.missing_tail if fills or not m.trainable else MISSING_TAIL_AS_MEAN
+             for m in state.model.modules() if getattr(m, "missing_tail", None)}
     if not notes:
         return
     gaps = []
@@ -207,5 +231,6 @@ def _report_blind(state: FittedState, panel: Panel, blind: np.ndarray) -> None:
                f"steps, so they get no forecast: {', '.join(names[:5])}{' ...' if len(names) > 5 else ''}")
     if state.settings.window.missing_context == "raise":
         raise ValueError(problem + "; pass data whose last context_length steps hold observations")
-    warnings.warn(problem + "; their forecast is NaN (missing_context='raise' makes this an error)",
-                  UserWarning, stacklevel=4)
+    warnings.warn(problem + "; their forecast is NaN (missing_context='raise' makes this an error). A "
+                  "context_length that reaches back to their last observations forecasts them from those; "
+                  "or drop their missing rows to forecast from their last observation", UserWarning, stacklevel=4)

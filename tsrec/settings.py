@@ -123,7 +123,7 @@ class ForecasterSettings(Config):
         context = self.window.context if context_length is None else context_length
         window = dataclasses.replace(self.window, context_length=context, freq=freq)
         network = dataclasses.replace(self.network, context_length=window.context_length,
-                                      prediction_length=window.prediction_length)
+                                      prediction_length=window.prediction_length, far_values=window.far_values)
         return dataclasses.replace(self, window=window, network=network.resolved(data),
                                    covariates=self.covariates if covariates is None else covariates)
 

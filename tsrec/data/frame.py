@@ -220,8 +220,8 @@ class Panel:
             missing = [c for c in self.columns if c not in other.columns]
             extra = [c for c in other.columns if c not in self.columns]
             raise ValueError(
-                f"columns differ from the fitted frame (missing {missing}, unexpected {extra}); "
-                f"pass exactly these columns in this order: {list(self.columns)}"
+                f"columns differ from the fitted frame (missing {missing}, unexpected {extra}); pass exactly the "
+                f"columns the model was fitted on, in any order, e.g. df[{list(self.columns)}]"
             )
         positions = {item_id: i for i, item_id in enumerate(self.item_ids)}
         unknown = [i for i in other.item_ids if i not in positions]

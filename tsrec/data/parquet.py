@@ -26,6 +26,15 @@ id (``df.sort_values([id_col, time_col]).to_parquet(path, row_group_size=...)``)
 once in all, and data in any other order once per chunk; a larger ``chunk_series`` means fewer
 passes.
 
+Files that disagree. The dataset's schema is its first file's. Before any row is read, every
+file's own schema (its footer) is checked for the columns read: a file without one of them, or
+with a column of another kind (a number, a timestamp, text; text is parsed into the others' type
+where it can be) is a ``ValueError`` naming the file, the column, both types and the fix; so is
+a value that cannot be read in the others' type. An error about a series' rows (duplicate
+timestamps, say) names the file that alone gives it, or the files whose rows of that series
+share timestamps; timestamps on 1970-01-01 (what zeros, or epoch numbers read in the wrong unit,
+become) are named as a likely corruption.
+
 Frequency. With ``freq=None`` every chunk's frequency is inferred from its series and must be
 the first chunk's (a ``ValueError`` naming a series of each otherwise, as for series of different
 frequencies in one frame); a chunk whose series give none (one timestamp each) is read at the
@@ -110,13 +119,26 @@ def read_parquet(
     time_col, target_col = _time_and_target(dataset.schema, config, time_col=time_col, id_col=id_col,
                                             target_col=target_col)
     columns = list(dict.fromkeys([id_col, time_col, target_col, *config.columns]))
+    _check_files(dataset, columns, {id_col: "id_col", time_col: "time_col", target_col: "target_col"})
     parts = []
     wanted = _distinct_ids(dataset, id_col) if ids is None else _id_array(dataset, id_col, ids)
     for chunk in _chunks(wanted, id_col, chunk_series):
         rows = _rows(dataset, columns, id_col, chunk)
-        read = functools.partial(read_frame, rows, config, categorical, gaps=gaps, time_col=time_col, id_col=id_col,
-                                 target_col=target_col, last=last)
-        parts.append(read(freq=freq) if freq is not None or not parts else _inferred_alike(read, parts[0][0]))
+
+        def read(table: pd.DataFrame, *, freq: str | None) -> tuple[Panel, CovariateValues]:
+            return read_frame(table, config, categorical, gaps=gaps, time_col=time_col, id_col=id_col,
+                              target_col=target_col, last=last, freq=freq)
+
+        try:
+            parts.append(read(rows, freq=freq) if freq is not None or not parts else
+                         _inferred_alike(functools.partial(read, rows), parts[0][0]))
+        except ValueError as error:
+            named = _naming_files(error, dataset, columns, id_col, time_col, chunk,
+                                  functools.partial(read, freq=freq if freq is not None or not parts
+                                                    else parts[0][0].freq))
+            if named is error:
+                raise
+            raise named from error
     return _joined(parts)
 
 
@@ -290,13 +312,113 @@ def _chunks(ids: pa.Array, id_col: Hashable, size: int) -> Iterator[pa.Array]:
 def _rows(dataset: ds.Dataset, columns: list[Hashable], id_col: Hashable, ids: pa.Array) -> pd.DataFrame:
     """``[R, len(columns)]`` the rows of the series ``ids``, only ``columns``, as pandas reads them
     (every column a column, an index pandas saved included). The ids' range, besides the ids, lets
-    Parquet skip the row groups whose statistics lie outside it; the files are read one at a time."""
+    Parquet skip the row groups whose statistics lie outside it; the files are read one at a time.
+    A value a file holds that cannot be read in the dataset's type (text that is not a number) is
+    a ``ValueError`` naming the file."""
+    import pyarrow as pa
+
+    rows = _of_ids(id_col, ids)
+    try:
+        table = dataset.to_table(columns=columns, filter=rows, fragment_readahead=1)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as error:
+        for fragment in dataset.get_fragments():
+            try:
+                fragment.to_table(schema=dataset.schema, columns=columns, filter=rows)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+                types = {name: str(fragment.physical_schema.field(name).type) for name in columns}
+                wanted = {name: str(dataset.schema.field(name).type) for name in columns}
+                raise ValueError(
+                    f"Parquet file {fragment.path!r} cannot be read with the other files: {error} (its columns' types: "
+                    f"{types}; the data's, from {dataset.files[0]!r}: {wanted}); write every file with one type per "
+                    "column, e.g. df[column] = pd.to_numeric(df[column]) before df.to_parquet(...)") from error
+        raise
+    return table.to_pandas(ignore_metadata=True)
+
+
+def _of_ids(id_col: Hashable, ids: pa.Array) -> Any:
+    """The dataset filter of the rows of ``ids``: their range (which lets Parquet skip the row
+    groups whose statistics lie outside it) and the ids themselves."""
     import pyarrow.compute as pc
 
     field, bounds = pc.field(id_col), pc.min_max(ids)
-    rows = (field >= bounds["min"]) & (field <= bounds["max"]) & field.isin(ids)
-    table = dataset.to_table(columns=columns, filter=rows, fragment_readahead=1)
-    return table.to_pandas(ignore_metadata=True)
+    return (field >= bounds["min"]) & (field <= bounds["max"]) & field.isin(ids)
+
+
+def _kind(type_: pa.DataType) -> str:
+    """What a column of Arrow type ``type_`` holds, as the file checks compare it: ``"number"``
+    (integers, floats, decimals, booleans), ``"timestamp"`` (timestamps and dates), ``"text"``
+    (strings, dictionaries of them), else the type's own name."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(type_):
+        type_ = type_.value_type
+    if pa.types.is_integer(type_) or pa.types.is_floating(type_) or pa.types.is_decimal(type_) \
+            or pa.types.is_boolean(type_):
+        return "number"
+    if pa.types.is_timestamp(type_) or pa.types.is_date(type_):
+        return "timestamp"
+    if pa.types.is_string(type_) or pa.types.is_large_string(type_):
+        return "text"
+    return str(type_)
+
+
+def _check_files(dataset: ds.Dataset, columns: Sequence[Hashable], roles: dict[Hashable, str]) -> None:
+    """Every file of ``dataset`` holds ``columns`` with the kind of value (:func:`_kind`) the
+    dataset's schema (its first file's) gives them: text may stand for another kind (read as
+    it, :func:`_rows`), except in the id column (ids of one kind in every file); else a
+    ``ValueError`` naming the file, the column (``roles``: the option that names it), both types
+    and the fix. Reads each file's footer alone."""
+    first = dataset.files[0]
+    expected = {name: dataset.schema.field(name).type for name in columns}
+    for fragment in dataset.get_fragments():
+        schema = fragment.physical_schema
+        for name, want in expected.items():
+            role = f" ({roles[name]})" if name in roles else ""
+            if schema.get_field_index(name) < 0:
+                raise ValueError(
+                    f"Parquet file {fragment.path!r} has no column {name!r}{role}, which {first!r} has (its columns: "
+                    f"{schema.names}); write that file with the column (rename it if it is there under another name), "
+                    "or leave the file out of the data")
+            got = schema.field(name).type
+            kinds = {_kind(got), _kind(want)}
+            if len(kinds) > 1 and ("text" not in kinds or roles.get(name) == "id_col"):
+                hint = (f" (numbers where timestamps are due are often seconds since 1970: convert them with "
+                        f"pd.to_datetime(df[{name!r}], unit='s'))" if kinds == {"number", "timestamp"} else "")
+                raise ValueError(
+                    f"Parquet file {fragment.path!r}: column {name!r}{role} is {got}, where {first!r} has {want}"
+                    f"{hint}; write every file with one type per column")
+
+
+def _naming_files(error: ValueError, dataset: ds.Dataset, columns: list[Hashable], id_col: Hashable,
+                  time_col: Hashable, ids: pa.Array, read: Callable[[pd.DataFrame], Any]) -> ValueError:
+    """``error`` (raised reading the rows of the series ``ids``) with the Parquet files it comes
+    from: the file whose rows of ``ids`` alone give the same error (``read``: what raised it,
+    applied to a file's rows), or the files whose rows of one series share timestamps; with a
+    likely corruption named where that file has timestamps on 1970-01-01. ``error`` as it is
+    where neither explains it."""
+    rows = dataset.to_table(columns=[*columns, "__filename"], filter=_of_ids(id_col, ids)).to_pandas(
+        ignore_metadata=True)
+    for path, part in rows.groupby("__filename", sort=False):
+        try:
+            read(part.drop(columns="__filename"))
+        except ValueError as alone:
+            if str(alone) != str(error):
+                continue
+            stamps = pd.to_datetime(part[time_col], errors="coerce")
+            epoch = int((stamps.dt.year == 1970).sum()) if hasattr(stamps, "dt") else 0
+            corrupt = (f". {epoch} of the file's timestamps fall in 1970, which is what zeros, or epoch numbers read "
+                       f"in the wrong unit, become: they are likely corrupted; fix the file's column {time_col!r} "
+                       "rather than aggregating" if epoch else "")
+            return ValueError(f"in Parquet file {path!r}: {error}{corrupt}")
+    shared = rows[rows.duplicated([id_col, time_col], keep=False)]
+    overlapping = shared.groupby([id_col, time_col], sort=False)["__filename"].nunique()
+    overlapping = overlapping[overlapping > 1]
+    if len(overlapping):
+        (series, stamp) = overlapping.index[0]
+        files = sorted(shared.loc[(shared[id_col] == series) & (shared[time_col] == stamp), "__filename"].unique())
+        return ValueError(f"{error}. Series {series!r} has rows at the same timestamps (e.g. {stamp}) in the Parquet "
+                          f"files {files}: keep each series' timestamp in one file")
+    return error
 
 
 def _joined(parts: Sequence[tuple[Panel, CovariateValues]]) -> tuple[Panel, CovariateValues]:

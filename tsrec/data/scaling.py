@@ -15,6 +15,17 @@ moments, and of the windows a model is fitted on (:func:`tsrec.data.windows.scal
 ``drop_far``). One typo of 1e9 in a series around 5 thus no longer sets the scale to 4e7, which
 flattened every other value to a constant and let the model's small errors come back multiplied
 by 4e7. On data without far values both modes give the same ``loc`` and ``scale``, bit for bit.
+
+Level shifts. Far values are not all mistakes: a series that jumps from 5 to 50 and stays there
+has its new values beyond the fences of its old ones. A run of at least
+:data:`~tsrec.config.SHIFT_STEPS` observed far values beyond one fence up to a series' last
+observed step (:func:`level_shifts`) is a *level shift*, and data: the training windows keep its
+values, scaled as every value (only the *isolated* far values, :meth:`StandardScaler.far_parts`,
+are missing there), and the networks' instance normalisation reads a window that ends in one at
+its new level (:class:`tsrec.nn.heads.RevIN`). The robust moments still leave every far value
+out, a shift's too: ``scale`` stays the series' usual variation, so that RevIN, which judges
+values in these units, sees the shift as far from the old level. A typo of 1e9 somewhere, or one
+or two at the very end, stays isolated.
 """
 
 from __future__ import annotations
@@ -25,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from tsrec.config import FAR_IQRS
+from tsrec.config import FAR_IQRS, SHIFT_STEPS
 
 Items = int | Sequence[int] | np.ndarray
 
@@ -62,8 +73,8 @@ class StandardScaler:
     low, high: ``[N, C]`` the fences (module docstring): values outside ``[low, high]`` are far
            from the training distribution. ``-inf``/``inf`` where nothing is judged far (a constant
            channel; a scaler saved before the fences existed). Default: ``-inf``/``inf``.
-    robust: the moments leave out far values, and the windows a model is fitted on treat them as
-           missing (``fit(..., robust=True)``).
+    robust: the moments leave out far values, and the windows a model is fitted on treat the
+           isolated ones (not a level shift) as missing (``fit(..., robust=True)``).
     """
 
     loc: np.ndarray
@@ -145,6 +156,20 @@ class StandardScaler:
         x = np.asarray(x, dtype=np.float64)
         return (x < low) | (x > high)
 
+    def far_parts(self, x: np.ndarray, observed: np.ndarray, items: np.ndarray,
+                  series: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The observed far values of ``x`` ``[M, C]`` (``observed`` ``[M, C]``; row ``m`` scaled
+        by row ``items[m]``, and a step of the series ``series[m]``, ascending, rows in time
+        order), split: ``(isolated, shifted)``, each ``[M, C]`` bool: the level shifts
+        (``shifted``, :func:`level_shifts`: runs up to each series' last observed row here) and
+        the rest."""
+        low, high = self._shaped((self.low, self.high), items, 2)
+        side = _sides(np.asarray(x, dtype=np.float64), low, high)  # [M, C]
+        series = np.asarray(series)
+        n = int(series[-1]) + 1 if len(series) else 0
+        shifted = level_shifts(side, observed, series, n)
+        return observed & (side != 0) & ~shifted, shifted
+
     def inverse_transform(self, x: np.ndarray, items: Items) -> np.ndarray:
         """Undo :meth:`transform` (float64, same shapes), e.g. on a model's float32 forecasts."""
         loc, scale = self._shaped((self.loc, self.scale), items, np.ndim(x))
@@ -164,6 +189,43 @@ class StandardScaler:
         fences = {name: np.asarray(state[name]) for name in ("low", "high") if name in state}
         return cls(loc=np.asarray(state["loc"]), scale=np.asarray(state["scale"]), **fences,
                    robust=bool(state.get("robust", False)))
+
+
+def level_shifts(side: np.ndarray, observed: np.ndarray, series: np.ndarray, n_series: int) -> np.ndarray:
+    """``[M, C]`` bool: the observed entries that make a level shift.
+
+    side:     ``[M, C]`` int: +1 above the high fence, -1 below the low one, 0 between (any value
+              where unobserved).
+    observed: ``[M, C]`` bool.
+    series:   ``[M]`` ascending in ``[0, n_series)``: each row's series (its rows in time order).
+
+    A series' (and channel's) level shift is the run of its observed entries after the last one
+    on another side than its last observed entry, when that entry is far (``side != 0``) and the
+    run holds at least :data:`~tsrec.config.SHIFT_STEPS` of them: far values beyond one fence up to
+    the end, unobserved steps between them allowed.
+    """
+    rows, channels = side.shape
+    if rows == 0:
+        return np.zeros(side.shape, dtype=bool)
+    step = np.arange(rows)[:, None]  # [M, 1]
+    starts = np.searchsorted(series, np.arange(n_series))  # [N]
+    present = np.diff(np.r_[starts, rows]) > 0
+
+    def last(mask: np.ndarray) -> np.ndarray:  # [N, C] each series' last row where mask holds, -1 without
+        out = np.full((n_series, channels), -1)
+        if present.any():
+            out[present] = np.maximum.reduceat(np.where(mask, step, -1), starts[present], axis=0)
+        return out
+
+    final = last(observed)  # [N, C]
+    final_side = np.where(final >= 0, side[final.clip(0), np.arange(channels)], 0)  # [N, C]
+    run = observed & (step > last(observed & (side != final_side[series]))[series]) & (final_side[series] != 0)
+    return run & (_counts(run, series, n_series) >= SHIFT_STEPS)[series]
+
+
+def _sides(x: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """``x``'s shape, int8: +1 above ``high``, -1 below ``low``, 0 between (and for NaN)."""
+    return (x > high).astype(np.int8) - (x < low).astype(np.int8)
 
 
 def _fences(x: np.ndarray, mask: np.ndarray, item: np.ndarray, n_items: int) -> tuple[np.ndarray, np.ndarray]:

@@ -475,7 +475,8 @@ def stored_panel(
     ``scaler_rows[i]`` (default ``i``), and the calendar features of ``steps`` (the timestamps of
     every item's feature steps laid end to end, ``[sum T'_i]``, and their ``[N]`` counts ``T'_i``)
     followed by ``covariates``' features. With ``drop_far`` and a robust scaler
-    (``StandardScaler.robust``), values beyond its fences (``StandardScaler.far``) are unobserved.
+    (``StandardScaler.robust``), isolated values beyond its fences are unobserved; a level shift up
+    to an item's end is kept (``StandardScaler.far_parts``).
     ``dtype``: the stored values' type (float32, or float64 for the statistical models).
 
     Raises ``ValueError`` naming the column (and item), the timestamp and the value of the first
@@ -498,7 +499,8 @@ def stored_panel(
         items = np.repeat(rows[block.start:block.stop], lengths[block])  # [sum T_i]
         x = scaler.transform(values, items)  # [sum T_i, C]
         if drop_far and scaler.robust:
-            observed[first:last] &= ~scaler.far(values, items)
+            series = np.repeat(np.arange(len(block)), lengths[block])  # [sum T_i]
+            observed[first:last] &= ~scaler.far_parts(values, observed[first:last], items, series)[0]
         if (bad := first_unrepresentable(x, observed[first:last])) is not None:
             step, c = bad
             position = block.start + int(np.searchsorted(np.cumsum(lengths[block]), step, side="right"))

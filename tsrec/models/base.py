@@ -12,12 +12,18 @@ from torch import Tensor, nn
 
 from tsrec._checks import check_choice, check_int, check_optional_int
 from tsrec.batch import ForecastBatch
-from tsrec.config import Config, DataFacts, RSAConfig, static_embedding_dim
+from tsrec.config import FAR_IQRS, FAR_VALUES, Config, DataFacts, RSAConfig, static_embedding_dim
 from tsrec.nn.covariates import CovariateHead, StaticEmbedding
 from tsrec.nn.heads import RevIN
 from tsrec.nn.outputs import OUTPUTS, check_levels, make_output
 
 DEFAULT_QUANTILE_LEVELS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+
+#: What a network does with a missing tail where it does not forecast it (a network with
+#: covariates, or one in an ensemble, whose other members read the window as it is).
+MISSING_TAIL_AS_MEAN = ("the networks read each missing step as the series' training mean (0 in scaled units; "
+                        "RevIN's statistics leave it out) and forecast the requested dates; drop the missing rows to "
+                        "forecast from the last observation instead")
 
 
 @dataclass(frozen=True)
@@ -49,7 +55,10 @@ class ModelConfig(Config):
             lowered DLinear's long-horizon error on most settings, benchmarks/README.md). A context
             value far from the rest of its window (more than ``FAR_IQRS`` interquartile ranges
             beyond the window's quartiles, :class:`~tsrec.nn.heads.RevIN`) is read as missing, so
-            one extreme value sets neither the window's scale nor the forecast.
+            one extreme value sets neither the window's scale nor the forecast; a window that ends
+            in a level shift is read at its new level (:class:`~tsrec.nn.heads.RevIN`).
+        far_values: the window settings' ``far_values`` (filled from them, as the shape): with
+            ``"keep"`` RevIN reads every value as it is.
         channel_independent: run the core on each channel separately (``C = 1``), sharing weights.
         output: what the network forecasts per step and channel (:mod:`tsrec.nn.outputs`):
             ``"point"`` (default), ``"normal"`` or ``"studentt"`` (a distribution, trained by
@@ -67,10 +76,11 @@ class ModelConfig(Config):
     channel_independent: bool = False
     output: str = "point"
     quantile_levels: tuple[float, ...] = DEFAULT_QUANTILE_LEVELS
+    far_values: str = "missing"
 
     #: Fields the estimator fills from its window settings and the data; never user options there.
     SHAPE_FIELDS: ClassVar[tuple[str, ...]] = ("context_length", "prediction_length", "n_channels", "n_time_features",
-                                               "n_covariate_features", "static_cardinalities")
+                                               "n_covariate_features", "static_cardinalities", "far_values")
 
     def __post_init__(self) -> None:
         for name in ("context_length", "prediction_length", "n_channels"):
@@ -78,6 +88,7 @@ class ModelConfig(Config):
         object.__setattr__(self, "n_time_features", check_optional_int("n_time_features", self.n_time_features, 0))
         self._check_covariates()
         check_choice("output", self.output, OUTPUTS)
+        check_choice("far_values", self.far_values, FAR_VALUES)
         object.__setattr__(self, "quantile_levels", check_levels("quantile_levels", self.quantile_levels))
 
     def _check_covariates(self) -> None:
@@ -173,9 +184,8 @@ class ForecastModel(nn.Module, abc.ABC):
     #: What the model does with a series whose last values are missing, said in ``predict``'s
     #: warning that names such series (None: nothing to say, as for an ensemble, whose members say it).
     missing_tail: ClassVar[str | None] = (
-        "the networks read each missing step as the series' training mean (0 in scaled units; RevIN's statistics "
-        "leave it out) and forecast the requested dates; drop the missing rows to forecast from the last "
-        "observation instead")
+        "the networks forecast the missing steps from each series' last observation, prediction_length steps at a "
+        "time, and the requested dates from those forecasts")
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
@@ -192,7 +202,8 @@ class ForecastModel(nn.Module, abc.ABC):
                              "patchtst / rsa_patchtst")
         self.config = config
         self.core_channels = 1 if config.channel_independent else config.n_channels
-        self.revin = RevIN(config.n_channels) if config.revin else None
+        self.revin = RevIN(config.n_channels, far_iqrs=FAR_IQRS if config.far_values == "missing" else None) \
+            if config.revin else None
         if not self.trainable and config.output not in self.untrained_outputs:
             raise ValueError(f"{type(self).__name__} is not trained, so it has only a point forecast: "
                              f"use output='point', or a trainable model for output={config.output!r}")

@@ -6,7 +6,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from tsrec.config import FAR_IQRS
+from tsrec.config import FAR_IQRS, SHIFT_STEPS
 
 
 class RevIN(nn.Module):
@@ -24,6 +24,14 @@ class RevIN(nn.Module):
     values near 0 gave a scale near 1e8 and forecasts of that size) nor reaches the network;
     windows without far values are normalised exactly as without this rule. ``eps`` is a floor on
     the variance, in the same units.
+
+    A window that ends in a *level shift* (:meth:`relevel`: at least
+    :data:`~tsrec.config.SHIFT_STEPS` observed values beyond one fence of the window's first quarter,
+    up to its last observed step) is read at its new level: its steps before the shift are moved
+    by the shift (the difference of the two parts' medians) before the rule above, so that the
+    forecast continues the new level instead of the old one (or a blend). One or two far values
+    at the end (a typo?) are far as anywhere else. ``far_iqrs=None`` reads every value as it is
+    (``far_values="keep"``).
     """
 
     def __init__(self, n_channels: int, *, affine: bool = True, eps: float = 1e-5,
@@ -34,33 +42,81 @@ class RevIN(nn.Module):
         self.weight = nn.Parameter(torch.ones(n_channels)) if affine else None
         self.bias = nn.Parameter(torch.zeros(n_channels)) if affine else None
 
-    def far(self, x: Tensor, seen: Tensor) -> Tensor:
+    def relevel(self, x: Tensor, seen: Tensor, rows: Tensor | None = None) -> Tensor:
+        """``x [B, L, C]`` with the steps before a level shift moved to its level (``seen [B, L, C]``
+        bool: the observed steps). A window and channel's shift: the run of observed steps after
+        the last one on another side of the fences of the window's first ``ceil(L / 4)`` steps
+        (its quartiles widened as in :meth:`far`) than its last observed step, when that one lies
+        beyond them and the run holds at least ``SHIFT_STEPS``; the earlier observed steps are
+        moved by ``median(run) - median(earlier)``. Other windows are returned as they are (only
+        those whose observed span exceeds ``far_iqrs``, ``rows`` where given, can hold one)."""
+        if self.far_iqrs is None:
+            return x
+        with torch.no_grad():
+            rows = self._spread_rows(x, seen) if rows is None else rows  # [B']
+            if not len(rows):
+                return x
+            xs, ss = x[rows], seen[rows]  # [B', L, C]
+            length = x.shape[1]
+            head = ss.clone()
+            head[:, -(-length // 4):] = False  # [B', L, C] the reference: the first ceil(L / 4) steps
+            q1, q3 = _quantiles(xs, head, (0.25, 0.75))  # [B', 1, C] each
+            reach = self.far_iqrs * (q3 - q1).clamp_min(1.0)
+            referenced = head.any(1, keepdim=True)  # [B', 1, C]
+            side = ((xs > q3 + reach).to(torch.int8) - (xs < q1 - reach).to(torch.int8)) * referenced  # [B', L, C]
+            step = torch.arange(length, device=x.device).view(1, length, 1)
+            final = torch.where(ss, step, -1).amax(1, keepdim=True)  # [B', 1, C] last observed step
+            final_side = side.gather(1, final.clamp_min(0)) * (final >= 0)  # [B', 1, C]
+            since = torch.where(ss & (side != final_side), step, -1).amax(1, keepdim=True)  # [B', 1, C]
+            run = ss & (step > since) & (final_side != 0)  # [B', L, C]
+            run &= run.sum(1, keepdim=True) >= SHIFT_STEPS
+            earlier = ss & ~run
+            moved = run.any(1, keepdim=True) & earlier.any(1, keepdim=True)  # [B', 1, C]
+            shifted = moved.flatten(1).any(1).nonzero().squeeze(1)  # [B''] the windows moved (the medians' sorts)
+            if not len(shifted):
+                return x
+            xs, run, earlier, moved = xs[shifted], run[shifted], earlier[shifted], moved[shifted]
+            new, old = (_quantiles(xs, part, (0.5,))[0] for part in (run, earlier))  # [B'', 1, C] each
+            delta = torch.zeros_like(x)
+            delta[rows[shifted]] = torch.where(earlier & moved, new - old, 0.0).to(x.dtype)
+        return x + delta
+
+    def _spread_rows(self, x: Tensor, seen: Tensor) -> Tensor:
+        """``[B']`` the windows whose observed values span more than ``far_iqrs`` in some channel:
+        the only ones that can hold a far value or a level shift (their fences are at least
+        ``far_iqrs`` beyond quartiles that lie within the span)."""
+        span = torch.where(seen, x, -torch.inf).amax(1) - torch.where(seen, x, torch.inf).amin(1)  # [B, C]
+        return (span > self.far_iqrs).any(1).nonzero().squeeze(1)
+
+    def far(self, x: Tensor, seen: Tensor, rows: Tensor | None = None) -> Tensor:
         """``[B, L, C]`` bool: the observed steps (``seen [B, L, C]`` bool) of ``x [B, L, C]`` outside
         ``[Q1 - k s, Q3 + k s]`` of their window and channel: ``Q1``, ``Q3`` the quartiles of its
         observed steps (linear interpolation, as ``torch.quantile``), ``k = far_iqrs`` and
-        ``s = max(Q3 - Q1, 1)``. None are far without ``far_iqrs``."""
+        ``s = max(Q3 - Q1, 1)``. None are far without ``far_iqrs``; only the windows ``rows``
+        ``[B']`` can hold one where given (default: those whose observed span exceeds ``far_iqrs``)."""
         far = torch.zeros_like(seen)
         if self.far_iqrs is None:
             return far
         with torch.no_grad():
             # A value is far only beyond Q1 - k s or Q3 + k s with s >= 1, so only in a window whose
             # observed values span more than k: the quartiles (a sort) are computed for those alone.
-            span = torch.where(seen, x, -torch.inf).amax(1) - torch.where(seen, x, torch.inf).amin(1)  # [B, C]
-            rows = (span > self.far_iqrs).any(1).nonzero().squeeze(1)  # [B'] windows that may hold one
+            rows = self._spread_rows(x, seen) if rows is None else rows  # [B'] windows that may hold one
             if len(rows):
                 x, seen = x[rows], seen[rows]  # [B', L, C]
-                count = seen.sum(1, keepdim=True)  # [B', 1, C]
-                ordered = torch.where(seen, x, torch.inf).sort(dim=1).values  # [B', L, C], unobserved last
-                q1, q3 = (_order_quantile(ordered, count, level) for level in (0.25, 0.75))  # [B', 1, C] each
+                q1, q3 = _quantiles(x, seen, (0.25, 0.75))  # [B', 1, C] each
                 reach = self.far_iqrs * (q3 - q1).clamp_min(1.0)
                 far[rows] = seen & ((x < q1 - reach) | (x > q3 + reach))
             return far
 
     def normalize(self, x: Tensor, observed: Tensor | None = None) -> tuple[Tensor, tuple[Tensor, Tensor]]:
         """``x [B, L, C]`` -> normalised ``x`` and the statistics ``(loc, scale)``, each ``[B, 1, C]``;
-        far values (:meth:`far`) are left out of the statistics and normalised as the mean."""
+        a window ending in a level shift is read at its new level (:meth:`relevel`), and far values
+        (:meth:`far`) are left out of the statistics and normalised as the mean."""
         weight = torch.ones_like(x) if observed is None else observed.to(x.dtype)
-        far = self.far(x, weight > 0)  # [B, L, C]
+        seen = weight > 0
+        rows = None if self.far_iqrs is None else self._spread_rows(x, seen)  # [B'] the windows either rule reads
+        x = self.relevel(x, seen, rows)
+        far = self.far(x, seen, rows)  # [B, L, C] (relevel moves windows among rows alone)
         weight = weight.masked_fill(far, 0.0)
         x = x.masked_fill(far, 0.0)
         count = weight.sum(1, keepdim=True).clamp_min(1.0)
@@ -80,6 +136,14 @@ class RevIN(nn.Module):
             return loc, scale
         scale = scale / (self.weight + self.eps)
         return loc - self.bias * scale, scale
+
+
+def _quantiles(x: Tensor, seen: Tensor, levels: tuple[float, ...]) -> list[Tensor]:
+    """The ``levels`` quantiles of the ``seen`` steps of ``x`` along dim 1 (``[B, L, C]`` each):
+    one ``[B, 1, C]`` tensor per level (inf or NaN where nothing is seen)."""
+    ordered = torch.where(seen, x, torch.inf).sort(dim=1).values  # [B, L, C], unobserved last
+    count = seen.sum(1, keepdim=True)  # [B, 1, C]
+    return [_order_quantile(ordered, count, level) for level in levels]
 
 
 def _order_quantile(ordered: Tensor, count: Tensor, level: float) -> Tensor:
