@@ -21,7 +21,7 @@ from tsrec.config import DEFAULT_MODEL
 QUIET = {"enable_progress_bar": False, "logger": False}
 H = 6
 FAST = dict(prediction_length=H, max_steps=20, trainer_kwargs=QUIET)
-COLUMNS = ["model", "val_mse", "weight", "fit_seconds", "cpu_seconds", "note"]
+COLUMNS = ["model", "val_mse", "weight", "fit_seconds", "cpu_seconds", "note", "covariates"]
 
 
 def hourly(n=24 * 12, seed=0):
