@@ -160,8 +160,12 @@ def test_the_validation_windows_follow_autogluons_rule_capped_by_the_shortest_se
     calls = []
     backtest = tsrec.auto.backtest
     monkeypatch.setattr(tsrec.auto, "backtest", lambda *a, **k: calls.append(k) or backtest(*a, **k))
-    Forecaster("auto", candidates=("seasonal_naive",), **FAST).fit(long_hourly(n=48), id_col="id", time_col="ds")
+    Forecaster("auto", candidates=("seasonal_naive",), conformal_windows=0, **FAST).fit(long_hourly(n=48), id_col="id",
+                                                                                         time_col="ds")
     assert [(c["n_windows"], c["stride"]) for c in calls] == [(4, H)]  # 3 series, 48 // 2 // 6
+    calls.clear()  # calibrated (the default): the same span, every origin of it (4 horizons: 3 * 6 + 1 origins)
+    Forecaster("auto", candidates=("seasonal_naive",), **FAST).fit(long_hourly(n=48), id_col="id", time_col="ds")
+    assert [(c["n_windows"], c["stride"]) for c in calls] == [(19, 1)]
 
 
 def test_greedy_selection_keeps_the_best_model_unless_averaging_helps():
