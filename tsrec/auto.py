@@ -39,8 +39,17 @@ ensemble.
    a few times, where entering at 1/2 would not have helped. The weights are the shares of the
    kept rounds each candidate was chosen in.
 
-The leaderboard lists every candidate: its validation MSE, weight, wall and CPU seconds, and a
-note (the rungs a network trained for, why it stopped, or why it was skipped). On a terminal each
+5. **Intervals.** The validation backtest forecasts every origin of the validation windows, a
+   stride that divides the horizon apart (:func:`_stride`; the choice reads the origins one horizon
+   apart only), and the chosen ensemble's weighted forecast of all of them calibrates its conformal
+   intervals (:mod:`tsrec.conformal`; ``conformal_windows=0``: none). Nothing is fitted again.
+6. **Covariates.** The candidates that read covariates (the networks) are fitted and scored with
+   those given to ``fit``; the statistical ones on the targets alone (the frame without the
+   covariate columns). A network member with covariates is refitted on all the history.
+
+The leaderboard lists every candidate: its validation MSE, weight, wall and CPU seconds, a
+note (the rungs a network trained for, why it stopped, or why it was skipped) and the covariates it
+read (``covariates``). On a terminal each
 candidate prints one progress line on stderr.
 """
 
