@@ -169,7 +169,8 @@ def tasks(names: list[str] | None, data_dir: Path) -> list[tuple[str, Any]]:
 
 
 def run(args: argparse.Namespace, argv: list[str]) -> list[dict[str, Any]]:
-    stamp = dict(commit=git_commit(), machine=machine(), date=now(), command=command_line("benchmarks.calibration", argv))
+    stamp = dict(commit=git_commit(), machine=machine(), date=now(),
+                 command=command_line("benchmarks.calibration", argv))
     rows: list[dict[str, Any]] = []
     for name, make in tasks(args.dataset, args.data_dir):
         task = make()
@@ -253,7 +254,8 @@ def render(frame: pd.DataFrame, where: Path) -> str:
               f"- Coverage within {WITHIN_POINTS:g} points of 80, 90 and 95% on every dataset: "
               + ("**met**" if within_all else "**not met** (✗ rows)") + ".",
               f"- Winkler score at or below statsforecast's conformal AutoETS (on most of the three levels) on most "
-              f"datasets: {wins} of {compared} " + ("(**met**)" if compared and wins > compared / 2 else "(**not met**)")
+              f"datasets: {wins} of {compared} "
+              + ("(**met**)" if compared and wins > compared / 2 else "(**not met**)")
               + ".", "",
               f"`python -m benchmarks.calibration --render {where}` redraws this table.", ""]
     return "\n".join(lines)

@@ -187,7 +187,8 @@ def test_auto_gives_covariates_to_the_candidates_that_take_them(monkeypatch):
     monkeypatch.setattr(tsrec.auto, "MIN_NETWORK_WINDOWS", 0)
     n, rng = 24 * 12, np.random.default_rng(0)
     df = pd.concat([pd.DataFrame({"id": i, "ds": pd.date_range("2024-01-01", periods=n, freq="h"),
-                                  "promo": (x := rng.standard_normal(n)), "y": 5 + 3 * x + 0.1 * rng.standard_normal(n)})
+                                  "promo": (x := rng.standard_normal(n)),
+                                  "y": 5 + 3 * x + 0.1 * rng.standard_normal(n)})
                     for i in "abc"], ignore_index=True)
     fit_part, future = df.groupby("id").head(n - H), df.groupby("id").tail(H)
     f = Forecaster("auto", candidates=("ets", "seasonal_naive", "dlinear"), prediction_length=H, max_steps=200,

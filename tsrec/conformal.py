@@ -63,7 +63,8 @@ def check_interval_levels(levels: Any) -> tuple[float, ...]:
     try:
         values = tuple(sorted(float(level) for level in ([levels] if np.isscalar(levels) else levels)))
     except (TypeError, ValueError):
-        raise ValueError(f"levels must be a list of interval levels in percent, e.g. [80, 90]; got {levels!r}") from None
+        raise ValueError(f"levels must be a list of interval levels in percent, e.g. [80, 90]; "
+                         f"got {levels!r}") from None
     if not values or any(not 0.0 < v < 100.0 for v in values) or len(set(values)) < len(values):
         raise ValueError(f"levels must be distinct percentages strictly between 0 and 100, e.g. [80, 90]; "
                          f"got {levels!r}")
@@ -172,7 +173,8 @@ class Calibration:
         j = np.ceil(k * kept / n - 1e-9).astype(np.int64)  # [H] the kept rank at or above k
         return self.order[np.arange(len(n)), j - 1]
 
-    def bands(self, mean: np.ndarray, rows: np.ndarray, levels: Sequence[float]) -> tuple[tuple[float, ...], np.ndarray]:
+    def bands(self, mean: np.ndarray, rows: np.ndarray,
+              levels: Sequence[float]) -> tuple[tuple[float, ...], np.ndarray]:
         """The bands of ``levels`` (percent) around ``mean`` ``[N, H, C]`` of windows whose series
         are the fitted rows ``rows`` ``[N]``: the quantile levels (:func:`band_quantiles`) and
         ``[N, H, C, Q]`` their values, lower bands ascending then upper bands."""

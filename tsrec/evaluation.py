@@ -442,7 +442,8 @@ def interval_levels(levels: Sequence[float]) -> tuple[float, ...]:
     """The interval levels (percent) of the quantile ``levels``' symmetric pairs ``q``, ``1 - q``
     (``q < 0.5``): 0.1 and 0.9 -> 80, 0.05 and 0.95 -> 90; sorted."""
     present = {round(q, 12) for q in levels}
-    return tuple(sorted(round(100.0 * (1.0 - 2.0 * q), 10) for q in present if q < 0.5 and round(1.0 - q, 12) in present))
+    return tuple(sorted(round(100.0 * (1.0 - 2.0 * q), 10) for q in present
+                        if q < 0.5 and round(1.0 - q, 12) in present))
 
 
 def _interval_scores(errors: pd.DataFrame, levels: tuple[float, ...],
@@ -473,7 +474,8 @@ def _interval_scores(errors: pd.DataFrame, levels: tuple[float, ...],
         name = f"{level:g}"
         coverage, windows = float(inside.mean()) if inside.size else math.nan, int(window.nunique())
         summary += [(f"interval_coverage_{name}", "fraction", coverage),
-                    (f"interval_width_{name}", "original", float(np.mean(hi[""] - lo[""])) if inside.size else math.nan),
+                    (f"interval_width_{name}", "original",
+                     float(np.mean(hi[""] - lo[""])) if inside.size else math.nan),
                     (f"interval_width_{name}", "scaled",
                      float(np.mean(hi["_scaled"] - lo["_scaled"])) if inside.size else math.nan),
                     (f"winkler_{name}", "original", float(np.mean(winkler[""])) if inside.size else math.nan),

@@ -29,7 +29,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from tsrec.config import Config, ConformalConfig, CovariateConfig, DataFacts, TrainerConfig, TrainingConfig, WindowConfig
+from tsrec.config import (Config, ConformalConfig, CovariateConfig, DataFacts, TrainerConfig, TrainingConfig,
+                          WindowConfig)
 from tsrec.models.base import ModelConfig
 from tsrec.models.registry import model_config, model_spec
 
