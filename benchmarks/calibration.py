@@ -28,6 +28,9 @@ Protocol, per dataset (``unseen_like``'s windows and inputs, ``benchmarks/unseen
   ``coverage_se``: the binomial standard error of the coverage with each (series, window) counted
   as one draw (the steps of one window miss together). ``cpu_seconds``: the process's CPU time for
   the fit and every window's forecast (one thread).
+- **Seeds**: the default runs every ``--seeds`` seed where its first seed's fit trained a network,
+  else the first only (statistical candidates do not depend on the seed); an interrupted command
+  run again goes on from the rows its CSV holds.
 - **Targets** (judged by ``--render``): the default covers within 3 points of each level on every
   dataset (seeds averaged), and its Winkler score is at or below statsforecast's on most datasets.
 """
@@ -63,6 +66,8 @@ ETT_SLICES = {"ETTh1_last2880": dict(file="ETTh1.csv", freq="h", steps=2880, hor
 COLUMNS = ["dataset", "model", "seed", "level", "status", "coverage", "coverage_se", "width", "winkler", "entries",
            "windows", "cpu_seconds", "note", "commit", "machine", "date", "command"]
 MODELS = ("default", "sf_autoets_conformal")
+#: The default's trainable candidates (a run that trained one depends on the seed).
+NETWORKS = ("rsa_patchtst", "patchtst", "dlinear")
 
 
 def ett_task(name: str, spec: dict[str, Any], data_dir: Path) -> Task:
@@ -116,9 +121,12 @@ def run_default(task: Task, seed: int) -> tuple[pd.DataFrame, float, str]:
         low = round((100 - level) / 200, 12)
         bands[f"lo_{level}"], bands[f"hi_{level}"] = errors[f"y_q{low}"].to_numpy(), \
             errors[f"y_q{round(1 - low, 12)}"].to_numpy()
-    members = f.leaderboard[f.leaderboard.weight > 0]
+    board = f.leaderboard
+    members = board[board.weight > 0]
+    trained = board[board.model.isin(NETWORKS) & board.val_mse.notna()]
     note = "members " + ", ".join(f"{r.model} {r.weight:.2f}" for r in members.itertuples()) + \
-        f"; calibration {f.calibration.windows} origins x {f.calibration.stride} apart"
+        f"; calibration {f.calibration.windows} origins x {f.calibration.stride} apart" + \
+        (f"; networks tried: {', '.join(trained.model)}" if len(trained) else "; no network tried")
     return bands, cpu, note
 
 
@@ -169,16 +177,23 @@ def tasks(names: list[str] | None, data_dir: Path) -> list[tuple[str, Any]]:
 
 
 def run(args: argparse.Namespace, argv: list[str]) -> list[dict[str, Any]]:
+    """Every planned run not already in ``args.out`` (its rows kept: an interrupted command goes
+    on where it stopped). The default runs every seed only where its first seed tried a network
+    (a fit of statistical models alone does not depend on the seed)."""
     stamp = dict(commit=git_commit(), machine=machine(), date=now(),
                  command=command_line("benchmarks.calibration", argv))
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = pd.read_csv(args.out).to_dict("records") if args.out.exists() else []
+    done = {(r["dataset"], r["model"], None if pd.isna(r["seed"]) else int(r["seed"])) for r in rows}
     for name, make in tasks(args.dataset, args.data_dir):
-        task = make()
-        runs = [("default", seed, lambda s=seed: run_default(task, s)) for seed in args.seeds] + \
-            [("sf_autoets_conformal", None, lambda: run_statsforecast(task))]
+        runs = [("default", seed, lambda t, s=seed: run_default(t, s)) for seed in args.seeds] + \
+            [("sf_autoets_conformal", None, lambda t: run_statsforecast(t))]
+        runs = [run for run in runs if (name, run[0], run[1]) not in done]
+        task = make() if runs else None
         for model, seed, go in runs:
+            if model == "default" and seed != args.seeds[0] and not _tried_networks(rows, name, args.seeds[0]):
+                continue
             try:
-                bands, cpu, note = go()
+                bands, cpu, note = go(task)
                 result, status = score_run(task, bands), "ok"
             except Exception as err:  # a failed run is a row that says why, never a missing one
                 result, cpu, note, status = {L: {} for L in LEVELS}, math.nan, f"{type(err).__name__}: {err}", "failed"
@@ -191,6 +206,13 @@ def run(args: argparse.Namespace, argv: list[str]) -> list[dict[str, Any]]:
                   + " ".join(f"{L}%:{result[L].get('coverage', math.nan):.3f}" for L in LEVELS), flush=True)
             write(rows, args.out)
     return rows
+
+
+def _tried_networks(rows: list[dict[str, Any]], dataset: str, seed: int) -> bool:
+    """Whether the default's run of ``seed`` on ``dataset`` trained a network (its note names the
+    networks it tried)."""
+    notes = [str(r["note"]) for r in rows if r["dataset"] == dataset and r["model"] == "default" and r["seed"] == seed]
+    return any("networks tried" in note for note in notes)
 
 
 def write(rows: list[dict[str, Any]], out: Path) -> None:
@@ -238,8 +260,9 @@ def render(frame: pd.DataFrame, where: Path) -> str:
             "default width", "sf width", "default Winkler", "sf Winkler", "Winkler ratio"]
     stamp = frame.iloc[0]
     lines += ["# Calibration: the default's conformal intervals vs statsforecast's conformal AutoETS", "",
-              f"Command: `{stamp.command}`  ", f"Commit: `{stamp.commit}`  ", f"Machine: {stamp.machine}  ",
-              f"Date: {stamp.date}", "",
+              f"Command: `{stamp.command}`  ",
+              f"Commit: {', '.join(f'`{c}`' for c in dict.fromkeys(frame.commit))} (the rows' own in the CSV)  ",
+              f"Machine: {stamp.machine}  ", f"Date: {stamp.date}", "",
               "Coverage in percent (mean over seeds; the range over seeds in brackets; ± the binomial standard "
               "error with each (series, window) one draw). Width and Winkler score in units of each series' "
               "standard deviation before the first origin (lower is better). ✗: coverage more than "
