@@ -70,7 +70,8 @@ import pandas as pd
 from tsrec.data.frame import Panel
 from tsrec.data.schema import Schema
 from tsrec.data.source import Read, Source, history_before, in_memory
-from tsrec.conformal import Calibration, calibrate, default_windows, observed_ends, series_scale
+from tsrec.calibrating import fitted_scales
+from tsrec.conformal import Calibration, calibrate, default_windows, observed_ends
 from tsrec.evaluation import STATS_BASELINES, CoverageWarning, backtest
 from tsrec.fitting import Fit, Prefitted, fit_state
 from tsrec.forecaster import Forecaster
@@ -438,9 +439,7 @@ def _calibration(scorer: _Scorer, chosen: list[tuple[str, float]], state: Any, p
     mean = sum(weight * scorer.raw[name] for name, weight in chosen).reshape(-1, horizon, channels)  # [W, H, C]
     truth = scorer.raw_truth.reshape(mean.shape)
     labels = scorer.labels.reshape(mean.shape)[:, 0, :]  # [W, C] the item_id of each window's channels
-    rows = state.history.check_compatible(panel)  # [I]
-    fitted_scale = np.ones_like(np.asarray(state.scaler.scale, dtype=np.float64))  # [N, C]
-    fitted_scale[rows] = series_scale(panel, state.scaler, rows)
+    rows, fitted_scale = fitted_scales(state, panel)
     if panel.layout == "wide":
         of_label = {label: fitted_scale[rows[0], c] for c, label in enumerate(panel.columns)}
     else:

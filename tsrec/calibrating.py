@@ -7,8 +7,11 @@ and their residuals become the :class:`~tsrec.conformal.Calibration` of the fina
         origins: the last W + H - 1 steps of each series (conformal.origins_before_end)
         before = fit_before(rows of df before the first origin)      (one more fit)
         -> attach(state, before, read, origins)
-    attach(state, before, read, origins)                  auto calls it with its members' validated runs
+    attach(state, before, read, origins)
         forecast_origins(before, ...) -> residuals -> conformal.calibrate -> state with its calibration
+
+``auto`` calibrates its ensemble from its validation backtest instead (:func:`tsrec.auto.fit_auto`),
+with the same scales (:func:`fitted_scales`).
 """
 
 from __future__ import annotations
@@ -20,25 +23,24 @@ from collections.abc import Callable
 import numpy as np
 
 from tsrec.conformal import Calibration, calibrate, default_windows, observed_ends, origins_before_end, series_scale
-from tsrec.data import source
+from tsrec.data import Panel, source
 from tsrec.data.source import Read, Source, history_before
 from tsrec.fitted import FittedState
 from tsrec.forecasting import forecast_origins
 from tsrec.settings import ForecasterSettings
 
-__all__ = ["attach", "calibrated", "calibration_origins", "shortened"]
+__all__ = ["attach", "calibrated", "calibration_origins", "fitted_scales", "shortened"]
 
 
-def calibration_origins(read: Read, settings: ForecasterSettings, windows: int | None = None,
-                        span: int | None = None) -> tuple[np.ndarray, np.ndarray, int]:
+def calibration_origins(read: Read, settings: ForecasterSettings) -> tuple[np.ndarray, np.ndarray, int]:
     """The calibration origins of ``read``'s series (:func:`~tsrec.conformal.origins_before_end`):
-    ``windows`` per series (default: the settings', else :func:`~tsrec.conformal.default_windows`);
+    the settings' ``conformal_windows`` per series (else :func:`~tsrec.conformal.default_windows`);
     ``ValueError`` naming the series when one is too short to hold them after a first step."""
     panel, horizon = read.panel, settings.window.prediction_length
     channels = len(panel.columns) if panel.layout == "wide" else 1
-    windows = windows or settings.conformal.windows or default_windows(len(panel.items) * channels)
+    windows = settings.conformal.windows or default_windows(len(panel.items) * channels)
     ends = observed_ends(panel)
-    first, count, stride = origins_before_end(ends, horizon, windows, span)
+    first, count, stride = origins_before_end(ends, horizon, windows)
     if (short := np.flatnonzero(first < 2)).size:
         i = short[0]
         raise ValueError(f"{panel.item_label(i)} is too short to calibrate intervals on {int(count[i])} windows of "
@@ -83,9 +85,17 @@ def attach(state: FittedState, before: FittedState, read: Read, first: np.ndarra
     steps = result.origins[:, None] + np.arange(horizon)  # [W, H]
     truth = np.stack([panel.items[i].values[s] for i, s in zip(result.items, steps)])  # [W, H, C]
     seen = np.stack([panel.items[i].observed[s] for i, s in zip(result.items, steps)])  # [W, H, C]
-    rows = state.history.check_compatible(panel)  # [I] the final model's rows
-    fitted_scale = np.ones_like(np.asarray(state.scaler.scale, dtype=np.float64))  # [N, C]
-    fitted_scale[rows] = series_scale(panel, state.scaler, rows)
+    rows, fitted_scale = fitted_scales(state, panel)
     calibration: Calibration = calibrate(result.mean, truth, seen, fitted_scale[rows[result.items]], fitted_scale,
                                          int(count.max()), stride, settings.conformal, time.process_time() - started)
     return dataclasses.replace(state, calibration=calibration)
+
+
+def fitted_scales(state: FittedState, panel: Panel) -> tuple[np.ndarray, np.ndarray]:
+    """``[I]`` the row of each series of ``panel`` among ``state``'s fitted series, and ``[N, C]``
+    every fitted series' scale (:func:`~tsrec.conformal.series_scale` of ``panel``; 1 for a
+    fitted series ``panel`` lacks)."""
+    rows = state.history.check_compatible(panel)  # [I]
+    scale = np.ones_like(np.asarray(state.scaler.scale, dtype=np.float64))  # [N, C]
+    scale[rows] = series_scale(panel, state.scaler, rows)
+    return rows, scale

@@ -105,22 +105,13 @@ def observed_ends(panel: Panel) -> np.ndarray:
     return np.asarray(ends, dtype=np.int64)
 
 
-def origins_before_end(ends: np.ndarray, horizon: int, windows: int, span: int | None = None
-                       ) -> tuple[np.ndarray, np.ndarray, int]:
+def origins_before_end(ends: np.ndarray, horizon: int, windows: int) -> tuple[np.ndarray, np.ndarray, int]:
     """Calibration origins of series whose observed data end at ``ends`` ``[I]``: ``windows`` origins
-    per series, the last one's window ending at the series' end; stride 1 over the last
-    ``windows + horizon - 1`` steps, or, with ``span`` (steps: ``auto``'s validation span), spread
-    evenly over the last ``span`` steps. Returns the first origin ``[I]``, the count ``[I]`` and
-    the stride."""
-    if span is None:
-        stride = 1
-    else:
-        available = span - horizon + 1  # origins whose window fits in the span
-        windows = min(windows, available)
-        stride = max(1, (available - 1) // max(1, windows - 1))
-        windows = min(windows, (available - 1) // stride + 1)
+    per series, one step apart, the last one's window ending at the series' end (they cover its
+    last ``windows + horizon - 1`` steps). Returns the first origin ``[I]``, the count ``[I]`` and
+    the stride (1). (``auto`` takes its origins from its validation backtest, :mod:`tsrec.auto`.)"""
     last = ends - horizon  # [I]
-    return last - stride * (windows - 1), np.full(len(ends), windows, dtype=np.int64), stride
+    return last - (windows - 1), np.full(len(ends), windows, dtype=np.int64), 1
 
 
 @dataclass(frozen=True)
