@@ -69,7 +69,9 @@ def calibrated(df: Source, read: Read, settings: ForecasterSettings, state: Fitt
     started = time.process_time()
     first, count, stride = calibration_origins(read, settings)
     frame, before_read = shortened(df, read, first, settings.window.gaps)
-    quiet = dataclasses.replace(settings, conformal=dataclasses.replace(settings.conformal, windows=0))
+    # no calibration of its own, and no output_dir: its checkpoints must not replace the fitted run's
+    quiet = dataclasses.replace(settings, conformal=dataclasses.replace(settings.conformal, windows=0),
+                                trainer=dataclasses.replace(settings.trainer, output_dir=None))
     before = fit_before(frame, before_read, quiet)
     return attach(state, before, read, first, count, stride, settings, started)
 
