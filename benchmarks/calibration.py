@@ -246,7 +246,7 @@ def render(frame: pd.DataFrame, where: Path) -> str:
             within = off <= WITHIN_POINTS
             within_all &= bool(within)
             mark = "" if within else " ✗" if off <= 200 * d.se else " ✗✗"
-            spread = f" ({100 * d.cov_min:.1f}-{100 * d.cov_max:.1f})" if d.seeds > 1 else ""
+            spread = f" ({int(d.seeds)} seeds: {100 * d.cov_min:.1f}-{100 * d.cov_max:.1f})" if d.seeds > 1 else ""
             table.append([name, level, f"{100 * d.coverage:.1f}{spread} ± {100 * d.se:.1f}{mark}",
                           "" if s is None else f"{100 * s.coverage:.1f} ± {100 * s.coverage_se:.1f}",
                           f"{d.width:.3f}", "" if s is None else f"{s.width:.3f}",
@@ -260,13 +260,15 @@ def render(frame: pd.DataFrame, where: Path) -> str:
             "default width", "sf width", "default Winkler", "sf Winkler", "Winkler ratio"]
     stamp = frame.iloc[0]
     lines += ["# Calibration: the default's conformal intervals vs statsforecast's conformal AutoETS", "",
-              f"Command: `{stamp.command}`  ",
+              "Command: " + ", then ".join(f"`{c}`" for c in dict.fromkeys(frame.command))
+              + " (the second went on from the first's rows)" * (frame.command.nunique() > 1) + "  ",
               f"Commit: {', '.join(f'`{c}`' for c in dict.fromkeys(frame.commit))} (the rows' own in the CSV)  ",
               f"Machine: {stamp.machine}  ", f"Date: {stamp.date}", "",
-              "Coverage in percent (mean over seeds; the range over seeds in brackets; ± the binomial standard "
-              "error with each (series, window) one draw). Width and Winkler score in units of each series' "
-              "standard deviation before the first origin (lower is better). ✗: coverage more than "
-              f"{WITHIN_POINTS:g} points from the level but within two standard errors of it (too few windows "
+              "Coverage in percent (mean over seeds; the number of seeds and their range in brackets where "
+              "networks were trained, one seed where the default fitted statistical models only; ± the "
+              "binomial standard error with each (series, window) one draw). Width and Winkler score in "
+              "units of each series' standard deviation before the first origin (lower is better). ✗: "
+              f"coverage more than {WITHIN_POINTS:g} points from the level but within two standard errors of it (too few windows "
               "to tell); ✗✗: more than 3 points and two standard errors away. Protocol: "
               "`benchmarks/calibration.py`.", "",
               markdown_table(pd.DataFrame(table, columns=head)), ""]
