@@ -268,8 +268,8 @@ def render(frame: pd.DataFrame, where: Path) -> str:
               "networks were trained, one seed where the default fitted statistical models only; ± the "
               "binomial standard error with each (series, window) one draw). Width and Winkler score in "
               "units of each series' standard deviation before the first origin (lower is better). ✗: "
-              f"coverage more than {WITHIN_POINTS:g} points from the level but within two standard errors of it (too few windows "
-              "to tell); ✗✗: more than 3 points and two standard errors away. Protocol: "
+              f"coverage more than {WITHIN_POINTS:g} points from the level but within two standard errors "
+              "of it (too few windows to tell); ✗✗: more than 3 points and two standard errors away. Protocol: "
               "`benchmarks/calibration.py`.", "",
               markdown_table(pd.DataFrame(table, columns=head)), ""]
     cpu = ok.groupby(["dataset", "model"])["cpu_seconds"].mean().unstack()
