@@ -541,6 +541,9 @@ def test_a_calibrated_models_backtest_scores_coverage_and_winkler_per_series_and
     inside = (errors["y_q0.1"] <= errors.y_true) & (errors.y_true <= errors["y_q0.9"])
     assert at80.set_index("item_id").coverage["a"] == pytest.approx(inside.mean())
     assert score_backtest(f, result.errors).intervals.equals(result.intervals)  # scored again from the errors alone
+    joined = pd.concat([result.errors.iloc[:10], result.errors.iloc[10:]])  # parts joined: no attrs to read
+    joined.attrs.clear()
+    assert (score_backtest(f, joined).intervals.method == "conformal").all()
 
 
 def test_intervals_that_miss_warn_with_the_tolerance_and_a_quantile_networks_pairs_are_scored():

@@ -406,10 +406,12 @@ def score_backtest(forecaster: Forecaster, errors: pd.DataFrame) -> BacktestResu
     of the parts concatenated give the metrics of one backtest over all the series (within float
     rounding), since every metric is a mean over the scored entries (MASE divides each entry by its
     series' ``seasonal_error``). The baselines scored are those with columns in ``errors``, the
-    quantile levels those of its ``y_q<level>`` columns.
+    quantile levels those of its ``y_q<level>`` columns (intervals: their symmetric pairs).
     """
     baselines = tuple(b for b in BASELINES if f"y_{b}_scaled" in errors)
-    method = errors.attrs.get("intervals")
+    method = errors.attrs.get("intervals")  # lost where the parts' frames were joined without it:
+    if method is None and forecaster.calibration is not None and not forecaster.model.output.probabilistic:
+        method = "conformal"  # a point model's only bands
     return _score_unrefitted(forecaster, errors, baselines, _scored_levels(errors), method)
 
 
