@@ -90,6 +90,9 @@ def test_interval_levels_are_percentages_and_bad_ones_say_so():
     with pytest.raises(ValueError, match=r"conformal_scores must be one of \('scaled', 'absolute'\)"):
         Forecaster("seasonal_naive", prediction_length=H, conformal_scores="relative")
     assert default_windows(1) == 30 and default_windows(10) == 10 and default_windows(1000) == 2
+    with pytest.raises(ValueError, match=r"item 's0' is too short to calibrate intervals on 300 windows of 6 steps "
+                                         r"\(288 observed steps\): pass conformal_windows=<fewer>"):
+        Forecaster("seasonal_naive", prediction_length=H, conformal_windows=300).fit(noisy(), **COLS)
 
 
 def test_scaled_calibration_gives_each_series_its_own_width_and_covers_new_data():
