@@ -228,7 +228,7 @@ def render(frame: pd.DataFrame, where: Path) -> str:
     ok = frame[frame.status == "ok"]
     default = ok[ok.model == "default"].groupby(["dataset", "level"]).agg(
         coverage=("coverage", "mean"), cov_min=("coverage", "min"), cov_max=("coverage", "max"),
-        se=("coverage_se", "mean"), width=("width", "mean"), winkler=("winkler", "mean"),
+        windows=("windows", "mean"), width=("width", "mean"), winkler=("winkler", "mean"),
         winkler_sd=("winkler", "std"), seeds=("seed", "nunique"), cpu=("cpu_seconds", "mean"))
     sf = ok[ok.model == "sf_autoets_conformal"].set_index(["dataset", "level"])
     order = list(dict.fromkeys(frame.dataset))
@@ -245,9 +245,10 @@ def render(frame: pd.DataFrame, where: Path) -> str:
             off = abs(100 * d.coverage - level)
             within = off <= WITHIN_POINTS
             within_all &= bool(within)
-            mark = "" if within else " ✗" if off <= 200 * d.se else " ✗✗"
+            se = math.sqrt(level / 100 * (1 - level / 100) / d.windows)  # binomial, at the level, windows as draws
+            mark = "" if within else " ✗" if off <= 200 * se else " ✗✗"
             spread = f" ({int(d.seeds)} seeds: {100 * d.cov_min:.1f}-{100 * d.cov_max:.1f})" if d.seeds > 1 else ""
-            table.append([name, level, f"{100 * d.coverage:.1f}{spread} ± {100 * d.se:.1f}{mark}",
+            table.append([name, level, f"{100 * d.coverage:.1f}{spread} ± {100 * se:.1f}{mark}",
                           "" if s is None else f"{100 * s.coverage:.1f} ± {100 * s.coverage_se:.1f}",
                           f"{d.width:.3f}", "" if s is None else f"{s.width:.3f}",
                           f"{d.winkler:.3f}" + (f" ± {d.winkler_sd:.3f}" if d.seeds > 1 else ""),
@@ -256,7 +257,7 @@ def render(frame: pd.DataFrame, where: Path) -> str:
         if all((name, L) in default.index and (name, L) in sf.index for L in LEVELS):
             compared += 1
             wins += int(np.mean([default.loc[(name, L)].winkler <= sf.loc[(name, L)].winkler for L in LEVELS]) > 0.5)
-    head = ["dataset", "level %", "default coverage % (seed range) ± s.e.", "statsforecast coverage %",
+    head = ["dataset", "level %", "default coverage % (seeds: range) ± s.e. at the level", "statsforecast coverage %",
             "default width", "sf width", "default Winkler", "sf Winkler", "Winkler ratio"]
     stamp = frame.iloc[0]
     lines += ["# Calibration: the default's conformal intervals vs statsforecast's conformal AutoETS", "",
@@ -266,7 +267,8 @@ def render(frame: pd.DataFrame, where: Path) -> str:
               f"Machine: {stamp.machine}  ", f"Date: {stamp.date}", "",
               "Coverage in percent (mean over seeds; the number of seeds and their range in brackets where "
               "networks were trained, one seed where the default fitted statistical models only; ± the "
-              "binomial standard error with each (series, window) one draw). Width and Winkler score in "
+              "binomial standard error of a coverage equal to the level, with each (series, window) one draw; "
+              "statsforecast's: ± that of its own coverage). Width and Winkler score in "
               "units of each series' standard deviation before the first origin (lower is better). ✗: "
               f"coverage more than {WITHIN_POINTS:g} points from the level but within two standard errors "
               "of it (too few windows to tell); ✗✗: more than 3 points and two standard errors away. Protocol: "

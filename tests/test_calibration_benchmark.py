@@ -32,11 +32,12 @@ def test_the_table_judges_coverage_within_three_points_and_counts_winkler_wins()
         for level in LEVELS:
             p = coverage + (level - 80) / 100
             rows.append(dict(dataset=dataset, model="default", seed=0, level=level, status="ok", coverage=p,
-                             coverage_se=se, width=1.0, winkler=winkler, cpu_seconds=1.0))
+                             coverage_se=se, width=1.0, winkler=winkler, cpu_seconds=1.0, windows=100))
             rows.append(dict(dataset=dataset, model="sf_autoets_conformal", seed=np.nan, level=level, status="ok",
                              coverage=level / 100, coverage_se=se, width=1.0, winkler=2.0, cpu_seconds=1.0))
     frame = pd.DataFrame(rows).reindex(columns=COLUMNS).assign(command="cmd", commit="abc", machine="m", date="d")
     text = render(frame, "x.csv")
-    assert "| off | 80 | 70.0 ± 1.0 ✗✗ |" in text and "| good | 80 | 81.0 ± 1.0 |" in text
+    # the standard error at the level over 100 windows: sqrt(0.8 * 0.2 / 100) = 4 points; 10 off is more than two
+    assert "| off | 80 | 70.0 ± 4.0 ✗✗ |" in text and "| good | 80 | 81.0 ± 4.0 |" in text
     assert "on every dataset: **not met**" in text
     assert "most datasets: 1 of 2 (**not met**)" in text
