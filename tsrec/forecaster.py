@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +14,12 @@ import pandas as pd
 from tsrec.calibrating import calibrated
 from tsrec.collective import by_series, gather_parts, world
 from tsrec.config import DEFAULT_MODEL, CovariateConfig, DataFacts, TrainingConfig
+from tsrec.conformal import Calibration
 from tsrec.data import CovariateEncoder, Panel, StandardScaler, normalize_freq, source
 from tsrec.data.schema import Schema
 from tsrec.data.source import Source
 from tsrec.fitted import FittedState, TrainingSummary
-from tsrec.fitting import fit_state
+from tsrec.fitting import Fit, fit_state
 from tsrec.forecasting import forecast_next, steps_read
 from tsrec.models import ForecastModel, model_spec
 from tsrec.models.ensemble import AUTO
@@ -379,7 +380,7 @@ class Forecaster:
         return self
 
     @property
-    def calibration(self):  # -> tsrec.conformal.Calibration | None
+    def calibration(self) -> Calibration | None:
         """The conformal calibration of ``predict(levels=...)``'s intervals (None before ``fit``
         and for a model fitted without one; :mod:`tsrec.conformal`)."""
         return None if self.fitted is None else self.fitted.calibration
@@ -390,7 +391,8 @@ class Forecaster:
                 f"context_length={self.context_length}, freq={self.freq!r}; {state})")
 
 
-def _fit_before(fitter, df: Source, read, settings: ForecasterSettings) -> FittedState:
+def _fit_before(fitter: Callable[..., Fit] | None, df: Source, read: source.Read,
+                settings: ForecasterSettings) -> FittedState:
     """The model of ``settings`` fitted on ``df`` (read as ``read``), as ``fit`` fits it: the
     registry's ``fitter`` (``auto``'s), else :func:`~tsrec.fitting.fit_state` (conformal calibration's
     fit before its origins, :func:`tsrec.calibrating.calibrated`)."""
