@@ -21,7 +21,7 @@ from tsrec.config import DEFAULT_MODEL
 QUIET = {"enable_progress_bar": False, "logger": False}
 H = 6
 FAST = dict(prediction_length=H, max_steps=20, trainer_kwargs=QUIET)
-COLUMNS = ["model", "val_mse", "weight", "fit_seconds", "cpu_seconds", "note"]
+COLUMNS = ["model", "val_mse", "weight", "fit_seconds", "cpu_seconds", "note", "covariates"]
 
 
 def hourly(n=24 * 12, seed=0):
@@ -160,8 +160,12 @@ def test_the_validation_windows_follow_autogluons_rule_capped_by_the_shortest_se
     calls = []
     backtest = tsrec.auto.backtest
     monkeypatch.setattr(tsrec.auto, "backtest", lambda *a, **k: calls.append(k) or backtest(*a, **k))
-    Forecaster("auto", candidates=("seasonal_naive",), **FAST).fit(long_hourly(n=48), id_col="id", time_col="ds")
+    Forecaster("auto", candidates=("seasonal_naive",), conformal_windows=0, **FAST).fit(long_hourly(n=48), id_col="id",
+                                                                                         time_col="ds")
     assert [(c["n_windows"], c["stride"]) for c in calls] == [(4, H)]  # 3 series, 48 // 2 // 6
+    calls.clear()  # calibrated (the default): the same span, every origin of it (4 horizons: 3 * 6 + 1 origins)
+    Forecaster("auto", candidates=("seasonal_naive",), **FAST).fit(long_hourly(n=48), id_col="id", time_col="ds")
+    assert [(c["n_windows"], c["stride"]) for c in calls] == [(19, 1)]
 
 
 def test_greedy_selection_keeps_the_best_model_unless_averaging_helps():
@@ -212,7 +216,8 @@ def test_a_missing_tail_is_validated_where_the_series_is_observed_and_named_in_a
     for frame in errors:
         b = frame[frame.item_id == "b"]
         # every scored window of b ends by its last observed step: none forecasts from the filled tail
-        assert len(b) == windows * H and b.y_true.notna().all()
+        # (the windows' every origin, one step apart, for the ensemble's calibration)
+        assert len(b) == ((windows - 1) * H + 1) * H and b.y_true.notna().all()
         assert pd.Timestamp(b.timestamp.max()) == pd.Timestamp("2024-01-08 18:00:00")
     assert f.leaderboard.val_mse.notna().all()
     with pytest.warns(UserWarning, match=r"1 series end with missing values: item 'b'.*statistical models forecast"):

@@ -516,3 +516,52 @@ def test_ets_is_the_same_whether_or_not_the_forecaster_is_refit_in_blocks():
     assert len(once) == 28 * 6
     pd.testing.assert_frame_equal(blocks[columns], once[columns])
     assert list(once.groupby("item_id").stats_fit_steps.nunique()) == [4, 3, 4]  # windows 0, 3, 6 (, 9)
+
+
+def test_a_calibrated_models_backtest_scores_coverage_and_winkler_per_series_and_overall():
+    df = frame(n=24 * 20)
+    f = Forecaster("seasonal_naive", prediction_length=6, conformal_windows=40).fit(df.iloc[:24 * 14])
+    result = backtest(f, df, start=24 * 14, stride=6, baselines=NAIVE)  # default levels: 80, 90, 95
+    summary = result.summary.set_index(["metric", "units"]).value
+    for level in ("80", "90", "95"):
+        assert 0 <= summary[(f"interval_coverage_{level}", "fraction")] <= 1
+        assert summary[(f"winkler_{level}", "original")] >= summary[(f"interval_width_{level}", "original")] > 0
+    assert ("crps", "original") in summary.index  # next to the CRPS of the bands' quantiles
+    per = result.intervals
+    assert list(per.columns) == ["item_id", "level", "coverage", "width", "winkler", "winkler_scaled", "entries",
+                                 "windows", "method"]
+    assert set(per.item_id) == {"a", "b"} and set(per.level) == {80.0, 90.0, 95.0} and (per.method == "conformal").all()
+    assert (per.windows == 24).all() and (per.entries == 24 * 6).all()
+    # the overall coverage is the entries' mean: the series' coverages weighted by their entries
+    at80 = per[per.level == 80]
+    overall = np.average(at80.coverage, weights=at80.entries)
+    assert summary[("interval_coverage_80", "fraction")] == pytest.approx(overall)
+    # by hand: series a at 80%
+    errors = result.errors[result.errors.item_id == "a"]
+    inside = (errors["y_q0.1"] <= errors.y_true) & (errors.y_true <= errors["y_q0.9"])
+    assert at80.set_index("item_id").coverage["a"] == pytest.approx(inside.mean())
+    assert score_backtest(f, result.errors).intervals.equals(result.intervals)  # scored again from the errors alone
+    joined = pd.concat([result.errors.iloc[:10], result.errors.iloc[10:]])  # parts joined: no attrs to read
+    joined.attrs.clear()
+    assert (score_backtest(f, joined).intervals.method == "conformal").all()
+
+
+def test_intervals_that_miss_warn_with_the_tolerance_and_a_quantile_networks_pairs_are_scored():
+    """Calibrated on quiet data, scored where the noise is 10x: the 90% intervals cover far less,
+    and the backtest warns naming the coverage and the tolerance."""
+    from tsrec.evaluation import CoverageWarning, coverage_tolerance
+
+    df = frame(n=24 * 20)
+    loud = df.copy()
+    loud.iloc[24 * 14:] += np.random.default_rng(1).normal(0, 1.0, size=(24 * 6, 2))
+    f = Forecaster("seasonal_naive", prediction_length=6, conformal_windows=40).fit(df.iloc[:24 * 14])
+    with pytest.warns(CoverageWarning, match=r"the 90% intervals \(conformal\) cover 16.0% of 288 scored values in "
+                                             r"48 \(series, window\) pairs, more than 8.7% from 90% .*too narrow"):
+        backtest(f, loud, start=24 * 14, stride=6, baselines=NAIVE, levels=[90])
+    assert coverage_tolerance(90, 10_000) == 0.03 and coverage_tolerance(90, 16) == pytest.approx(0.15)
+    q = Forecaster("dlinear", prediction_length=6, context_length=24, output="quantile",
+                   quantile_levels=(0.1, 0.5, 0.9), **TRAIN).fit(df.iloc[:200])
+    result = backtest(q, df, start=210, stride=6, baselines=NAIVE)
+    assert set(result.intervals.level) == {80.0} and (result.intervals.method == "model").all()
+    with pytest.raises(ValueError, match="levels are percentages"):
+        backtest(f, df, start=24 * 14, baselines=NAIVE, levels=[0.9])

@@ -39,13 +39,23 @@ ensemble.
    a few times, where entering at 1/2 would not have helped. The weights are the shares of the
    kept rounds each candidate was chosen in.
 
-The leaderboard lists every candidate: its validation MSE, weight, wall and CPU seconds, and a
-note (the rungs a network trained for, why it stopped, or why it was skipped). On a terminal each
+5. **Intervals.** The validation backtest forecasts every origin of the validation windows, a
+   stride that divides the horizon apart (:func:`_stride`; the choice reads the origins one horizon
+   apart only), and the chosen ensemble's weighted forecast of all of them calibrates its conformal
+   intervals (:mod:`tsrec.conformal`; ``conformal_windows=0``: none). Nothing is fitted again.
+6. **Covariates.** The candidates that read covariates (the networks) are fitted and scored with
+   those given to ``fit``; the statistical ones on the targets alone (the frame without the
+   covariate columns). A network member with covariates is refitted on all the history.
+
+The leaderboard lists every candidate: its validation MSE, weight, wall and CPU seconds, a
+note (the rungs a network trained for, why it stopped, or why it was skipped) and the covariates it
+read (``covariates``). On a terminal each
 candidate prints one progress line on stderr.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 import tempfile
@@ -61,7 +71,9 @@ from tsrec.data.frame import Panel
 from tsrec.data.time_features import future_index
 from tsrec.data.schema import Schema
 from tsrec.data.source import Read, Source, history_before, in_memory
-from tsrec.evaluation import STATS_BASELINES, backtest
+from tsrec.calibrating import fitted_scales
+from tsrec.conformal import Calibration, calibrate, default_windows, observed_ends
+from tsrec.evaluation import STATS_BASELINES, CoverageWarning, backtest
 from tsrec.fitting import Fit, Prefitted, fit_state
 from tsrec.forecaster import Forecaster
 from tsrec.models.ensemble import AUTO, with_members
@@ -176,15 +188,6 @@ def _candidates(settings: ForecasterSettings) -> list[str]:
     return sorted(names, key=lambda name: model_spec(name).model_class.trainable)  # stable: statistical first
 
 
-def _observed_ends(panel: Panel) -> list[int]:
-    """``[I]`` each series' length up to and including its last step with an observed value."""
-    ends = []
-    for item in panel.items:
-        seen = np.flatnonzero(item.observed.any(axis=1))
-        ends.append(int(seen[-1]) + 1 if len(seen) else 0)
-    return ends
-
-
 def _warn_missing_tails(panel: Panel, ends: list[int]) -> None:
     """Warn naming the series whose last values are missing (the first five, and how many more)."""
     tails = [(panel.item_label(i), len(item) - end, item.index[end - 1]) for i, (item, end) in
@@ -211,33 +214,56 @@ def _rows_before(df: pd.DataFrame, schema: Schema, panel: Panel, positions: list
 @dataclass
 class _Scorer:
     """The validation backtest every candidate is scored on: ``frame`` (each series up to its last
-    observed step), ``windows`` one horizon apart; the first candidate scored fixes the entries,
-    their true values and the per-series scale of the z-scoring."""
+    observed step; ``targets``: the same without the covariate columns, what a candidate without
+    covariates reads), ``windows`` one horizon apart; the first candidate scored fixes the entries,
+    their true values and the per-series scale of the z-scoring.
+
+    The backtest forecasts origins ``stride`` apart over the same span (``stride`` divides the
+    horizon): the selection reads the origins one horizon apart only (``selected``), and the
+    ensemble's conformal calibration all of them (``raw``, ``raw_truth``; :func:`_calibration`)."""
 
     frame: pd.DataFrame
+    targets: pd.DataFrame
     columns: dict[str, Any]
     windows: int
     horizon: int
+    stride: int
     keys: np.ndarray | None = None
+    selected: np.ndarray | None = None  # [R] the rows of the origins one horizon apart
     truth: np.ndarray | None = None  # [E] z-scored
     scale: np.ndarray | None = None  # [E]
     forecasts: dict[str, np.ndarray] = field(default_factory=dict)  # name -> [E] z-scored
+    raw_truth: np.ndarray | None = None  # [R] the data's units
+    labels: np.ndarray | None = None  # [R] each row's item_id
+    raw: dict[str, np.ndarray] = field(default_factory=dict)  # name -> [R] the data's units
+
+    @property
+    def origins(self) -> int:
+        """Origins per series the backtest forecasts."""
+        return (self.windows - 1) * self.horizon // self.stride + 1
 
     def score(self, name: str, candidate: Forecaster, *, baseline: str | None = None) -> float:
         """``candidate``'s validation forecasts, or with ``baseline`` (a statistical one of
         :func:`~tsrec.evaluation.backtest`) that baseline's on the same windows, kept under ``name``;
         returns their MSE over the entries forecast (see :meth:`common` for the entries all forecast)."""
-        errors = backtest(candidate, self.frame, n_windows=self.windows, stride=self.horizon,
-                          baselines=("naive",) if baseline is None else ("naive", baseline), **self.columns).errors
+        frame = self.frame if candidate.covariates.config.columns else self.targets
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CoverageWarning)  # a candidate's quantiles are not what auto scores
+            errors = backtest(candidate, frame, n_windows=self.origins, stride=self.stride,
+                              baselines=("naive",) if baseline is None else ("naive", baseline), **self.columns).errors
         order = errors[["item_id", "origin", "step"]].astype(str).agg("|".join, axis=1).to_numpy()
         if self.keys is None:
-            truth = errors["y_true"].to_numpy(np.float64)
-            scale = errors.groupby("item_id")["y_true"].transform("std").to_numpy(np.float64)
+            rank = errors.groupby("item_id", sort=False)["origin"].rank(method="dense").to_numpy(np.int64)  # 1..origins
+            self.selected = (self.origins - rank) % (self.horizon // self.stride) == 0
+            self.raw_truth, self.labels = errors["y_true"].to_numpy(np.float64), errors["item_id"].to_numpy()
+            chosen = errors[self.selected]
+            scale = chosen.groupby("item_id")["y_true"].transform("std").to_numpy(np.float64)
             self.keys, self.scale = order, np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
-            self.truth = truth / self.scale
+            self.truth = self.raw_truth[self.selected] / self.scale
         elif not np.array_equal(order, self.keys):
             raise RuntimeError(f"auto: {name}'s validation windows differ from the other candidates'")
-        forecast = errors["y_pred" if baseline is None else f"y_{baseline}"].to_numpy(np.float64) / self.scale
+        self.raw[name] = errors["y_pred" if baseline is None else f"y_{baseline}"].to_numpy(np.float64)
+        forecast = self.raw[name][self.selected] / self.scale
         self.forecasts[name] = forecast
         entries = np.isfinite(self.truth) & np.isfinite(forecast)
         return float(np.mean((forecast[entries] - self.truth[entries]) ** 2)) if entries.any() else math.nan
@@ -256,6 +282,7 @@ class _Row:
     fit_seconds: float = 0.0
     cpu_seconds: float = 0.0
     note: str = ""
+    covariates: str = ""
 
 
 def _progress(line: str) -> None:
@@ -289,16 +316,17 @@ def fit_auto(df: Source, read: Read, settings: ForecasterSettings, *, val: Read 
     ``Forecaster("auto").fit`` calls (the registry's hook, :func:`tsrec.models.registry.model_fitter`)."""
     from tsrec.models import model_spec
 
-    refused = [what for what, given in (("covariates", read.schema.covariates.columns), ("val_df", val is not None),
-                                        ("resume=True", resume)) if given]
+    refused = [what for what, given in (("val_df", val is not None), ("resume=True", resume)) if given]
     if refused:
         raise ValueError(f"Forecaster('auto') takes no {', '.join(refused)}: it validates its candidates on the "
                          "end of the fit frame; fit a model by name for these")
     panel, columns, schema = read.panel, read.schema.columns, read.schema
+    started = time.process_time()
     df = in_memory(df, schema.id_col)  # Parquet read once for the candidates' fits and backtests
+    covariates = _Covariates.of(schema, df)
     horizon = settings.window.prediction_length
     options = _candidate_options(settings)
-    ends = _observed_ends(panel)
+    ends = observed_ends(panel).tolist()
     if 0 in ends:
         raise ValueError(f"{panel.item_label(ends.index(0))} has no observed value: drop it, or fit on a frame where "
                          "it has data")
@@ -307,19 +335,25 @@ def fit_auto(df: Source, read: Read, settings: ForecasterSettings, *, val: Read 
     windows = validation_windows(len(panel.items) * channels, min(ends), horizon)
     observed_frame = _rows_before(df, schema, panel, ends)
     shortened = _rows_before(df, schema, panel, [end - windows * horizon for end in ends])
-    scorer = _Scorer(observed_frame, columns, windows, horizon)
+    calibrating = settings.conformal.windows != 0
+    wanted = settings.conformal.windows or default_windows(len(panel.items) * channels)
+    scorer = _Scorer(observed_frame, covariates.targets(observed_frame), columns, windows, horizon,
+                     _stride(horizon, windows, wanted) if calibrating else horizon)
     names = _candidates(settings)
     rows = {name: _Row(name) for name in names}
     fitted: dict[str, Forecaster] = {}
     statistical = [name for name in names if not model_spec(name).model_class.trainable]
     carrier: list[Forecaster] = []  # the seasonal naive model whose backtest carries the statistical forecasts
     for name in statistical:
-        _score_statistical(name, rows[name], scorer, options, shortened, columns, carrier)
+        rows[name].covariates = covariates.unused
+        _score_statistical(name, rows[name], scorer, options, covariates.targets(shortened), columns, carrier)
     networks = [name for name in names if name not in statistical]
     if networks:
+        for name in networks:
+            rows[name].covariates = covariates.described
         observations = int(sum(item.observed.sum() for item in panel.items))
-        _fit_networks(networks, rows, fitted, scorer, settings, options, shortened, columns, lengths=ends,
-                      channels=channels, windows=windows, observations=observations)
+        _fit_networks(networks, rows, fitted, scorer, settings, options, shortened, {**columns, **covariates.fit},
+                      lengths=ends, channels=channels, windows=windows, observations=observations)
     kept = [name for name in names if name in scorer.forecasts]
     if not kept:
         raise ValueError("auto: no candidate was scored on the fit frame: " +
@@ -331,19 +365,89 @@ def fit_auto(df: Source, read: Read, settings: ForecasterSettings, *, val: Read 
     weights = greedy_weights(scorer.truth[common], stacked[:, common])
     weight_of = dict(zip(kept, weights))
     chosen = [(name, w) for name, w in zip(kept, weights) if w > 0]
-    members = [_member(name, fitted.get(name), options, df, columns, rows[name]) for name, _ in chosen]
+    members = [_member(name, fitted.get(name), options, df, columns, rows[name], covariates) for name, _ in chosen]
     network = with_members(settings.network, [(m.model_name, m.resolved_settings.network) for m in members],
                            [w for _, w in chosen], [rows[name].val_mse if name in rows else math.nan
                                                     for name in settings.network.candidates])
     leaderboard = pd.DataFrame([{"model": r.model, "val_mse": r.val_mse, "weight": float(weight_of.get(r.model, 0.0)),
-                                 "fit_seconds": r.fit_seconds, "cpu_seconds": r.cpu_seconds, "note": r.note}
-                                for r in rows.values()],
-                               columns=["model", "val_mse", "weight", "fit_seconds", "cpu_seconds", "note"])
+                                 "fit_seconds": r.fit_seconds, "cpu_seconds": r.cpu_seconds, "note": r.note,
+                                 "covariates": r.covariates} for r in rows.values()],
+                               columns=LEADERBOARD_COLUMNS)
     state = {f"members.{i}.{key}": value for i, member in enumerate(members)
              for key, value in member.model.state_dict().items()}
     prefitted = Prefitted(network, state, max(member.context_length for member in members),
                           leaderboard.sort_values("val_mse", na_position="last", ignore_index=True))
-    return fit_state(read, settings, prefitted=prefitted)
+    fit = fit_state(read, settings, prefitted=prefitted)
+    if not calibrating:
+        return fit
+    calibration = _calibration(scorer, chosen, fit.state, panel, settings, started)
+    return dataclasses.replace(fit, state=dataclasses.replace(fit.state, calibration=calibration))
+
+
+#: The leaderboard's columns.
+LEADERBOARD_COLUMNS = ["model", "val_mse", "weight", "fit_seconds", "cpu_seconds", "note", "covariates"]
+
+
+@dataclass(frozen=True)
+class _Covariates:
+    """The covariates given to ``auto``'s fit: what the candidates that take them are fitted with
+    (``fit``: the ``past_covariates``, ... arguments), the columns the others drop, and what the
+    leaderboard says of each (``described``, ``unused``)."""
+
+    config: Any  # CovariateConfig
+    fit: dict[str, Any]
+
+    @classmethod
+    def of(cls, schema: Schema, df: pd.DataFrame) -> _Covariates:
+        config = schema.covariates
+        return cls(config, dict(past_covariates=config.past, future_covariates=config.future,
+                                static_covariates=config.static) if config.columns else {})
+
+    def targets(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """``frame`` without the covariate columns (what a statistical model reads)."""
+        return frame.drop(columns=list(self.config.columns)) if self.config.columns else frame
+
+    @property
+    def described(self) -> str:
+        """The leaderboard's note of a candidate that reads the covariates."""
+        parts = [f"{kind}: {', '.join(getattr(self.config, kind))}" for kind in ("past", "future", "static")
+                 if getattr(self.config, kind)]
+        return "; ".join(parts)
+
+    @property
+    def unused(self) -> str:
+        """The leaderboard's note of a candidate that cannot read them (empty without covariates)."""
+        return "none: scored on the targets alone (no covariate support)" if self.config.columns else ""
+
+
+def _stride(horizon: int, windows: int, wanted: int) -> int:
+    """The validation backtest's stride: the largest divisor of ``horizon`` that gives about
+    ``wanted`` origins per series over the ``windows`` horizons of the validation span (at least
+    ``windows``: the horizon itself)."""
+    available = (windows - 1) * horizon + 1  # origins one step apart
+    most = max(1, (available - 1) // max(1, wanted - 1))
+    return max(d for d in range(1, horizon + 1) if horizon % d == 0 and d <= most)
+
+
+def _calibration(scorer: _Scorer, chosen: list[tuple[str, float]], state: Any, panel: Panel,
+                 settings: ForecasterSettings, started: float) -> Calibration:
+    """The conformal calibration of the ensemble of ``chosen`` (name, weight): its forecasts of the
+    validation backtest's every origin (the weighted sum of its members' validated forecasts, made
+    before the validation span) against the truth (:func:`tsrec.conformal.calibrate`); ``state``:
+    the fitted ensemble, whose series' scales the scores are divided by."""
+    horizon = settings.window.prediction_length
+    channels = len(panel.columns) if panel.layout == "wide" else 1
+    mean = sum(weight * scorer.raw[name] for name, weight in chosen).reshape(-1, horizon, channels)  # [W, H, C]
+    truth = scorer.raw_truth.reshape(mean.shape)
+    labels = scorer.labels.reshape(mean.shape)[:, 0, :]  # [W, C] the item_id of each window's channels
+    rows, fitted_scale = fitted_scales(state, panel)
+    if panel.layout == "wide":
+        of_label = {label: fitted_scale[rows[0], c] for c, label in enumerate(panel.columns)}
+    else:
+        of_label = {label: fitted_scale[row, 0] for label, row in zip(panel.item_ids, rows)}
+    window_scale = np.vectorize(of_label.__getitem__, otypes=[np.float64])(labels)  # [W, C]
+    return calibrate(mean, truth, np.isfinite(truth), window_scale, fitted_scale, scorer.origins, scorer.stride,
+                     settings.conformal, time.process_time() - started)
 
 
 def _score_statistical(name: str, row: _Row, scorer: _Scorer, options: dict[str, Any], shortened: pd.DataFrame,
@@ -506,17 +610,22 @@ def _join(note: str, more: str) -> str:
 
 
 def _member(name: str, validated: Forecaster | None, options: dict[str, Any], df: pd.DataFrame,
-            columns: dict[str, Any], row: _Row) -> Forecaster:
-    """The fitted member ``name``: a statistical model fitted on all of ``df`` (nothing to train), a
-    network's validated run (RevIN makes it indifferent to the ensemble's scaler), or a network
-    without RevIN refitted on all of ``df`` (its seconds added to ``row``)."""
-    if validated is not None and getattr(validated.resolved_settings.network, "revin", False):
+            columns: dict[str, Any], row: _Row, covariates: _Covariates) -> Forecaster:
+    """The fitted member ``name``: a statistical model fitted on all of ``df``'s targets (nothing to
+    train), a network's validated run (RevIN makes it indifferent to the ensemble's scaler), or a
+    network without RevIN, or with covariates, refitted on all of ``df`` (its seconds added to
+    ``row``): a network's covariates are scaled with the statistics of its own training part,
+    which must be the ensemble's (fitted on all of ``df``)."""
+    reads = bool(covariates.fit) and validated is not None
+    if validated is not None and getattr(validated.resolved_settings.network, "revin", False) and not reads:
         return validated
     clock = _Clock()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        member = Forecaster(name, **options).fit(df, **columns)
+        member = Forecaster(name, **options).fit(df, **columns, **covariates.fit) if reads else \
+            Forecaster(name, **options).fit(covariates.targets(df), **columns)
     if validated is not None:
         clock.add_to(row)
-        row.note = _join(row.note, "refitted on all the history (no RevIN)")
+        why = "its covariates scaled as the ensemble's" if reads else "no RevIN"
+        row.note = _join(row.note, f"refitted on all the history ({why})")
     return member

@@ -713,3 +713,36 @@ class TrainingConfig(Config):
             raise ValueError(f"gradient_clip_val must be > 0 or None, got {self.gradient_clip_val!r}")
         check_choice("lr_schedule", self.lr_schedule, LR_SCHEDULES)
         check_choice("loss", self.loss, LOSSES)
+
+
+#: How conformal calibration scores a residual (:class:`ConformalConfig`).
+CONFORMAL_SCORES = ("scaled", "absolute")
+
+
+@dataclass(frozen=True)
+class ConformalConfig(Config):
+    """Split-conformal calibration of the intervals of ``predict(levels=...)`` (:mod:`tsrec.conformal`).
+
+    At ``fit``, a copy of the model fitted on the data before the last ``windows + H - 1`` steps of
+    every series forecasts ``windows`` rolling origins there; the absolute residuals of each
+    horizon step, pooled over series, channels and windows, give the band of that step.
+
+    Attributes:
+        windows: calibration origins per series (``conformal_windows``). None: calibrated only for
+            ``auto`` (whose members' validation runs already stand fitted before its validation
+            windows, so it costs forecasts only), with :func:`tsrec.conformal.default_windows`
+            origins; 0: never. An integer calibrates any model on that many origins (for a network,
+            at the cost of one more training run on the shortened data; for a statistical model,
+            one statsforecast fit per series and origin).
+        scores: ``"scaled"`` (the default): residuals divided by each series' and channel's scale
+            (its mean absolute one-step change over the fit data), so that series of different
+            sizes share one calibration and each gets a band of its own width; ``"absolute"``:
+            residuals in the data's units, one band width for every series.
+    """
+
+    windows: int | None = None
+    scores: str = "scaled"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "windows", check_optional_int("conformal_windows", self.windows, 0))
+        check_choice("conformal_scores", self.scores, CONFORMAL_SCORES)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import math
 import warnings
 from collections import Counter
 from collections.abc import Sequence
@@ -23,12 +25,36 @@ from tsrec.data.source import Source, history_before
 from tsrec.data.scaling import StandardScaler, item_blocks
 from tsrec.fitted import ForecastResult
 from tsrec.forecaster import Forecaster
-from tsrec.forecasting import context_read, forecast, window_dtype
+from tsrec.conformal import DEFAULT_LEVELS
+from tsrec.forecasting import context_read, forecast, interval_settings, window_dtype
 from tsrec.models.base import DEFAULT_QUANTILE_LEVELS
 from tsrec.models.naive import choose_season, season_for
 from tsrec.nn.outputs import check_levels
 
-__all__ = ["BacktestResult", "backtest", "score_backtest", "step_errors"]
+__all__ = ["COVERAGE_TOLERANCE", "BacktestResult", "CoverageWarning", "backtest", "coverage_tolerance",
+           "score_backtest", "step_errors"]
+
+#: The columns of :attr:`BacktestResult.intervals`.
+INTERVAL_COLUMNS = ("item_id", "level", "coverage", "width", "winkler", "winkler_scaled", "entries", "windows",
+                    "method")
+#: How far (a fraction) an interval's empirical coverage may stray from its level before a
+#: backtest warns, at least (:func:`coverage_tolerance` widens it for few windows).
+COVERAGE_TOLERANCE = 0.03
+
+
+class CoverageWarning(UserWarning):
+    """A backtest's intervals cover a fraction of the truths farther from their level than
+    :func:`coverage_tolerance` allows."""
+
+
+def coverage_tolerance(level: float, windows: int) -> float:
+    """How far the coverage of a level-``level`` interval (percent) scored on ``windows``
+    (series, window) pairs may stray before :func:`backtest` warns: :data:`COVERAGE_TOLERANCE`,
+    or two binomial standard errors ``2 * sqrt(p (1 - p) / windows)`` when larger. The steps of one
+    window share its origin and their misses go together, so each window counts as one draw (not
+    each of its ``H`` steps): a conservative count of the independent evidence."""
+    p = level / 100.0
+    return max(COVERAGE_TOLERANCE, 2.0 * math.sqrt(p * (1.0 - p) / max(1, windows)))
 
 
 @dataclass(frozen=True)
@@ -72,12 +98,22 @@ class BacktestResult:
             was dropped (no cycle stood out, or the history is too short for it; the baseline then
             runs without one, or, for seasonal naive, its row has no ratios), else empty. A ratio
             below 1 means the model beats the baseline.
+        intervals: the forecast's intervals per series (empty without): one row per ``item_id``
+            and ``level`` (percent; every pair of quantile levels ``q``, ``1 - q`` scored, e.g.
+            0.1 and 0.9 -> 80) with ``coverage`` (the fraction of scored truths inside the
+            interval), ``width`` and ``winkler`` (:func:`tsrec.metrics.winkler_score`) in original
+            units, ``winkler_scaled``, ``entries`` and ``windows`` scored, and ``method``
+            (``"conformal"``, ``"model"``: what gave the bands). :attr:`summary` has the same over
+            every series (``interval_coverage_<level>``, ``interval_width_<level>``,
+            ``winkler_<level>``), and :func:`backtest` warns when a level's coverage is off by more
+            than :func:`coverage_tolerance`.
     """
 
     errors: pd.DataFrame
     summary: pd.DataFrame
     by_step: pd.DataFrame
     skill: pd.DataFrame
+    intervals: pd.DataFrame = dataclasses.field(default_factory=lambda: pd.DataFrame(columns=INTERVAL_COLUMNS))
 
     def metric(self, name: str, units: str = "scaled") -> float:
         """One number of :attr:`summary`, e.g. ``result.metric("mse", "scaled")``."""
@@ -190,7 +226,8 @@ def backtest(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timest
              batch_size: int | None = None, season_length: int | None = None,
              quantiles: Sequence[float] | None = None, baselines: Sequence[str] | None = None,
              baselines_refit_every: int | None = None, time_col: str | None = None, id_col: str | None = None,
-             target_col: str | None = None) -> BacktestResult:
+             target_col: str | None = None, levels: Sequence[float] | None = None,
+             intervals: str | None = None) -> BacktestResult:
     """Forecast from rolling origins over ``df`` and score every window.
 
     Args:
@@ -216,6 +253,13 @@ def backtest(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timest
             levels, else 0.1, ..., 0.9): ``errors`` gets ``y_q<level>`` (original units) and
             ``y_q<level>_scaled`` per level, and ``summary`` the CRPS (from the quantiles, in both
             units), ``mean_wQuantileLoss`` and ``coverage_<level>``, as GluonTS's ``Evaluator``.
+        levels, intervals: interval levels (percent) and what gives their bands, as in
+            ``Forecaster.predict`` (:func:`~tsrec.forecasting.interval_settings`). Default: a
+            calibrated model's conformal 80, 90 and 95% intervals (those its calibration can give),
+            else the intervals of the quantile pairs scored (0.1 and 0.9: 80%). Each level's
+            coverage, width and Winkler score go into ``summary`` and, per series, ``intervals``;
+            a level whose coverage strays more than :func:`coverage_tolerance` from it warns
+            (:class:`CoverageWarning`).
         baselines: the rows of :attr:`BacktestResult.skill`, from ``"naive"``, ``"seasonal_naive"``,
             ``"ets"``, ``"theta"``, ``"ces"`` and ``"dynamic_theta"`` (default: the first four when
             statsforecast is installed, the two naive ones otherwise; naming a statistical one
@@ -242,21 +286,53 @@ def backtest(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timest
                            "before each block of k windows")
     from tsrec.collective import by_series, world
 
-    levels = _levels(forecaster, quantiles)
+    wanted = _levels(forecaster, quantiles)
     baselines = _check_baselines(baselines)
+    bands = _Bands(levels, intervals, quantiles)
     windows = functools.partial(_backtest_errors, forecaster, start=start, n_windows=n_windows, stride=stride,
                                 refit_every=refit_every, batch_size=batch_size, season_length=season_length,
-                                levels=levels, baselines=baselines, baselines_refit_every=baselines_refit_every,
-                                time_col=time_col, id_col=id_col, target_col=target_col)
+                                levels=wanted, bands=bands, baselines=baselines,
+                                baselines_refit_every=baselines_refit_every, time_col=time_col, id_col=id_col,
+                                target_col=target_col)
     if refit_every is None and id_col is not None and world()[1] > 1:  # DDP: each rank reads and scores its series
-        return _score_unrefitted(forecaster, by_series(df, id_col, lambda part: windows(part)[0]), baselines, levels)
+        errors = by_series(df, id_col, lambda part: windows(part)[0])
+        return _score_unrefitted(forecaster, errors, baselines, _scored_levels(errors), bands.method)
     errors, seasons, periods = windows(df)
-    return _result(errors, baselines, levels, seasons, forecaster.freq, periods)
+    return _result(errors, baselines, _scored_levels(errors), seasons, forecaster.freq, periods, bands.method)
+
+
+@dataclass
+class _Bands:
+    """The intervals a backtest asks for (``levels``, ``intervals``, beside ``quantiles``), resolved
+    against the first forecaster that forecasts (:meth:`resolve`): the same for every refit block."""
+
+    levels: Sequence[float] | None
+    intervals: str | None
+    quantiles: Sequence[float] | None
+    method: str | None = None
+    resolved: tuple[float, ...] | None = None
+
+    def resolve(self, forecaster: Forecaster) -> tuple[tuple[float, ...], str | None]:
+        """The interval levels and method of ``forecaster``'s forecasts (:func:`interval_settings`;
+        without ``levels``, a calibrated model's :data:`~tsrec.conformal.DEFAULT_LEVELS` that its
+        calibration can give, unless ``quantiles`` asks for the model's own)."""
+        if self.resolved is None:
+            levels, method = self.levels, self.intervals
+            calibration = forecaster.fitted.calibration
+            if levels is None and method is None and calibration is not None and self.quantiles is None:
+                levels = [level for level in DEFAULT_LEVELS if level <= calibration.max_level()] or None
+            self.resolved, self.method = interval_settings(forecaster.fitted, levels, method, self.quantiles)
+        return self.resolved, self.method
+
+
+def _scored_levels(errors: pd.DataFrame) -> tuple[float, ...]:
+    """The quantile levels of ``errors``' ``y_q<level>`` columns."""
+    return tuple(float(c[3:]) for c in errors.columns if c.startswith("y_q") and not c.endswith("_scaled"))
 
 
 def _backtest_errors(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timestamp | None,
                      n_windows: int | None, stride: int | None, refit_every: int | None, batch_size: int | None,
-                     season_length: int | None, levels: tuple[float, ...], baselines: Sequence[str],
+                     season_length: int | None, levels: tuple[float, ...], bands: _Bands, baselines: Sequence[str],
                      baselines_refit_every: int | None, time_col: str | None, id_col: str | None,
                      target_col: str | None) -> tuple[pd.DataFrame, list[tuple[int, str]], tuple[float, ...]]:
     """:func:`backtest`'s windows of ``df`` (its arguments checked, ``levels`` and ``baselines``
@@ -302,7 +378,10 @@ def _backtest_errors(forecaster: Forecaster, df: Source, *, start: int | str | p
                                            padded=forecaster.model.reads_whole_history,
                                            dtype=window_dtype(forecaster.model))
         items, origin = _block_windows(block_first, block_count, stride)  # [N] each, the dataset's windows
-        result = forecast(forecaster.fitted, dataset, rows[items], items, origin, levels=levels, batch_size=batch_size)
+        intervals, method = bands.resolve(forecaster)
+        result = forecast(forecaster.fitted, dataset, rows[items], items, origin,
+                          levels=() if method == "conformal" else levels, intervals=intervals, method=method,
+                          batch_size=batch_size)
         seasons.append(_naive_season(forecaster.data_facts, context))
         parts.append(_window_frame(panel, stacked, forecaster, context, result, rows, scale, seasons[-1][0],
                                    stats.of(items, origin, first, count, stride)))
@@ -328,22 +407,24 @@ def score_backtest(forecaster: Forecaster, errors: pd.DataFrame) -> BacktestResu
     of the parts concatenated give the metrics of one backtest over all the series (within float
     rounding), since every metric is a mean over the scored entries (MASE divides each entry by its
     series' ``seasonal_error``). The baselines scored are those with columns in ``errors``, the
-    quantile levels those of its ``y_q<level>`` columns.
+    quantile levels those of its ``y_q<level>`` columns (intervals: their symmetric pairs).
     """
     baselines = tuple(b for b in BASELINES if f"y_{b}_scaled" in errors)
-    levels = tuple(float(c[3:]) for c in errors.columns if c.startswith("y_q") and not c.endswith("_scaled"))
-    return _score_unrefitted(forecaster, errors, baselines, levels)
+    method = errors.attrs.get("intervals")  # lost where the parts' frames were joined without it:
+    if method is None and forecaster.calibration is not None and not forecaster.model.output.probabilistic:
+        method = "conformal"  # a point model's only bands
+    return _score_unrefitted(forecaster, errors, baselines, _scored_levels(errors), method)
 
 
 def _score_unrefitted(forecaster: Forecaster, errors: pd.DataFrame, baselines: Sequence[str],
-                      levels: tuple[float, ...]) -> BacktestResult:
+                      levels: tuple[float, ...], method: str | None = None) -> BacktestResult:
     """The :class:`BacktestResult` of the fitted ``forecaster``'s backtest ``errors`` without refits."""
     seasons = [_naive_season(forecaster.data_facts, forecaster.context_length)]
-    return _result(errors, baselines, levels, seasons, forecaster.freq, forecaster.data_facts.periods)
+    return _result(errors, baselines, levels, seasons, forecaster.freq, forecaster.data_facts.periods, method)
 
 
 def _result(errors: pd.DataFrame, baselines: Sequence[str], levels: tuple[float, ...], seasons: list[tuple[int, str]],
-            freq: str, periods: tuple[float, ...]) -> BacktestResult:
+            freq: str, periods: tuple[float, ...], method: str | None = None) -> BacktestResult:
     """The :class:`BacktestResult` of ``errors``; ``seasons``: the seasonal naive baseline's season and
     note in each refit block; ``freq``, ``periods``: the data's frequency and the cycles found in
     the fitted data, which give the statistical baselines' seasons (:func:`~tsrec.models.naive.season_for`)."""
@@ -351,9 +432,67 @@ def _result(errors: pd.DataFrame, baselines: Sequence[str], levels: tuple[float,
     ratios = pd.DataFrame([(f"{ratio}_{row.baseline}", "ratio", getattr(row, ratio)) for row in skill.itertuples()
                            if np.isfinite(row.mse_ratio) for ratio in ("mse_ratio", "mae_ratio")],
                           columns=["metric", "units", "value"])
-    parts = [_summary(errors), _probabilistic_summary(errors, levels), ratios]
+    if method is None and levels:
+        method = "model"  # quantiles without conformal bands are the network's own
+    errors.attrs["intervals"] = method  # what score_backtest reads back
+    per_series, overall = _interval_scores(errors, levels, method)
+    parts = [_summary(errors), _probabilistic_summary(errors, levels), overall, ratios]
     summary = pd.concat([part for part in parts if not part.empty], ignore_index=True)
-    return BacktestResult(errors, summary, _by_step(errors), skill)
+    return BacktestResult(errors, summary, _by_step(errors), skill, per_series)
+
+
+def interval_levels(levels: Sequence[float]) -> tuple[float, ...]:
+    """The interval levels (percent) of the quantile ``levels``' symmetric pairs ``q``, ``1 - q``
+    (``q < 0.5``): 0.1 and 0.9 -> 80, 0.05 and 0.95 -> 90; sorted."""
+    present = {round(q, 12) for q in levels}
+    return tuple(sorted(round(100.0 * (1.0 - 2.0 * q), 10) for q in present
+                        if q < 0.5 and round(1.0 - q, 12) in present))
+
+
+def _interval_scores(errors: pd.DataFrame, levels: tuple[float, ...],
+                     method: str | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Each interval's (:func:`interval_levels` of ``levels``) coverage, width and Winkler score
+    over the scored entries of ``errors``: per series (:attr:`BacktestResult.intervals`) and
+    overall (``summary`` rows); warns (:class:`CoverageWarning`) for a level whose overall coverage
+    strays more than :func:`coverage_tolerance` from it."""
+    rows, summary = [], []
+    scored = _scored(errors)
+    item = errors["item_id"].to_numpy()[scored]
+    window = pd.MultiIndex.from_arrays([errors["item_id"].to_numpy()[scored], errors["origin"].to_numpy()[scored]])
+    for level in interval_levels(levels):
+        low = round((100.0 - level) / 200.0, 12)
+        lo = {u: errors[f"y_q{low}{u}"].to_numpy()[scored] for u in ("", "_scaled")}
+        hi = {u: errors[f"y_q{round(1.0 - low, 12)}{u}"].to_numpy()[scored] for u in ("", "_scaled")}
+        truth = {u: errors[f"y_true{u}"].to_numpy()[scored] for u in ("", "_scaled")}
+        inside = ((lo[""] <= truth[""]) & (truth[""] <= hi[""])).astype(np.float64)
+        alpha = 1.0 - level / 100.0
+        winkler = {u: (hi[u] - lo[u]) + (2.0 / alpha) * (np.maximum(lo[u] - truth[u], 0.0) +
+                                                          np.maximum(truth[u] - hi[u], 0.0)) for u in ("", "_scaled")}
+        frame = pd.DataFrame({"item_id": item, "inside": inside, "width": hi[""] - lo[""], "winkler": winkler[""],
+                              "winkler_scaled": winkler["_scaled"], "window": window})
+        grouped = frame.groupby("item_id", sort=False)
+        per = grouped[["inside", "width", "winkler", "winkler_scaled"]].mean()
+        per["entries"], per["windows"] = grouped.size(), grouped["window"].nunique()
+        rows.append(per.rename(columns={"inside": "coverage"}).reset_index().assign(level=level, method=method))
+        name = f"{level:g}"
+        coverage, windows = float(inside.mean()) if inside.size else math.nan, int(window.nunique())
+        summary += [(f"interval_coverage_{name}", "fraction", coverage),
+                    (f"interval_width_{name}", "original",
+                     float(np.mean(hi[""] - lo[""])) if inside.size else math.nan),
+                    (f"interval_width_{name}", "scaled",
+                     float(np.mean(hi["_scaled"] - lo["_scaled"])) if inside.size else math.nan),
+                    (f"winkler_{name}", "original", float(np.mean(winkler[""])) if inside.size else math.nan),
+                    (f"winkler_{name}", "scaled", float(np.mean(winkler["_scaled"])) if inside.size else math.nan)]
+        tolerance = coverage_tolerance(level, windows)
+        if inside.size and abs(coverage - level / 100.0) > tolerance:
+            warnings.warn(f"the {name}% intervals ({method}) cover {coverage:.1%} of {inside.size} scored values in "
+                          f"{windows} (series, window) pairs, more than {tolerance:.1%} from {name}% (the tolerance: "
+                          f"{COVERAGE_TOLERANCE:.0%}, or two binomial standard errors over the windows where larger): "
+                          + ("too narrow" if coverage < level / 100.0 else "wider than needed") + "; see "
+                          "result.intervals for the series", CoverageWarning, stacklevel=4)
+    per_series = pd.concat(rows, ignore_index=True)[list(INTERVAL_COLUMNS)] if rows else \
+        pd.DataFrame(columns=INTERVAL_COLUMNS)
+    return per_series, pd.DataFrame(summary, columns=["metric", "units", "value"])
 
 
 def naive_forecasts(past: np.ndarray, observed: np.ndarray, horizon: int, season: int | None) -> np.ndarray:

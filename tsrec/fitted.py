@@ -35,6 +35,7 @@ from tsrec._hashing import sha256_of
 from tsrec._saving import ConcurrentSaveError
 from tsrec._version import __version__
 from tsrec.config import DataFacts
+from tsrec.conformal import Calibration
 from tsrec.data import CovariateEncoder, CovariateValues, Panel, Series, StandardScaler, forecast_frame
 from tsrec.data.frame import split_at
 from tsrec.data.schema import Schema
@@ -46,12 +47,16 @@ from tsrec.settings import ForecasterSettings
 __all__ = ["ConcurrentSaveError", "FittedState", "ForecastResult", "TrainingSummary", "unscale"]
 
 FORMAT = "tsrec-forecaster"
-FORMAT_VERSION = 7
+FORMAT_VERSION = 8
 #: Model formats this tsrec reads: 4 (tsrec 0.1 before whole-model checksums; see
 #: :func:`_verify_checksums`), 5 (the history as three tensors per series), 6 (the history packed
-#: end to end) and 7 (every per-series value in ``weights.pt``, :meth:`FittedState._tensors`;
-#: before it ``forecaster.json`` held the ids, starts, scaler rows and static covariates).
-READABLE_VERSIONS = (4, 5, 6, 7)
+#: end to end), 7 (every per-series value in ``weights.pt``, :meth:`FittedState._tensors`;
+#: before it ``forecaster.json`` held the ids, starts, scaler rows and static covariates) and 8
+#: (a conformal calibration, when fitted: ``forecaster.json``'s ``conformal`` and ``weights.pt``'s
+#: ``conformal_*`` tensors, :class:`~tsrec.conformal.Calibration`).
+READABLE_VERSIONS = (4, 5, 6, 7, 8)
+#: The format of a model without a calibration: 7, which a tsrec from before format 8 reads too.
+UNCALIBRATED_VERSION = 7
 CONFIG_FILE = "forecaster.json"
 WEIGHTS_FILE = "weights.pt"
 #: ``forecaster.json``'s entry with the SHA-256 of every file of the model, itself included.
@@ -147,6 +152,8 @@ class FittedState:
         summary: what the training did.
         schema: the roles of the fitted frame's columns (read again by ``predict`` and ``backtest``).
         leaderboard: ``Forecaster("auto")``'s candidates and weights (None otherwise).
+        calibration: the conformal calibration of ``predict(levels=...)``'s intervals
+            (:mod:`tsrec.conformal`; None when the model was fitted without one).
     """
 
     settings: ForecasterSettings
@@ -160,6 +167,7 @@ class FittedState:
     summary: TrainingSummary
     schema: Schema
     leaderboard: pd.DataFrame | None = None
+    calibration: Calibration | None = None
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write the state into the directory ``path``: ``forecaster.json`` (the format and tsrec
@@ -180,7 +188,8 @@ class FittedState:
         path.parent.mkdir(parents=True, exist_ok=True)
         with _saving.staging_folder(path) as staging:
             torch.save(self._tensors(), staging / WEIGHTS_FILE)
-            meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "tsrec_version": __version__,
+            version = UNCALIBRATED_VERSION if self.calibration is None else FORMAT_VERSION
+            meta = {"format": FORMAT, "format_version": version, "tsrec_version": __version__,
                     **self._content()}
             checksums = {file.name: sha256_of(file) for file in sorted(staging.iterdir())}
             meta[CHECKSUMS] = {**checksums, CONFIG_FILE: _json_sha256(meta)}
@@ -223,6 +232,7 @@ class FittedState:
             "static_real": _tensor(statics.static_real, np.float64),
             "static_cat": categories, "static_cat_ends": category_ends,
             "model_name": _pack_strings([self.resolved.model])[0],
+            **({} if self.calibration is None else self.calibration.tensors()),
         }
 
     def _content(self) -> dict[str, Any]:
@@ -245,6 +255,7 @@ class FittedState:
             },
             "scaler": scaler,
             "covariates": {"encoder": self.covariates.to_dict()},
+            **({} if self.calibration is None else {"conformal": self.calibration.to_dict()}),
         }
 
     @classmethod
@@ -296,7 +307,8 @@ class FittedState:
             # files written before the facts held the calendar's cycles: the frequency's
             facts=DataFacts(**{"cycles": calendar_cycles(meta["data"]["freq"]), **meta["data_facts"]}),
             summary=TrainingSummary.from_dict(meta["training_summary"]),
-            schema=Schema(**meta["columns"], covariates=encoder.config))
+            schema=Schema(**meta["columns"], covariates=encoder.config),
+            calibration=Calibration.from_saved(meta["conformal"], tensors) if "conformal" in meta else None)
         problems = _inconsistencies(state)
         if problems:
             raise _Inconsistent(f"{CONFIG_FILE} contradicts itself or {WEIGHTS_FILE}: {'; '.join(problems)}")
@@ -320,6 +332,10 @@ class ForecastResult:
         quantiles: ``[N, H, C, Q]`` float64 at ``levels``, never crossing (None without).
         scaled_quantiles: the same in the scaler's units (None without).
         samples: ``[S, N, H, C]`` float64 sample paths (None without).
+        intervals: the interval levels (percent) whose bands are among ``quantiles`` (empty without).
+        interval_method: what gave those bands: ``"conformal"`` (the model's calibration,
+            :mod:`tsrec.conformal`) or ``"model"`` (a probabilistic network's own distribution or
+            quantiles); None without intervals.
     """
 
     items: np.ndarray
@@ -330,6 +346,8 @@ class ForecastResult:
     quantiles: np.ndarray | None = None
     scaled_quantiles: np.ndarray | None = None
     samples: np.ndarray | None = None
+    intervals: tuple[float, ...] = ()
+    interval_method: str | None = None
 
     @property
     def blind(self) -> np.ndarray:
@@ -340,12 +358,17 @@ class ForecastResult:
     def to_frame(self, panel: Panel) -> pd.DataFrame:
         """A long frame with ``item_id``, ``timestamp``, ``mean``, then one column per quantile
         level (GluonTS's ``QuantileForecast`` keys: ``"0.1"``, ...) and per sample path
-        (``sample_0``, ...); rows ordered by window, channel, step (:func:`~tsrec.data.forecast_frame`)."""
+        (``sample_0``, ...); rows ordered by window, channel, step (:func:`~tsrec.data.forecast_frame`).
+        With intervals, ``frame.attrs["intervals"]`` says what gave their bands (:attr:`interval_method`)
+        and ``frame.attrs["levels"]`` lists their levels."""
         frame = forecast_frame(panel, self.mean, items=self.items, origins=self.origins)
         extra = {str(level): _long_order(self.quantiles[..., i]) for i, level in enumerate(self.levels)}
         if self.samples is not None:
             extra.update({f"sample_{i}": _long_order(path) for i, path in enumerate(self.samples)})
-        return pd.concat([frame, pd.DataFrame(extra, index=frame.index)], axis=1) if extra else frame
+        frame = pd.concat([frame, pd.DataFrame(extra, index=frame.index)], axis=1) if extra else frame
+        if self.interval_method is not None:
+            frame.attrs.update(intervals=self.interval_method, levels=list(self.intervals))
+        return frame
 
 
 def unscale(model: ForecastModel, scaler: StandardScaler, outputs: np.ndarray, rows: np.ndarray, items: np.ndarray,

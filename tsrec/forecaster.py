@@ -5,20 +5,22 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from tsrec.calibrating import calibrated
 from tsrec.collective import by_series, gather_parts, world
 from tsrec.config import DEFAULT_MODEL, CovariateConfig, DataFacts, TrainingConfig
+from tsrec.conformal import Calibration
 from tsrec.data import CovariateEncoder, Panel, StandardScaler, normalize_freq, source
 from tsrec.data.schema import Schema
 from tsrec.data.source import Source
 from tsrec.data.tails import fills_tails, tail_gap
 from tsrec.fitted import FittedState, TrainingSummary
-from tsrec.fitting import fit_state
+from tsrec.fitting import Fit, fit_state
 from tsrec.forecasting import forecast_next, steps_read
 from tsrec.models import ForecastModel, model_spec
 from tsrec.models.ensemble import AUTO
@@ -235,6 +237,12 @@ class Forecaster:
         differences), and trains exactly the model the uninterrupted run would have (on CPU; every
         epoch's shuffling and dropout depend only on the seed and the epoch).
 
+        With ``conformal_windows=k`` (:class:`~tsrec.config.ConformalConfig`; ``auto`` calibrates by
+        default), a copy fitted on each series up to ``k + prediction_length - 1`` steps before its
+        end forecasts those ``k`` origins, and their residuals calibrate ``predict(levels=...)``'s
+        intervals (:mod:`tsrec.conformal`, ``docs/intervals.md``); the calibration is saved with
+        the model and its cost is ``fitted.calibration.cpu_seconds``.
+
         Raises :class:`tsrec.training.TrainingDiverged` (a ``ValueError`` naming the epoch, the
         learning rate and the fix) when an epoch's training loss is not finite or explodes; no
         model is fitted from that run (a new Forecaster stays unfitted).
@@ -256,7 +264,9 @@ class Forecaster:
         fitter = model_fitter(self.model_name)
         fit = fit_state(read, self.settings, val=val, resume=resume) if fitter is None else \
             fitter(df, read, self.settings, val=val, resume=resume)
-        self.fitted, self.trainer = fit.state, fit.trainer  # only once the fit has succeeded
+        state = fit.state if fit.state.calibration is not None else \
+            calibrated(df, read, self.settings, fit.state, functools.partial(_fit_before, fitter))
+        self.fitted, self.trainer = state, fit.trainer  # only once the fit (and its calibration) has succeeded
         return self
 
     @property
@@ -279,7 +289,8 @@ class Forecaster:
 
     def predict(self, df: Source | None = None, *, future_covariates: pd.DataFrame | None = None,
                 quantiles: Sequence[float] | None = None, num_samples: int | None = None,
-                batch_size: int | None = None) -> pd.DataFrame:
+                batch_size: int | None = None, levels: Sequence[float] | None = None,
+                intervals: str | None = None) -> pd.DataFrame:
         """Forecast the ``prediction_length`` steps after the end of the fitted frame, or of ``df``
         (same columns, or known ids, as the fitted frame; at least ``context_length`` steps).
 
@@ -296,6 +307,12 @@ class Forecaster:
         ``"0.5"``, ...; never crossing) and, for a distribution, ``num_samples`` sample paths
         (``sample_0``, ...); the scaling is undone on every one of them.
 
+        ``levels`` (percent, e.g. ``[80, 90]``, statsforecast's ``level``) adds each interval's
+        bands as the quantile columns of its ends (80 -> ``"0.1"`` and ``"0.9"``): conformal bands
+        around ``mean`` for a model calibrated at ``fit`` (``conformal_windows``; ``auto`` by
+        default), else a probabilistic network's own quantiles; ``intervals="conformal"`` or
+        ``"model"`` chooses. ``frame.attrs["intervals"]`` says which gave them (``docs/intervals.md``).
+
         Under a process group (DDP, ``torchrun``) every rank must call it; a long ``df`` is split
         by series among the ranks, each reading and forecasting its own, and every rank returns
         the whole forecast (``docs/scale.md``).
@@ -305,7 +322,7 @@ class Forecaster:
         if df is not None and id_col is not None and world()[1] > 1:  # DDP: each rank reads and forecasts its series
             return by_series(df, id_col, functools.partial(self.predict, future_covariates=future_covariates,
                                                           quantiles=quantiles, num_samples=num_samples,
-                                                          batch_size=batch_size))
+                                                          batch_size=batch_size, levels=levels, intervals=intervals))
         if df is None:
             panel, values = self.panel, self.fitted.covariate_history
         else:
@@ -320,7 +337,8 @@ class Forecaster:
                 read = source.read(df, self.fitted.schema, last=None if gap >= last else last + gap, **options)
             panel, values = read.panel.in_order_of(self.panel), read.covariates
         return forecast_next(self.fitted, panel, values, future_covariates=future_covariates, quantiles=quantiles,
-                             num_samples=num_samples, batch_size=batch_size).to_frame(panel)
+                             num_samples=num_samples, batch_size=batch_size, levels=levels,
+                             intervals=intervals).to_frame(panel)
 
     # ------------------------------------------------------------------ gates
     def gates(self, *, channels: str = "median") -> pd.DataFrame:
@@ -368,7 +386,21 @@ class Forecaster:
         self.settings, self.fitted = state.settings, state  # one settings object, as after fit
         return self
 
+    @property
+    def calibration(self) -> Calibration | None:
+        """The conformal calibration of ``predict(levels=...)``'s intervals (None before ``fit``
+        and for a model fitted without one; :mod:`tsrec.conformal`)."""
+        return None if self.fitted is None else self.fitted.calibration
+
     def __repr__(self) -> str:
         state = "fitted" if self.model is not None else "not fitted"
         return (f"Forecaster({self.model_name!r}, prediction_length={self.prediction_length}, "
                 f"context_length={self.context_length}, freq={self.freq!r}; {state})")
+
+
+def _fit_before(fitter: Callable[..., Fit] | None, df: Source, read: source.Read,
+                settings: ForecasterSettings) -> FittedState:
+    """The model of ``settings`` fitted on ``df`` (read as ``read``), as ``fit`` fits it: the
+    registry's ``fitter`` (``auto``'s), else :func:`~tsrec.fitting.fit_state` (conformal calibration's
+    fit before its origins, :func:`tsrec.calibrating.calibrated`)."""
+    return (fit_state(read, settings) if fitter is None else fitter(df, read, settings)).state

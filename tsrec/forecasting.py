@@ -17,6 +17,7 @@ The device and Lightning arguments are the state's (``settings.trainer.trainer_k
 from __future__ import annotations
 
 import functools
+import dataclasses
 import warnings
 from collections.abc import Sequence
 
@@ -25,6 +26,7 @@ import pandas as pd
 import torch
 
 from tsrec._checks import check_optional_int
+from tsrec.conformal import band_quantiles, check_interval_levels
 from tsrec.data import CovariateValues, Panel, WindowCovariates, WindowDataset, future_index
 from tsrec.data.covariates import check_context, read_future
 from tsrec.data.tails import fill_tails, fills_tails, with_tails
@@ -34,12 +36,14 @@ from tsrec.models import ForecastModel
 from tsrec.models.base import MISSING_TAIL_AS_MEAN
 from tsrec.nn.outputs import check_levels
 
-__all__ = ["context_read", "forecast", "forecast_next", "outputs", "steps_read", "window_dtype"]
+__all__ = ["INTERVAL_METHODS", "context_read", "forecast", "forecast_next", "forecast_origins", "interval_settings",
+           "outputs", "steps_read", "window_dtype"]
 
 
 def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | None = None, *,
                   future_covariates: pd.DataFrame | None = None, quantiles: Sequence[float] | None = None,
-                  num_samples: int | None = None, batch_size: int | None = None) -> ForecastResult:
+                  num_samples: int | None = None, batch_size: int | None = None,
+                  levels: Sequence[float] | None = None, intervals: str | None = None) -> ForecastResult:
     """The forecasts of the ``prediction_length`` steps after every series of ``panel`` (known ids
     of the fitted data, read with the fitted schema or built directly), as arrays: what
     ``Forecaster.predict`` returns as a frame. ``values``: ``panel``'s covariates (None for a model
@@ -47,8 +51,10 @@ def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | No
 
     Warns (:class:`~tsrec.data.scaling.OutlierWarning`) naming context values far from their
     series' training distribution, and names the series whose context holds no observation (their
-    forecast is NaN; an error with ``missing_context="raise"``)."""
+    forecast is NaN; an error with ``missing_context="raise"``). ``levels``, ``intervals``: the
+    interval levels (percent) and what gives their bands (:func:`interval_settings`)."""
     name, model, encoder = state.settings.model, state.model, state.covariates
+    bands, method = interval_settings(state, levels, intervals, quantiles)
     if not model.output.probabilistic and (quantiles is not None or num_samples is not None):
         raise ValueError(f"{name} was trained with output='point', so it has no quantiles or "
                          "samples; refit with output='quantile', 'normal' or 'studentt'")
@@ -74,7 +80,7 @@ def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | No
         covariates=_prediction_covariates(state, recent, values.tail(context), future_covariates),
         padded=model.reads_whole_history, dtype=window_dtype(model))
     result = forecast(state, dataset, rows, np.arange(len(panel.items)), np.diff(panel.offsets), levels=levels,
-                      num_samples=num_samples, batch_size=batch_size)
+                      intervals=bands, method=method, num_samples=num_samples, batch_size=batch_size)
     _report_blind(state, panel, result.blind)
     return result
 
@@ -94,17 +100,72 @@ def _forecast_cut(state: FittedState, rows: np.ndarray, batch_size: int | None, 
 
 
 def forecast(state: FittedState, dataset: WindowDataset, rows: np.ndarray, items: np.ndarray, origins: np.ndarray,
-             *, levels: Sequence[float] = (), num_samples: int | None = None,
-             batch_size: int | None = None) -> ForecastResult:
+             *, levels: Sequence[float] = (), intervals: Sequence[float] = (), method: str | None = None,
+             num_samples: int | None = None, batch_size: int | None = None) -> ForecastResult:
     """The forecasts of every window of ``dataset`` in the data's units (:func:`~tsrec.fitted.unscale`).
 
     rows:    ``[N]`` each window's scaler row; ``items``, ``origins`` ``[N]``: its series'
              position in the panel the windows come from and its first forecast step.
     levels, num_samples: quantiles and sample paths (probabilistic models only).
+    intervals, method: interval levels (percent, checked by :func:`interval_settings`) and what
+             gives their bands: ``"conformal"`` (the state's calibration, around the mean; then no
+             other ``levels``) or ``"model"`` (the network's own quantiles at the bands' levels).
     """
     scaled = outputs(state, dataset, batch_size=batch_size)
-    return unscale(state.model, state.scaler, scaled, np.asarray(rows), np.asarray(items), np.asarray(origins),
-                   levels=levels, num_samples=num_samples)
+    rows = np.asarray(rows)
+    if intervals and method == "model":
+        levels = tuple(sorted({*levels, *band_quantiles(intervals)}))
+    result = unscale(state.model, state.scaler, scaled, rows, np.asarray(items), np.asarray(origins),
+                     levels=levels, num_samples=num_samples)
+    if not intervals:
+        return result
+    if method == "model":
+        return dataclasses.replace(result, intervals=tuple(intervals), interval_method=method)
+    quantiles, bands = state.calibration.bands(result.mean, rows, intervals)  # [N, H, C, Q]
+    scaled_bands = np.moveaxis(state.scaler.transform(np.moveaxis(bands, -1, 1), rows), 1, -1)  # [N, H, C, Q]
+    return dataclasses.replace(result, levels=quantiles, quantiles=bands, scaled_quantiles=scaled_bands,
+                               intervals=tuple(intervals), interval_method=method)
+
+
+#: What may give a forecast's intervals (``predict(..., intervals=...)``).
+INTERVAL_METHODS = ("conformal", "model")
+
+
+def interval_settings(state: FittedState, levels: Sequence[float] | None, method: str | None,
+                      quantiles: Sequence[float] | None = None) -> tuple[tuple[float, ...], str | None]:
+    """The interval levels (percent, :func:`~tsrec.conformal.check_interval_levels`) and the
+    method that gives their bands: ``method``, else ``"conformal"`` for a calibrated model, else
+    ``"model"`` for a probabilistic network. ``ValueError`` naming the fix for a model with neither,
+    a level its calibration cannot give, and conformal bands asked for beside ``quantiles``."""
+    name = state.settings.model
+    if levels is None:
+        if method is not None:
+            raise ValueError(f"intervals={method!r} says what gives the bands of levels=[...]; pass levels too")
+        return (), None
+    levels = check_interval_levels(levels)
+    probabilistic = state.model.output.probabilistic
+    if method is None:
+        method = "conformal" if state.calibration is not None else "model" if probabilistic else None
+    if method is None:
+        raise ValueError(f"{name} was fitted without a conformal calibration and forecasts points only, so it has no "
+                         f"intervals: refit with conformal_windows=<k> (k rolling origins at the end of the fit data "
+                         f"calibrate the bands; Forecaster('auto') calibrates by default), or with "
+                         "output='quantile', 'normal' or 'studentt' for a network's own")
+    if method not in INTERVAL_METHODS:
+        raise ValueError(f"intervals must be one of {INTERVAL_METHODS}, got {method!r}")
+    if method == "conformal":
+        if state.calibration is None:
+            raise ValueError(f"{name} was fitted without a conformal calibration: refit with conformal_windows=<k>, "
+                             "or ask for intervals='model' (a probabilistic network's own)")
+        if quantiles is not None:
+            raise ValueError("conformal bands are the only quantiles of a forecast: pass levels=[...] or "
+                             "quantiles=[...] (the network's own), or intervals='model' with both")
+        for level in levels:
+            state.calibration.width(level)  # ValueError for a level the calibration cannot give
+    elif not probabilistic:
+        raise ValueError(f"{name} forecasts points (output='point'): it has no distribution of its own for "
+                         "intervals='model'; use its conformal calibration (conformal_windows=<k>)")
+    return levels, method
 
 
 def outputs(state: FittedState, dataset: WindowDataset, *, batch_size: int | None = None) -> np.ndarray:
@@ -234,3 +295,20 @@ def _report_blind(state: FittedState, panel: Panel, blind: np.ndarray) -> None:
     warnings.warn(problem + "; their forecast is NaN (missing_context='raise' makes this an error). A "
                   "context_length that reaches back to their last observations forecasts them from those; "
                   "or drop their missing rows to forecast from their last observation", UserWarning, stacklevel=4)
+
+
+def forecast_origins(state: FittedState, panel: Panel, values: CovariateValues, first: np.ndarray, count: np.ndarray,
+                     stride: int, *, batch_size: int | None = None) -> ForecastResult:
+    """The forecasts of the windows ``(item, first[item] + stride * k)``, ``k < count[item]``, of
+    ``panel`` (``values``: its covariates; series of ``state``'s fitted ids), each from its own
+    context, in :class:`WindowDataset`'s order (items in order, each item's origins rising):
+    a backtest's windows without its scoring (conformal calibration, :mod:`tsrec.calibrating`)."""
+    horizon = state.settings.window.prediction_length
+    rows = state.history.check_compatible(panel)  # [I]
+    ranges = list(zip(first.tolist(), (first + stride * count).tolist()))
+    dataset = WindowDataset.from_panel(panel, state.scaler, context_read(state, panel), horizon, ranges, stride=stride,
+                                       scaler_rows=rows, covariates=state.covariates.encode(panel, values),
+                                       padded=state.model.reads_whole_history, dtype=window_dtype(state.model))
+    items = np.repeat(np.arange(len(count)), count)  # [W]
+    origins = first[items] + stride * (np.arange(len(items)) - np.repeat(np.cumsum(count) - count, count))  # [W]
+    return forecast(state, dataset, rows[items], items, origins, batch_size=batch_size)

@@ -50,6 +50,7 @@ __all__ = [
     "rmse",
     "smape",
     "weighted_quantile_loss",
+    "winkler_score",
 ]
 
 Axis = int | tuple[int, ...] | None
@@ -407,6 +408,35 @@ def interval_coverage(
             f"({lo[first]} > {hi[first]}); pass the lower quantile first, or sort the quantile forecasts"
         )
     return _masked_mean(_indicator((lo <= t) & (t <= hi), t, lo, hi), w, axis)
+
+
+def winkler_score(
+    y_true: ArrayLike,
+    lower: ArrayLike,
+    upper: ArrayLike,
+    level: float,
+    *,
+    mask: ArrayLike | None = None,
+    axis: Axis = None,
+) -> float | FloatArray:
+    """Mean Winkler (interval) score of the level-``level`` interval ``[lower, upper]`` (Winkler
+    1972; Gneiting & Raftery 2007's interval score): its width, plus ``2 / a`` times the distance by
+    which ``y`` falls outside it, with ``a = 1 - level / 100`` (``level`` in percent)::
+
+        (u - l) + (2 / a) * (l - y) * [y < l] + (2 / a) * (y - u) * [y > u]
+
+    Lower is better; it rewards narrow intervals and charges misses by their size, so two intervals
+    of equal coverage compare by width and by how far they miss. In ``y``'s units, as fabletools'
+    ``winkler_score``. NaN in an unmasked entry gives NaN.
+    """
+    if not 0.0 < level < 100.0:
+        raise ValueError(f"level must be a percentage strictly between 0 and 100 (80 for an 80% interval), "
+                         f"got {level!r}")
+    t, lo, w = _prepare(y_true, lower, mask)
+    _, hi, _ = _prepare(y_true, upper, mask)
+    alpha = 1.0 - level / 100.0
+    score = (hi - lo) + (2.0 / alpha) * (np.maximum(lo - t, 0.0) + np.maximum(t - hi, 0.0))
+    return _masked_mean(score, w, axis)
 
 
 def _indicator(condition: NDArray[np.bool_], *arrays: FloatArray) -> FloatArray:

@@ -10,6 +10,8 @@
       training  TrainingConfig: epochs, batch, learning rates, schedule, seed, ...
       covariates CovariateConfig: the frame's past, future and static covariate columns
                 (given to ``fit``; empty in the user's settings, recorded in the resolved ones)
+      conformal ConformalConfig: the calibration of predict's intervals (conformal_windows,
+                conformal_scores; tsrec.conformal)
       trainer   TrainerConfig: trainer_kwargs (Lightning's Trainer) and output_dir: how a fit runs,
                 not what it trains (a resumed run need not share them)
 
@@ -27,7 +29,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from tsrec.config import Config, CovariateConfig, DataFacts, TrainerConfig, TrainingConfig, WindowConfig
+from tsrec.config import (Config, ConformalConfig, CovariateConfig, DataFacts, TrainerConfig, TrainingConfig,
+                          WindowConfig)
 from tsrec.models.base import ModelConfig
 from tsrec.models.registry import model_config, model_spec
 
@@ -35,6 +38,8 @@ __all__ = ["ForecasterSettings", "WINDOW_FIELDS", "TRAINING_FIELDS"]
 
 WINDOW_FIELDS = tuple(f.name for f in dataclasses.fields(WindowConfig))
 TRAINING_FIELDS = tuple(f.name for f in dataclasses.fields(TrainingConfig))
+#: The flat options of :class:`~tsrec.config.ConformalConfig`'s fields (``conformal_windows``, ...).
+CONFORMAL_FIELDS = tuple(f"conformal_{f.name}" for f in dataclasses.fields(ConformalConfig))
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,7 @@ class ForecasterSettings(Config):
     training: TrainingConfig
     covariates: CovariateConfig = dataclasses.field(default_factory=CovariateConfig)
     trainer: TrainerConfig = dataclasses.field(default_factory=TrainerConfig)
+    conformal: ConformalConfig = dataclasses.field(default_factory=ConformalConfig)
 
     def __post_init__(self) -> None:
         expected = model_spec(self.model).model_class.config_class
@@ -65,6 +71,8 @@ class ForecasterSettings(Config):
                                 else kwargs, output_dir=None if output_dir is None else os.fspath(output_dir),
                                 threads=options.pop("threads", None))
         window = {k: options.pop(k) for k in WINDOW_FIELDS if k in options}
+        conformal = ConformalConfig(**{k.removeprefix("conformal_"): options.pop(k) for k in CONFORMAL_FIELDS
+                                       if k in options})
         if "prediction_length" not in window:
             raise TypeError("prediction_length is required: the number of steps to forecast")
         # The model's own training defaults (its registry entry), under the user's settings.
@@ -80,9 +88,10 @@ class ForecasterSettings(Config):
         if unknown:
             raise TypeError(f"unknown option(s) {unknown} for model {model!r}. Window settings: "
                             f"{', '.join(WINDOW_FIELDS)}; training settings: {', '.join(TRAINING_FIELDS)}; "
+                            f"calibration: {', '.join(CONFORMAL_FIELDS)}; "
                             f"{model} options: {', '.join(network_fields)}")
         return cls(model=model, window=WindowConfig(**window), network=model_config(model, **options),
-                   training=TrainingConfig(**training), trainer=trainer)
+                   training=TrainingConfig(**training), trainer=trainer, conformal=conformal)
 
     def to_options(self) -> dict[str, Any]:
         """The flat options that rebuild these settings with :meth:`from_options`: the window
@@ -95,6 +104,10 @@ class ForecasterSettings(Config):
             options["output_dir"] = self.trainer.output_dir
         if self.trainer.threads is not None:
             options["threads"] = self.trainer.threads
+        for field in dataclasses.fields(ConformalConfig):
+            value = getattr(self.conformal, field.name)
+            if value != field.default:
+                options[f"conformal_{field.name}"] = value
         defaults = ((self.training, TrainingConfig(**model_spec(self.model).training)),
                     (self.network, model_config(self.model)))
         for config, default in defaults:
@@ -108,8 +121,11 @@ class ForecasterSettings(Config):
         """The JSON form: each section's own (:meth:`TrainerConfig.to_dict
         <tsrec.config.TrainerConfig.to_dict>` keeps the JSON values of ``trainer_kwargs``)."""
         sections = (self.window, self.network, self.training, self.covariates, self.trainer)
-        return {"model": self.model, **{name: section.to_dict() for name, section in
+        data = {"model": self.model, **{name: section.to_dict() for name, section in
                                         zip(("window", "network", "training", "covariates", "trainer"), sections)}}
+        if self.conformal != ConformalConfig():  # files of the default settings read as before it existed
+            data["conformal"] = self.conformal.to_dict()
+        return data
 
     def unresolved(self) -> list[str]:
         return self.network.unresolved()
@@ -130,13 +146,14 @@ class ForecasterSettings(Config):
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ForecasterSettings:
         required = {"model", "window", "network", "training"}
-        if not isinstance(data, dict) or not required <= set(data) <= required | {"covariates", "trainer"}:
+        if not isinstance(data, dict) or not required <= set(data) <= required | {"covariates", "trainer", "conformal"}:
             got = sorted(data) if isinstance(data, dict) else type(data).__name__
             raise TypeError(f"settings must be a dict with the keys model, window, network and training (and "
-                            f"optionally covariates and trainer), got {got}")
+                            f"optionally covariates, trainer and conformal), got {got}")
         config_class = model_spec(data["model"]).model_class.config_class
         return cls(model=data["model"], window=WindowConfig.from_dict(data["window"]),
                    network=config_class.from_dict(data["network"]),
                    training=TrainingConfig.from_dict(data["training"]),
                    covariates=CovariateConfig.from_dict(data.get("covariates", {})),
-                   trainer=TrainerConfig.from_dict(data.get("trainer", {})))
+                   trainer=TrainerConfig.from_dict(data.get("trainer", {})),
+                   conformal=ConformalConfig.from_dict(data.get("conformal", {})))

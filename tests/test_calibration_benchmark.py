@@ -1,0 +1,43 @@
+"""benchmarks/calibration.py: its scores by hand, and the targets its table judges."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchmarks.calibration import COLUMNS, LEVELS, render, scores
+
+
+def test_scores_count_windows_as_draws_and_put_width_and_winkler_in_training_standard_deviations():
+    # 2 series x 2 windows x 2 steps; series b's std is 2, so its values halve
+    table = pd.DataFrame({"item_id": list("aaaabbbb"), "origin": [0, 0, 1, 1, 0, 0, 1, 1],
+                          "y_true": [0.0, 0.0, 0.0, 3.0, 0.0, 0.0, 0.0, np.nan]})
+    std = np.array([1.0] * 4 + [2.0] * 4)
+    lower = {level: np.full(8, -1.0) for level in LEVELS}
+    upper = {level: np.full(8, 1.0) for level in LEVELS}
+    out = scores(table, lower, upper, std)[80]
+    assert out["entries"] == 7 and out["windows"] == 4
+    assert out["coverage"] == pytest.approx(6 / 7)  # a's 3.0 is outside
+    assert out["coverage_se"] == pytest.approx(math.sqrt(6 / 7 * (1 / 7) / 4))
+    widths = [2.0] * 4 + [1.0] * 3  # b's band is 2 wide in data units: 1 standard deviation
+    assert out["width"] == pytest.approx(np.mean(widths))
+    # Winkler: the width plus 2 / 0.2 times the miss (3 - 1) for the one value outside
+    assert out["winkler"] == pytest.approx((sum(widths) + 10 * 2.0) / 7)
+
+
+def test_the_table_judges_coverage_within_three_points_and_counts_winkler_wins():
+    rows = []
+    for dataset, coverage, se, winkler in (("good", 0.81, 0.01, 1.0), ("off", 0.70, 0.01, 3.0)):
+        for level in LEVELS:
+            p = coverage + (level - 80) / 100
+            rows.append(dict(dataset=dataset, model="default", seed=0, level=level, status="ok", coverage=p,
+                             coverage_se=se, width=1.0, winkler=winkler, cpu_seconds=1.0, windows=100))
+            rows.append(dict(dataset=dataset, model="sf_autoets_conformal", seed=np.nan, level=level, status="ok",
+                             coverage=level / 100, coverage_se=se, width=1.0, winkler=2.0, cpu_seconds=1.0))
+    frame = pd.DataFrame(rows).reindex(columns=COLUMNS).assign(command="cmd", commit="abc", machine="m", date="d")
+    text = render(frame, "x.csv")
+    # the standard error at the level over 100 windows: sqrt(0.8 * 0.2 / 100) = 4 points; 10 off is more than two
+    assert "| off | 80 | 70.0 ± 4.0 ✗✗ |" in text and "| good | 80 | 81.0 ± 4.0 |" in text
+    assert "on every dataset: **not met**" in text
+    assert "most datasets: 1 of 2 (**not met**)" in text

@@ -1,0 +1,239 @@
+"""Split-conformal prediction intervals for any fitted model, calibrated once at ``fit``.
+
+::
+
+    fit:      a model fitted on each series up to its first calibration origin (``before``)
+              forecasts W rolling origins of the fit data         -> residuals y - y_hat [W*N, H, C]
+              score = |residual| / scale (per series and channel, ``ConformalConfig.scores``)
+              pooled per horizon step over series, channels, windows -> Calibration (saved with the model)
+    predict:  band of level L at step h = y_hat +- s_h * scale, where s_h is the
+              ceil((n_h + 1) * L / 100)-th smallest of the n_h scores of step h
+
+The finite-sample rank ``ceil((n + 1)(1 - a))`` makes the band cover at least ``1 - a`` of a new
+residual exchangeable with the calibration ones (Vovk et al. 2005; Lei et al. 2018); a level
+whose rank exceeds ``n`` needs more residuals and is refused. statsforecast's
+``ConformalIntervals`` takes the same rolling-origin residuals per series and step, without the
+correction and without pooling; pooling over series (scaled) lets a few windows calibrate many
+series.
+
+Cost: W forecasts of every series by the model fitted before the calibration origins (for a
+statistical model, one statsforecast fit per series and window), plus that fit (a network trains
+once more; ``auto`` reuses its members' validation runs, :func:`tsrec.auto.fit_auto`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from tsrec.config import ConformalConfig
+from tsrec.data import Panel
+from tsrec.data.scaling import StandardScaler
+
+__all__ = ["DEFAULT_LEVELS", "MAX_KEPT", "Calibration", "band_quantiles", "calibrate", "check_interval_levels",
+           "default_windows", "observed_ends", "origins_before_end", "series_scale"]
+
+#: The interval levels a backtest scores for a calibrated model when none are named (percent).
+DEFAULT_LEVELS = (80.0, 90.0, 95.0)
+#: Residuals per horizon step :func:`default_windows` aims at (a 95% band needs 19).
+TARGET_RESIDUALS = 100
+#: Calibration origins per series by default: at least / at most.
+MIN_WINDOWS, MAX_WINDOWS = 2, 30
+#: Order statistics kept per horizon step: all of them up to this many, else this many ranks
+#: spread over them (each level then reads the kept rank at or above its own: a band at most
+#: ``1 / MAX_KEPT`` of coverage wider than the exact one, never narrower).
+MAX_KEPT = 1000
+
+
+def default_windows(n_series: int) -> int:
+    """Calibration origins per series for ``n_series`` series (channels of a wide frame count as
+    series): :data:`TARGET_RESIDUALS` residuals per horizon step in all, within
+    [:data:`MIN_WINDOWS`, :data:`MAX_WINDOWS`]."""
+    return int(min(MAX_WINDOWS, max(MIN_WINDOWS, math.ceil(TARGET_RESIDUALS / max(1, n_series)))))
+
+
+def check_interval_levels(levels: Any) -> tuple[float, ...]:
+    """``levels`` (percent, statsforecast's ``level=[80, 90]``) as a sorted tuple of distinct
+    floats in (0, 100), or a ``ValueError`` naming the problem and the fix."""
+    try:
+        values = tuple(sorted(float(level) for level in ([levels] if np.isscalar(levels) else levels)))
+    except (TypeError, ValueError):
+        raise ValueError(f"levels must be a list of interval levels in percent, e.g. [80, 90]; "
+                         f"got {levels!r}") from None
+    if not values or any(not 0.0 < v < 100.0 for v in values) or len(set(values)) < len(values):
+        raise ValueError(f"levels must be distinct percentages strictly between 0 and 100, e.g. [80, 90]; "
+                         f"got {levels!r}")
+    if values[-1] < 1.0:
+        raise ValueError(f"levels are percentages (80 for an 80% interval), got {levels!r}; pass [80, 90], or "
+                         "quantiles=[0.1, 0.9] for quantile levels")
+    return values
+
+
+def band_quantiles(levels: Sequence[float]) -> tuple[float, ...]:
+    """The quantile levels of the bands of interval ``levels`` (percent): ``(1 - L/100) / 2`` and
+    ``1 - (1 - L/100) / 2`` of each, sorted (80 -> 0.1 and 0.9), the keys of their columns."""
+    lows = [round((100.0 - level) / 200.0, 12) for level in levels]
+    return tuple(sorted({*lows, *(round(1.0 - low, 12) for low in lows)}))
+
+
+def series_scale(panel: Panel, scaler: StandardScaler, rows: np.ndarray) -> np.ndarray:
+    """``[I, C]``: each series' and channel's mean absolute one-step change over its observed steps
+    (a naive forecast's in-sample error, MASE's scale at season 1); where it is 0 or undefined (a
+    constant series, a single observation), the scaler's ``scale`` (``rows`` ``[I]``), else 1."""
+    out = np.empty((len(panel.items), len(panel.columns) if panel.layout == "wide" else 1))
+    for i, series in enumerate(panel.items):
+        y = np.where(series.observed, series.values, np.nan)  # [T, C]
+        changes = np.abs(np.diff(y, axis=0))  # [T - 1, C] NaN next to a missing step
+        seen = np.isfinite(changes)
+        out[i] = np.where(seen.any(axis=0), np.nansum(changes, axis=0) / np.maximum(seen.sum(axis=0), 1), np.nan)
+    fallback = np.asarray(scaler.scale, dtype=np.float64)[rows]  # [I, C]
+    out = np.where(np.isfinite(out) & (out > 0), out, fallback)
+    return np.where(np.isfinite(out) & (out > 0), out, 1.0)
+
+
+def observed_ends(panel: Panel) -> np.ndarray:
+    """``[I]`` int64: each series' length up to and including its last step with an observed value."""
+    ends = []
+    for item in panel.items:
+        seen = np.flatnonzero(item.observed.any(axis=1))
+        ends.append(int(seen[-1]) + 1 if len(seen) else 0)
+    return np.asarray(ends, dtype=np.int64)
+
+
+def origins_before_end(ends: np.ndarray, horizon: int, windows: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Calibration origins of series whose observed data end at ``ends`` ``[I]``: ``windows`` origins
+    per series, one step apart, the last one's window ending at the series' end (they cover its
+    last ``windows + horizon - 1`` steps). Returns the first origin ``[I]``, the count ``[I]`` and
+    the stride (1). (``auto`` takes its origins from its validation backtest, :mod:`tsrec.auto`.)"""
+    last = ends - horizon  # [I]
+    return last - (windows - 1), np.full(len(ends), windows, dtype=np.int64), 1
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What conformal calibration learned (saved with the model: ``forecaster.json``'s
+    ``conformal`` and ``weights.pt``'s ``conformal_*`` tensors).
+
+    Attributes:
+        scores: ``"scaled"`` or ``"absolute"`` (:class:`~tsrec.config.ConformalConfig`).
+        order: ``[H, K]`` float64, each horizon step's smallest-first nonconformity scores (all of
+            them, or :data:`MAX_KEPT` ranks spread over them; NaN after a step's ``kept``).
+        counts: ``[H]`` int64, the scores of each step (``n_h``).
+        scale: ``[N, C]`` float64, what each fitted series' and channel's residuals were divided by
+            (:func:`series_scale`; ones for ``"absolute"``), in the fitted series' order.
+        windows: calibration origins per series; ``stride``: steps between them.
+        cpu_seconds: what the calibration cost (the fit before the origins and their forecasts).
+    """
+
+    scores: str
+    order: np.ndarray
+    counts: np.ndarray
+    scale: np.ndarray
+    windows: int
+    stride: int
+    cpu_seconds: float
+
+    @property
+    def kept(self) -> np.ndarray:
+        """``[H]`` int64: the order statistics kept of each step."""
+        return np.minimum(self.counts, self.order.shape[1])
+
+    def max_level(self) -> float:
+        """The highest level (percent) every step can calibrate: ``100 * n / (n + 1)`` of the
+        step with the fewest scores."""
+        n = int(self.counts.min())
+        return 100.0 * n / (n + 1)
+
+    def width(self, level: float) -> np.ndarray:
+        """``[H]`` the half-width of the level-``level`` band at each step, in scaled score units:
+        the ``k = ceil((n_h + 1) * level / 100)``-th smallest score of step ``h`` (the kept rank
+        at or above it). ``ValueError`` when ``k > n_h``."""
+        n, kept = self.counts, self.kept
+        k = np.ceil((n + 1) * (level / 100.0) - 1e-9).astype(np.int64)  # [H]
+        if (k > n).any():
+            raise ValueError(
+                f"a {level:g}% conformal interval needs at least {math.ceil(level / (100 - level) - 1e-9)} "
+                f"calibration residuals per horizon step; this model has {int(n.min())} ({self.windows} windows per "
+                f"series), enough for levels up to {self.max_level():.1f}%: ask for a lower level, or refit with "
+                f"more calibration windows (conformal_windows=...)")
+        j = np.ceil(k * kept / n - 1e-9).astype(np.int64)  # [H] the kept rank at or above k
+        return self.order[np.arange(len(n)), j - 1]
+
+    def bands(self, mean: np.ndarray, rows: np.ndarray,
+              levels: Sequence[float]) -> tuple[tuple[float, ...], np.ndarray]:
+        """The bands of ``levels`` (percent) around ``mean`` ``[N, H, C]`` of windows whose series
+        are the fitted rows ``rows`` ``[N]``: the quantile levels (:func:`band_quantiles`) and
+        ``[N, H, C, Q]`` their values, lower bands ascending then upper bands."""
+        quantiles = band_quantiles(levels)
+        out = np.empty(mean.shape + (len(quantiles),))
+        scale = self.scale[np.asarray(rows)][:, None, :]  # [N, 1, C]
+        for level in levels:
+            half = self.width(level)[None, :, None] * scale  # [N, H, C]
+            low = round((100.0 - level) / 200.0, 12)
+            out[..., quantiles.index(low)] = mean - half
+            out[..., quantiles.index(round(1.0 - low, 12))] = mean + half
+        return quantiles, out
+
+    # ------------------------------------------------------------------ saving
+    def to_dict(self) -> dict[str, Any]:
+        """``forecaster.json``'s ``conformal`` entry (the arrays are :meth:`tensors`)."""
+        return {"scores": self.scores, "windows": self.windows, "stride": self.stride,
+                "cpu_seconds": self.cpu_seconds}
+
+    def tensors(self) -> dict[str, torch.Tensor]:
+        return {"conformal_order": torch.from_numpy(np.ascontiguousarray(self.order, dtype=np.float64)),
+                "conformal_counts": torch.from_numpy(np.ascontiguousarray(self.counts, dtype=np.int64)),
+                "conformal_scale": torch.from_numpy(np.ascontiguousarray(self.scale, dtype=np.float64))}
+
+    @classmethod
+    def from_saved(cls, data: dict[str, Any], tensors: dict[str, Any]) -> Calibration:
+        """The calibration :meth:`to_dict` and :meth:`tensors` wrote; ``ValueError`` where they
+        are missing or do not fit each other."""
+        arrays = {}
+        for key, (dtype, ndim) in {"conformal_order": (torch.float64, 2), "conformal_counts": (torch.int64, 1),
+                                   "conformal_scale": (torch.float64, 2)}.items():
+            value = tensors.get(key)
+            if not (isinstance(value, torch.Tensor) and value.dtype == dtype and value.ndim == ndim):
+                raise ValueError(f"the saved calibration's {key} is missing or not {dtype} with {ndim} dimensions")
+            arrays[key] = value.numpy()
+        order, counts = arrays["conformal_order"], arrays["conformal_counts"]
+        if len(order) != len(counts) or (counts < 1).any():
+            raise ValueError(f"the saved calibration holds {len(order)} horizon steps of scores but {len(counts)} "
+                             "counts, or a step without scores")
+        return cls(scores=data["scores"], order=order, counts=counts, scale=arrays["conformal_scale"],
+                   windows=int(data["windows"]), stride=int(data["stride"]), cpu_seconds=float(data["cpu_seconds"]))
+
+
+def calibrate(mean: np.ndarray, truth: np.ndarray, observed: np.ndarray, scale: np.ndarray, fitted_scale: np.ndarray,
+              windows: int, stride: int, config: ConformalConfig, cpu_seconds: float) -> Calibration:
+    """The :class:`Calibration` of ``W`` calibration windows: their forecasts ``mean``, true values
+    ``truth`` and whether each was ``observed`` (``[W, H, C]`` each), and each window's series'
+    scale ``scale`` ``[W, C]`` (used for ``"scaled"`` scores); ``fitted_scale`` ``[N, C]``: every
+    fitted series' (:attr:`Calibration.scale`). ``ValueError`` for a horizon step
+    with no score (no observed value with a forecast)."""
+    horizon = mean.shape[1]
+    divisor = scale[:, None, :] if config.scores == "scaled" else 1.0  # [W, 1, C]
+    with np.errstate(invalid="ignore"):
+        score = np.abs(truth - mean) / divisor  # [W, H, C]
+    score = np.where(observed & np.isfinite(score), score, np.nan).transpose(1, 0, 2).reshape(horizon, -1)  # [H, W*C]
+    counts = np.isfinite(score).sum(axis=1)  # [H]
+    if (counts == 0).any():
+        raise ValueError(f"conformal calibration: horizon step {int(np.argmin(counts)) + 1} has no observed value "
+                         "with a forecast in the calibration windows; pass data with observations at the end of "
+                         "the series, or more calibration windows (conformal_windows=...)")
+    ordered = np.sort(score, axis=1)  # [H, W*C] NaN last
+    kept = min(MAX_KEPT, int(counts.max()))
+    order = np.full((horizon, kept), np.nan)
+    for h, n in enumerate(counts.tolist()):
+        ranks = np.arange(1, n + 1) if n <= kept else np.ceil(np.arange(1, kept + 1) * n / kept).astype(np.int64)
+        order[h, :len(ranks)] = ordered[h, ranks - 1]
+    return Calibration(config.scores, order, counts.astype(np.int64),
+                       fitted_scale if config.scores == "scaled" else np.ones_like(fitted_scale), windows, stride,
+                       cpu_seconds)
+
+
