@@ -155,6 +155,16 @@ def test_gate_table_reports_patch_periods_in_steps():
     assert gate_table(build_model("patchtst", data=HOURLY, context_length=48, prediction_length=12)).empty
 
 
+def test_gate_table_of_session_data_gives_no_durations():
+    """A session's steps skip its closed hours: 16 steps of 'h 06:00-22:00' are a day, not 16
+    hours, so the table keeps the steps and gives no wall-clock durations (the plot draws steps)."""
+    torch.manual_seed(0)
+    model = build_model("rsa_patchtst", data=HOURLY, context_length=96, prediction_length=24, e_layers=1)
+    table = gate_table(model, "h 06:00-22:00")
+    assert table["period"].isna().all() and table["half_life"].isna().all()
+    np.testing.assert_allclose(table["period_steps"], gate_table(model, "h")["period_steps"])
+
+
 @pytest.mark.parametrize("options, error, match", [
     (dict(context_length=12, patch_len=16), ValueError, r"patch_len \(16\) must be at most context_length \(12\)"),
     (dict(d_model=18, n_heads=4), ValueError, r"d_model \(18\) must be divisible by n_heads \(4\)"),

@@ -9,6 +9,7 @@ import pandas as pd
 import torch
 
 from tsrec.data import step_duration
+from tsrec.data.sessions import session_of
 from tsrec.models.base import ForecastModel, ModelConfig
 
 KIND_NAMES = {0: "regular", 1: "cos", 2: "sin"}
@@ -113,7 +114,7 @@ def gate_table(model: ForecastModel, freq: str | None = None, *, channels: str =
     the decay half-life ``ln(1/2) / ln|lambda or gamma| * dilation * steps_per_token`` and the
     cycle period ``2 pi / lag_frequency(theta) * dilation * steps_per_token`` (the cycle the REM
     shows at its integer lags, :func:`lag_frequency`), in the data's steps (``half_life_steps``,
-    ``period_steps``) and, for fixed-length ``freq``, as durations (``half_life``, ``period``);
+    ``period_steps``) and, for fixed-length ``freq`` (not a session, whose steps skip its closed hours), as durations (``half_life``, ``period``);
     ``steps_per_token`` (``model.steps_per_token``: 1, or PatchTST's stride, whose REM
     parameters act on patch lags).
 
@@ -134,7 +135,8 @@ def gate_table(model: ForecastModel, freq: str | None = None, *, channels: str =
     """
     if channels not in CHANNEL_VIEWS:
         raise ValueError(f"channels must be one of {CHANNEL_VIEWS}, got {channels!r}")
-    step = None if freq is None else step_duration(freq)
+    # A session's steps skip its closed hours: no fixed duration per step (16 steps of 'h 06:00-22:00' are a day).
+    step = None if freq is None or session_of(freq) is not None else step_duration(freq)
     rows = _head_rows(model, channels)
     if start is not None:
         initial = _head_rows(start, channels)
