@@ -114,7 +114,8 @@ def gate_table(model: ForecastModel, freq: str | None = None, *, channels: str =
     the decay half-life ``ln(1/2) / ln|lambda or gamma| * dilation * steps_per_token`` and the
     cycle period ``2 pi / lag_frequency(theta) * dilation * steps_per_token`` (the cycle the REM
     shows at its integer lags, :func:`lag_frequency`), in the data's steps (``half_life_steps``,
-    ``period_steps``) and, for fixed-length ``freq`` (not a session, whose steps skip its closed hours), as durations (``half_life``, ``period``);
+    ``period_steps``) and, for fixed-length ``freq`` (not a session, whose steps skip its closed
+    hours), as durations (``half_life``, ``period``);
     ``steps_per_token`` (``model.steps_per_token``: 1, or PatchTST's stride, whose REM
     parameters act on patch lags).
 
