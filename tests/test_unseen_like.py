@@ -291,6 +291,7 @@ def test_quick_run_writes_rows_and_a_table_and_resumes(tmp_path, monkeypatch, on
                                     "mse": "123.0", "mae": "1", "mse_ratio_naive": "1", "fit_seconds": "0",
                                     "freq": "MS", "horizon": "8", "stride": "8", "season": "12"})
     args = [str(config), "--quick", "--out-dir", str(out)]
+    import tsrec.auto  # noqa: F401  (imported first, auto keeps the real backtest for its own validation)
     import tsrec.evaluation
 
     backtest, skill_rows = tsrec.evaluation.backtest, []
