@@ -31,13 +31,12 @@ import numpy as np
 import pandas as pd
 
 from benchmarks.common import ROOT, command_line, git_commit, machine, markdown_table, now, write_csv
+from benchmarks.gate_truth import PERIOD_TOLERANCE  # a learned period counts as a known cycle within it
 
 RESULTS = ROOT / "benchmarks" / "results"
 HORIZON, CONTEXT = 96, 96
 #: The known cycles of each dataset in steps: a day and a week.
 KNOWN_CYCLES = {"ETTh1": (24, 168), "ETTh2": (24, 168), "ETTm1": (96, 672), "weather": (144, 1008)}
-#: A learned period counts as a known cycle within this relative error (as gate_truth's).
-PERIOD_TOLERANCE = 0.10
 
 
 def fit_one(dataset: str, data_dir: str | None, steps: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
@@ -102,7 +101,7 @@ def summary(heads: pd.DataFrame, ets: pd.DataFrame, facts: list[dict[str, Any]])
                 f"{plain['period_start_steps'].median():.1f} -> {plain['period_steps'].median():.1f}",
             "dilated cos/sin periods: start -> learned (median)":
                 f"{dilated['period_start_steps'].median():.1f} -> {dilated['period_steps'].median():.1f}",
-            "cycle heads within 10% of a day or week (or half)":
+            f"cycle heads within {100 * PERIOD_TOLERANCE:.0f}% of a day or week (or half)":
                 f"{sum(d <= PERIOD_TOLERANCE for _, d in near)} of {len(near)}",
             "heads moved > 5%": f"{int(g['moved'].sum())} of {len(g)}",
             "half-lives: start -> learned (median steps)":

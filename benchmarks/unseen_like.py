@@ -467,11 +467,12 @@ def forecast_tsrec(task: Task, model: str, seed: int, quick: bool,
     ``origin``, ``y_pred``, with the fit's and the backtest's wall seconds and :func:`training_note`.
     A model the config's ``[variants]`` names (``rsa_patchtst_ets = "rsa_patchtst"``) is its base
     model with the options of ``[model_options.NAME]`` (as in ``benchmarks.run``)."""
+    from benchmarks.run import registered_model
     from tsrec.evaluation import backtest
 
     config = config or {}
-    base = config.get("variants", {}).get(model, model)
-    forecaster = tsrec_forecaster(base, task.windows.horizon, seed, quick, config.get("model_options", {}).get(model))
+    forecaster = tsrec_forecaster(registered_model(config, model), task.windows.horizon, seed, quick,
+                                  config.get("model_options", {}).get(model))
     columns = dict(id_col=ID, time_col=TIME, target_col=TARGET)
     started = time.perf_counter()
     forecaster.fit(task.train, **columns)
