@@ -120,15 +120,15 @@ def read_parquet(
                                             target_col=target_col)
     columns = list(dict.fromkeys([id_col, time_col, target_col, *config.columns]))
     _check_files(dataset, columns, {id_col: "id_col", time_col: "time_col", target_col: "target_col"})
+
+    def read(table: pd.DataFrame, *, freq: str | None) -> tuple[Panel, CovariateValues]:
+        return read_frame(table, config, categorical, gaps=gaps, time_col=time_col, id_col=id_col,
+                          target_col=target_col, last=last, freq=freq)
+
     parts = []
     wanted = _distinct_ids(dataset, id_col) if ids is None else _id_array(dataset, id_col, ids)
     for chunk in _chunks(wanted, id_col, chunk_series):
         rows = _rows(dataset, columns, id_col, chunk)
-
-        def read(table: pd.DataFrame, *, freq: str | None) -> tuple[Panel, CovariateValues]:
-            return read_frame(table, config, categorical, gaps=gaps, time_col=time_col, id_col=id_col,
-                              target_col=target_col, last=last, freq=freq)
-
         try:
             parts.append(read(rows, freq=freq) if freq is not None or not parts else
                          _inferred_alike(functools.partial(read, rows), parts[0][0]))

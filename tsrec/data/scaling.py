@@ -153,8 +153,7 @@ class StandardScaler:
         """Where ``x`` (shaped as for :meth:`transform`) lies outside the fences: bool, ``x``'s
         shape (False for NaN)."""
         low, high = self._shaped((self.low, self.high), items, np.ndim(x))
-        x = np.asarray(x, dtype=np.float64)
-        return (x < low) | (x > high)
+        return _sides(np.asarray(x, dtype=np.float64), low, high) != 0
 
     def far_parts(self, x: np.ndarray, observed: np.ndarray, items: np.ndarray,
                   series: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

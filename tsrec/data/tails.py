@@ -3,8 +3,9 @@
 A network reads a window of fixed length ending where its forecast starts. Where a series' last
 values are missing, that window would hold them as the series' training mean (0 in scaled units)
 and the network would forecast the requested dates from a made-up tail: on the issue's case (the
-last 30 of 300 hourly values of one series missing, a daily cycle of amplitude 3) the default
-network's error on that series was 18x its error on the others. :func:`fill_tails` instead
+last 30 of 300 hourly values of one series missing, a daily cycle of amplitude 3; the small
+rsa_patchtst of tests/test_missing_tails.py) the network's mean absolute error on that series
+was 1.02, 2.4x the larger of the others' (0.42 and 0.20). :func:`fill_tails` instead
 forecasts, round by round, the ``prediction_length`` steps after each series' last observed (or
 already forecast) step with the same network, from a window ending there (padded with
 unobserved steps where fewer steps were read), and fills the missing steps with those forecasts;

@@ -58,11 +58,10 @@ class RevIN(nn.Module):
                 return x
             xs, ss = x[rows], seen[rows]  # [B', L, C]
             length = x.shape[1]
-            head = ss.clone()
-            head[:, -(-length // 4):] = False  # [B', L, C] the reference: the first ceil(L / 4) steps
-            q1, q3 = _quantiles(xs, head, (0.25, 0.75))  # [B', 1, C] each
+            head = -(-length // 4)  # the reference: the first ceil(L / 4) steps
+            q1, q3 = _quantiles(xs[:, :head], ss[:, :head], (0.25, 0.75))  # [B', 1, C] each
             reach = self.far_iqrs * (q3 - q1).clamp_min(1.0)
-            referenced = head.any(1, keepdim=True)  # [B', 1, C]
+            referenced = ss[:, :head].any(1, keepdim=True)  # [B', 1, C]
             side = ((xs > q3 + reach).to(torch.int8) - (xs < q1 - reach).to(torch.int8)) * referenced  # [B', L, C]
             step = torch.arange(length, device=x.device).view(1, length, 1)
             final = torch.where(ss, step, -1).amax(1, keepdim=True)  # [B', 1, C] last observed step
@@ -77,9 +76,8 @@ class RevIN(nn.Module):
                 return x
             xs, run, earlier, moved = xs[shifted], run[shifted], earlier[shifted], moved[shifted]
             new, old = (_quantiles(xs, part, (0.5,))[0] for part in (run, earlier))  # [B'', 1, C] each
-            delta = torch.zeros_like(x)
-            delta[rows[shifted]] = torch.where(earlier & moved, new - old, 0.0).to(x.dtype)
-        return x + delta
+            delta = torch.where(earlier & moved, new - old, 0.0).to(x.dtype)  # [B'', L, C]
+        return x.index_add(0, rows[shifted], delta)  # outside no_grad: a gradient to x passes through
 
     def _spread_rows(self, x: Tensor, seen: Tensor) -> Tensor:
         """``[B']`` the windows whose observed values span more than ``far_iqrs`` in some channel:
