@@ -465,9 +465,7 @@ def _interval_scores(errors: pd.DataFrame, levels: tuple[float, ...],
         hi = {u: errors[f"y_q{round(1.0 - low, 12)}{u}"].to_numpy()[scored] for u in ("", "_scaled")}
         truth = {u: errors[f"y_true{u}"].to_numpy()[scored] for u in ("", "_scaled")}
         inside = ((lo[""] <= truth[""]) & (truth[""] <= hi[""])).astype(np.float64)
-        alpha = 1.0 - level / 100.0
-        winkler = {u: (hi[u] - lo[u]) + (2.0 / alpha) * (np.maximum(lo[u] - truth[u], 0.0) +
-                                                          np.maximum(truth[u] - hi[u], 0.0)) for u in ("", "_scaled")}
+        winkler = {u: metrics.winkler_score(truth[u], lo[u], hi[u], level, axis=()) for u in ("", "_scaled")}  # [E]
         frame = pd.DataFrame({"item_id": item, "inside": inside, "width": hi[""] - lo[""], "winkler": winkler[""],
                               "winkler_scaled": winkler["_scaled"], "window": window})
         grouped = frame.groupby("item_id", sort=False)
