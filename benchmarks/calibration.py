@@ -54,6 +54,7 @@ from benchmarks.common import ROOT, command_line, git_commit, machine, markdown_
 from benchmarks.unseen_like import ID, TARGET, TIME, Task, model_inputs, one_thread, prepare_task, rolling_windows, \
     training_stats, window_table
 from tsrec import metrics
+from tsrec.conformal import band_ends
 
 RESULTS = ROOT / "benchmarks" / "results"
 CONFIG = ROOT / "benchmarks" / "configs" / "unseen_like.toml"
@@ -116,9 +117,8 @@ def run_default(task: Task, seed: int) -> tuple[pd.DataFrame, float, str]:
     cpu = time.process_time() - started
     bands = errors[[ID, "timestamp", "origin"]].rename(columns={"timestamp": TIME}).copy()
     for level in LEVELS:
-        low = round((100 - level) / 200, 12)
-        bands[f"lo_{level}"], bands[f"hi_{level}"] = errors[f"y_q{low}"].to_numpy(), \
-            errors[f"y_q{round(1 - low, 12)}"].to_numpy()
+        low, high = band_ends(level)
+        bands[f"lo_{level}"], bands[f"hi_{level}"] = errors[f"y_q{low}"].to_numpy(), errors[f"y_q{high}"].to_numpy()
     board = f.leaderboard
     members = board[board.weight > 0]
     trained = board[board.model.isin(NETWORKS) & board.val_mse.notna()]

@@ -25,7 +25,7 @@ from tsrec.data.source import Source, history_before
 from tsrec.data.scaling import StandardScaler, item_blocks
 from tsrec.fitted import ForecastResult
 from tsrec.forecaster import Forecaster
-from tsrec.conformal import DEFAULT_LEVELS
+from tsrec.conformal import DEFAULT_LEVELS, band_ends
 from tsrec.forecasting import context_read, forecast, interval_settings, window_dtype
 from tsrec.models.base import DEFAULT_QUANTILE_LEVELS
 from tsrec.models.naive import choose_season, season_for
@@ -460,9 +460,9 @@ def _interval_scores(errors: pd.DataFrame, levels: tuple[float, ...],
     item = errors["item_id"].to_numpy()[scored]
     window = pd.MultiIndex.from_arrays([errors["item_id"].to_numpy()[scored], errors["origin"].to_numpy()[scored]])
     for level in interval_levels(levels):
-        low = round((100.0 - level) / 200.0, 12)
+        low, high = band_ends(level)
         lo = {u: errors[f"y_q{low}{u}"].to_numpy()[scored] for u in ("", "_scaled")}
-        hi = {u: errors[f"y_q{round(1.0 - low, 12)}{u}"].to_numpy()[scored] for u in ("", "_scaled")}
+        hi = {u: errors[f"y_q{high}{u}"].to_numpy()[scored] for u in ("", "_scaled")}
         truth = {u: errors[f"y_true{u}"].to_numpy()[scored] for u in ("", "_scaled")}
         inside = ((lo[""] <= truth[""]) & (truth[""] <= hi[""])).astype(np.float64)
         winkler = {u: metrics.winkler_score(truth[u], lo[u], hi[u], level, axis=()) for u in ("", "_scaled")}  # [E]
