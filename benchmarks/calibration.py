@@ -53,6 +53,8 @@ import pandas as pd
 from benchmarks.common import ROOT, command_line, git_commit, machine, markdown_table, now
 from benchmarks.unseen_like import ID, TARGET, TIME, Task, model_inputs, one_thread, prepare_task, rolling_windows, \
     training_stats, window_table
+from tsrec import metrics
+from tsrec.conformal import band_ends
 
 RESULTS = ROOT / "benchmarks" / "results"
 CONFIG = ROOT / "benchmarks" / "configs" / "unseen_like.toml"
@@ -93,12 +95,9 @@ def scores(table: pd.DataFrame, lower: dict[int, np.ndarray], upper: dict[int, n
     for level in LEVELS:
         lo, hi = lower[level][seen] / std[seen], upper[level][seen] / std[seen]
         y = truth[seen] / std[seen]
-        alpha = 1 - level / 100
-        inside = (lo <= y) & (y <= hi)
-        winkler = (hi - lo) + (2 / alpha) * (np.maximum(lo - y, 0) + np.maximum(y - hi, 0))
-        p = float(inside.mean())
+        p = float(((lo <= y) & (y <= hi)).mean())
         out[level] = dict(coverage=p, coverage_se=math.sqrt(p * (1 - p) / windows), width=float(np.mean(hi - lo)),
-                          winkler=float(np.mean(winkler)), entries=int(seen.sum()), windows=windows)
+                          winkler=metrics.winkler_score(y, lo, hi, level), entries=int(seen.sum()), windows=windows)
     return out
 
 
@@ -118,9 +117,8 @@ def run_default(task: Task, seed: int) -> tuple[pd.DataFrame, float, str]:
     cpu = time.process_time() - started
     bands = errors[[ID, "timestamp", "origin"]].rename(columns={"timestamp": TIME}).copy()
     for level in LEVELS:
-        low = round((100 - level) / 200, 12)
-        bands[f"lo_{level}"], bands[f"hi_{level}"] = errors[f"y_q{low}"].to_numpy(), \
-            errors[f"y_q{round(1 - low, 12)}"].to_numpy()
+        low, high = band_ends(level)
+        bands[f"lo_{level}"], bands[f"hi_{level}"] = errors[f"y_q{low}"].to_numpy(), errors[f"y_q{high}"].to_numpy()
     board = f.leaderboard
     members = board[board.weight > 0]
     trained = board[board.model.isin(NETWORKS) & board.val_mse.notna()]

@@ -540,6 +540,9 @@ def test_a_calibrated_models_backtest_scores_coverage_and_winkler_per_series_and
     errors = result.errors[result.errors.item_id == "a"]
     inside = (errors["y_q0.1"] <= errors.y_true) & (errors.y_true <= errors["y_q0.9"])
     assert at80.set_index("item_id").coverage["a"] == pytest.approx(inside.mean())
+    lo, hi, y = errors["y_q0.1"], errors["y_q0.9"], errors.y_true
+    winkler = (hi - lo) + (2 / 0.2) * ((lo - y).clip(lower=0) + (y - hi).clip(lower=0))
+    assert at80.set_index("item_id").winkler["a"] == pytest.approx(winkler.mean())
     assert score_backtest(f, result.errors).intervals.equals(result.intervals)  # scored again from the errors alone
     joined = pd.concat([result.errors.iloc[:10], result.errors.iloc[10:]])  # parts joined: no attrs to read
     joined.attrs.clear()

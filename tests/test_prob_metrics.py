@@ -19,6 +19,7 @@ from tsrec.metrics import (
     per_step,
     quantile_loss,
     weighted_quantile_loss,
+    winkler_score,
 )
 
 LEVELS = (0.1, 0.25, 0.5, 0.75, 0.9)
@@ -110,6 +111,11 @@ def test_hand_computed_quantile_metrics() -> None:
     assert weighted_quantile_loss(y, p, 0.9) == pytest.approx(2 * 2.3 / 10)
     assert coverage(y, p) == pytest.approx(0.75)  # y <= p except at index 2; equality counts
     assert interval_coverage(y, [0.0, 2.0, 3.5, 4.0], [1.0, 3.0, 4.0, 5.0]) == pytest.approx(0.75)
+    # 80%: widths 1, 1, 0.5, 1; y = 3 misses [3.5, 4] by 0.5 -> + (2 / 0.2) * 0.5
+    each = winkler_score(y, [0.0, 2.0, 3.5, 4.0], [1.0, 3.0, 4.0, 5.0], 80, axis=())
+    np.testing.assert_allclose(each, [1.0, 1.0, 0.5 + 5.0, 1.0])
+    assert winkler_score(y, [0.0, 2.0, 3.5, 4.0], [1.0, 3.0, 4.0, 5.0], 80) == pytest.approx(8.5 / 4)
+    assert winkler_score(y, [0.0, 2.0, 3.5, 4.0], [1.0, 3.0, 4.0, 5.0], 80, mask=[1, 1, 0, 1]) == pytest.approx(1.0)
     # y = 1 with the 0.25 / 0.75 quantiles at 0 and 2: pinball 0.25 each -> 2 * mean = 0.5
     assert crps_from_quantiles([1.0], [[0.0, 2.0]], [0.25, 0.75]) == pytest.approx(0.5)
     assert crps_from_quantiles([1.0], [[2.0, 0.0]], [0.75, 0.25]) == pytest.approx(0.5)  # column order free

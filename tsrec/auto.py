@@ -67,6 +67,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tsrec.config import CovariateConfig
 from tsrec.data.frame import Panel
 from tsrec.data.time_features import future_index
 from tsrec.data.schema import Schema
@@ -74,6 +75,7 @@ from tsrec.data.source import Read, Source, history_before, in_memory
 from tsrec.calibrating import fitted_scales
 from tsrec.conformal import Calibration, calibrate, default_windows, observed_ends
 from tsrec.evaluation import STATS_BASELINES, CoverageWarning, backtest
+from tsrec.fitted import FittedState
 from tsrec.fitting import Fit, Prefitted, fit_state
 from tsrec.forecaster import Forecaster
 from tsrec.models.ensemble import AUTO, with_members
@@ -323,7 +325,7 @@ def fit_auto(df: Source, read: Read, settings: ForecasterSettings, *, val: Read 
     panel, columns, schema = read.panel, read.schema.columns, read.schema
     started = time.process_time()
     df = in_memory(df, schema.id_col)  # Parquet read once for the candidates' fits and backtests
-    covariates = _Covariates.of(schema, df)
+    covariates = _Covariates.of(schema)
     horizon = settings.window.prediction_length
     options = _candidate_options(settings)
     ends = observed_ends(panel).tolist()
@@ -394,11 +396,11 @@ class _Covariates:
     (``fit``: the ``past_covariates``, ... arguments), the columns the others drop, and what the
     leaderboard says of each (``described``, ``unused``)."""
 
-    config: Any  # CovariateConfig
+    config: CovariateConfig
     fit: dict[str, Any]
 
     @classmethod
-    def of(cls, schema: Schema, df: pd.DataFrame) -> _Covariates:
+    def of(cls, schema: Schema) -> _Covariates:
         config = schema.covariates
         return cls(config, dict(past_covariates=config.past, future_covariates=config.future,
                                 static_covariates=config.static) if config.columns else {})
@@ -429,7 +431,7 @@ def _stride(horizon: int, windows: int, wanted: int) -> int:
     return max(d for d in range(1, horizon + 1) if horizon % d == 0 and d <= most)
 
 
-def _calibration(scorer: _Scorer, chosen: list[tuple[str, float]], state: Any, panel: Panel,
+def _calibration(scorer: _Scorer, chosen: list[tuple[str, float]], state: FittedState, panel: Panel,
                  settings: ForecasterSettings, started: float) -> Calibration:
     """The conformal calibration of the ensemble of ``chosen`` (name, weight): its forecasts of the
     validation backtest's every origin (the weighted sum of its members' validated forecasts, made

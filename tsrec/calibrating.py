@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from tsrec.conformal import Calibration, calibrate, default_windows, observed_ends, origins_before_end, series_scale
+from tsrec.conformal import Calibration, calibrate, observed_ends, origins_before_end, series_scale
 from tsrec.data import Panel, source
 from tsrec.data.source import Read, Source, history_before
 from tsrec.fitted import FittedState
@@ -34,11 +34,9 @@ __all__ = ["attach", "calibrated", "calibration_origins", "fitted_scales", "shor
 
 def calibration_origins(read: Read, settings: ForecasterSettings) -> tuple[np.ndarray, np.ndarray, int]:
     """The calibration origins of ``read``'s series (:func:`~tsrec.conformal.origins_before_end`):
-    the settings' ``conformal_windows`` per series (else :func:`~tsrec.conformal.default_windows`);
-    ``ValueError`` naming the series when one is too short to hold them after a first step."""
-    panel, horizon = read.panel, settings.window.prediction_length
-    channels = len(panel.columns) if panel.layout == "wide" else 1
-    windows = settings.conformal.windows or default_windows(len(panel.items) * channels)
+    the settings' ``conformal_windows`` (set) per series; ``ValueError`` naming the series when one
+    is too short to hold them after a first step."""
+    panel, horizon, windows = read.panel, settings.window.prediction_length, settings.conformal.windows
     ends = observed_ends(panel)
     first, count, stride = origins_before_end(ends, horizon, windows)
     if (short := np.flatnonzero(first < 2)).size:

@@ -725,7 +725,8 @@ class ConformalConfig(Config):
 
     At ``fit``, a copy of the model fitted on the data before the last ``windows + H - 1`` steps of
     every series forecasts ``windows`` rolling origins there; the absolute residuals of each
-    horizon step, pooled over series, channels and windows, give the band of that step.
+    horizon step (divided by their series' scale, ``scores``), pooled over series, channels and
+    windows, give the band of that step.
 
     Attributes:
         windows: calibration origins per series (``conformal_windows``). None: calibrated only for

@@ -35,8 +35,8 @@ from tsrec.config import ConformalConfig
 from tsrec.data import Panel
 from tsrec.data.scaling import StandardScaler
 
-__all__ = ["DEFAULT_LEVELS", "MAX_KEPT", "Calibration", "band_quantiles", "calibrate", "check_interval_levels",
-           "default_windows", "observed_ends", "origins_before_end", "series_scale"]
+__all__ = ["DEFAULT_LEVELS", "MAX_KEPT", "Calibration", "band_ends", "band_quantiles", "calibrate",
+           "check_interval_levels", "default_windows", "observed_ends", "origins_before_end", "series_scale"]
 
 #: The interval levels a backtest scores for a calibrated model when none are named (percent).
 DEFAULT_LEVELS = (80.0, 90.0, 95.0)
@@ -74,11 +74,16 @@ def check_interval_levels(levels: Any) -> tuple[float, ...]:
     return values
 
 
+def band_ends(level: float) -> tuple[float, float]:
+    """The quantile levels of the lower and upper band of the interval ``level`` (percent):
+    ``(1 - L/100) / 2`` and ``1 - (1 - L/100) / 2`` (80 -> 0.1 and 0.9), the keys of their columns."""
+    low = round((100.0 - level) / 200.0, 12)
+    return low, round(1.0 - low, 12)
+
+
 def band_quantiles(levels: Sequence[float]) -> tuple[float, ...]:
-    """The quantile levels of the bands of interval ``levels`` (percent): ``(1 - L/100) / 2`` and
-    ``1 - (1 - L/100) / 2`` of each, sorted (80 -> 0.1 and 0.9), the keys of their columns."""
-    lows = [round((100.0 - level) / 200.0, 12) for level in levels]
-    return tuple(sorted({*lows, *(round(1.0 - low, 12) for low in lows)}))
+    """The quantile levels of the bands of interval ``levels`` (percent, :func:`band_ends`), sorted."""
+    return tuple(sorted({q for level in levels for q in band_ends(level)}))
 
 
 def series_scale(panel: Panel, scaler: StandardScaler, rows: np.ndarray) -> np.ndarray:
@@ -174,9 +179,9 @@ class Calibration:
         scale = self.scale[np.asarray(rows)][:, None, :]  # [N, 1, C]
         for level in levels:
             half = self.width(level)[None, :, None] * scale  # [N, H, C]
-            low = round((100.0 - level) / 200.0, 12)
+            low, high = band_ends(level)
             out[..., quantiles.index(low)] = mean - half
-            out[..., quantiles.index(round(1.0 - low, 12))] = mean + half
+            out[..., quantiles.index(high)] = mean + half
         return quantiles, out
 
     # ------------------------------------------------------------------ saving

@@ -16,7 +16,7 @@ import pandas as pd
 from tsrec._checks import check_optional_int
 from tsrec import metrics
 from tsrec.config import CovariateConfig, DataFacts
-from tsrec.data import Panel, WindowDataset, seasonality
+from tsrec.data import Panel, seasonality
 from tsrec.data.time_features import future_indexes
 from tsrec.data.frame import block_frame
 from tsrec.data import source
@@ -25,8 +25,8 @@ from tsrec.data.source import Source, history_before
 from tsrec.data.scaling import StandardScaler, item_blocks
 from tsrec.fitted import ForecastResult
 from tsrec.forecaster import Forecaster
-from tsrec.conformal import DEFAULT_LEVELS
-from tsrec.forecasting import context_read, forecast, interval_settings, window_dtype
+from tsrec.conformal import DEFAULT_LEVELS, band_ends
+from tsrec.forecasting import context_read, forecast_origins, interval_settings, window_origins
 from tsrec.models.base import DEFAULT_QUANTILE_LEVELS
 from tsrec.models.naive import choose_season, season_for
 from tsrec.nn.outputs import check_levels
@@ -205,14 +205,6 @@ def _positions(panel: Panel, stacked: _Stacked, stamp: pd.Timestamp) -> np.ndarr
     return position
 
 
-def _block_windows(first: np.ndarray, count: np.ndarray, stride: int) -> tuple[np.ndarray, np.ndarray]:
-    """The windows of items with ``count`` ``[I]`` origins from ``first`` ``[I]``, ``stride`` apart, in
-    :class:`WindowDataset`'s order (items in order, each item's origins rising): ``items``, ``origin`` ``[N]``."""
-    items = np.repeat(np.arange(len(count)), count)  # [N]
-    rank = np.arange(len(items)) - np.repeat(np.cumsum(count) - count, count)  # [N] the window's place in its item
-    return items, first[items] + stride * rank
-
-
 def _refit_cut(panel: Panel, stacked: _Stacked, first: np.ndarray, count: np.ndarray) -> pd.DatetimeIndex:
     """``[I]`` the timestamp each item's refit data end before: the block's first origin, or, for an
     item without a window in the block (``count`` 0), the step after its last."""
@@ -372,16 +364,11 @@ def _backtest_errors(forecaster: Forecaster, df: Source, *, start: int | str | p
                                      baselines_refit_every)
         rows = forecaster.panel.check_compatible(panel)
         context = context_read(forecaster.fitted, panel)  # a whole-history model reads all there is
-        ranges = list(zip(block_first.tolist(), (block_first + stride * block_count).tolist()))
-        dataset = WindowDataset.from_panel(panel, forecaster.scaler, context, horizon, ranges, stride=stride,
-                                           scaler_rows=rows, covariates=forecaster.covariates.encode(panel, values),
-                                           padded=forecaster.model.reads_whole_history,
-                                           dtype=window_dtype(forecaster.model))
-        items, origin = _block_windows(block_first, block_count, stride)  # [N] each, the dataset's windows
         intervals, method = bands.resolve(forecaster)
-        result = forecast(forecaster.fitted, dataset, rows[items], items, origin,
-                          levels=() if method == "conformal" else levels, intervals=intervals, method=method,
-                          batch_size=batch_size)
+        result = forecast_origins(forecaster.fitted, panel, values, block_first, block_count, stride,
+                                  levels=() if method == "conformal" else levels, intervals=intervals, method=method,
+                                  batch_size=batch_size)
+        items, origin = result.items, result.origins  # [N] each, the block's windows
         seasons.append(_naive_season(forecaster.data_facts, context))
         parts.append(_window_frame(panel, stacked, forecaster, context, result, rows, scale, seasons[-1][0],
                                    stats.of(items, origin, first, count, stride)))
@@ -460,14 +447,12 @@ def _interval_scores(errors: pd.DataFrame, levels: tuple[float, ...],
     item = errors["item_id"].to_numpy()[scored]
     window = pd.MultiIndex.from_arrays([errors["item_id"].to_numpy()[scored], errors["origin"].to_numpy()[scored]])
     for level in interval_levels(levels):
-        low = round((100.0 - level) / 200.0, 12)
+        low, high = band_ends(level)
         lo = {u: errors[f"y_q{low}{u}"].to_numpy()[scored] for u in ("", "_scaled")}
-        hi = {u: errors[f"y_q{round(1.0 - low, 12)}{u}"].to_numpy()[scored] for u in ("", "_scaled")}
+        hi = {u: errors[f"y_q{high}{u}"].to_numpy()[scored] for u in ("", "_scaled")}
         truth = {u: errors[f"y_true{u}"].to_numpy()[scored] for u in ("", "_scaled")}
         inside = ((lo[""] <= truth[""]) & (truth[""] <= hi[""])).astype(np.float64)
-        alpha = 1.0 - level / 100.0
-        winkler = {u: (hi[u] - lo[u]) + (2.0 / alpha) * (np.maximum(lo[u] - truth[u], 0.0) +
-                                                          np.maximum(truth[u] - hi[u], 0.0)) for u in ("", "_scaled")}
+        winkler = {u: metrics.winkler_score(truth[u], lo[u], hi[u], level, axis=()) for u in ("", "_scaled")}  # [E]
         frame = pd.DataFrame({"item_id": item, "inside": inside, "width": hi[""] - lo[""], "winkler": winkler[""],
                               "winkler_scaled": winkler["_scaled"], "window": window})
         grouped = frame.groupby("item_id", sort=False)
@@ -553,7 +538,7 @@ def _naive_season(facts: DataFacts, context: int) -> tuple[int, str]:
 
 @dataclass(frozen=True)
 class _StatsBaselines:
-    """The statistical baselines' forecasts of every window of a backtest, in :func:`_block_windows`'
+    """The statistical baselines' forecasts of every window of a backtest, in :func:`~tsrec.forecasting.window_origins`'
     order over all its windows (``W``: ``count.sum()``).
 
     Attributes:
@@ -594,7 +579,7 @@ def _stats_baselines(freq: str, stacked: _Stacked, names: Sequence[str], periods
 
     total, channels = int(count.sum()), stacked.values.shape[1]
     forecasts = {name: np.full((total, horizon, channels), np.nan) for name in names}
-    items, origin = _block_windows(first, count, stride)  # [W] each, all the windows
+    items, origin = window_origins(first, count, stride)  # [W] each, all the windows
     rank = (origin - first[items]) // stride  # [W] the window's place in its series
     every = refit_every or int(count.max())  # without refits, only each series' first window fits
     fit_steps = (origin - stride * (rank % every)).astype(np.float64)  # [W] the origin of the window's fit
@@ -802,7 +787,7 @@ def _window_frame(panel: Panel, stacked: _Stacked, forecaster: Forecaster, conte
 def _window_values(stacked: _Stacked, scaler: StandardScaler, rows: np.ndarray,
                    scaler_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The values at ``rows`` ``[N, L]`` of windows with scaler rows ``scaler_rows`` ``[N]`` as the
-    model reads them from :class:`WindowDataset` (scaled, rounded to float32, 0 where unobserved),
+    model reads them from :class:`~tsrec.data.WindowDataset` (scaled, rounded to float32, 0 where unobserved),
     float64 ``[N, L, C]``, and whether each was observed, bool ``[N, L, C]``."""
     observed = stacked.observed[rows]
     scaled = scaler.transform(stacked.values[rows], scaler_rows)

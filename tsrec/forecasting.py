@@ -16,8 +16,8 @@ The device and Lightning arguments are the state's (``settings.trainer.trainer_k
 
 from __future__ import annotations
 
-import functools
 import dataclasses
+import functools
 import warnings
 from collections.abc import Sequence
 
@@ -37,7 +37,7 @@ from tsrec.models.base import MISSING_TAIL_AS_MEAN
 from tsrec.nn.outputs import check_levels
 
 __all__ = ["INTERVAL_METHODS", "context_read", "forecast", "forecast_next", "forecast_origins", "interval_settings",
-           "outputs", "steps_read", "window_dtype"]
+           "outputs", "steps_read", "window_dtype", "window_origins"]
 
 
 def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | None = None, *,
@@ -298,17 +298,27 @@ def _report_blind(state: FittedState, panel: Panel, blind: np.ndarray) -> None:
 
 
 def forecast_origins(state: FittedState, panel: Panel, values: CovariateValues, first: np.ndarray, count: np.ndarray,
-                     stride: int, *, batch_size: int | None = None) -> ForecastResult:
+                     stride: int, *, levels: Sequence[float] = (), intervals: Sequence[float] = (),
+                     method: str | None = None, batch_size: int | None = None) -> ForecastResult:
     """The forecasts of the windows ``(item, first[item] + stride * k)``, ``k < count[item]``, of
     ``panel`` (``values``: its covariates; series of ``state``'s fitted ids), each from its own
-    context, in :class:`WindowDataset`'s order (items in order, each item's origins rising):
-    a backtest's windows without its scoring (conformal calibration, :mod:`tsrec.calibrating`)."""
+    context, in :func:`window_origins`' order: a backtest's windows (:func:`tsrec.evaluation.backtest`
+    scores them; conformal calibration, :mod:`tsrec.calibrating`, takes their residuals).
+    ``levels``, ``intervals``, ``method``: as :func:`forecast`'s."""
     horizon = state.settings.window.prediction_length
     rows = state.history.check_compatible(panel)  # [I]
     ranges = list(zip(first.tolist(), (first + stride * count).tolist()))
     dataset = WindowDataset.from_panel(panel, state.scaler, context_read(state, panel), horizon, ranges, stride=stride,
                                        scaler_rows=rows, covariates=state.covariates.encode(panel, values),
                                        padded=state.model.reads_whole_history, dtype=window_dtype(state.model))
+    items, origins = window_origins(first, count, stride)  # [W] each
+    return forecast(state, dataset, rows[items], items, origins, levels=levels, intervals=intervals, method=method,
+                    batch_size=batch_size)
+
+
+def window_origins(first: np.ndarray, count: np.ndarray, stride: int) -> tuple[np.ndarray, np.ndarray]:
+    """The windows of items with ``count`` ``[I]`` origins from ``first`` ``[I]``, ``stride`` apart, in
+    :class:`WindowDataset`'s order (items in order, each item's origins rising): ``items``, ``origin`` ``[W]``."""
     items = np.repeat(np.arange(len(count)), count)  # [W]
-    origins = first[items] + stride * (np.arange(len(items)) - np.repeat(np.cumsum(count) - count, count))  # [W]
-    return forecast(state, dataset, rows[items], items, origins, batch_size=batch_size)
+    rank = np.arange(len(items)) - np.repeat(np.cumsum(count) - count, count)  # [W] the window's place in its item
+    return items, first[items] + stride * rank

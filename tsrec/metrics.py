@@ -427,7 +427,8 @@ def winkler_score(
 
     Lower is better; it rewards narrow intervals and charges misses by their size, so two intervals
     of equal coverage compare by width and by how far they miss. In ``y``'s units, as fabletools'
-    ``winkler_score``. NaN in an unmasked entry gives NaN.
+    ``winkler_score``. NaN in an unmasked entry gives NaN; ``axis=()`` gives each entry's score
+    (what a caller that groups the entries, by series say, averages itself).
     """
     if not 0.0 < level < 100.0:
         raise ValueError(f"level must be a percentage strictly between 0 and 100 (80 for an 80% interval), "
