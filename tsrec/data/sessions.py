@@ -260,7 +260,10 @@ def detect(stamps: pd.DatetimeIndex, first: np.ndarray, step: str) -> Session | 
     if not within.any() or (np.diff(stamps.as_unit("ns").asi8)[within] == duration).all():
         return None  # every row one step after the last (the common case, checked first): nothing closed
     wall = _wall(stamps)
-    time = (wall - wall.normalize()).asi8  # [R] ns since midnight
+    time = wall.asi8 % DAY.value  # [R] ns since midnight
+    weekday = (wall.asi8 // DAY.value + 3) % 7  # [R] 0 = Monday (1970-01-01 was a Thursday)
+    if np.bincount(time // duration, minlength=DAY.value // duration).all() and np.bincount(weekday, minlength=7).all():
+        return None  # rows at every step of the day and on every weekday (regular data with gaps): nothing closed
     if ((time - time.min()) % duration).any():
         return None  # rows between steps: the plain grid's off-grid error names them
     spacing = np.diff(wall.asi8)[within]  # [P] between consecutive rows of an item
