@@ -163,6 +163,15 @@ def test_backtest_origins_and_stamps_follow_the_session() -> None:
     assert in_hours(pd.DatetimeIndex(refit["timestamp"]), "09:00", "17:00")
 
 
+def test_auto_selects_and_forecasts_on_the_session() -> None:
+    df = session_frame("h", "09:00", "17:00", weekdays=5, days=70)
+    forecaster = Forecaster("auto", candidates=("seasonal_naive", "theta"), prediction_length=8).fit(df)
+    assert forecaster.freq == "h 09:00-17:00 Mon-Fri"
+    stamps = pd.DatetimeIndex(forecaster.predict(df)["timestamp"])
+    assert in_hours(stamps, "09:00", "17:00") and (stamps.dayofweek < 5).all()
+    assert stamps[0] == pd.Timestamp("2024-03-11 09:00")  # Monday's opening after the last Friday's 16:00
+
+
 def test_saved_models_and_plots_keep_the_session(tmp_path) -> None:
     pytest.importorskip("matplotlib")
     from tsrec.plotting import plot_forecast
