@@ -11,7 +11,7 @@ from pandas.tseries.frequencies import to_offset
 
 from tsrec import Forecaster
 from tsrec.data import canonicalize, normalize_freq, seasonality
-from tsrec.data.time_features import calendar_cycles, future_index
+from tsrec.data.time_features import calendar_cycles, future_index, step_duration
 from tsrec.evaluation import backtest
 from tsrec.models.naive import season_for
 
@@ -74,7 +74,8 @@ def test_the_season_is_a_session_day_for_every_model() -> None:
     assert season_for(freq, (), history_length=24 * 16)[0] == 16
     df = session_frame("h", "06:00", "22:00")
     forecaster = Forecaster("seasonal_naive", prediction_length=16).fit(df)
-    assert forecaster.fitted.facts.season == 16
+    assert forecaster.fitted.facts.season == 16 and forecaster.fitted.facts.sub_daily  # steps of an hour
+    assert step_duration(freq) is None  # a step from 21:00 is an hour, from 22:00 the night
     # seasonal naive repeats the last session day, hour for hour
     forecast = forecaster.predict(df)["mean"].to_numpy()
     np.testing.assert_allclose(forecast, df["sales"].to_numpy()[-16:])
