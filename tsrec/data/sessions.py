@@ -249,12 +249,10 @@ def detect(stamps: pd.DatetimeIndex, first: np.ndarray, step: str) -> Session | 
     06:00-22:00 rows passes over 29 nights of 8 steps (232 rows); a day without rows at some hours,
     or a mistyped far timestamp, is no session. None when nothing is closed.
     """
-    offset = to_offset(step)
-    if not isinstance(offset, pd.offsets.Tick) or len(stamps) < 3:
+    duration = _day_step(step)
+    if duration is None or len(stamps) < 3:
         return None
-    duration = pd.Timedelta(offset).value
-    if duration >= DAY.value or DAY.value % duration:
-        return None
+    step = to_offset(step).freqstr
     within = np.ones(len(stamps) - 1, dtype=bool)  # [R - 1] whether row k + 1 continues row k's item
     within[np.asarray(first[1:]) - 1] = False
     if not within.any() or (np.diff(stamps.as_unit("ns").asi8)[within] == duration).all():
@@ -269,13 +267,20 @@ def detect(stamps: pd.DatetimeIndex, first: np.ndarray, step: str) -> Session | 
     spacing = np.diff(wall.asi8)[within]  # [P] between consecutive rows of an item
     if np.median(spacing) != duration:
         return None  # rows usually further apart than a step: a freq finer than the data's, not a session
-    hours = _hours(time, offset.freqstr)
-    if hours.length == DAY or not _shown(hours, wall, within, Session(hours.step, pd.Timedelta(0), DAY)):
-        hours = Session(offset.freqstr, pd.Timedelta(0), DAY)
+    hours = _hours(time, step)
+    if hours.length == DAY or not _shown(hours, wall, within, Session(step, pd.Timedelta(0), DAY)):
+        hours = Session(step, pd.Timedelta(0), DAY)
     session = _with_days(hours, wall)
     if session.days != ALL_DAYS and not _shown(session, wall, within, hours):
         session = hours
     return None if session.trivial else session
+
+
+def _day_step(step: str) -> int | None:
+    """Nanoseconds of ``step`` where it is a fixed step shorter than a day that divides a day; None otherwise."""
+    offset = to_offset(step)
+    duration = pd.Timedelta(offset).value if isinstance(offset, pd.offsets.Tick) else DAY.value
+    return duration if duration < DAY.value and DAY.value % duration == 0 else None
 
 
 def _shown(session: Session, wall: pd.DatetimeIndex, within: np.ndarray, without: Session) -> bool:
@@ -312,17 +317,13 @@ def suggest(index: pd.DatetimeIndex, step: str) -> str | None:
     fixed step that divides a day), for an error about rows too sparse for :func:`detect`: its
     hours leave out the widest stretch of the day without a row, its days the weekdays without one
     (when the rows span two weeks); None where no hour or day is empty, or the rows are off that grid."""
-    if session_of(step) is not None or len(index) < 3:
+    if session_of(step) is not None or len(index) < 3 or (duration := _day_step(step)) is None:
         return None
-    offset = to_offset(step)
-    if not isinstance(offset, pd.offsets.Tick):
-        return None
-    duration = pd.Timedelta(offset).value
     wall = _wall(index)
-    time = (wall - wall.normalize()).asi8  # [n]
-    if duration >= DAY.value or DAY.value % duration or ((time - time.min()) % duration).any():
+    time = wall.asi8 % DAY.value  # [n] ns since midnight
+    if ((time - time.min()) % duration).any():
         return None
-    session = _hours(time, offset.freqstr)
+    session = _hours(time, to_offset(step).freqstr)
     if int(wall.asi8[-1]) - int(wall.asi8[0]) >= 14 * DAY.value:  # Python ints: no overflow for far typos
         session = _with_days(session, wall)
     return None if session.trivial else session.alias
