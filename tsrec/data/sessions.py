@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 from pandas.tseries.frequencies import to_offset
 
-__all__ = ["Session", "session_of", "detect", "suggest", "base_step", "SESSION_EVIDENCE"]
+__all__ = ["Session", "session_of", "detect", "suggest", "base_step", "wall_clock", "SESSION_EVIDENCE"]
 
 DAY = pd.Timedelta(days=1)
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
@@ -102,7 +102,7 @@ class Session:
         """``[n]`` int64 position of each timestamp on the session grid (counted from the first
         open day on or after 1970-01-01; negative before it), and ``[n]`` bool: off the grid (a
         closed day, outside the hours, or between steps). Wall clock in the stamps' zone."""
-        shifted = _wall(stamps) - self.start  # [n] the time since the session day's start time
+        shifted = wall_clock(stamps) - self.start  # [n] the time since the session day's start time
         days = shifted.normalize()
         offset = (shifted - days).asi8  # [n] ns into the session day
         dates = days.values.astype("M8[D]")  # [n] the day each session opened
@@ -122,7 +122,7 @@ class Session:
         return index if tz is None else index.tz_localize(tz)
 
 
-def _wall(stamps: pd.DatetimeIndex) -> pd.DatetimeIndex:
+def wall_clock(stamps: pd.DatetimeIndex) -> pd.DatetimeIndex:
     """``stamps`` as naive wall-clock times in nanoseconds."""
     return (stamps if stamps.tz is None else stamps.tz_localize(None)).as_unit("ns")
 
@@ -257,7 +257,7 @@ def detect(stamps: pd.DatetimeIndex, first: np.ndarray, step: str) -> Session | 
     within[np.asarray(first[1:]) - 1] = False
     if not within.any() or (np.diff(stamps.as_unit("ns").asi8)[within] == duration).all():
         return None  # every row one step after the last (the common case, checked first): nothing closed
-    wall = _wall(stamps)
+    wall = wall_clock(stamps)
     time = wall.asi8 % DAY.value  # [R] ns since midnight
     weekday = (wall.asi8 // DAY.value + 3) % 7  # [R] 0 = Monday (1970-01-01 was a Thursday)
     if np.bincount(time // duration, minlength=DAY.value // duration).all() and np.bincount(weekday, minlength=7).all():
@@ -319,7 +319,7 @@ def suggest(index: pd.DatetimeIndex, step: str) -> str | None:
     (when the rows span two weeks); None where no hour or day is empty, or the rows are off that grid."""
     if session_of(step) is not None or len(index) < 3 or (duration := _day_step(step)) is None:
         return None
-    wall = _wall(index)
+    wall = wall_clock(index)
     time = wall.asi8 % DAY.value  # [n] ns since midnight
     if ((time - time.min()) % duration).any():
         return None

@@ -14,13 +14,13 @@ import pandas as pd
 from pandas.tseries.frequencies import to_offset
 
 from tsrec.config import DataFacts
-from tsrec.data.sessions import Session, base_step, session_of
+from tsrec.data.sessions import WEEKDAYS, Session, base_step, session_of, wall_clock
 
 #: Time steps handled at once when gathering a panel's calendar features (bounds the temporaries).
 BLOCK = 2**20
 _GLUONTS_FREQS = "YS, YE, QS, QE, MS, ME, W, D, B, h, min, s (and multiples such as '15min')"
 MONTHS = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
-_WEEKDAYS = ("MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN")
+_WEEKDAYS = tuple(day.upper() for day in WEEKDAYS)  # as pandas anchors weeks: "MON", ...
 _QUARTERLY = (pd.offsets.QuarterBegin, pd.offsets.QuarterEnd, pd.offsets.BQuarterBegin, pd.offsets.BQuarterEnd)
 _DAY_NANOS = 86_400 * 10**9
 #: Steps from a Friday to the next Monday that rows on weekdays only must make to be business days.
@@ -82,7 +82,7 @@ def calendar_freq(stamps: pd.DatetimeIndex, first: np.ndarray) -> str | None:
 
     None when no rule holds: the data's steps are then a fixed duration (the most common step).
     """
-    wall = (stamps if stamps.tz is None else stamps.tz_localize(None)).as_unit("ns")  # [R] wall clock
+    wall = wall_clock(stamps)  # [R]
     days = wall.normalize()  # [R]
     if not _most(wall.asi8 - days.asi8):  # rows at different times of day: steps shorter than a day
         return None
