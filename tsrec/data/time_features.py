@@ -267,7 +267,7 @@ def seasonality(freq: str) -> int:
     from gluonts.time_feature import get_seasonality
 
     if (session := session_of(freq)) is not None:
-        return int(max(next(iter(_session_cycles(session)), 2), 2))
+        return int(next(iter(_session_cycles(session)), 2))  # its day, or its week (of at least 2 steps)
     offset = to_offset(freq)
     if isinstance(offset, pd.offsets.Day):
         return max(7 // offset.n, 2)
