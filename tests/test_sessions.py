@@ -11,7 +11,7 @@ from pandas.tseries.frequencies import to_offset
 
 from tsrec import Forecaster
 from tsrec.data import canonicalize, normalize_freq, seasonality
-from tsrec.data.time_features import calendar_cycles, future_index
+from tsrec.data.time_features import calendar_cycles, future_index, step_duration
 from tsrec.evaluation import backtest
 from tsrec.models.naive import season_for
 
@@ -74,7 +74,8 @@ def test_the_season_is_a_session_day_for_every_model() -> None:
     assert season_for(freq, (), history_length=24 * 16)[0] == 16
     df = session_frame("h", "06:00", "22:00")
     forecaster = Forecaster("seasonal_naive", prediction_length=16).fit(df)
-    assert forecaster.fitted.facts.season == 16
+    assert forecaster.fitted.facts.season == 16 and forecaster.fitted.facts.sub_daily  # steps of an hour
+    assert step_duration(freq) is None  # a step from 21:00 is an hour, from 22:00 the night
     # seasonal naive repeats the last session day, hour for hour
     forecast = forecaster.predict(df)["mean"].to_numpy()
     np.testing.assert_allclose(forecast, df["sales"].to_numpy()[-16:])
@@ -161,6 +162,15 @@ def test_backtest_origins_and_stamps_follow_the_session() -> None:
     np.testing.assert_allclose(errors["y_true"], truth)  # every window scored against its own rows
     refit = backtest(forecaster, df, n_windows=2, stride=8, refit_every=1).errors
     assert in_hours(pd.DatetimeIndex(refit["timestamp"]), "09:00", "17:00")
+
+
+def test_auto_selects_and_forecasts_on_the_session() -> None:
+    df = session_frame("h", "09:00", "17:00", weekdays=5, days=70)
+    forecaster = Forecaster("auto", candidates=("seasonal_naive", "theta"), prediction_length=8).fit(df)
+    assert forecaster.freq == "h 09:00-17:00 Mon-Fri"
+    stamps = pd.DatetimeIndex(forecaster.predict(df)["timestamp"])
+    assert in_hours(stamps, "09:00", "17:00") and (stamps.dayofweek < 5).all()
+    assert stamps[0] == pd.Timestamp("2024-03-11 09:00")  # Monday's opening after the last Friday's 16:00
 
 
 def test_saved_models_and_plots_keep_the_session(tmp_path) -> None:

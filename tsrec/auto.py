@@ -69,7 +69,7 @@ import pandas as pd
 
 from tsrec.config import CovariateConfig
 from tsrec.data.frame import Panel
-from tsrec.data.time_features import future_index
+from tsrec.data.time_features import future_indexes
 from tsrec.data.schema import Schema
 from tsrec.data.source import Read, Source, history_before, in_memory
 from tsrec.calibrating import fitted_scales
@@ -208,8 +208,8 @@ def _warn_missing_tails(panel: Panel, ends: list[int]) -> None:
 def _rows_before(df: pd.DataFrame, schema: Schema, panel: Panel, positions: list[int]) -> pd.DataFrame:
     """The rows of ``df`` before each series' grid position ``positions`` ``[I]`` (its whole
     length or more: all of it)."""
-    cut = [item.index[p] if p < len(item) else future_index(item.index[-1], panel.freq, 1)[0]
-           for item, p in zip(panel.items, positions)]
+    after = future_indexes(pd.DatetimeIndex([item.index[-1] for item in panel.items]), panel.freq, 1)  # [I]
+    cut = [item.index[p] if p < len(item) else step for item, p, step in zip(panel.items, positions, after)]
     return history_before(df, schema, panel, cut)
 
 

@@ -9,7 +9,6 @@ import pandas as pd
 import torch
 
 from tsrec.data import step_duration
-from tsrec.data.sessions import session_of
 from tsrec.models.base import ForecastModel, ModelConfig
 
 KIND_NAMES = {0: "regular", 1: "cos", 2: "sin"}
@@ -136,8 +135,7 @@ def gate_table(model: ForecastModel, freq: str | None = None, *, channels: str =
     """
     if channels not in CHANNEL_VIEWS:
         raise ValueError(f"channels must be one of {CHANNEL_VIEWS}, got {channels!r}")
-    # A session's steps skip its closed hours: no fixed duration per step (16 steps of 'h 06:00-22:00' are a day).
-    step = None if freq is None or session_of(freq) is not None else step_duration(freq)
+    step = None if freq is None else step_duration(freq)
     rows = _head_rows(model, channels)
     if start is not None:
         initial = _head_rows(start, channels)

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 from pandas.tseries.frequencies import to_offset
 
-__all__ = ["Session", "session_of", "detect", "suggest", "base_step", "SESSION_EVIDENCE"]
+__all__ = ["Session", "session_of", "detect", "suggest", "base_step", "wall_clock", "SESSION_EVIDENCE"]
 
 DAY = pd.Timedelta(days=1)
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
@@ -102,7 +102,7 @@ class Session:
         """``[n]`` int64 position of each timestamp on the session grid (counted from the first
         open day on or after 1970-01-01; negative before it), and ``[n]`` bool: off the grid (a
         closed day, outside the hours, or between steps). Wall clock in the stamps' zone."""
-        shifted = _wall(stamps) - self.start  # [n] the time since the session day's start time
+        shifted = wall_clock(stamps) - self.start  # [n] the time since the session day's start time
         days = shifted.normalize()
         offset = (shifted - days).asi8  # [n] ns into the session day
         dates = days.values.astype("M8[D]")  # [n] the day each session opened
@@ -122,7 +122,7 @@ class Session:
         return index if tz is None else index.tz_localize(tz)
 
 
-def _wall(stamps: pd.DatetimeIndex) -> pd.DatetimeIndex:
+def wall_clock(stamps: pd.DatetimeIndex) -> pd.DatetimeIndex:
     """``stamps`` as naive wall-clock times in nanoseconds."""
     return (stamps if stamps.tz is None else stamps.tz_localize(None)).as_unit("ns")
 
@@ -249,30 +249,38 @@ def detect(stamps: pd.DatetimeIndex, first: np.ndarray, step: str) -> Session | 
     06:00-22:00 rows passes over 29 nights of 8 steps (232 rows); a day without rows at some hours,
     or a mistyped far timestamp, is no session. None when nothing is closed.
     """
-    offset = to_offset(step)
-    if not isinstance(offset, pd.offsets.Tick) or len(stamps) < 3:
+    duration = _day_step(step)
+    if duration is None or len(stamps) < 3:
         return None
-    duration = pd.Timedelta(offset).value
-    if duration >= DAY.value or DAY.value % duration:
-        return None
+    step = to_offset(step).freqstr
     within = np.ones(len(stamps) - 1, dtype=bool)  # [R - 1] whether row k + 1 continues row k's item
     within[np.asarray(first[1:]) - 1] = False
     if not within.any() or (np.diff(stamps.as_unit("ns").asi8)[within] == duration).all():
         return None  # every row one step after the last (the common case, checked first): nothing closed
-    wall = _wall(stamps)
-    time = (wall - wall.normalize()).asi8  # [R] ns since midnight
+    wall = wall_clock(stamps)
+    time = wall.asi8 % DAY.value  # [R] ns since midnight
+    weekday = (wall.asi8 // DAY.value + 3) % 7  # [R] 0 = Monday (1970-01-01 was a Thursday)
+    if np.bincount(time // duration, minlength=DAY.value // duration).all() and np.bincount(weekday, minlength=7).all():
+        return None  # rows at every step of the day and on every weekday (regular data with gaps): nothing closed
     if ((time - time.min()) % duration).any():
         return None  # rows between steps: the plain grid's off-grid error names them
     spacing = np.diff(wall.asi8)[within]  # [P] between consecutive rows of an item
     if np.median(spacing) != duration:
         return None  # rows usually further apart than a step: a freq finer than the data's, not a session
-    hours = _hours(time, offset.freqstr)
-    if hours.length == DAY or not _shown(hours, wall, within, Session(hours.step, pd.Timedelta(0), DAY)):
-        hours = Session(offset.freqstr, pd.Timedelta(0), DAY)
+    hours = _hours(time, step)
+    if hours.length == DAY or not _shown(hours, wall, within, Session(step, pd.Timedelta(0), DAY)):
+        hours = Session(step, pd.Timedelta(0), DAY)
     session = _with_days(hours, wall)
     if session.days != ALL_DAYS and not _shown(session, wall, within, hours):
         session = hours
     return None if session.trivial else session
+
+
+def _day_step(step: str) -> int | None:
+    """Nanoseconds of ``step`` where it is a fixed step shorter than a day that divides a day; None otherwise."""
+    offset = to_offset(step)
+    duration = pd.Timedelta(offset).value if isinstance(offset, pd.offsets.Tick) else DAY.value
+    return duration if duration < DAY.value and DAY.value % duration == 0 else None
 
 
 def _shown(session: Session, wall: pd.DatetimeIndex, within: np.ndarray, without: Session) -> bool:
@@ -309,17 +317,13 @@ def suggest(index: pd.DatetimeIndex, step: str) -> str | None:
     fixed step that divides a day), for an error about rows too sparse for :func:`detect`: its
     hours leave out the widest stretch of the day without a row, its days the weekdays without one
     (when the rows span two weeks); None where no hour or day is empty, or the rows are off that grid."""
-    if session_of(step) is not None or len(index) < 3:
+    if session_of(step) is not None or len(index) < 3 or (duration := _day_step(step)) is None:
         return None
-    offset = to_offset(step)
-    if not isinstance(offset, pd.offsets.Tick):
+    wall = wall_clock(index)
+    time = wall.asi8 % DAY.value  # [n] ns since midnight
+    if ((time - time.min()) % duration).any():
         return None
-    duration = pd.Timedelta(offset).value
-    wall = _wall(index)
-    time = (wall - wall.normalize()).asi8  # [n]
-    if duration >= DAY.value or DAY.value % duration or ((time - time.min()) % duration).any():
-        return None
-    session = _hours(time, offset.freqstr)
+    session = _hours(time, to_offset(step).freqstr)
     if int(wall.asi8[-1]) - int(wall.asi8[0]) >= 14 * DAY.value:  # Python ints: no overflow for far typos
         session = _with_days(session, wall)
     return None if session.trivial else session.alias

@@ -14,13 +14,13 @@ import pandas as pd
 from pandas.tseries.frequencies import to_offset
 
 from tsrec.config import DataFacts
-from tsrec.data.sessions import base_step, session_of
+from tsrec.data.sessions import WEEKDAYS, Session, base_step, session_of, wall_clock
 
 #: Time steps handled at once when gathering a panel's calendar features (bounds the temporaries).
 BLOCK = 2**20
 _GLUONTS_FREQS = "YS, YE, QS, QE, MS, ME, W, D, B, h, min, s (and multiples such as '15min')"
 MONTHS = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
-_WEEKDAYS = ("MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN")
+_WEEKDAYS = tuple(day.upper() for day in WEEKDAYS)  # as pandas anchors weeks: "MON", ...
 _QUARTERLY = (pd.offsets.QuarterBegin, pd.offsets.QuarterEnd, pd.offsets.BQuarterBegin, pd.offsets.BQuarterEnd)
 _DAY_NANOS = 86_400 * 10**9
 #: Steps from a Friday to the next Monday that rows on weekdays only must make to be business days.
@@ -82,7 +82,7 @@ def calendar_freq(stamps: pd.DatetimeIndex, first: np.ndarray) -> str | None:
 
     None when no rule holds: the data's steps are then a fixed duration (the most common step).
     """
-    wall = (stamps if stamps.tz is None else stamps.tz_localize(None)).as_unit("ns")  # [R] wall clock
+    wall = wall_clock(stamps)  # [R]
     days = wall.normalize()  # [R]
     if not _most(wall.asi8 - days.asi8):  # rows at different times of day: steps shorter than a day
         return None
@@ -251,8 +251,11 @@ def fixed_step_nanos(freq: str, tz: object = None) -> int | None:
 
 def step_duration(freq: str) -> pd.Timedelta | None:
     """Duration of one step of a fixed-length ``freq`` (``"h"`` -> 1 hour); None for calendar
-    frequencies whose steps vary (months, quarters, years, business days); a session's step."""
-    offset = to_offset(base_step(freq))
+    frequencies whose steps vary (months, quarters, years, business days, sessions: a session's
+    step after its last open hour is the night)."""
+    if session_of(freq) is not None:
+        return None
+    offset = to_offset(freq)
     return pd.Timedelta(offset) if isinstance(offset, pd.offsets.Tick) else None
 
 
@@ -264,7 +267,7 @@ def seasonality(freq: str) -> int:
     from gluonts.time_feature import get_seasonality
 
     if (session := session_of(freq)) is not None:
-        return int(max(next(iter(_session_cycles(session)), 2), 2))
+        return int(next(iter(_session_cycles(session)), 2))  # its day, or its week (of at least 2 steps)
     offset = to_offset(freq)
     if isinstance(offset, pd.offsets.Day):
         return max(7 // offset.n, 2)
@@ -306,7 +309,7 @@ def calendar_cycles(freq: str) -> tuple[float, ...]:
     return ()
 
 
-def _session_cycles(session) -> tuple[float, ...]:
+def _session_cycles(session: Session) -> tuple[float, ...]:
     """A session's day and week in steps, shortest first, those of at least 2 steps."""
     day = session.steps_per_day
     return _at_least_two(day) + (_at_least_two(day * len(session.days)) if len(session.days) > 1 else ())
@@ -323,7 +326,7 @@ def data_facts(freq: str, n_channels: int, periods: tuple[float, ...] = (), *, n
     calendar's and the ``n_covariate_features`` of the covariates, with ``static_cardinalities``:
     :attr:`tsrec.data.covariates.CovariateEncoder.n_features` and ``.cardinalities``), and the
     dominant ``periods`` found in the training part (:func:`tsrec.data.periods.dominant_periods`)."""
-    step = step_duration(freq)
+    step = step_duration(base_step(freq))  # a session's open steps are sub-daily
     return DataFacts(season=seasonality(freq), sub_daily=step is not None and step < pd.Timedelta(days=1),
                      n_channels=n_channels, n_time_features=time_feature_dim(freq) + n_covariate_features,
                      periods=periods, n_covariate_features=n_covariate_features,

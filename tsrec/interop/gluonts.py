@@ -268,7 +268,7 @@ def _check_same_freq(items: Sequence[_Item]) -> None:
 
 def _long_frame(items: Sequence[_Item]) -> pd.DataFrame:
     """Columns ``item_id``, ``timestamp``, ``target``, rows by item (dataset order), then time."""
-    ids, indexes, targets = (list(field) for field in zip(*((i.item_id, i.index, i.target) for i in items)))
+    ids, indexes, targets = [i.item_id for i in items], [i.index for i in items], [i.target for i in items]
     id_index = pd.Index(ids)
     if id_index.has_duplicates:
         repeated = list(id_index[id_index.duplicated()].unique())
