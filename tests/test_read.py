@@ -180,3 +180,37 @@ def test_stamps_and_tails_of_items_on_shared_grids_are_each_items_own_steps(freq
         assert cut.index.equals(item.index[-33:]) and len(cut) == min(len(item), 33)
         np.testing.assert_array_equal(cut.values, item.values[-33:])
     assert tail.tail(33) is tail and len({id(s.grid) for s in tail.items}) == 1  # one new grid of the kept steps
+
+
+def test_read_before_slices_what_a_read_of_the_rows_before_each_cut_gives():
+    """``Read.before(ends)``: every series' first ``ends[i]`` steps, targets and covariates, equal to
+    reading the frame's rows before each series' cut again (the cut a step with a row, so that the
+    re-read's grid ends where the slice does), without reading anything."""
+    from tsrec.config import CovariateConfig
+    from tsrec.data import source
+    from tsrec.data.schema import Schema
+
+    frame = _items(np.random.default_rng(1), "h")
+    frame["x"] = np.arange(len(frame), dtype=float)
+    frame["s"] = frame.id.str.len().astype(float)
+    schema = Schema("time", "id", "y", CovariateConfig(past=("x",), static=("s",)))
+    read = source.read(frame, schema, categorical=(), freq=None, gaps="warn")
+    rng = np.random.default_rng(2)
+    ends = []
+    for series in read.panel.items:
+        rows = set(frame.loc[frame.id == series.item_id, "time"])
+        ends.append(int(rng.choice([p for p, t in enumerate(series.index) if t in rows and p > 0])))
+    cut = read.before(ends)
+    stamps = pd.Series(dict(zip(read.panel.item_ids, [s.index[e] for s, e in zip(read.panel.items, ends)])))
+    again = source.read(frame[frame.time < frame.id.map(stamps)], schema, categorical=(), freq="h", gaps="warn")
+    assert cut.panel.item_ids == again.panel.item_ids
+    for a, b, da, db in zip(cut.panel.items, again.panel.items, cut.covariates.dynamic, again.covariates.dynamic):
+        assert a.index.equals(b.index)
+        np.testing.assert_array_equal(a.values, b.values)
+        np.testing.assert_array_equal(a.observed, b.observed)
+        np.testing.assert_array_equal(da, db)
+    np.testing.assert_array_equal(cut.panel.stamps, again.panel.stamps)
+    np.testing.assert_array_equal(cut.covariates.static_real, again.covariates.static_real)
+    assert read.before([len(s) for s in read.panel.items]).panel is read.panel  # nothing cut: the panel itself
+    with pytest.raises(ValueError, match="would keep no step"):
+        read.before([0] * len(read.panel.items))

@@ -65,6 +65,11 @@ class CovariateValues:
         return cls(tuple(np.zeros((len(item), 0)) for item in panel.items), np.zeros((n, 0)),
                    np.zeros((n, 0), dtype=object))
 
+    def head(self, ends: Sequence[int] | np.ndarray) -> CovariateValues:
+        """The first ``ends[i]`` steps of every item ``i`` (``[N]``; :meth:`Panel.head`)."""
+        return CovariateValues(tuple(d[:e] for d, e in zip(self.dynamic, np.asarray(ends).tolist())),
+                               self.static_real, self.static_cat)
+
     def tail(self, length: int) -> CovariateValues:
         """The last ``length`` steps of every item (what ``predict()`` needs of the fit frame)."""
         return CovariateValues(tuple(d[-length:] for d in self.dynamic), self.static_real, self.static_cat)

@@ -176,6 +176,22 @@ class Panel:
                       for s, k, start in zip(self.items, kept.tolist(), offsets[:-1].tolist()))
         return dataclasses.replace(self, items=items)
 
+    def head(self, ends: Sequence[int] | np.ndarray) -> Panel:
+        """The first ``ends[i]`` steps of every item ``i`` (``[N]``, each at least 1; one at or past
+        an item's length keeps all of it): the history before each item's own origin, sliced, never
+        read again. The items keep their grids (no timestamp is copied)."""
+        ends = np.minimum(np.asarray(ends, dtype=np.int64), np.diff(self.offsets))  # [N]
+        if ends.shape != (len(self.items),):
+            raise ValueError(f"head needs one end per item ({len(self.items)}), got {ends.shape}")
+        if (empty := np.flatnonzero(ends < 1)).size:
+            raise ValueError(f"{self.item_label(int(empty[0]))} would keep no step (end {int(ends[empty[0]])}); "
+                             "every item needs at least one")
+        if (ends == np.diff(self.offsets)).all():
+            return self
+        items = tuple(s if e == len(s) else dataclasses.replace(s, values=s.values[:e], observed=s.observed[:e])
+                      for s, e in zip(self.items, ends.tolist()))
+        return dataclasses.replace(self, items=items)
+
     def item_label(self, position: int) -> str:
         """How error messages name ``items[position]``."""
         return "the series" if self.layout == "wide" else f"item {self.items[position].item_id!r}"

@@ -60,6 +60,14 @@ class Read:
     schema: Schema
     categorical: tuple[str, ...] = ()
 
+    def before(self, ends: Sequence[int] | np.ndarray) -> Read:
+        """The steps of every series before its own grid position ``ends[i]`` (``[I]``; one at or
+        past a series' length keeps all of it), targets and covariates alike: what is fitted on
+        before an origin (``auto``'s validation, conformal calibration, a refitting backtest). A
+        slice of the arrays read, never a second read of the source (:meth:`Panel.head
+        <tsrec.data.frame.Panel.head>`)."""
+        return Read(self.panel.head(ends), self.covariates.head(ends), self.schema, self.categorical)
+
 
 def is_parquet(source: object) -> bool:
     """Whether ``source`` names Parquet data (a path, a non-empty list of paths, or
