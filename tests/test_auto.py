@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 
 import tsrec.auto
-import tsrec.evaluation
 from tsrec import Forecaster
-from tsrec.auto import _Scorer, greedy_weights, network_budget, validation_windows
+from tsrec.auto import Validation, _Scores, greedy_weights, network_budget, validation_windows
 from tsrec.config import DEFAULT_MODEL
+from tsrec.data import canonicalize
 
 QUIET = {"enable_progress_bar": False, "logger": False}
 H = 6
@@ -50,14 +50,28 @@ def networks_allowed(monkeypatch):
 def scored(monkeypatch):
     """The names in the order the candidates were scored."""
     order = []
-    score = _Scorer.score
+    add = _Scores.add
 
-    def recording(self, name, candidate, **how):
+    def recording(self, name, result):
         order.append(name)
-        return score(self, name, candidate, **how)
+        return add(self, name, result)
 
-    monkeypatch.setattr(_Scorer, "score", recording)
+    monkeypatch.setattr(_Scores, "add", recording)
     return order
+
+
+@pytest.fixture
+def validations(monkeypatch):
+    """The validation windows of every auto fit."""
+    made = []
+    of = Validation.of.__func__
+
+    def recording(cls, *args):
+        made.append(of(cls, *args))
+        return made[-1]
+
+    monkeypatch.setattr(Validation, "of", classmethod(recording))
+    return made
 
 
 def test_the_default_model_is_auto_and_a_named_network_is_one_network():
@@ -96,16 +110,16 @@ def test_statistical_candidates_are_scored_before_the_networks(networks_allowed,
 def test_successive_halving_stops_a_network_far_behind_the_leader(networks_allowed, scored, monkeypatch):
     """patchtst made bad (its validation forecasts 10 standard deviations off) stops after the
     first rung; dlinear, the leader, trains through every rung of its 90 steps."""
-    score = _Scorer.score  # the recording one
+    add = _Scores.add  # the recording one
 
-    def patchtst_is_bad(self, name, candidate):
-        mse = score(self, name, candidate)
+    def patchtst_is_bad(self, name, result):
+        mse = add(self, name, result)
         if name == "patchtst":
-            self.forecasts[name] = self.forecasts[name] + 10.0
-            return float(np.nanmean((self.forecasts[name] - self.truth) ** 2))
+            self.zscored[name] = self.zscored[name] + 10.0
+            return float(np.nanmean((self.zscored[name] - self.truth) ** 2))
         return mse
 
-    monkeypatch.setattr(_Scorer, "score", patchtst_is_bad)
+    monkeypatch.setattr(_Scores, "add", patchtst_is_bad)
     f = Forecaster("auto", candidates=("dlinear", "patchtst"), prediction_length=H, max_steps=90,
                    trainer_kwargs=QUIET).fit(hourly())
     notes = dict(zip(f.leaderboard.model, f.leaderboard.note))
@@ -151,21 +165,38 @@ def test_a_run_that_spends_its_budget_share_goes_on_at_the_next_rung(networks_al
     assert f.leaderboard.note[0] == "rung 3: 90 steps"
 
 
-def test_the_validation_windows_follow_autogluons_rule_capped_by_the_shortest_series(monkeypatch):
+def test_the_validation_windows_follow_autogluons_rule_capped_by_the_shortest_series(validations):
     assert validation_windows(1, 1000, H) == 5 and validation_windows(19, 1000, H) == 5
     assert validation_windows(20, 1000, H) == 3 and validation_windows(99, 1000, H) == 3
     assert validation_windows(100, 1000, H) == 2
     assert validation_windows(5, 40, H) == 3  # half of 40 steps holds three horizons of 6
     assert validation_windows(5, 10, H) == 1
-    calls = []
-    backtest = tsrec.auto.backtest
-    monkeypatch.setattr(tsrec.auto, "backtest", lambda *a, **k: calls.append(k) or backtest(*a, **k))
     Forecaster("auto", candidates=("seasonal_naive",), conformal_windows=0, **FAST).fit(long_hourly(n=48), id_col="id",
                                                                                          time_col="ds")
-    assert [(c["n_windows"], c["stride"]) for c in calls] == [(4, H)]  # 3 series, 48 // 2 // 6
-    calls.clear()  # calibrated (the default): the same span, every origin of it (4 horizons: 3 * 6 + 1 origins)
+    v = validations[-1]  # 3 series, 48 // 2 // 6 = 4 windows, one horizon apart, ending at each series' end
+    assert (v.count.tolist(), v.stride, v.first.tolist()) == ([4, 4, 4], H, [24, 24, 24])
+    assert v.selected.all() and v.truth.shape == (12, H, 1)
+    # calibrated (the default): the same span, every origin of it (4 horizons: 3 * 6 + 1 origins)
     Forecaster("auto", candidates=("seasonal_naive",), **FAST).fit(long_hourly(n=48), id_col="id", time_col="ds")
-    assert [(c["n_windows"], c["stride"]) for c in calls] == [(19, 1)]
+    v = validations[-1]
+    assert (v.count.tolist(), v.stride, v.first.tolist()) == ([19, 19, 19], 1, [24, 24, 24])
+    assert v.selected.sum() == 12  # the choice reads the origins one horizon apart
+
+
+def test_the_validation_scale_is_each_series_spread_of_its_held_out_values():
+    """The z-scoring divides each series' and channel's errors by the standard deviation of its
+    held-out values in the windows the choice reads (1 where it is 0 or undefined)."""
+    df = long_hourly(n=48)
+    df.loc[df.id == "c", "y"] = 3.0  # a flat series: no spread
+    panel = canonicalize(df, id_col="id", time_col="ds", target_col="y")
+    ends = np.array([48, 48, 48])
+    v = Validation.of(panel, ends, 4, H, 2)
+    for i, item in enumerate(panel.items):
+        held = item.values[24:48, 0]
+        expected = np.std(held, ddof=1) if np.std(held) > 0 else 1.0
+        assert v.scale[i, 0] == pytest.approx(expected)
+    np.testing.assert_array_equal(v.zscored(v.truth).reshape(-1, H)[:4], panel.items[0].values[24:48, 0].reshape(4, H)
+                                  / v.scale[0, 0])
 
 
 def test_greedy_selection_keeps_the_best_model_unless_averaging_helps():
@@ -195,30 +226,21 @@ def test_greedy_weights_mix_complementary_candidates_where_half_and_half_would_n
     assert weights.sum() == pytest.approx(1)
 
 
-def test_a_missing_tail_is_validated_where_the_series_is_observed_and_named_in_a_warning(monkeypatch):
+def test_a_missing_tail_is_validated_where_the_series_is_observed_and_named_in_a_warning(validations):
     df = long_hourly()
     tail = df.index[df.id == "b"][-5:]
     df.loc[tail, "y"] = np.nan
-    errors = []
-    backtest = tsrec.auto.backtest
-
-    def recording(*args, **kwargs):
-        result = backtest(*args, **kwargs)
-        errors.append(result.errors)
-        return result
-
-    monkeypatch.setattr(tsrec.auto, "backtest", recording)
     with pytest.warns(UserWarning, match=r"auto: the last values of 1 series are missing \(item 'b': its last 5 "
                                          r"step\(s\) after 2024-01-08 18:00:00\)"):
         f = Forecaster("auto", candidates=("seasonal_naive", "theta"), **FAST).fit(df, id_col="id", time_col="ds",
                                                                                     target_col="y")
+    v = validations[-1]
     windows = validation_windows(3, len(df) // 3 - 5, H)
-    for frame in errors:
-        b = frame[frame.item_id == "b"]
-        # every scored window of b ends by its last observed step: none forecasts from the filled tail
-        # (the windows' every origin, one step apart, for the ensemble's calibration)
-        assert len(b) == ((windows - 1) * H + 1) * H and b.y_true.notna().all()
-        assert pd.Timestamp(b.timestamp.max()) == pd.Timestamp("2024-01-08 18:00:00")
+    b = v.items == 1
+    # every scored window of b ends by its last observed step: none forecasts from the filled tail
+    # (the windows' every origin, one step apart, for the ensemble's calibration)
+    assert b.sum() == (windows - 1) * H + 1 and np.isfinite(v.truth[b]).all()
+    assert v.origins[b].max() + H == len(df) // 3 - 5 and v.origins[~b].max() + H == len(df) // 3
     assert f.leaderboard.val_mse.notna().all()
     with pytest.warns(UserWarning, match=r"1 series end with missing values: item 'b'.*statistical models forecast"):
         assert len(f.predict()) == 3 * H

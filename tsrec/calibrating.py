@@ -1,35 +1,32 @@
-"""Conformal calibration at ``fit``: a model fitted before the calibration origins forecasts them,
-and their residuals become the :class:`~tsrec.conformal.Calibration` of the final model.
+"""Conformal calibration at ``fit``: forecasts of calibration windows made before them, against
+the truth, become the :class:`~tsrec.conformal.Calibration` of the final model. One path for every
+model::
 
-::
-
-    calibrated(df, read, settings, state, fit_before)     any model (ConformalConfig.windows set)
+    calibrated(read, settings, fit)                 any model but auto (ConformalConfig.windows set)
         origins: the last W + H - 1 steps of each series (conformal.origins_before_end)
-        before = fit_before(rows of df before the first origin)      (one more fit)
-        -> attach(state, before, read, origins)
-    attach(state, before, read, origins)
-        forecast_origins(before, ...) -> residuals -> conformal.calibrate -> state with its calibration
-
-``auto`` calibrates its ensemble from its validation backtest instead (:func:`tsrec.auto.fit_auto`),
-with the same scales (:func:`fitted_scales`).
+        before = fit_state(read.before(first origins))           (one more fit, on a slice)
+        forecast_origins(before, ...) -> calibration_of(...)
+    calibration_of(state, panel, items, origins, mean, ...)      auto too: its ensemble's forecasts
+        truth and scales of the windows -> conformal.calibrate -> Calibration
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
 
 import numpy as np
 
+from tsrec.config import ConformalConfig
 from tsrec.conformal import Calibration, calibrate, observed_ends, origins_before_end, series_scale
-from tsrec.data import Panel, source
-from tsrec.data.source import Read, Source, history_before
+from tsrec.data import Panel
+from tsrec.data.source import Read
 from tsrec.fitted import FittedState
+from tsrec.fitting import Fit, fit_state
 from tsrec.forecasting import forecast_origins
 from tsrec.settings import ForecasterSettings
 
-__all__ = ["attach", "calibrated", "calibration_origins", "fitted_scales", "shortened"]
+__all__ = ["calibrated", "calibration_of", "calibration_origins", "fitted_scales", "window_values"]
 
 
 def calibration_origins(read: Read, settings: ForecasterSettings) -> tuple[np.ndarray, np.ndarray, int]:
@@ -47,48 +44,42 @@ def calibration_origins(read: Read, settings: ForecasterSettings) -> tuple[np.nd
     return first, count, stride
 
 
-def shortened(df: Source, read: Read, first: np.ndarray, gaps: str) -> tuple[object, Read]:
-    """The rows of ``df`` before each series' grid position ``first`` ``[I]``, and their read
-    (``gaps``: the settings' ``WindowConfig.gaps``)."""
-    panel, schema = read.panel, read.schema
-    frame = source.in_memory(df, schema.id_col)
-    cut = [item.index[int(p)] for item, p in zip(panel.items, first)]
-    part = history_before(frame, schema, panel, cut)
-    return part, source.read(part, schema, categorical=read.categorical, freq=panel.freq, gaps=gaps)
-
-
-def calibrated(df: Source, read: Read, settings: ForecasterSettings, state: FittedState,
-               fit_before: Callable[[object, Read, ForecasterSettings], FittedState]) -> FittedState:
-    """``state`` (fitted on ``df``, read as ``read``) calibrated on ``settings.conformal.windows``
-    origins per series, when set (else ``state`` as it is): ``fit_before(frame, read, settings)``
-    fits the same settings on the rows before the first origin."""
+def calibrated(read: Read, settings: ForecasterSettings, fit: Fit) -> Fit:
+    """``fit`` (of ``settings`` on ``read``) calibrated on ``settings.conformal.windows`` origins per
+    series, when set (else ``fit`` as it is): the same settings fitted on each series' history
+    before its first origin (:meth:`Read.before <tsrec.data.source.Read.before>`) forecast them."""
     if not settings.conformal.windows:
-        return state
+        return fit
     started = time.process_time()
     first, count, stride = calibration_origins(read, settings)
-    frame, before_read = shortened(df, read, first, settings.window.gaps)
     # no calibration of its own, and no output_dir: its checkpoints must not replace the fitted run's
     quiet = dataclasses.replace(settings, conformal=dataclasses.replace(settings.conformal, windows=0),
                                 trainer=dataclasses.replace(settings.trainer, output_dir=None))
-    before = fit_before(frame, before_read, quiet)
-    return attach(state, before, read, first, count, stride, settings, started)
+    before = fit_state(read.before(first), quiet).state
+    result = forecast_origins(before, read.panel, read.covariates, first, count, stride)
+    calibration = calibration_of(fit.state, read.panel, result.items, result.origins, result.mean, int(count.max()),
+                                 stride, settings.conformal, time.process_time() - started)
+    return dataclasses.replace(fit, state=dataclasses.replace(fit.state, calibration=calibration))
 
 
-def attach(state: FittedState, before: FittedState, read: Read, first: np.ndarray, count: np.ndarray, stride: int,
-           settings: ForecasterSettings, started: float) -> FittedState:
-    """``state`` with the calibration of the windows ``(item, first[item] + stride * k)`` of
-    ``read`` forecast by ``before`` (fitted on each series up to its first origin); ``started``:
-    the process time the calibration began at (its cost, ``Calibration.cpu_seconds``)."""
-    panel = read.panel
-    result = forecast_origins(before, panel, read.covariates, first, count, stride)
-    horizon = settings.window.prediction_length
-    steps = result.origins[:, None] + np.arange(horizon)  # [W, H]
-    truth = np.stack([panel.items[i].values[s] for i, s in zip(result.items, steps)])  # [W, H, C]
-    seen = np.stack([panel.items[i].observed[s] for i, s in zip(result.items, steps)])  # [W, H, C]
+def calibration_of(state: FittedState, panel: Panel, items: np.ndarray, origins: np.ndarray, mean: np.ndarray,
+                   windows: int, stride: int, config: ConformalConfig, cpu_seconds: float) -> Calibration:
+    """The calibration of ``state`` (fitted on ``panel``) from forecasts ``mean`` ``[W, H, C]`` of the
+    windows ``(items[k], origins[k])`` ``[W]`` of ``panel``, made before them (``windows`` origins
+    per series, ``stride`` apart), against their truth (:func:`~tsrec.conformal.calibrate`), each
+    series' residuals divided by its scale (:func:`fitted_scales`); ``cpu_seconds``: what it cost."""
+    truth, seen = window_values(panel, items, origins, mean.shape[1])  # [W, H, C] each
     rows, fitted_scale = fitted_scales(state, panel)
-    calibration: Calibration = calibrate(result.mean, truth, seen, fitted_scale[rows[result.items]], fitted_scale,
-                                         int(count.max()), stride, settings.conformal, time.process_time() - started)
-    return dataclasses.replace(state, calibration=calibration)
+    return calibrate(mean, truth, seen, fitted_scale[rows[items]], fitted_scale, windows, stride, config, cpu_seconds)
+
+
+def window_values(panel: Panel, items: np.ndarray, origins: np.ndarray, horizon: int) -> tuple[np.ndarray, np.ndarray]:
+    """The values and observed masks ``[W, H, C]`` of the ``horizon`` steps from ``origins`` ``[W]``
+    of ``panel``'s ``items`` ``[W]`` (one gather from the items laid end to end)."""
+    values = np.concatenate([item.values for item in panel.items])  # [R, C]
+    observed = np.concatenate([item.observed for item in panel.items])
+    rows = panel.offsets[:-1][items, None] + origins[:, None] + np.arange(horizon)  # [W, H]
+    return values[rows], observed[rows]
 
 
 def fitted_scales(state: FittedState, panel: Panel) -> tuple[np.ndarray, np.ndarray]:

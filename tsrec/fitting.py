@@ -11,9 +11,9 @@
       refit       prepare again on all the history (no validation), a fresh network trained
                   for as many passes as the validated run needed
 
-No Forecaster is involved: ``Forecaster.fit`` reads its data, calls :func:`fit_state` (or the
-fitter a model names in the registry, :func:`tsrec.models.registry.model_fitter`) and keeps what
-it returns, only when it returns. Training runs through :func:`train`, which logs to the
+No Forecaster is involved: ``Forecaster.fit`` reads its data, calls :func:`fit_state` (or
+:func:`tsrec.auto.fit_auto` for ``"auto"``, which ends in it) and keeps what it returns, only when
+it returns. Training runs through :func:`train`, which logs to the
 settings' ``output_dir`` (or a temporary folder) and passes their ``trainer_kwargs`` to Lightning.
 """
 
@@ -44,7 +44,7 @@ from tsrec.data.tails import fills_tails, with_tails
 from tsrec.data.time_features import seasonality
 from tsrec.fitted import FittedState, TrainingSummary
 from tsrec.models import ForecastModel, build_model, model_spec
-from tsrec.models.ensemble import EnsembleConfig
+from tsrec.models.ensemble import Ensemble, EnsembleConfig
 from tsrec.nn.heads import RevIN
 from tsrec.settings import ForecasterSettings
 from tsrec.smoothing_prior import with_smoothing_prior
@@ -70,13 +70,13 @@ class Fit:
 
 @dataclass(frozen=True)
 class Prefitted:
-    """A network whose parts were fitted elsewhere: ``Forecaster("auto")``'s ensemble
-    (:mod:`tsrec.auto`). ``network``: its settings, members and weights filled; ``weights``: its
-    ``state_dict``; ``context_length``: its longest member's; ``leaderboard``: the candidates'
-    validation scores."""
+    """An ensemble of members fitted elsewhere: ``Forecaster("auto")``'s (:mod:`tsrec.auto`).
+    ``network``: its settings, members and weights filled; ``members``: the fitted member
+    networks, in ``network.members``' order, taken as they are; ``context_length``: the longest
+    member's; ``leaderboard``: the candidates' validation scores."""
 
     network: EnsembleConfig
-    weights: dict[str, Any]
+    members: tuple[ForecastModel, ...]
     context_length: int
     leaderboard: pd.DataFrame
 
@@ -217,9 +217,8 @@ def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = No
     import lightning.pytorch as pl
 
     pl.seed_everything(training.seed, workers=True, verbose=False)
-    model = build_model(resolved.model, resolved.network)
-    if prefitted is not None:
-        model.load_state_dict(prefitted.weights)
+    model = build_model(resolved.model, resolved.network) if prefitted is None else \
+        Ensemble(resolved.network, prefitted.members)
     run, refit, scaler, encoder = _Run([], None, None, {}, 0.0), None, prepared.scaler, prepared.encoder
     if trainable:
         limit = training.time_limit

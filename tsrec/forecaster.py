@@ -5,12 +5,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from tsrec.auto import fit_auto
 from tsrec.calibrating import calibrated
 from tsrec.collective import by_series, gather_parts, world
 from tsrec.config import DEFAULT_MODEL, CovariateConfig, DataFacts, TrainingConfig
@@ -20,11 +21,10 @@ from tsrec.data.schema import Schema
 from tsrec.data.source import Source
 from tsrec.data.tails import fills_tails, tail_gap
 from tsrec.fitted import FittedState, TrainingSummary
-from tsrec.fitting import Fit, fit_state
+from tsrec.fitting import fit_state
 from tsrec.forecasting import forecast_next, steps_read
 from tsrec.models import ForecastModel, model_spec
 from tsrec.models.ensemble import AUTO
-from tsrec.models.registry import model_fitter
 from tsrec.settings import ForecasterSettings
 
 __all__ = ["DEFAULT_MODEL", "Forecaster"]
@@ -261,12 +261,17 @@ class Forecaster:
         read = source.read(df, schema, categorical=categorical, freq=window.freq, gaps=window.gaps)
         val = None if val_df is None else source.read(val_df, schema, categorical=categorical, freq=read.panel.freq,
                                                       gaps=window.gaps)
-        fitter = model_fitter(self.model_name)
-        fit = fit_state(read, self.settings, val=val, resume=resume) if fitter is None else \
-            fitter(df, read, self.settings, val=val, resume=resume)
-        state = fit.state if fit.state.calibration is not None else \
-            calibrated(df, read, self.settings, fit.state, functools.partial(_fit_before, fitter))
-        self.fitted, self.trainer = state, fit.trainer  # only once the fit (and its calibration) has succeeded
+        return self.fit_read(read, val=val, resume=resume)
+
+    def fit_read(self, read: source.Read, *, val: source.Read | None = None, resume: bool = False) -> Forecaster:
+        """Fit on data already read (:class:`~tsrec.data.source.Read`, e.g. ``read.before(ends)``:
+        what ``backtest(refit_every=...)`` refits on); ``fit`` reads its frame and calls this.
+        ``Forecaster("auto")`` runs :func:`tsrec.auto.fit_auto`, every other model
+        :func:`tsrec.fitting.fit_state`, calibrated where ``conformal_windows`` is set
+        (:func:`tsrec.calibrating.calibrated`; auto calibrates from its validation). Returns ``self``."""
+        fit = fit_auto(read, self.settings, val=val, resume=resume) if self.model_name == AUTO else \
+            calibrated(read, self.settings, fit_state(read, self.settings, val=val, resume=resume))
+        self.fitted, self.trainer = fit.state, fit.trainer  # only once the fit (and its calibration) has succeeded
         return self
 
     @property
@@ -396,11 +401,3 @@ class Forecaster:
         state = "fitted" if self.model is not None else "not fitted"
         return (f"Forecaster({self.model_name!r}, prediction_length={self.prediction_length}, "
                 f"context_length={self.context_length}, freq={self.freq!r}; {state})")
-
-
-def _fit_before(fitter: Callable[..., Fit] | None, df: Source, read: source.Read,
-                settings: ForecasterSettings) -> FittedState:
-    """The model of ``settings`` fitted on ``df`` (read as ``read``), as ``fit`` fits it: the
-    registry's ``fitter`` (``auto``'s), else :func:`~tsrec.fitting.fit_state` (conformal calibration's
-    fit before its origins, :func:`tsrec.calibrating.calibrated`)."""
-    return (fit_state(read, settings) if fitter is None else fitter(df, read, settings)).state

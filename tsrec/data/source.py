@@ -14,6 +14,7 @@ which kind it is:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tsrec.config import CovariateConfig
 from tsrec.data.covariates import CovariateValues, categorical_statics, read_frame
 from tsrec.data.frame import Panel
 from tsrec.data.schema import Schema
@@ -67,6 +69,14 @@ class Read:
         slice of the arrays read, never a second read of the source (:meth:`Panel.head
         <tsrec.data.frame.Panel.head>`)."""
         return Read(self.panel.head(ends), self.covariates.head(ends), self.schema, self.categorical)
+
+    def targets(self) -> Read:
+        """This read without its covariates: what a model that reads none (a statistical one) is
+        fitted on beside models that do (``auto``'s candidates)."""
+        if not self.schema.covariates.columns:
+            return self
+        return Read(self.panel, CovariateValues.none(self.panel), dataclasses.replace(self.schema,
+                                                                                     covariates=CovariateConfig()))
 
 
 def is_parquet(source: object) -> bool:

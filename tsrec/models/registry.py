@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,34 +23,27 @@ from tsrec.models.transformer import EncoderDecoderForecaster
 class ModelSpec:
     """A registered model: its network class, its preset config fields (``defaults``), and the
     training settings it trains best with where they differ from ``TrainingConfig``'s
-    (``training``; the user's settings always win). ``fitter``: for a model that the estimator does
-    not fit by training its network (the ensemble of ``"auto"``), the function that fits it, as
-    ``"module:function"``; it is imported when such a model is first fitted (:func:`model_fitter`),
-    so that the registry depends on no layer above it. Its one user, ``"tsrec.auto:fit_auto"``, is a
-    call from the estimator up to the layer that builds Forecasters: a deliberate upward dependency
-    that tests/test_imports.py, which reads import statements, does not see."""
+    (``training``; the user's settings always win)."""
 
     model_class: type[ForecastModel]
     defaults: dict[str, Any] = field(default_factory=dict)
     description: str = ""
     training: dict[str, Any] = field(default_factory=dict)
-    fitter: str | None = None
 
 
 _REGISTRY: dict[str, ModelSpec] = {}
 
 
 def register(name: str, model_class: type[ForecastModel], description: str = "", *,
-             training: dict[str, Any] | None = None, fitter: str | None = None, **defaults: Any) -> None:
+             training: dict[str, Any] | None = None, **defaults: Any) -> None:
     """Register ``model_class`` under ``name`` with preset config ``defaults`` and, where the model
-    trains best otherwise, its own ``training`` defaults (``TrainingConfig`` fields); ``fitter``:
-    see :class:`ModelSpec`."""
+    trains best otherwise, its own ``training`` defaults (``TrainingConfig`` fields)."""
     if name in _REGISTRY:
         raise ValueError(f"a model named {name!r} is already registered")
     unknown = sorted(set(training or {}) - {f.name for f in dataclasses.fields(TrainingConfig)})
     if unknown:
         raise TypeError(f"training defaults {unknown} are not TrainingConfig fields")
-    _REGISTRY[name] = ModelSpec(model_class, dict(defaults), description, dict(training or {}), fitter)
+    _REGISTRY[name] = ModelSpec(model_class, dict(defaults), description, dict(training or {}))
 
 
 def list_models() -> list[str]:
@@ -64,16 +55,6 @@ def model_spec(name: str) -> ModelSpec:
     if name not in _REGISTRY:
         raise ValueError(f"unknown model {name!r}; known models: {', '.join(list_models())}")
     return _REGISTRY[name]
-
-
-def model_fitter(name: str) -> Callable[..., Any] | None:
-    """The function that fits model ``name`` when it is not fitted by training its network
-    (:attr:`ModelSpec.fitter`), imported now; None for the others."""
-    fitter = model_spec(name).fitter
-    if fitter is None:
-        return None
-    module, _, function = fitter.partition(":")
-    return getattr(importlib.import_module(module), function)
 
 
 def model_config(name: str, **options: Any) -> ModelConfig:
@@ -151,7 +132,6 @@ register("rsa_starsaber", StarSaber, "StarSaber with its relation graph mixed wi
          rsa=RSAConfig(encoder_masked=False))
 register("relevancy_rnn", RelevancyRNN, "RNN attending over a buffer of its last states and a relevant set of "
          "older ones kept for the attention they drew (Kerg et al. 2020)")
-register(AUTO, Ensemble, "the best of its candidates, or a validation-weighted ensemble of them (tsrec.auto)",
-         fitter="tsrec.auto:fit_auto")
+register(AUTO, Ensemble, "the best of its candidates, or a validation-weighted ensemble of them (tsrec.auto)")
 register("srupp", SRUpp, "SRU++: causal attention on a factorised projection feeding SRU's elementwise recurrence")
 register("rsa_srupp", SRUpp, "SRU++ with causal REMs mixed into every attention", rsa=RSAConfig())
