@@ -345,3 +345,39 @@ def test_statistical_candidates_are_validated_with_one_fit_per_series_carried_fo
     f = Forecaster("auto", candidates=("ets", "theta", "seasonal_naive"), **FAST).fit(hourly())  # 2 columns
     assert f.leaderboard.val_mse.notna().all()
     assert sorted(fits) == ["AutoETS", "AutoETS", "AutoTheta", "AutoTheta"]  # 5 windows, 2 channels, one fit each
+
+
+def test_an_epoch_budget_trains_the_networks_in_rungs(networks_allowed):
+    """``max_epochs`` (no ``max_steps``) is the networks' whole run, split into rungs as a step budget
+    is (it crashed with a TypeError when the rungs were cut from ``max_steps`` alone)."""
+    f = Forecaster("auto", candidates=("seasonal_naive", "dlinear"), prediction_length=H, max_epochs=2,
+                   trainer_kwargs=QUIET).fit(hourly())
+    note = f.leaderboard.set_index("model").loc["dlinear", "note"]
+    assert note.startswith("rung ") and f.leaderboard.val_mse.notna().all()
+
+
+def test_five_years_of_months_at_a_one_year_horizon_are_forecast():
+    """60 monthly steps, horizon 12: two validation windows leave 36 steps, which every statistical
+    candidate and seasonal naive fit (a model that is not trained holds out no validation windows of
+    its own; it refused with a miscounted length)."""
+    t = np.arange(60)
+    df = pd.DataFrame({"y": 100 + t + 10 * np.sin(2 * np.pi * t / 12)},
+                      index=pd.date_range("2015-01-01", periods=60, freq="MS"))
+    f = Forecaster("auto", candidates=("seasonal_naive", "theta"), prediction_length=12).fit(df)
+    assert f.leaderboard.val_mse.notna().all() and (f.leaderboard.note == "").all()
+    assert len(f.predict()) == 12
+
+
+def test_one_short_series_does_not_refuse_the_panel():
+    """One series of 80 weeks among longer ones, horizon 13: its history before the validation
+    windows (41 steps) is shorter than a season, and every candidate still fits and forecasts it."""
+    frames = []
+    for i, n in enumerate([80] + [200] * 6):
+        t = np.arange(n)
+        frames.append(pd.DataFrame({"id": f"w{i}", "ds": pd.date_range(end="2024-12-29", periods=n, freq="W"),
+                                    "y": 50 + 5 * np.sin(2 * np.pi * t / 52) + np.sin(t)}))
+    f = Forecaster("auto", candidates=("seasonal_naive", "theta"), prediction_length=13).fit(
+        pd.concat(frames), id_col="id", time_col="ds")
+    assert f.leaderboard.val_mse.notna().all()
+    forecast = f.predict()
+    assert len(forecast) == 7 * 13 and forecast["mean"].notna().all()

@@ -518,7 +518,9 @@ def _fit_networks(networks: list[str], rows: dict[str, _Row], validated: dict[st
     stats = sum(row.cpu_seconds for row in rows.values() if row.model not in networks) or None
     training = settings.training
     budget = network_budget(observations, training.time_limit, stats)
-    steps = plan_budget(training, available).total_steps  # the whole run's, an epoch budget's included
+    # the whole run's steps; an epoch budget becomes the step budget of as many passes, validated as one
+    # (a rung may end inside an epoch)
+    steps = plan_budget(training, available).total_steps
     targets = [max(1, math.ceil(share * steps)) for share in RUNGS]  # [R] steps trained by the end of each rung
     deltas = np.diff([0, *targets])  # [R]
     started = time.process_time()
@@ -541,7 +543,8 @@ def _fit_networks(networks: list[str], rows: dict[str, _Row], validated: dict[st
                 clock = _Clock()
                 try:
                     fit, rows[name].val_mse = candidates.fit_and_score(
-                        name, scores, resume=rung > 0, max_steps=steps, refit_full=False, output_dir=f"{folder}/{name}",
+                        name, scores, resume=rung > 0, max_steps=steps, max_epochs=None, refit_full=False,
+                        output_dir=f"{folder}/{name}",
                         trainer_kwargs={**settings.trainer.trainer_kwargs, **run})
                     validated[name] = fit.state
                     summary = fit.state.summary.budget

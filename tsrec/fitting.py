@@ -199,7 +199,9 @@ def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = No
         else prefitted.context_length
     model_class = model_spec(settings.model).model_class
     trainable = model_class.trainable
-    val_windows = 0 if prefitted is not None and training.refit_full else settings.window.val_windows
+    # A model that is not trained (statistical, seasonal naive, an ensemble of members fitted already) has
+    # nothing to validate: its scaler and the data's cycles come from all the history.
+    val_windows = settings.window.val_windows if trainable or val is not None else 0
     # A model that reads whole histories, or an ensemble of members fitted already, has no windows
     # to split: the split sets the training part the scaler and the data's cycles are taken from,
     # which needs no context (a shorter series than the context is read padded).
