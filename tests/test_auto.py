@@ -381,3 +381,26 @@ def test_one_short_series_does_not_refuse_the_panel():
     assert f.leaderboard.val_mse.notna().all()
     forecast = f.predict()
     assert len(forecast) == 7 * 13 and forecast["mean"].notna().all()
+
+
+def test_covariates_no_chosen_member_reads_are_named_in_a_warning():
+    """On data too small for the networks, the covariates given to the default change nothing:
+    a warning says so, why, and what reads them (it was silent)."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(24 * 8)
+    df = hourly(n=24 * 8)[["a"]].assign(x=x)
+    with pytest.warns(UserWarning, match=r"auto: the covariates \['x'\] are read by none of the members chosen .*"
+                                         r"the networks, which read them, were skipped \(skipped: \d+ training "
+                                         r"windows < 1000.*fit a network by name"):
+        Forecaster("auto", candidates=("seasonal_naive", "dlinear"), **FAST).fit(df, past_covariates=["x"])
+
+
+def test_a_covariate_gap_in_the_history_reads_as_the_training_mean(networks_allowed, recwarn):
+    """A gap in a covariate inside the fit frame (docs/covariates.md: it reads as the training mean)
+    is not refused by auto: the network that reads it is scored and chosen."""
+    df = hourly()[["a"]].assign(x=np.sin(np.arange(24 * 12)))
+    df.iloc[100:105, 1] = np.nan
+    f = Forecaster("auto", candidates=("dlinear",), **FAST).fit(df, future_covariates=["x"])
+    assert f.leaderboard.val_mse.notna().all() and f.leaderboard.covariates[0] == "future: x"
+    future = pd.DataFrame({"x": np.zeros(H)}, index=pd.date_range(df.index[-1], periods=H + 1, freq="h")[1:])
+    assert f.predict(future_covariates=future)["mean"].notna().all()

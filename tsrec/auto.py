@@ -378,7 +378,26 @@ def _warn_missing_tails(panel: Panel, ends: np.ndarray) -> None:
                   "validated on windows ending at each series' last observed step, so that none is credited for "
                   "forecasting from a filled-in tail; the forecast after the frame's end still reads the missing "
                   "steps as the model fills them (missing_context). Drop the missing rows to forecast from the "
-                  "last observation", UserWarning, stacklevel=4)
+                  "last observation", UserWarning, stacklevel=5)
+
+
+def _warn_unread_covariates(candidates: _Candidates, chosen: list[str], rows: dict[str, _Row]) -> None:
+    """Warn when covariates were given and no chosen member reads them, saying why (the networks
+    that read them were skipped, or scored worse) and what reads them."""
+    columns = list(candidates.covariates.columns)
+    if not columns or any(candidates.reads(name) for name in chosen):
+        return
+    readers = [row for row in rows.values() if candidates.reads(row.model)]
+    if not readers:
+        why = "no candidate reads covariates (the statistical models cannot)"
+    elif all(row.note.startswith("skipped") for row in readers):
+        why = f"the networks, which read them, were skipped ({readers[0].note})"
+    else:
+        why = "the networks that read them scored worse on validation (see the leaderboard)"
+    warnings.warn(f"auto: the covariates {columns} are read by none of the members chosen ({', '.join(chosen)}): "
+                  f"{why}. The forecast does not depend on them (predict still takes their values, as the fitted "
+                  "schema names them). To forecast from them, fit a network by name, e.g. "
+                  "Forecaster('rsa_patchtst', ...), or name candidates that read them", UserWarning, stacklevel=5)
 
 
 def _stride(horizon: int, windows: int, wanted: int) -> int:
@@ -475,6 +494,7 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
                          "; ".join(f"{r.model} {r.note}" for r in rows.values()))
     weights = scores.weights(kept)
     chosen = [(name, float(w)) for name, w in zip(kept, weights) if w > 0]
+    _warn_unread_covariates(candidates, [name for name, _ in chosen], rows)
     members = [_member(name, validated.get(name), candidates, read, rows[name]) for name, _ in chosen]
     weight_of = dict(zip(kept, weights))
     leaderboard = pd.DataFrame([{"model": r.model, "val_mse": r.val_mse, "weight": float(weight_of.get(r.model, 0.0)),
