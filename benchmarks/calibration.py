@@ -121,7 +121,7 @@ def run_default(task: Task, seed: int) -> tuple[pd.DataFrame, float, str]:
         bands[f"lo_{level}"], bands[f"hi_{level}"] = errors[f"y_q{low}"].to_numpy(), errors[f"y_q{high}"].to_numpy()
     board = f.leaderboard
     members = board[board.weight > 0]
-    trained = board[board.model.isin(NETWORKS) & board.val_mse.notna()]
+    trained = board[board.model.isin(NETWORKS) & board.val_score.notna()]
     note = "members " + ", ".join(f"{r.model} {r.weight:.2f}" for r in members.itertuples()) + \
         f"; calibration {f.calibration.windows} origins x {f.calibration.stride} apart" + \
         (f"; networks tried: {', '.join(trained.model)}" if len(trained) else "; no network tried")

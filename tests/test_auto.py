@@ -14,14 +14,14 @@ import pytest
 
 import tsrec.auto
 from tsrec import Forecaster
-from tsrec.auto import Validation, _Scores, greedy_weights, network_budget, validation_windows
+from tsrec.auto import Validation, _Scores, greedy_weights, network_budget, series_scales, shrunk_weights, validation_windows
 from tsrec.config import DEFAULT_MODEL
 from tsrec.data import canonicalize
 
 QUIET = {"enable_progress_bar": False, "logger": False}
 H = 6
 FAST = dict(prediction_length=H, max_steps=20, trainer_kwargs=QUIET)
-COLUMNS = ["model", "val_mse", "weight", "fit_seconds", "cpu_seconds", "note", "covariates"]
+COLUMNS = ["model", "val_score", "weight", "fit_seconds", "cpu_seconds", "note", "covariates"]
 
 
 def hourly(n=24 * 12, seed=0):
@@ -92,12 +92,12 @@ def test_the_default_on_short_data_scores_the_statistical_models_and_skips_the_n
     board = Forecaster(**FAST).fit(hourly(n=24 * 8)).leaderboard  # 2 series x 192 steps: a few hundred windows
     assert list(board.columns) == COLUMNS
     networks = board[board.model.isin(["rsa_patchtst", "patchtst", "dlinear"])]
-    assert len(networks) == 3 and networks.val_mse.isna().all() and (networks.weight == 0).all()
+    assert len(networks) == 3 and networks.val_score.isna().all() and (networks.weight == 0).all()
     assert networks.note.str.fullmatch(r"skipped: \d+ training windows < 1000 \(networks are tried only on data "
                                        r"with at least that many\)").all()
-    assert scored == ["ets", "theta", "ces", "dynamic_theta", "seasonal_naive"]
+    assert scored == ["ets", "theta", "ces", "dynamic_theta", "seasonal_naive", "naive"]
     stats = board[~board.model.isin(networks.model)]
-    assert stats.val_mse.notna().all() and (stats.cpu_seconds > 0).all() and board.weight.sum() == pytest.approx(1)
+    assert stats.val_score.notna().all() and (stats.cpu_seconds > 0).all() and board.weight.sum() == pytest.approx(1)
 
 
 def test_statistical_candidates_are_scored_before_the_networks(networks_allowed, scored):
@@ -115,8 +115,8 @@ def test_successive_halving_stops_a_network_far_behind_the_leader(networks_allow
     def patchtst_is_bad(self, name, result):
         mse = add(self, name, result)
         if name == "patchtst":
-            self.zscored[name] = self.zscored[name] + 10.0
-            return float(np.nanmean((self.zscored[name] - self.truth) ** 2))
+            self.scaled[name] = self.scaled[name] + 10.0
+            return float(np.nanmean((self.scaled[name] - self.truth) ** 2))
         return mse
 
     monkeypatch.setattr(_Scores, "add", patchtst_is_bad)
@@ -127,7 +127,8 @@ def test_successive_halving_stops_a_network_far_behind_the_leader(networks_allow
     assert "x the leader (dlinear)" in notes["patchtst"]
     assert notes["dlinear"].startswith("rung 3: 90 steps")
     assert scored.count("patchtst") == 1 and scored.count("dlinear") == len(tsrec.auto.RUNGS)
-    assert f.resolved_settings.network.members == ("dlinear",)
+    weights = dict(zip(f.resolved_settings.network.members, f.resolved_settings.network.weights))
+    assert weights["dlinear"] > 0.9
 
 
 def test_the_networks_budget_is_honoured(networks_allowed):
@@ -147,7 +148,7 @@ def test_the_networks_budget_is_honoured(networks_allowed):
     f = Forecaster("auto", candidates=("seasonal_naive", "dlinear"), prediction_length=H, max_steps=100_000,
                    time_limit=1e-9, trainer_kwargs=QUIET).fit(hourly())
     row = f.leaderboard.set_index("model").loc["dlinear"]
-    assert row.note == "stopped before rung 1: the networks' budget of 0 CPU-s was spent" and np.isnan(row.val_mse)
+    assert row.note == "stopped before rung 1: the networks' budget of 0 CPU-s was spent" and np.isnan(row.val_score)
 
 
 def test_a_run_that_spends_its_budget_share_goes_on_at_the_next_rung(networks_allowed, monkeypatch):
@@ -173,30 +174,36 @@ def test_the_validation_windows_follow_autogluons_rule_capped_by_the_shortest_se
     assert validation_windows(5, 10, H) == 1
     Forecaster("auto", candidates=("seasonal_naive",), conformal_windows=0, **FAST).fit(long_hourly(n=48), id_col="id",
                                                                                          time_col="ds")
-    v = validations[-1]  # 3 series, 48 // 2 // 6 = 4 windows, one horizon apart, ending at each series' end
-    assert (v.count.tolist(), v.stride, v.first.tolist()) == ([4, 4, 4], H, [24, 24, 24])
-    assert v.selected.all() and v.truth.shape == (12, H, 1)
-    # calibrated (the default): the same span, every origin of it (4 horizons: 3 * 6 + 1 origins)
-    Forecaster("auto", candidates=("seasonal_naive",), **FAST).fit(long_hourly(n=48), id_col="id", time_col="ds")
-    v = validations[-1]
-    assert (v.count.tolist(), v.stride, v.first.tolist()) == ([19, 19, 19], 1, [24, 24, 24])
-    assert v.selected.sum() == 12  # the choice reads the origins one horizon apart
+    v = validations[-1]  # 3 series, 48 // 2 // 6 = 4 windows ending at each series' end, every origin scored
+    assert (v.horizons, v.count.tolist(), v.stride, v.first.tolist()) == (4, [19, 19, 19], 1, [24, 24, 24])
+    assert v.truth.shape == (57, H, 1) and v.evidence == 12
 
 
-def test_the_validation_scale_is_each_series_spread_of_its_held_out_values():
-    """The z-scoring divides each series' and channel's errors by the standard deviation of its
-    held-out values in the windows the choice reads (1 where it is 0 or undefined)."""
-    df = long_hourly(n=48)
-    df.loc[df.id == "c", "y"] = 3.0  # a flat series: no spread
+def test_the_validation_scale_is_the_metrics_scale_over_each_series_history():
+    """Each series' errors are divided by its scale over its history before the validation windows
+    (the scale the field's test scores use, not the few held-out values'): the in-sample seasonal
+    naive MAE for MASE, the standard deviation for MSE and MAE, none for sMAPE."""
+    df = long_hourly(n=96)
+    df.loc[df.id == "c", "y"] = 3.0  # a flat series: no scale, so 1
     panel = canonicalize(df, id_col="id", time_col="ds", target_col="y")
-    ends = np.array([48, 48, 48])
-    v = Validation.of(panel, ends, 4, H, 2)
-    for i, item in enumerate(panel.items):
-        held = item.values[24:48, 0]
-        expected = np.std(held, ddof=1) if np.std(held) > 0 else 1.0
-        assert v.scale[i, 0] == pytest.approx(expected)
-    np.testing.assert_array_equal(v.zscored(v.truth).reshape(-1, H)[:4], panel.items[0].values[24:48, 0].reshape(4, H)
-                                  / v.scale[0, 0])
+    first = np.array([48, 48, 48])
+    history = [item.values[:48, 0] for item in panel.items]
+    mase = series_scales(panel, first, "mase", 24)
+    np.testing.assert_allclose(mase[:2, 0], [np.mean(np.abs(y[24:] - y[:-24])) for y in history[:2]])
+    np.testing.assert_allclose(series_scales(panel, first, "mse", 24)[:2, 0], [np.std(y) for y in history[:2]])
+    assert mase[2, 0] == 1.0 and (series_scales(panel, first, "smape", 24) == 1).all()
+    np.testing.assert_allclose(series_scales(panel, np.array([20, 20, 20]), "mase", 24)[0, 0],
+                               np.mean(np.abs(np.diff(history[0][:20]))))  # shorter than a season: at 1
+
+
+def test_weights_shrink_toward_the_blend_of_the_best_few_by_the_evidence():
+    greedy = np.array([1.0, 0.0, 0.0, 0.0])
+    scores = np.array([1.0, 1.1, 1.2, 5.0])  # the last is beyond HALVING_FACTOR of the best: never blended
+    few = shrunk_weights(greedy, scores, evidence=10)  # 10 windows: the blend is worth 30 of them
+    np.testing.assert_allclose(few, 0.25 * greedy + 0.75 * np.array([1, 1, 1, 0]) / 3)
+    many = shrunk_weights(greedy, scores, evidence=3000)
+    assert many[0] > 0.99 and many[3] == 0 and many.sum() == pytest.approx(1)
+    np.testing.assert_allclose(shrunk_weights(greedy, np.array([1.0, 2.0, 3.0, 4.0]), 30), [1, 0, 0, 0])
 
 
 def test_greedy_selection_keeps_the_best_model_unless_averaging_helps():
@@ -241,7 +248,7 @@ def test_a_missing_tail_is_validated_where_the_series_is_observed_and_named_in_a
     # (the windows' every origin, one step apart, for the ensemble's calibration)
     assert b.sum() == (windows - 1) * H + 1 and np.isfinite(v.truth[b]).all()
     assert v.origins[b].max() + H == len(df) // 3 - 5 and v.origins[~b].max() + H == len(df) // 3
-    assert f.leaderboard.val_mse.notna().all()
+    assert f.leaderboard.val_score.notna().all()
     with pytest.warns(UserWarning, match=r"1 series end with missing values: item 'b'.*statistical models forecast"):
         assert len(f.predict()) == 3 * H
 
@@ -252,7 +259,7 @@ def test_auto_scores_weights_and_forecasts_the_weighted_members_and_saves(tmp_pa
     f = Forecaster("auto", candidates=candidates, **FAST).fit(df)
     board = f.leaderboard
     assert list(board.columns) == COLUMNS
-    assert sorted(board.model) == sorted(candidates) and board.val_mse.is_monotonic_increasing
+    assert sorted(board.model) == sorted(candidates) and board.val_score.is_monotonic_increasing
     assert board.weight.sum() == pytest.approx(1.0) and (board.weight > 0).any()
     network = f.resolved_settings.network
     assert set(network.members) == set(board.model[board.weight > 0])
@@ -265,7 +272,7 @@ def test_auto_scores_weights_and_forecasts_the_weighted_members_and_saves(tmp_pa
     f.save(tmp_path / "auto")
     loaded = Forecaster.load(tmp_path / "auto")
     pd.testing.assert_frame_equal(loaded.predict(), forecast)
-    pd.testing.assert_frame_equal(loaded.leaderboard, board[["model", "val_mse", "weight"]], check_exact=False)
+    pd.testing.assert_frame_equal(loaded.leaderboard, board[["model", "val_score", "weight"]], check_exact=False)
 
 
 def test_a_network_member_is_its_validated_run_and_survives_save_and_load(networks_allowed, tmp_path):
@@ -292,7 +299,7 @@ def test_a_progress_line_per_candidate_on_a_terminal_only(monkeypatch, capsys):
     lines = terminal.getvalue().splitlines()
     assert [line.split()[2] for line in lines if line.startswith("tsrec auto: ")] == ["seasonal_naive", "theta",
                                                                                       "dlinear"]
-    assert "validation MSE" in lines[0] and "CPU-s" in lines[0] and "skipped: " in lines[2]
+    assert "validation score" in lines[0] and "CPU-s" in lines[0] and "skipped: " in lines[2]
 
 
 def test_a_quantile_ensemble_uses_trainable_candidates_and_its_quantiles_do_not_cross(networks_allowed):
@@ -343,7 +350,7 @@ def test_statistical_candidates_are_validated_with_one_fit_per_series_carried_fo
 
     monkeypatch.setattr(tsrec.evaluation, "_fit_stats", counting)
     f = Forecaster("auto", candidates=("ets", "theta", "seasonal_naive"), **FAST).fit(hourly())  # 2 columns
-    assert f.leaderboard.val_mse.notna().all()
+    assert f.leaderboard.val_score.notna().all()
     assert sorted(fits) == ["AutoETS", "AutoETS", "AutoTheta", "AutoTheta"]  # 5 windows, 2 channels, one fit each
 
 
@@ -353,7 +360,7 @@ def test_an_epoch_budget_trains_the_networks_in_rungs(networks_allowed):
     f = Forecaster("auto", candidates=("seasonal_naive", "dlinear"), prediction_length=H, max_epochs=2,
                    trainer_kwargs=QUIET).fit(hourly())
     note = f.leaderboard.set_index("model").loc["dlinear", "note"]
-    assert note.startswith("rung ") and f.leaderboard.val_mse.notna().all()
+    assert note.startswith("rung ") and f.leaderboard.val_score.notna().all()
 
 
 def test_five_years_of_months_at_a_one_year_horizon_are_forecast():
@@ -364,7 +371,7 @@ def test_five_years_of_months_at_a_one_year_horizon_are_forecast():
     df = pd.DataFrame({"y": 100 + t + 10 * np.sin(2 * np.pi * t / 12)},
                       index=pd.date_range("2015-01-01", periods=60, freq="MS"))
     f = Forecaster("auto", candidates=("seasonal_naive", "theta"), prediction_length=12).fit(df)
-    assert f.leaderboard.val_mse.notna().all() and (f.leaderboard.note == "").all()
+    assert f.leaderboard.val_score.notna().all() and (f.leaderboard.note == "").all()
     assert len(f.predict()) == 12
 
 
@@ -378,7 +385,7 @@ def test_one_short_series_does_not_refuse_the_panel():
                                     "y": 50 + 5 * np.sin(2 * np.pi * t / 52) + np.sin(t)}))
     f = Forecaster("auto", candidates=("seasonal_naive", "theta"), prediction_length=13).fit(
         pd.concat(frames), id_col="id", time_col="ds")
-    assert f.leaderboard.val_mse.notna().all()
+    assert f.leaderboard.val_score.notna().all()
     forecast = f.predict()
     assert len(forecast) == 7 * 13 and forecast["mean"].notna().all()
 
@@ -401,6 +408,42 @@ def test_a_covariate_gap_in_the_history_reads_as_the_training_mean(networks_allo
     df = hourly()[["a"]].assign(x=np.sin(np.arange(24 * 12)))
     df.iloc[100:105, 1] = np.nan
     f = Forecaster("auto", candidates=("dlinear",), **FAST).fit(df, future_covariates=["x"])
-    assert f.leaderboard.val_mse.notna().all() and f.leaderboard.covariates[0] == "future: x"
+    assert f.leaderboard.val_score.notna().all() and f.leaderboard.covariates[0] == "future: x"
     future = pd.DataFrame({"x": np.zeros(H)}, index=pd.date_range(df.index[-1], periods=H + 1, freq="h")[1:])
     assert f.predict(future_covariates=future)["mean"].notna().all()
+
+
+def test_the_eval_metric_scores_selects_and_is_saved(tmp_path):
+    """``eval_metric`` names what the candidates are scored and weighted by (MASE by default); an
+    unknown one says which there are."""
+    df = hourly()
+    f = Forecaster("auto", candidates=("seasonal_naive", "naive"), **FAST).fit(df)
+    assert f.leaderboard.attrs["eval_metric"] == "mase"
+    g = Forecaster("auto", candidates=("seasonal_naive", "naive"), eval_metric="smape", **FAST).fit(df)
+    assert g.leaderboard.attrs["eval_metric"] == "smape"
+    assert not np.allclose(g.leaderboard.val_score, f.leaderboard.val_score)
+    g.save(tmp_path / "m")
+    assert Forecaster.load(tmp_path / "m").leaderboard.attrs["eval_metric"] == "smape"
+    with pytest.raises(ValueError, match=r"eval_metric must be one of \('mase', 'mae', 'mse', 'smape'\)"):
+        Forecaster("auto", eval_metric="rmse", **FAST)
+
+
+def test_absolute_and_squared_losses_weigh_differently():
+    """Under MAE the greedy choice keeps the candidate that is exact on most entries; under MSE the
+    one that never errs far."""
+    truth = np.zeros(10)
+    mostly_exact = np.r_[np.zeros(9), 3.0]  # MAE 0.3, MSE 0.9
+    always_close = np.full(10, 0.5)  # MAE 0.5, MSE 0.25
+    forecasts = np.stack([mostly_exact, always_close])
+    assert greedy_weights(truth, forecasts, rounds=1, metric="mae").tolist() == [1.0, 0.0]
+    assert greedy_weights(truth, forecasts, rounds=1, metric="mse").tolist() == [0.0, 1.0]
+
+
+def test_a_network_within_reach_of_the_leader_is_not_stopped_for_the_budget_alone(networks_allowed, monkeypatch):
+    """The first rung spends the networks' budget (here 0.01 CPU-s: every later rung starts past it);
+    the network halving keeps trains its later rungs anyway, and its note says why."""
+    monkeypatch.setattr(tsrec.auto, "network_budget", lambda *args: 0.01)
+    f = Forecaster("auto", candidates=("dlinear",), prediction_length=H, max_steps=90, patience=None,
+                   trainer_kwargs=QUIET).fit(hourly())
+    note = f.leaderboard.note[0]
+    assert note.startswith("rung 3: 90 steps") and "within reach of the leader" in note

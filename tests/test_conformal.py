@@ -180,8 +180,8 @@ def test_auto_calibrates_its_ensemble_by_default_at_the_cost_of_forecasts_only()
     off = Forecaster(prediction_length=H, candidates=("theta", "seasonal_naive"), conformal_windows=0).fit(df, **COLS)
     assert off.calibration is None
     # the selection reads the same windows one horizon apart whatever the calibration's stride
-    pd.testing.assert_frame_equal(off.leaderboard[["model", "val_mse", "weight"]],
-                                  f.leaderboard[["model", "val_mse", "weight"]])
+    pd.testing.assert_frame_equal(off.leaderboard[["model", "val_score", "weight"]],
+                                  f.leaderboard[["model", "val_score", "weight"]])
 
 
 def test_auto_gives_covariates_to_the_candidates_that_take_them(monkeypatch):
@@ -200,7 +200,7 @@ def test_auto_gives_covariates_to_the_candidates_that_take_them(monkeypatch):
     assert board.loc["dlinear", "covariates"] == "future: promo"
     assert (board.loc[["ets", "seasonal_naive"], "covariates"] ==
             "none: scored on the targets alone (no covariate support)").all()
-    assert board.loc["dlinear", "val_mse"] < 0.5 * board.loc[["ets", "seasonal_naive"], "val_mse"].min()
+    assert board.loc["dlinear", "val_score"] < 0.5 * board.loc[["ets", "seasonal_naive"], "val_score"].min()
     with pytest.raises(ValueError, match="future covariates"):
         f.predict()
     forecast = f.predict(future_covariates=future[["id", "ds", "promo"]], levels=[80])

@@ -12,54 +12,54 @@ read again, no Forecaster is built::
       fit_state(read, prefitted=...)  the ensemble of the fitted members, handed over as modules
       calibrating.calibration_of(...) its conformal bands, from the same validation forecasts
 
-1. **Validation.** Each series' last ``k`` horizons, one horizon apart, are held out
-   (:func:`validation_windows`: AutoGluon's rule, 5 windows under 20 series, 3 under 100, else 2,
-   and at most half of the shortest series). A series whose last values are missing is validated
-   on windows ending at its last observed step, with a warning naming it (a forecast from a
-   filled-in tail is never scored). Every candidate is fitted on each series' steps before its
-   held-out ones (:meth:`Read.before <tsrec.data.source.Read.before>`, a slice of the arrays read)
-   and forecasts them (:func:`~tsrec.forecasting.forecast_origins`); its score is the MSE of its
-   errors z-scored per series (by the standard deviation of the held-out values), over the entries
-   every candidate forecast.
-2. **Statistical candidates first** (those with nothing to train: ``ets``, ``theta``, ``ces``,
-   ``dynamic_theta``, ``seasonal_naive``): each is the registered model, fitted once per series on
-   its history before the validation windows and carried forward over them (statsforecast's
-   ``cross_validation(refit=False)``, :mod:`tsrec.models.stats`), so that it costs about one fit
-   per series; the members chosen are fitted on all the history, and ``predict`` carries them
-   forward in turn. The model scored is the model that forecasts.
-3. **Networks** (the trainable candidates), only when the steps before the validation windows hold
+1. **Validation.** Each series' last ``k`` horizons are held out (:func:`validation_windows`:
+   AutoGluon's rule, 5 windows under 20 series, 3 under 100, else 2, and at most half of the
+   shortest series), forecast from every origin a stride that divides the horizon apart
+   (:func:`_stride`: on short data the windows overlap, and every one is scored). A series whose
+   last values are missing is validated on windows ending at its last observed step, with a
+   warning naming it (a forecast from a filled-in tail is never scored). Every candidate is fitted
+   on each series' steps before its held-out ones (:meth:`Read.before
+   <tsrec.data.source.Read.before>`, a slice of the arrays read) and forecasts them
+   (:func:`~tsrec.forecasting.forecast_origins`).
+2. **Scores** on ``eval_metric`` (:data:`~tsrec.models.ensemble.EVAL_METRICS`, default ``"mase"``),
+   each series' errors divided by its scale over its history before the validation windows
+   (:func:`series_scales`), over the entries every candidate forecast (:func:`entry_losses`).
+3. **Statistical candidates first** (those with nothing to train: ``ets``, ``theta``, ``ces``,
+   ``dynamic_theta``, ``seasonal_naive``, ``naive``): each is the registered model, fitted once per
+   series on its history before the validation windows and carried forward over them
+   (statsforecast's ``cross_validation(refit=False)``, :mod:`tsrec.models.stats`); the members
+   chosen are fitted once on all the history, and ``predict`` carries them forward in turn. The
+   model scored is the model that forecasts.
+4. **Networks** (the trainable candidates), only when the steps before the validation windows hold
    at least :data:`MIN_NETWORK_WINDOWS` training windows (counted at a context of twice the
-   horizon), within :func:`network_budget` CPU seconds in all (it grows with the observations, and
-   stays within a few times what the statistical candidates cost; ``time_limit`` sets it instead), by
-   successive halving: every network trains for the first rung's share of its step budget
-   (:data:`RUNGS`), is scored, and goes on to the next rung only if it is among the better half of
-   the networks still training and within :data:`HALVING_FACTOR` of the leader's validation MSE
-   (the leader may be a statistical model). Each run may spend the share of the budget left that
-   its steps are of those still planned, so every network gets its first rung (a run that spends
-   its share ends there, and a later rung goes on from it; one that early stopping ended trains no
-   later rung). Rungs continue the same run from its checkpoint (``resume=True``), so a network
-   that reaches the last rung has cost one training run. Networks are not refitted on the
-   validation windows: the validated run is the member (AutoGluon's default,
-   ``refit_full=False``); its RevIN makes it indifferent to the ensemble's scaler, which is fitted
-   on all the history. A member without RevIN is refitted.
-4. **Choice.** Greedy ensemble selection with replacement (Caruana et al., ICML 2004): for
-   :data:`ROUNDS` rounds, add the candidate that most lowers the validation MSE of the
+   horizon), by successive halving: every network trains for the first rung's share of its step
+   budget (:data:`RUNGS`), is scored, and goes on to the next rung only if it is among the better
+   half of the networks still training and within :data:`HALVING_FACTOR` of the leader's score
+   (the leader may be a statistical model). The first rung spends :func:`network_budget` CPU
+   seconds (it grows with the observations, and stays within a few times what the statistical
+   candidates cost; ``time_limit`` sets it instead), each run the share of what is left that its
+   steps are of those still planned; a network halving keeps is never stopped for that budget
+   alone (:func:`_fit_networks`). Rungs continue the same run from its checkpoint
+   (``resume=True``), so a network that reaches the last rung has cost one training run. Networks
+   are not refitted on the validation windows: the validated run is the member (AutoGluon's
+   default, ``refit_full=False``); its RevIN makes it indifferent to the ensemble's scaler, which
+   is fitted on all the history. A member without RevIN is refitted.
+5. **Choice.** Greedy ensemble selection with replacement (Caruana et al., ICML 2004): for
+   :data:`ROUNDS` rounds, add the candidate that most lowers the validation score of the
    equal-weighted average of those chosen so far (one may be chosen again), and keep the rounds'
-   best ensemble. Running every round instead of stopping at the first round that does not improve
-   lets a second candidate enter at a small weight (1/3, 1/4, ...) once the leader has been chosen
-   a few times, where entering at 1/2 would not have helped. The weights are the shares of the
-   kept rounds each candidate was chosen in.
-5. **Intervals.** The validation forecasts cover every origin of the validation windows, a stride
-   that divides the horizon apart (:func:`_stride`; the choice reads the origins one horizon apart
-   only), and the chosen ensemble's weighted forecast of all of them calibrates its conformal
-   intervals through the one calibration path, :func:`tsrec.calibrating.calibration_of`
-   (``conformal_windows=0``: none). Nothing is fitted again.
-6. **Covariates.** The candidates that read covariates (the networks) are fitted and scored with
+   best ensemble; then shrink those weights toward the equal blend of the best few by the
+   evidence (:func:`shrunk_weights`). Running every round instead of stopping at the first round
+   that does not improve lets a second candidate enter at a small weight (1/3, 1/4, ...) once the
+   leader has been chosen a few times, where entering at 1/2 would not have helped.
+6. **Intervals.** The chosen ensemble's weighted forecast of every validation origin calibrates
+   its conformal intervals through the one calibration path,
+   :func:`tsrec.calibrating.calibration_of` (``conformal_windows=0``: none). Nothing is fitted again.
+7. **Covariates.** The candidates that read covariates (the networks) are fitted and scored with
    those given to ``fit``; the statistical ones on the targets alone
    (:meth:`Read.targets <tsrec.data.source.Read.targets>`). A network member with covariates is
-   refitted on all the history.
+   refitted on all the history. Covariates no chosen member reads are named in a warning.
 
-The leaderboard lists every candidate: its validation MSE, weight, wall and CPU seconds, a note
+The leaderboard lists every candidate: its validation score (``val_score``), weight, wall and CPU seconds, a note
 (the rungs a network trained for, why it stopped, or why it was skipped) and the covariates it
 read (``covariates``). On a terminal each candidate prints one progress line on stderr.
 """
@@ -82,6 +82,7 @@ from tsrec.calibrating import calibration_of, window_values
 from tsrec.config import CovariateConfig
 from tsrec.conformal import default_windows, observed_ends
 from tsrec.data.frame import Panel
+from tsrec.data.time_features import seasonality
 from tsrec.data.source import Read
 from tsrec.fitted import FittedState, ForecastResult
 from tsrec.fitting import Fit, Prefitted, fit_state
@@ -103,8 +104,14 @@ MIN_NETWORK_WINDOWS = 1_000
 #: Successive halving's rungs: the shares of a network's step budget it has trained for when it is
 #: scored (each rung continues the run of the one before).
 RUNGS = (1 / 9, 1 / 3, 1.0)
-#: A network whose validation MSE is more than this many times the leader's stops at its rung.
+#: A network whose validation score is more than this many times the leader's stops at its rung; the
+#: blend the weights shrink toward takes candidates within it of the best (:func:`shrunk_weights`).
 HALVING_FACTOR = 1.5
+#: The blend the weights shrink toward: the equal weights of this many best candidates.
+BLEND_SIZE = 3
+#: The validation windows the equal blend is worth (:func:`shrunk_weights`): with as many independent
+#: windows scored, the greedy weights and the blend count half each.
+PRIOR_WINDOWS = 30
 #: The networks' training budget in CPU seconds: this many, plus :data:`BUDGET_SECONDS_PER_OBSERVATION`
 #: per observed value, at most :data:`MAX_BUDGET_SECONDS`, and at most :data:`STATS_COST_RATIO` times
 #: what the statistical candidates cost (:func:`network_budget`): the issue-36 targets, a default fit
@@ -121,7 +128,7 @@ SHARED_SETTINGS = ("val_windows", "gaps", "missing_context", "scaling", "seed", 
 VAL_WINDOWS_RULE = ((20, 5), (100, 3))
 MIN_VAL_WINDOWS = 2
 #: The leaderboard's columns.
-LEADERBOARD_COLUMNS = ["model", "val_mse", "weight", "fit_seconds", "cpu_seconds", "note", "covariates"]
+LEADERBOARD_COLUMNS = ["model", "val_score", "weight", "fit_seconds", "cpu_seconds", "note", "covariates"]
 
 
 def validation_windows(n_series: int, shortest: int, horizon: int) -> int:
@@ -144,22 +151,53 @@ def network_budget(observations: int, time_limit: float | None = None, stats_sec
     return min(bounds)
 
 
-def greedy_weights(truth: np.ndarray, forecasts: np.ndarray, rounds: int = ROUNDS) -> np.ndarray:
+def entry_losses(metric: str, forecast: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    """The per-entry losses of ``forecast`` ``[..., E]`` against ``truth`` ``[E]``, both divided by
+    their series' scale (:attr:`Validation.scale`): squared errors for ``"mse"``, absolute errors
+    for ``"mae"`` and ``"mase"``, and sMAPE's ``200 |f - y| / (|f| + |y|)`` for ``"smape"`` (which no
+    positive per-series scale changes; 0 where both are 0)."""
+    error = forecast - truth
+    if metric == "mse":
+        return error ** 2
+    if metric == "smape":
+        total = np.abs(forecast) + np.abs(truth)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(total > 0, 200.0 * np.abs(error) / total, 0.0)
+    return np.abs(error)
+
+
+def greedy_weights(truth: np.ndarray, forecasts: np.ndarray, rounds: int = ROUNDS, metric: str = "mse") -> np.ndarray:
     """Greedy ensemble selection with replacement: ``forecasts`` ``[M, E]`` of ``M`` candidates over
     ``E`` entries with true values ``truth`` ``[E]`` -> weights ``[M]`` summing to 1: every round
-    adds the candidate whose addition gives the lowest MSE, and the weights are those of the round
-    with the lowest MSE (the earliest among equals; see the module)."""
+    adds the candidate whose addition gives the lowest mean loss (:func:`entry_losses` of
+    ``metric``), and the weights are those of the round with the lowest loss (the earliest among
+    equals; see the module)."""
     counts = np.zeros(len(forecasts))
     total = np.zeros_like(truth)
     best, best_counts = math.inf, counts
     for r in range(rounds):
-        errors = np.mean(((total + forecasts) / (r + 1) - truth) ** 2, axis=1)  # [M]
+        errors = entry_losses(metric, (total + forecasts) / (r + 1), truth).mean(axis=1)  # [M]
         choice = int(np.argmin(errors))
         counts[choice] += 1
         total = total + forecasts[choice]
         if errors[choice] < best * (1 - 1e-12):  # ties and float noise keep the simpler ensemble
             best, best_counts = float(errors[choice]), counts.copy()
     return best_counts / best_counts.sum()
+
+
+def shrunk_weights(greedy: np.ndarray, scores: np.ndarray, evidence: int) -> np.ndarray:
+    """``greedy`` ``[M]`` weights shrunk toward the equal blend of the best few candidates by their
+    validation ``scores`` ``[M]`` (lower is better): the :data:`BLEND_SIZE` best within
+    :data:`HALVING_FACTOR` of the best. ``evidence``: the independent validation windows scored (series
+    x channels x windows one horizon apart); the greedy weights get ``evidence / (evidence +
+    PRIOR_WINDOWS)`` of the total, the blend the rest (:data:`PRIOR_WINDOWS`): a rule fixed before any
+    benchmark, so that two to five windows of a few series cannot hand one candidate everything."""
+    best = float(np.min(scores))
+    order = [int(m) for m in np.argsort(scores, kind="stable") if scores[m] <= HALVING_FACTOR * best]
+    blend = np.zeros_like(greedy)
+    blend[order[:BLEND_SIZE]] = 1.0 / len(order[:BLEND_SIZE])
+    trust = evidence / (evidence + PRIOR_WINDOWS)
+    return trust * greedy + (1.0 - trust) * blend
 
 
 @dataclass(frozen=True)
@@ -172,101 +210,118 @@ class Validation:
             fitted on the steps before it.
         count: ``[I]`` int64, origins per series, ``stride`` apart, the last one's window ending at
             the series' last observed step.
-        stride: steps between origins (a divisor of the horizon).
+        stride: steps between origins (a divisor of the horizon: on short data the windows overlap,
+            and every one is scored).
+        horizons: windows per series one horizon apart (the independent evidence).
         items, origins: ``[W]`` int64, each window's series and first forecast step.
         truth: ``[W, H, C]`` float64, the held-out values (NaN where unobserved).
-        selected: ``[W]`` bool, the origins one horizon apart: the windows the choice reads (all of
-            them calibrate the intervals).
-        scale: ``[I, C]`` float64, the standard deviation of each series' selected held-out values
-            (1 where it is 0 or undefined): what the errors are divided by.
+        metric: the ``eval_metric`` (:data:`~tsrec.models.ensemble.EVAL_METRICS`).
+        scale: ``[I, C]`` float64, what each series' errors are divided by
+            (:func:`series_scales`): its in-sample seasonal naive MAE for ``"mase"``, its standard
+            deviation for ``"mse"`` and ``"mae"``, both over its history before ``first`` (the scale
+            the field's test scores use); ones for ``"smape"``.
     """
 
     first: np.ndarray
     count: np.ndarray
     stride: int
+    horizons: int
     items: np.ndarray
     origins: np.ndarray
     truth: np.ndarray
-    selected: np.ndarray
+    metric: str
     scale: np.ndarray
 
     @classmethod
-    def of(cls, panel: Panel, ends: np.ndarray, windows: int, horizon: int, stride: int) -> Validation:
+    def of(cls, panel: Panel, ends: np.ndarray, windows: int, horizon: int, stride: int, metric: str,
+           season: int) -> Validation:
         """``windows`` horizons held out before each series' observed end ``ends`` ``[I]`` of
-        ``panel``, forecast from origins ``stride`` apart."""
+        ``panel``, forecast from origins ``stride`` apart, scored by ``metric`` (``season``: MASE's)."""
         first = ends - windows * horizon  # [I]
         count = np.full(len(ends), (windows - 1) * horizon // stride + 1, dtype=np.int64)  # [I]
         items, origins = window_origins(first, count, stride)  # [W] each
         truth, seen = window_values(panel, items, origins, horizon)  # [W, H, C] each
-        truth = np.where(seen, truth, np.nan)
-        selected = (origins - first[items]) % horizon == 0  # [W]
-        return cls(first, count, stride, items, origins, truth, selected, _spread(truth[selected], items[selected],
-                                                                                 len(ends)))
+        return cls(first, count, stride, windows, items, origins, np.where(seen, truth, np.nan), metric,
+                   series_scales(panel, first, metric, season))
 
     @property
     def windows(self) -> int:
         """Origins per series (the calibration's windows)."""
         return int(self.count.max())
 
-    def zscored(self, mean: np.ndarray) -> np.ndarray:
-        """``[S * H * C]`` the selected windows' values of ``mean`` ``[W, H, C]`` divided by their
-        series' scale, flattened (the entries the choice compares)."""
-        return (mean[self.selected] / self.scale[self.items[self.selected]][:, None, :]).ravel()
+    @property
+    def evidence(self) -> int:
+        """Independent windows scored: series x channels x windows one horizon apart."""
+        return int(len(self.first) * self.truth.shape[2] * self.horizons)
+
+    def scaled(self, mean: np.ndarray) -> np.ndarray:
+        """``[W * H * C]`` ``mean`` ``[W, H, C]`` divided by each window's series' scale, flattened."""
+        return (mean / self.scale[self.items][:, None, :]).ravel()
 
 
-def _spread(values: np.ndarray, items: np.ndarray, n_items: int) -> np.ndarray:
-    """``[I, C]`` the standard deviation (``ddof=1``) of each item's and channel's finite entries of
-    ``values`` ``[S, H, C]`` (``items`` ``[S]``: each row's item); 1 where it is 0 or undefined."""
-    channels = values.shape[2]
-    item = np.repeat(items, values.shape[1])  # [S * H]
-    flat = values.reshape(-1, channels)  # [S * H, C]
-    seen = np.isfinite(flat)
-    count, total, squares = (np.zeros((n_items, channels)) for _ in range(3))
-    np.add.at(count, item, seen)
-    np.add.at(total, item, np.where(seen, flat, 0.0))
-    mean = total / np.maximum(count, 1)  # [I, C]
-    np.add.at(squares, item, np.where(seen, flat - mean[item], 0.0) ** 2)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        std = np.sqrt(squares / (count - 1))
-    return np.where(np.isfinite(std) & (std > 0), std, 1.0)
+def series_scales(panel: Panel, first: np.ndarray, metric: str, season: int) -> np.ndarray:
+    """``[I, C]`` each series' and channel's scale over its observed steps before ``first`` ``[I]``:
+    for ``"mase"`` the mean ``|y[t] - y[t - m]|`` at ``m = season`` (at 1 where the history holds no
+    more than a season), for ``"mse"`` and ``"mae"`` the population standard deviation; ones for
+    ``"smape"``; 1 wherever the scale is 0 or undefined."""
+    channels = len(panel.columns) if panel.layout == "wide" else 1
+    scale = np.ones((len(panel.items), channels))
+    if metric == "smape":
+        return scale
+    for i, (item, end) in enumerate(zip(panel.items, first.tolist())):
+        y = np.where(item.observed[:end], item.values[:end], np.nan)  # [T, C]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a channel with nothing observed
+            if metric == "mase":
+                m = season if end > season else 1
+                value = np.nanmean(np.abs(y[m:] - y[:-m]), axis=0) if end > m else np.full(channels, np.nan)
+            else:
+                value = np.nanstd(y, axis=0)
+        scale[i] = np.where(np.isfinite(value) & (value > 0), value, 1.0)
+    return scale
 
 
 @dataclass
 class _Scores:
     """Every scored candidate's validation forecasts: ``means`` ``[W, H, C]`` in the data's units
-    (the ensemble's calibration reads them) and ``zscored`` ``[E]`` (the choice reads them)."""
+    (the ensemble's calibration reads them) and ``scaled`` ``[E]`` (divided by their series' scale:
+    the choice reads them)."""
 
     validation: Validation
-    truth: np.ndarray = field(init=False)  # [E] z-scored
+    truth: np.ndarray = field(init=False)  # [E] scaled
     means: dict[str, np.ndarray] = field(default_factory=dict)
-    zscored: dict[str, np.ndarray] = field(default_factory=dict)
+    scaled: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.truth = self.validation.zscored(self.validation.truth)
+        self.truth = self.validation.scaled(self.validation.truth)
 
     def add(self, name: str, result: ForecastResult) -> float:
         """Keep ``result`` (the candidate's forecasts of the validation windows) under ``name``;
-        returns its MSE over the z-scored entries it forecast."""
+        returns its score (the mean loss over the entries it forecast)."""
         validation = self.validation
         if not (np.array_equal(result.items, validation.items) and np.array_equal(result.origins, validation.origins)):
             raise RuntimeError(f"auto: {name}'s validation windows differ from the other candidates'")
         self.means[name] = result.mean
-        forecast = self.zscored[name] = validation.zscored(result.mean)
+        forecast = self.scaled[name] = validation.scaled(result.mean)
         entries = np.isfinite(self.truth) & np.isfinite(forecast)
-        return float(np.mean((forecast[entries] - self.truth[entries]) ** 2)) if entries.any() else math.nan
+        if not entries.any():
+            return math.nan
+        return float(entry_losses(validation.metric, forecast[entries], self.truth[entries]).mean())
 
     def drop(self, name: str) -> None:
         self.means.pop(name, None)
-        self.zscored.pop(name, None)
+        self.scaled.pop(name, None)
 
-    def weights(self, names: list[str]) -> np.ndarray:
-        """``[M]`` the greedy weights of ``names`` over the entries with a true value and every one's
-        forecast."""
-        stacked = np.stack([self.zscored[name] for name in names])  # [M, E]
+    def weights(self, names: list[str], scores: list[float]) -> np.ndarray:
+        """``[M]`` the weights of ``names`` (validation ``scores`` ``[M]``): the greedy weights over the
+        entries with a true value and every one's forecast, shrunk toward the blend of the best
+        few (:func:`shrunk_weights`)."""
+        stacked = np.stack([self.scaled[name] for name in names])  # [M, E]
         common = np.isfinite(self.truth) & np.isfinite(stacked).all(axis=0)
         if not common.any():
             raise ValueError("auto: no validation entry has a true value and every candidate's forecast")
-        return greedy_weights(self.truth[common], stacked[:, common])
+        greedy = greedy_weights(self.truth[common], stacked[:, common], metric=self.validation.metric)
+        return shrunk_weights(greedy, np.asarray(scores), self.validation.evidence)
 
 
 @dataclass
@@ -274,7 +329,7 @@ class _Row:
     """One leaderboard row in the making."""
 
     model: str
-    val_mse: float = math.nan
+    val_score: float = math.nan
     fit_seconds: float = 0.0
     cpu_seconds: float = 0.0
     note: str = ""
@@ -416,7 +471,7 @@ def _progress(line: str) -> None:
 
 
 def _progress_line(row: _Row) -> str:
-    score = "no score" if math.isnan(row.val_mse) else f"validation MSE {row.val_mse:.4g}"
+    score = "no score" if math.isnan(row.val_score) else f"validation score {row.val_score:.4g}"
     return f"{row.model:<16} {score}, {row.cpu_seconds:.1f} CPU-s" + (f" ({row.note})" if row.note else "")
 
 
@@ -463,9 +518,10 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     windows = validation_windows(len(panel.items) * channels, int(ends.min()), horizon)
     calibrating = settings.conformal.windows != 0
     wanted = settings.conformal.windows or default_windows(len(panel.items) * channels)
-    stride = _stride(horizon, windows, wanted) if calibrating else horizon
+    stride = _stride(horizon, windows, wanted)
     observed = read.before(ends)
-    validation = Validation.of(observed.panel, ends, windows, horizon, stride)
+    validation = Validation.of(observed.panel, ends, windows, horizon, stride, settings.network.eval_metric,
+                               seasonality(panel.freq))
     candidates = _Candidates(settings, validation, read.before(validation.first), observed, read.schema.covariates)
     scores = _Scores(validation)
     names = _candidates(settings)
@@ -475,7 +531,7 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
         rows[name].covariates = candidates.unused
         clock = _Clock()
         try:
-            rows[name].val_mse = candidates.fit_and_score(name, scores)[1]
+            rows[name].val_score = candidates.fit_and_score(name, scores)[1]
         except (ValueError, RuntimeError) as err:
             rows[name].note = f"failed: {err}"
         clock.add_to(rows[name])
@@ -488,25 +544,27 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
         observations = int(sum(item.observed.sum() for item in panel.items))
         _fit_networks(networks, rows, validated, scores, candidates, lengths=ends, channels=channels, windows=windows,
                       observations=observations)
-    kept = [name for name in names if name in scores.zscored]
+    kept = [name for name in names if name in scores.scaled]
     if not kept:
         raise ValueError("auto: no candidate was scored on the fit frame: " +
                          "; ".join(f"{r.model} {r.note}" for r in rows.values()))
-    weights = scores.weights(kept)
+    weights = scores.weights(kept, [rows[name].val_score for name in kept])
     chosen = [(name, float(w)) for name, w in zip(kept, weights) if w > 0]
     _warn_unread_covariates(candidates, [name for name, _ in chosen], rows)
     members = [_member(name, validated.get(name), candidates, read, rows[name]) for name, _ in chosen]
     weight_of = dict(zip(kept, weights))
-    leaderboard = pd.DataFrame([{"model": r.model, "val_mse": r.val_mse, "weight": float(weight_of.get(r.model, 0.0)),
-                                 "fit_seconds": r.fit_seconds, "cpu_seconds": r.cpu_seconds, "note": r.note,
-                                 "covariates": r.covariates} for r in rows.values()], columns=LEADERBOARD_COLUMNS)
+    leaderboard = pd.DataFrame([{"model": r.model, "val_score": r.val_score,
+                                 "weight": float(weight_of.get(r.model, 0.0)), "fit_seconds": r.fit_seconds,
+                                 "cpu_seconds": r.cpu_seconds, "note": r.note, "covariates": r.covariates}
+                                for r in rows.values()], columns=LEADERBOARD_COLUMNS)
+    leaderboard.attrs["eval_metric"] = settings.network.eval_metric
     network = with_members(settings.network, [(name, member.resolved.network) for (name, _), member in
                                               zip(chosen, members)],
-                           [w for _, w in chosen], [rows[name].val_mse if name in rows else math.nan
+                           [w for _, w in chosen], [rows[name].val_score if name in rows else math.nan
                                                     for name in settings.network.candidates])
     prefitted = Prefitted(network, tuple(member.model for member in members),
                           max(member.resolved.window.context_length for member in members),
-                          leaderboard.sort_values("val_mse", na_position="last", ignore_index=True))
+                          leaderboard.sort_values("val_score", na_position="last", ignore_index=True))
     fit = fit_state(read, settings, prefitted=prefitted)
     if not calibrating:
         return fit
@@ -525,7 +583,10 @@ def _fit_networks(networks: list[str], rows: dict[str, _Row], validated: dict[st
     The budget is CPU seconds of this process. Each (network, rung) run may spend the share of what
     is left that its steps are of the steps still planned (the rest of this rung, and the later
     rungs for the networks halving would keep), so that the first networks cannot spend the
-    others' rung 1; what a run leaves unspent goes to the runs after it."""
+    others' rung 1; what a run leaves unspent goes to the runs after it. The first rung spends
+    :func:`network_budget`; a network that halving keeps (within :data:`HALVING_FACTOR` of the
+    leader, or ahead of it) is never stopped for that budget alone: its later rungs may spend up to
+    the user's ``time_limit``, else :data:`MAX_BUDGET_SECONDS` in all, and its note says so."""
     settings = candidates.settings
     horizon = settings.window.prediction_length
     available = _network_windows(lengths, channels, horizon, windows)
@@ -538,6 +599,7 @@ def _fit_networks(networks: list[str], rows: dict[str, _Row], validated: dict[st
     stats = sum(row.cpu_seconds for row in rows.values() if row.model not in networks) or None
     training = settings.training
     budget = network_budget(observations, training.time_limit, stats)
+    cap = budget if training.time_limit is not None else MAX_BUDGET_SECONDS  # the later rungs' (see above)
     # the whole run's steps; an epoch budget becomes the step budget of as many passes, validated as one
     # (a rung may end inside an epoch)
     steps = plan_budget(training, available).total_steps
@@ -550,19 +612,22 @@ def _fit_networks(networks: list[str], rows: dict[str, _Row], validated: dict[st
         for rung in range(len(RUNGS)):
             order = list(alive)
             for position, name in enumerate(order):
-                left = budget - (time.process_time() - started)
+                spent = time.process_time() - started
+                left = (budget if rung == 0 else cap) - spent
                 if left <= 0:
                     rows[name].note = _join(rows[name].note, f"stopped before rung {rung + 1}: the networks' budget "
-                                                             f"of {budget:.0f} CPU-s was spent")
+                                                             f"of {budget if rung == 0 else cap:.0f} CPU-s was spent")
                     alive.remove(name)
                     continue
+                beyond = f" (past the networks' budget of {budget:.0f} CPU-s: within reach of the leader)" \
+                    if spent >= budget else ""
                 planned = _planned_steps(deltas, rung, len(order) - position, len(order))
                 limit = _CpuLimit.of(left * deltas[rung] / planned)
                 # the rung's end; the settings' max_steps is the whole run's (its schedule's length)
                 run = {"callbacks": [*callbacks, limit], "max_steps": targets[rung]}
                 clock = _Clock()
                 try:
-                    fit, rows[name].val_mse = candidates.fit_and_score(
+                    fit, rows[name].val_score = candidates.fit_and_score(
                         name, scores, resume=rung > 0, max_steps=steps, max_epochs=None, refit_full=False,
                         output_dir=f"{folder}/{name}",
                         trainer_kwargs={**settings.trainer.trainer_kwargs, **run})
@@ -570,7 +635,7 @@ def _fit_networks(networks: list[str], rows: dict[str, _Row], validated: dict[st
                     summary = fit.state.summary.budget
                     why = ", the budget's share ran out" if limit.fired else \
                         "" if summary["stopped_by"] == "budget" else f", {summary['stopped_by']}"
-                    rows[name].note = f"rung {rung + 1}: {summary['steps_run']} steps{why}"
+                    rows[name].note = f"rung {rung + 1}: {summary['steps_run']} steps{why}{beyond}"
                     if summary["stopped_by"] != "budget":  # early stopping ended its run: no later rung
                         alive.remove(name)
                 except (ValueError, RuntimeError) as err:
@@ -619,7 +684,7 @@ def _halve(alive: list[str], rows: dict[str, _Row], rung: int) -> list[str]:
     """The networks that go on after ``rung``: the better half of ``alive``, those within
     :data:`HALVING_FACTOR` of the leader's validation MSE (the best of every candidate scored);
     the others' notes say why they stopped."""
-    scored = {name: row.val_mse for name, row in rows.items() if not math.isnan(row.val_mse)}
+    scored = {name: row.val_score for name, row in rows.items() if not math.isnan(row.val_score)}
     if not scored:
         return alive
     leader = min(scored, key=scored.get)

@@ -276,9 +276,10 @@ class Forecaster:
 
     @property
     def leaderboard(self) -> pd.DataFrame:
-        """``Forecaster("auto")``: each candidate's validation MSE (errors z-scored per series) and
-        its weight in the ensemble (0: left out), best first; after ``fit`` also its ``fit_seconds``
-        and a ``note`` (why it failed)."""
+        """``Forecaster("auto")``: each candidate's validation score (``val_score``, on the
+        ``eval_metric`` that ``attrs["eval_metric"]`` names) and its weight in the ensemble (0: left
+        out), best first; after ``fit`` also its wall and CPU seconds, a ``note`` (the rungs a network
+        trained, why it stopped or failed) and the covariates it read."""
         self._require_fitted()
         if self.model_name != AUTO:
             raise AttributeError(f"only Forecaster('auto') has a leaderboard; this one is {self.model_name!r}")

@@ -17,7 +17,7 @@ from tsrec.models.base import ForecastModel, ModelConfig
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["AUTO", "AUTO_CANDIDATES", "Ensemble", "EnsembleConfig", "with_members"]
+__all__ = ["AUTO", "AUTO_CANDIDATES", "EVAL_METRICS", "Ensemble", "EnsembleConfig", "with_members"]
 
 #: The registry name of the ensemble ``Forecaster("auto")`` fits (:mod:`tsrec.auto`).
 AUTO = "auto"
@@ -27,7 +27,13 @@ AUTO = "auto"
 #: seasonal naive, then the networks RSA in PatchTST, PatchTST and DLinear (all with RevIN), tried
 #: only on data with the windows for them (:mod:`tsrec.auto`). The one list to extend with new
 #: candidates; auto scores those with nothing to train before the trainable ones, whatever the order.
-AUTO_CANDIDATES = ("ets", "theta", "ces", "dynamic_theta", "seasonal_naive", "rsa_patchtst", "patchtst", "dlinear")
+AUTO_CANDIDATES = ("ets", "theta", "ces", "dynamic_theta", "seasonal_naive", "naive", "rsa_patchtst", "patchtst",
+                   "dlinear")
+#: What ``Forecaster("auto")`` selects and weights its candidates by (``eval_metric``), each scale-free
+#: (:mod:`tsrec.auto`): ``"mase"`` (absolute errors over each series' in-sample seasonal naive error),
+#: ``"mae"`` and ``"mse"`` (absolute and squared errors over each series' standard deviation) and
+#: ``"smape"``.
+EVAL_METRICS = ("mase", "mae", "mse", "smape")
 #: The outputs an ensemble can average: points, and quantiles (a weighted average of each level's
 #: forecasts keeps them ordered); distributions' parameters do not average into their mixture.
 ENSEMBLE_OUTPUTS = ("point", "quantile")
@@ -38,13 +44,16 @@ class EnsembleConfig(ModelConfig):
     """What ``Forecaster("auto")`` chose.
 
     Attributes:
-        candidates: the models scored on the validation backtest.
-        scores: each candidate's validation MSE (errors z-scored per series; NaN where it failed).
+        candidates: the models scored on the validation windows.
+        eval_metric: what the candidates are scored, selected and weighted by (:data:`EVAL_METRICS`;
+            default ``"mase"``).
+        scores: each candidate's validation score (``eval_metric``; NaN where it failed).
         members: the models of the ensemble (filled at ``fit``), with their resolved network settings
             ``member_configs`` (``ModelConfig.to_dict()``) and their ``weights`` (summing to 1).
     """
 
     candidates: tuple[str, ...] = AUTO_CANDIDATES
+    eval_metric: str = "mase"
     scores: tuple[float, ...] = ()
     members: tuple[str, ...] = ()
     member_configs: tuple[dict[str, Any], ...] = ()
@@ -57,6 +66,8 @@ class EnsembleConfig(ModelConfig):
         if not candidates or not all(isinstance(c, str) for c in candidates) or "auto" in candidates:
             raise ValueError(f"candidates must name registered models (not 'auto'), got {self.candidates!r}")
         object.__setattr__(self, "candidates", candidates)
+        if self.eval_metric not in EVAL_METRICS:
+            raise ValueError(f"eval_metric must be one of {EVAL_METRICS}, got {self.eval_metric!r}")
         if self.output not in ENSEMBLE_OUTPUTS:
             raise ValueError(f"an ensemble averages its members' forecasts, which works for output='point' or "
                              f"'quantile', not {self.output!r}; use one of those, or fit a model by name")
@@ -72,13 +83,15 @@ class EnsembleConfig(ModelConfig):
         return super().unresolved() + ([] if self.members else ["members"])
 
     def leaderboard(self) -> pd.DataFrame:
-        """The candidates' validation MSE and weights, best first (0: left out of the ensemble)."""
+        """The candidates' validation scores (``eval_metric``) and weights, best first (0: left out of
+        the ensemble)."""
         import pandas as pd  # the models layer loads pandas only when asked for a table
 
         weights = dict(zip(self.members, self.weights))
-        frame = pd.DataFrame({"model": list(self.candidates), "val_mse": list(self.scores) or math.nan,
+        frame = pd.DataFrame({"model": list(self.candidates), "val_score": list(self.scores) or math.nan,
                               "weight": [weights.get(name, 0.0) for name in self.candidates]})
-        return frame.sort_values("val_mse", na_position="last", ignore_index=True)
+        frame.attrs["eval_metric"] = self.eval_metric
+        return frame.sort_values("val_score", na_position="last", ignore_index=True)
 
 
 class Ensemble(ForecastModel):
