@@ -447,3 +447,18 @@ def test_a_network_within_reach_of_the_leader_is_not_stopped_for_the_budget_alon
                    trainer_kwargs=QUIET).fit(hourly())
     note = f.leaderboard.note[0]
     assert note.startswith("rung 3: 90 steps") and "within reach of the leader" in note
+
+
+def test_mstl_is_a_candidate_where_the_calendar_has_two_seasons_the_history_holds():
+    """Hourly data over several weeks (a day and a week, each held twice): MSTL is scored; monthly
+    data (one season): it is skipped, and the note says why."""
+    pytest.importorskip("statsforecast", reason="the stats extra: pip install 'tsrec[stats]'")
+    n = 24 * 7 * 5
+    t = np.arange(n)
+    df = pd.DataFrame({"y": 10 + 2 * np.sin(2 * np.pi * t / 24) + np.sin(2 * np.pi * t / 168)},
+                      index=pd.date_range("2024-01-01", periods=n, freq="h"))
+    board = Forecaster("auto", candidates=("mstl", "naive"), prediction_length=24).fit(df).leaderboard
+    assert board.set_index("model").loc["mstl"].notna().val_score
+    monthly = pd.DataFrame({"y": np.sin(np.arange(100))}, index=pd.date_range("2015-01-01", periods=100, freq="MS"))
+    board = Forecaster("auto", candidates=("mstl", "naive"), prediction_length=12).fit(monthly).leaderboard
+    assert board.set_index("model").loc["mstl", "note"].startswith("skipped: 1 calendar season(s) that 76 steps")

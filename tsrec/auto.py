@@ -82,12 +82,14 @@ from tsrec.calibrating import calibration_of, window_values
 from tsrec.config import CovariateConfig
 from tsrec.conformal import default_windows, observed_ends
 from tsrec.data.frame import Panel
-from tsrec.data.time_features import seasonality
+from tsrec.data.time_features import calendar_cycles, seasonality
 from tsrec.data.source import Read
 from tsrec.fitted import FittedState, ForecastResult
 from tsrec.fitting import Fit, Prefitted, fit_state
 from tsrec.forecasting import forecast_origins, window_origins
 from tsrec.models.ensemble import AUTO, with_members
+from tsrec.models.naive import choose_seasons
+from tsrec.models.stats import MSTLConfig
 from tsrec.settings import ForecasterSettings
 from tsrec.training.budget import plan_budget
 
@@ -436,6 +438,21 @@ def _warn_missing_tails(panel: Panel, ends: np.ndarray) -> None:
                   "last observation", UserWarning, stacklevel=5)
 
 
+def _unsuited(name: str, before: Panel) -> str | None:
+    """Why candidate ``name`` is not tried on data whose history before the validation windows is
+    ``before`` (the leaderboard's note), or None: ``mstl`` needs two calendar seasons that the
+    longest history holds twice (a day and a week of hourly data; with one season it is a
+    seasonal decomposition that ``ets`` and ``theta`` already are)."""
+    if name != "mstl":
+        return None
+    longest = max(len(item) for item in before.items)
+    seasons = choose_seasons(calendar_cycles(before.freq), (), longest, MSTLConfig.SEASONS_NEEDED)
+    if len(seasons) >= 2:
+        return None
+    return (f"skipped: {len(seasons)} calendar season(s) that {longest} steps hold twice (MSTL is tried where there "
+            "are two, e.g. a day and a week of hourly data)")
+
+
 def _warn_unread_covariates(candidates: _Candidates, chosen: list[str], rows: dict[str, _Row]) -> None:
     """Warn when covariates were given and no chosen member reads them, saying why (the networks
     that read them were skipped, or scored worse) and what reads them."""
@@ -529,6 +546,10 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     statistical = [name for name in names if not model_spec(name).model_class.trainable]
     for name in statistical:
         rows[name].covariates = candidates.unused
+        if (why := _unsuited(name, candidates.before.panel)) is not None:
+            rows[name].note = why
+            _progress(_progress_line(rows[name]))
+            continue
         clock = _Clock()
         try:
             rows[name].val_score = candidates.fit_and_score(name, scores)[1]

@@ -23,12 +23,13 @@ __all__ = ["AUTO", "AUTO_CANDIDATES", "EVAL_METRICS", "Ensemble", "EnsembleConfi
 AUTO = "auto"
 
 #: The models ``Forecaster("auto")`` (the default model) scores: the statistical ones first (they
-#: cost seconds), statsforecast's AutoETS and AutoTheta (when the stats extra is installed) and
-#: seasonal naive, then the networks RSA in PatchTST, PatchTST and DLinear (all with RevIN), tried
-#: only on data with the windows for them (:mod:`tsrec.auto`). The one list to extend with new
+#: cost seconds), statsforecast's AutoETS, AutoTheta, AutoCES, DynamicOptimizedTheta and MSTL (when
+#: the stats extra is installed; MSTL where the calendar has two seasons the history holds twice),
+#: seasonal naive and the last value, then the networks RSA in PatchTST, PatchTST and DLinear (all
+#: with RevIN), tried only on data with the windows for them (:mod:`tsrec.auto`). The one list to extend with new
 #: candidates; auto scores those with nothing to train before the trainable ones, whatever the order.
-AUTO_CANDIDATES = ("ets", "theta", "ces", "dynamic_theta", "seasonal_naive", "naive", "rsa_patchtst", "patchtst",
-                   "dlinear")
+AUTO_CANDIDATES = ("ets", "theta", "ces", "dynamic_theta", "mstl", "seasonal_naive", "naive", "rsa_patchtst",
+                   "patchtst", "dlinear")
 #: What ``Forecaster("auto")`` selects and weights its candidates by (``eval_metric``), each scale-free
 #: (:mod:`tsrec.auto`): ``"mase"`` (absolute errors over each series' in-sample seasonal naive error),
 #: ``"mae"`` and ``"mse"`` (absolute and squared errors over each series' standard deviation) and
