@@ -36,21 +36,21 @@ RSA_CANDIDATE = "rsa_patchtst"
 
 @contextlib.contextmanager
 def rsa_candidate_with_prior() -> Iterator[None]:
-    """Within the block, auto builds its ``rsa_patchtst`` candidate with ``rsa={"prior": "ets"}``."""
-    import tsrec.auto as auto
+    """Within the block, auto fits its ``rsa_patchtst`` candidate with ``rsa={"prior": "ets"}``."""
+    from tsrec.auto import _Candidates
 
-    plain = auto.Forecaster
+    plain = _Candidates.settings_of
 
-    def build(name: str, *args: Any, **options: Any) -> Any:
+    def settings_of(self: Any, name: str, **overrides: Any) -> Any:
         if name == RSA_CANDIDATE:
-            options = {**options, "rsa": {"prior": "ets"}}
-        return plain(name, *args, **options)
+            overrides = {**overrides, "rsa": {"prior": "ets"}}
+        return plain(self, name, **overrides)
 
-    auto.Forecaster = build
+    _Candidates.settings_of = settings_of
     try:
         yield
     finally:
-        auto.Forecaster = plain
+        _Candidates.settings_of = plain
 
 
 def admitted(lengths: list[int], n_series: int, channels: int, horizon: int) -> int:

@@ -61,14 +61,17 @@ def test_part_b_pairs_with_the_committed_few_shot_rows():
 
 
 def test_auto_builds_its_rsa_candidate_with_the_prior_only_inside_the_block():
-    import tsrec.auto as auto
     from benchmarks.ets_prior_auto import rsa_candidate_with_prior
+    from tsrec.auto import _Candidates
+    from tsrec.config import CovariateConfig
+    from tsrec.settings import ForecasterSettings
 
-    plain = auto.Forecaster
+    candidates = _Candidates(ForecasterSettings.from_options("auto", prediction_length=4), None, None, None,
+                             CovariateConfig())
     with rsa_candidate_with_prior():
-        assert auto.Forecaster("rsa_patchtst", prediction_length=4).settings.network.rsa.prior == "ets"
-        assert auto.Forecaster("patchtst", prediction_length=4).settings.network.rsa is None
-    assert auto.Forecaster is plain
+        assert candidates.settings_of("rsa_patchtst").network.rsa.prior == "ets"
+        assert candidates.settings_of("patchtst").network.rsa is None
+    assert candidates.settings_of("rsa_patchtst").network.rsa.prior == "none"
 
 
 def test_real_gates_reads_periods_against_the_known_cycles():

@@ -89,7 +89,8 @@ from tsrec.fitting import Fit, Prefitted, fit_state
 from tsrec.forecasting import forecast_origins, window_origins
 from tsrec.models.ensemble import AUTO, with_members
 from tsrec.models.naive import choose_seasons
-from tsrec.models.stats import MSTLConfig
+from tsrec.models.registry import model_spec
+from tsrec.models.stats import STATS_EXTRA, MSTLConfig, StatsConfig, statsforecast_installed
 from tsrec.settings import ForecasterSettings
 from tsrec.training.budget import plan_budget
 
@@ -368,14 +369,12 @@ class _Candidates:
 
     def reads(self, name: str) -> bool:
         """Whether candidate ``name`` reads the covariates (the trainable ones)."""
-        from tsrec.models import model_spec
-
         return bool(self.covariates.columns) and model_spec(name).model_class.trainable
 
     def fit_and_score(self, name: str, scores: _Scores, *, resume: bool = False, **overrides: Any) -> tuple[Fit, float]:
         """Candidate ``name`` (its settings with ``overrides``) fitted on the history before the
         validation windows, its covariates too where it reads them (``resume``: going on from the
-        run whose checkpoint is in its ``output_dir``), and its validation MSE (its forecasts kept
+        run whose checkpoint is in its ``output_dir``), and its validation score (its forecasts kept
         in ``scores``)."""
         reads = self.reads(name)
         before, observed = (self.before, self.observed) if reads else (self.before.targets(), self.observed.targets())
@@ -403,9 +402,6 @@ class _Candidates:
 def _candidates(settings: ForecasterSettings) -> list[str]:
     """The candidates that can run here, those with nothing to train first: trainable ones only for
     a quantile output; statsforecast's only with it installed (a warning says when they are left out)."""
-    from tsrec.models import model_spec
-    from tsrec.models.stats import STATS_EXTRA, StatsConfig, statsforecast_installed
-
     network = settings.network
     names = []
     for name in network.candidates:
@@ -414,7 +410,7 @@ def _candidates(settings: ForecasterSettings) -> list[str]:
             continue
         if issubclass(spec.model_class.config_class, StatsConfig) and not statsforecast_installed():
             warnings.warn(f"auto leaves out {name}: statsforecast is not installed ({STATS_EXTRA})", UserWarning,
-                          stacklevel=3)
+                          stacklevel=5)
             continue
         names.append(name)
     if not names:
@@ -518,8 +514,6 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     """The fitted ensemble of ``settings`` (an auto model's) on ``read``: its candidates scored on
     the end of every series, the weights chosen, the members put together and calibrated (see the
     module). What ``Forecaster("auto").fit`` calls."""
-    from tsrec.models import model_spec
-
     refused = [what for what, given in (("val_df", val is not None), ("resume=True", resume)) if given]
     if refused:
         raise ValueError(f"Forecaster('auto') takes no {', '.join(refused)}: it validates its candidates on the "
