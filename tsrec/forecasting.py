@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import warnings
 from collections.abc import Sequence
 
@@ -37,7 +38,7 @@ from tsrec.models.base import MISSING_TAIL_AS_MEAN
 from tsrec.nn.outputs import check_levels
 
 __all__ = ["INTERVAL_METHODS", "context_read", "forecast", "forecast_next", "forecast_origins", "interval_settings",
-           "outputs", "steps_read", "window_dtype", "window_origins"]
+           "outputs", "point_model_fix", "steps_read", "window_dtype", "window_origins"]
 
 
 def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | None = None, *,
@@ -56,8 +57,7 @@ def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | No
     name, model, encoder = state.settings.model, state.model, state.covariates
     bands, method = interval_settings(state, levels, intervals, quantiles)
     if not model.output.probabilistic and (quantiles is not None or num_samples is not None):
-        raise ValueError(f"{name} was trained with output='point', so it has no quantiles or "
-                         "samples; refit with output='quantile', 'normal' or 'studentt'")
+        raise ValueError(point_model_fix(state, "quantiles" if quantiles is not None else "samples"))
     levels = () if quantiles is None else check_levels("quantiles", quantiles)
     num_samples = check_optional_int("num_samples", num_samples, 1)
     if values is None:
@@ -73,7 +73,7 @@ def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | No
     _report_tails(state, recent)
     if fills_tails(model.trainable, encoder.config.columns):  # missing tails forecast from the last observations
         gapped, _ = with_tails(panel, CovariateValues.none(panel), context)
-        recent = fill_tails(gapped, state.settings.window.prediction_length,
+        recent = fill_tails(gapped, state.settings.window.prediction_length, context,
                             functools.partial(_forecast_cut, state, rows, batch_size))[0].tail(context)
     dataset = WindowDataset.for_prediction(
         recent, state.scaler, context, state.settings.window.prediction_length, scaler_rows=rows,
@@ -81,7 +81,7 @@ def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | No
         padded=model.reads_whole_history, dtype=window_dtype(model))
     result = forecast(state, dataset, rows, np.arange(len(panel.items)), np.diff(panel.offsets), levels=levels,
                       intervals=bands, method=method, num_samples=num_samples, batch_size=batch_size)
-    _report_blind(state, panel, result.blind)
+    _report_blind(state, panel, result.blind, context)
     return result
 
 
@@ -125,6 +125,26 @@ def forecast(state: FittedState, dataset: WindowDataset, rows: np.ndarray, items
     scaled_bands = np.moveaxis(state.scaler.transform(np.moveaxis(bands, -1, 1), rows), 1, -1)  # [N, H, C, Q]
     return dataclasses.replace(result, levels=quantiles, quantiles=bands, scaled_quantiles=scaled_bands,
                                intervals=tuple(intervals), interval_method=method)
+
+
+def point_model_fix(state: FittedState, asked: str) -> str:
+    """What a model that forecasts points says when ``asked`` (``"quantiles"``, ``"samples"``) for:
+    what works for it. A calibrated model has conformal bands (``levels=[...]``); a network can
+    be refitted with a distribution; a statistical model has no ``output`` to refit with, so only
+    a calibration (``conformal_windows``) gives it intervals."""
+    name, calibrated = state.settings.model, state.calibration is not None
+    said = f"{name} forecasts points, so it has no {asked}"
+    if calibrated:
+        top = state.calibration.max_level()
+        example = "[80, 90]" if top >= 90 else f"[{math.floor(top)}]"
+        return (f"{said} of its own; its intervals are conformal bands: pass levels={example} (percent; up to "
+                f"{top:.1f}% here), whose lower and upper ends are the quantiles (1 - L/100)/2 and 1 - (1 - L/100)/2 "
+                f"of the forecast (levels=[80] gives 0.1 and 0.9)")
+    if not state.model.trainable:
+        return (f"{said}: refit with conformal_windows=<k> (e.g. 20) for conformal bands, then pass levels=[80, 90] "
+                "(percent)")
+    return (f"{said}: refit with output='quantile', 'normal' or 'studentt' for its own, or with "
+            "conformal_windows=<k> for conformal bands (levels=[80, 90])")
 
 
 #: What may give a forecast's intervals (``predict(..., intervals=...)``).
@@ -282,19 +302,33 @@ def _report_tails(state: FittedState, panel: Panel) -> None:
                       f"{' ...' if len(gaps) > 5 else ''}; {'; '.join(sorted(notes))}", UserWarning, stacklevel=4)
 
 
-def _report_blind(state: FittedState, panel: Panel, blind: np.ndarray) -> None:
-    """Name the series and columns ``blind`` ``[N, C]`` marks (no observed value in their
-    context; their forecast is NaN): a warning, or with ``missing_context="raise"`` an error."""
+def _report_blind(state: FittedState, panel: Panel, blind: np.ndarray, context: int) -> None:
+    """Name the series and columns ``blind`` ``[N, C]`` marks (no observed value in the last
+    ``context`` steps of ``panel`` they are forecast from; their forecast is NaN), with where each
+    was last observed, and the fix: a warning, or with ``missing_context="raise"`` an error."""
     if not blind.any():
         return
-    names = [panel.channel_label(int(n), int(c)) for n, c in zip(*np.nonzero(blind))]
-    problem = (f"{len(names)} series have no observed value in their last {state.resolved.window.context_length} "
-               f"steps, so they get no forecast: {', '.join(names[:5])}{' ...' if len(names) > 5 else ''}")
+    names, reach = [], 0
+    for n, c in zip(*np.nonzero(blind)):
+        series = panel.items[int(n)]
+        seen = np.flatnonzero(series.observed[:, int(c)])
+        label = panel.channel_label(int(n), int(c))
+        if len(seen):
+            gap = len(series) - 1 - int(seen[-1])
+            reach = max(reach, gap + 1)
+            label += f" (last observed at {series.index[seen[-1]]}, {gap} steps before its end)"
+        else:
+            label += f" (no observed value in the {len(series)} steps given)"
+        names.append(label)
+    problem = (f"{len(names)} series have no observed value in their last {context} steps, so they get no forecast: "
+               f"{', '.join(names[:5])}{' ...' if len(names) > 5 else ''}")
+    longer = f"of at least {reach}" if reach else "longer than their missing tails"
+    fix = (f"refit with a context_length {longer}, which forecasts them from their last observations (the missing "
+           "steps included), or drop their missing rows to forecast from their last observation")
     if state.settings.window.missing_context == "raise":
-        raise ValueError(problem + "; pass data whose last context_length steps hold observations")
-    warnings.warn(problem + "; their forecast is NaN (missing_context='raise' makes this an error). A "
-                  "context_length that reaches back to their last observations forecasts them from those; "
-                  "or drop their missing rows to forecast from their last observation", UserWarning, stacklevel=4)
+        raise ValueError(f"{problem} (missing_context='raise'); {fix}")
+    warnings.warn(f"{problem}; their forecast is NaN (missing_context='raise' makes this an error); {fix}",
+                  UserWarning, stacklevel=4)
 
 
 def forecast_origins(state: FittedState, panel: Panel, values: CovariateValues, first: np.ndarray, count: np.ndarray,
