@@ -30,11 +30,13 @@ from tsrec._checks import check_optional_int
 from tsrec.conformal import band_quantiles, check_interval_levels
 from tsrec.data import CovariateValues, Panel, WindowCovariates, WindowDataset, future_index
 from tsrec.data.covariates import check_context, read_future
+from tsrec.data.scaling import OutlierWarning, item_blocks
 from tsrec.data.tails import fill_tails, fills_tails, with_tails
 from tsrec.fitted import FittedState, ForecastResult, unscale
 from tsrec.fitting import history_cap, report_far
 from tsrec.models import ForecastModel
 from tsrec.models.base import MISSING_TAIL_AS_MEAN
+from tsrec.nn.heads import RevIN
 from tsrec.nn.outputs import check_levels
 
 __all__ = ["INTERVAL_METHODS", "context_read", "forecast", "forecast_next", "forecast_origins", "interval_settings",
@@ -67,6 +69,7 @@ def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | No
         values = CovariateValues.none(panel)
     context = context_read(state, panel)
     rows = state.history.check_compatible(panel)
+    panel = _without_placeholders(state, panel, rows)
     # The windows read the last context_length steps only: they are built from those alone.
     recent = panel.tail(context)
     report_far(state, recent, rows, "predict", stacklevel=4)
@@ -82,6 +85,7 @@ def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | No
     result = forecast(state, dataset, rows, np.arange(len(panel.items)), np.diff(panel.offsets), levels=levels,
                       intervals=bands, method=method, num_samples=num_samples, batch_size=batch_size)
     _report_blind(state, panel, result.blind, context)
+    _report_unfollowed_shifts(state, recent, rows, result)
     return result
 
 
@@ -278,6 +282,84 @@ def window_dtype(model: ForecastModel) -> type:
     the forecast), and an ensemble with such members (its networks read float32 copies), float32
     for every network."""
     return np.float64 if model.reads_whole_history else np.float32
+
+
+def _without_placeholders(state: FittedState, panel: Panel, rows: np.ndarray) -> Panel:
+    """``panel`` with the placeholder runs at the end of its series (-9999 three times, typos of
+    1e9: :func:`~tsrec.data.scaling.placeholder_runs`) read as missing, as the training windows read
+    them, so that every model forecasts such a series from its last real value (its missing tail);
+    named in an :class:`~tsrec.data.scaling.OutlierWarning`. ``panel`` itself where there is none,
+    or where the scaler keeps every value (``far_values="keep"``, ``scaling="standard"``). ``rows``
+    ``[N]``: the series' scaler rows."""
+    if not state.scaler.robust:
+        return panel
+    lengths = np.diff(panel.offsets)  # [N]
+    items, named = list(panel.items), []
+    for block in item_blocks(lengths):
+        values = np.concatenate([panel.items[i].values for i in block])  # [M, C]
+        observed = np.concatenate([panel.items[i].observed for i in block])
+        series = np.repeat(np.arange(len(block)), lengths[block])  # [M]
+        found = state.scaler.placeholders(values, observed, rows[block][series], series)  # [M, C]
+        if not found.any():
+            continue
+        for i, mask in zip(block, np.split(found, np.cumsum(lengths[block])[:-1])):
+            if not mask.any():
+                continue
+            item = items[i]
+            items[i] = dataclasses.replace(item, observed=item.observed & ~mask)
+            for c in np.flatnonzero(mask.any(axis=0)):
+                steps = np.flatnonzero(mask[:, c])
+                shown = np.unique(item.values[steps, c])
+                named.append(f"{panel.channel_label(i, int(c))}: {len(steps)} values from {item.index[steps[0]]} "
+                             f"({', '.join(f'{v:.6g}' for v in shown[:3])}{' ...' if len(shown) > 3 else ''})")
+    if not named:
+        return panel
+    warnings.warn(f"{len(named)} series end in a run of placeholder values far outside their training distribution "
+                  f"(one repeated value where the series never repeats, a code such as -9999, or orders of magnitude "
+                  f"off: not a level shift): {'; '.join(named[:5])}{' ...' if len(named) > 5 else ''}. They are read "
+                  "as missing, so those series are forecast from their last real values; set them to NaN (or drop "
+                  "those rows) to say so, or pass far_values='keep' at fit to read them as values",
+                  OutlierWarning, stacklevel=4)
+    return dataclasses.replace(panel, items=tuple(items))
+
+
+def _report_unfollowed_shifts(state: FittedState, recent: Panel, rows: np.ndarray, result: ForecastResult) -> None:
+    """Warn (:class:`~tsrec.data.scaling.OutlierWarning`) naming the series whose context
+    ``recent`` ends in a level shift (:func:`~tsrec.data.scaling.level_shifts`) while their forecast
+    in ``result`` (its median over the horizon) lies more than :data:`UNFOLLOWED_SHIFT` of the
+    shift away from the new level, with
+    the fix: the default ``far_values`` for a network whose instance normalisation reads such a
+    window at its new level (``far_values="keep"`` reads it as one level), else the rows before
+    the shift dropped."""
+    said = []
+    for i, item in enumerate(recent.items):
+        items, series = np.full(len(item), rows[i]), np.zeros(len(item), dtype=np.int64)
+        _, shifted = state.scaler.far_parts(item.values, item.observed, items, series)  # [T, C]
+        for c in np.flatnonzero(shifted.any(axis=0)):
+            before = item.observed[:, c] & ~shifted[:, c]
+            if not before.any() or not np.isfinite(result.mean[i, :, c]).all():
+                continue
+            new, old = np.median(item.values[shifted[:, c], c]), np.median(item.values[before, c])
+            forecast = float(np.median(result.mean[i, :, c]))
+            if abs(forecast - new) > UNFOLLOWED_SHIFT * abs(new - old):
+                start = item.index[np.flatnonzero(shifted[:, c])[0]]
+                said.append(f"{recent.channel_label(i, int(c))} (from {start}: median {new:.6g}, before it {old:.6g}; "
+                            f"its forecast's median {forecast:.6g}, {abs(forecast - new) / abs(new - old):.0%} of the "
+                            "shift away from the new level)")
+    if not said:
+        return
+    relevels = any(isinstance(m, RevIN) for m in state.model.modules())
+    fix = ("refit with far_values='missing' (the default): the network's instance normalisation then reads a window "
+           "that ends in a level shift at its new level (far_values='keep' reads the window as one level)"
+           if relevels and state.settings.window.far_values == "keep" else
+           "if the shift is real, drop the rows before it, so that the series starts at its new level")
+    warnings.warn(f"{len(said)} series end in a level shift that their forecast does not follow: {'; '.join(said[:5])}"
+                  f"{' ...' if len(said) > 5 else ''}; {fix}", OutlierWarning, stacklevel=4)
+
+
+#: How far from a level shift's new level (as a share of the shift) a forecast must lie for
+#: ``predict`` to say that it does not follow the shift.
+UNFOLLOWED_SHIFT = 0.25
 
 
 def _report_tails(state: FittedState, panel: Panel) -> None:
