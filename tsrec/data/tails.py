@@ -82,8 +82,9 @@ def fill_tails(panel: Panel, horizon: int, context: int,
     reaches its last observation). Each round cuts every series with a tail to fill there,
     ``forecast(cut, items)`` (``cut``: a panel of those series up to their cuts, ``items`` ``[n]``
     their positions in ``panel``) gives ``[n, horizon, C]`` forecasts in the data's units, and the
-    missing entries of the ``horizon`` steps after each cut take them (observed ones are kept). A
-    round that fills nothing (every forecast NaN: nothing observed in a window) ends it.
+    missing entries of the ``horizon`` steps after each cut take them in the channels whose tail is
+    filled (observed entries are kept; a channel left unfilled stays missing). A round that fills
+    nothing (every forecast NaN: nothing observed in a window) ends it.
     """
     values = [s.values.copy() for s in panel.items]
     known = [s.observed.copy() for s in panel.items]  # observed, or filled with a forecast
@@ -106,7 +107,7 @@ def fill_tails(panel: Panel, horizon: int, context: int,
         progress = False
         for (i, end), mean in zip(cuts.items(), means):
             stop = min(end + horizon, len(values[i]))
-            fill = ~known[i][end:stop] & np.isfinite(mean[:stop - end])  # [h, C]
+            fill = ~known[i][end:stop] & np.isfinite(mean[:stop - end]) & reach[i]  # [h, C]
             values[i][end:stop] = np.where(fill, mean[:stop - end], values[i][end:stop])
             known[i][end:stop] |= fill
             progress |= bool(fill.any())
