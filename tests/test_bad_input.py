@@ -425,7 +425,8 @@ def its_scores_for_fewer_horizon_steps(tmp_path):
 
 @case("calibration")
 def its_scores_out_of_order(tmp_path):
-    path = tampered(tmp_path / "m", calibrated(), lambda t: t.__setitem__("conformal_order", t["conformal_order"].flip(1)))
+    path = tampered(tmp_path / "m", calibrated(),
+                    lambda t: t.__setitem__("conformal_order", t["conformal_order"].flip(1)))
     refused(lambda: Forecaster.load(path), "conformal_order is not each step's ascending nonnegative scores")
 
 

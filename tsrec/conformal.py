@@ -227,7 +227,8 @@ class Calibration:
                 raise ValueError(f"the saved calibration's {key} is missing or not {dtype} with {ndim} dimensions")
             arrays[key] = value.numpy()
         order, counts, scale = arrays["conformal_order"], arrays["conformal_counts"], arrays["conformal_scale"]
-        if len(order) != len(counts) or (counts < 1).any() or order.shape[1] != min(MAX_KEPT, int(counts.max(initial=0))):
+        ranks = min(MAX_KEPT, int(counts.max(initial=0)))  # what calibrate keeps
+        if len(order) != len(counts) or (counts < 1).any() or order.shape[1] != ranks:
             raise ValueError(f"the saved calibration holds {list(order.shape)} scores (horizon steps, ranks) for the "
                              f"counts {counts.tolist()[:5]}{' ...' if len(counts) > 5 else ''}: calibration keeps, for "
                              f"each step with at least one score, min({MAX_KEPT}, the largest count) ranks")

@@ -415,7 +415,7 @@ def _far_values_named(panel: Panel, scaler: StandardScaler) -> Iterator[None]:
             named += [f"{label} at {stamp} ({value:.6g})" for label, stamp, value in examples]
         if not named:
             raise
-        more = count if not scaler.robust else 0
+        further = " and more" if len(named) > FAR_EXAMPLES or (not scaler.robust and count > len(examples)) else ""
         fix = ("if they are mistakes (placeholders, typos, a wrong unit), set them to NaN or drop those rows; if they "
                "are real, fit with far_values='keep', which scales each series with all of its values" if scaler.robust
                else "set them to NaN or drop those rows (fitted with scaling='robust' and far_values='missing', the "
@@ -423,7 +423,7 @@ def _far_values_named(panel: Panel, scaler: StandardScaler) -> Iterator[None]:
         raise TrainingDiverged(
             f"{error.problem}. The fit data hold values far outside their series' training distribution, which the "
             f"training windows keep and which no learning rate or gradient clipping makes predictable: "
-            f"{', '.join(named[:FAR_EXAMPLES])}{' and more' if len(named) > FAR_EXAMPLES or more > len(examples) else ''}"
+            f"{', '.join(named[:FAR_EXAMPLES])}{further}"
             f"; {fix}", error.problem) from None
 
 

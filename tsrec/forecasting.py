@@ -147,8 +147,8 @@ def point_model_fix(state: FittedState, asked: str) -> str:
     if not state.model.trainable:
         return (f"{said}: refit with conformal_windows=<k> (e.g. 20) for conformal bands, then pass levels=[80, 90] "
                 "(percent)")
-    return (f"{said}: refit with output='quantile', 'normal' or 'studentt' for its own, or with "
-            "conformal_windows=<k> for conformal bands (levels=[80, 90])")
+    return (f"{name} was trained with output='point', so it has no {asked}: refit with output='quantile', 'normal' "
+            "or 'studentt' for its own, or with conformal_windows=<k> for conformal bands (levels=[80, 90])")
 
 
 #: What may give a forecast's intervals (``predict(..., intervals=...)``).

@@ -486,10 +486,11 @@ def _naming_files(error: ValueError, dataset: ds.Dataset, columns: list[Hashable
                        "rather than aggregating" if epoch else "")
             dates = _dates_among_stamps(dataset, path, time_col)
             if dates:
+                stamps = dataset.schema.field(time_col).type
                 return ValueError(f"Parquet file {path!r} holds dates in {time_col!r} ({dates}, without a time of day) "
-                                  f"where the other files hold timestamps ({dataset.schema.field(time_col).type}): read "
-                                  f"as timestamps at midnight, its rows give this error: {error}. Write that file with "
-                                  "the timestamps (a datetime64 column, not .dt.date)")
+                                  f"where the other files hold timestamps ({stamps}): read as timestamps at midnight, "
+                                  f"its rows give this error: {error}. Write that file with the timestamps (a "
+                                  "datetime64 column, not .dt.date)")
             return ValueError(f"in Parquet file {path!r}: {error}{corrupt}")
     shared = rows[rows.duplicated([id_col, time_col], keep=False)]
     overlapping = shared.groupby([id_col, time_col], sort=False)["__filename"].nunique()

@@ -34,7 +34,8 @@ import numpy as np
 import pandas as pd
 from pandas.tseries.frequencies import to_offset
 
-__all__ = ["Session", "session_of", "detect", "suggest", "holding", "closed_early", "base_step", "wall_clock", "SESSION_EVIDENCE"]
+__all__ = ["Session", "session_of", "detect", "suggest", "holding", "closed_early", "base_step", "wall_clock",
+           "SESSION_EVIDENCE"]
 
 DAY = pd.Timedelta(days=1)
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
@@ -136,8 +137,9 @@ class Session:
         skipped = offsets[1] > offsets[0]
         utc = self.utc(min(offsets), max(offsets))
         declared = f", or declare freq={utc.alias!r} (the session in UTC, both sides of the change)" if utc else ""
+        when = "does not exist there (the clocks skip it)" if skipped else "happens twice there"
         return (f"the session {self.alias!r} ({self.describe()}) is open at {wall} in {tz}, a wall-clock time that "
-                f"{'does not exist there (the clocks skip it)' if skipped else 'happens twice there'}: a daylight-saving "
+                f"{when}: a daylight-saving "
                 f"change falls in its open hours, which a session's wall-clock steps cannot hold. Give the timestamps "
                 f"in UTC (the time column's .dt.tz_convert('UTC'), or df.index.tz_convert('UTC') for a frame indexed "
                 f"by time) and leave freq unset: the session is read from the rows{declared}")
@@ -418,7 +420,8 @@ def closed_early(session: Session, stamps: pd.DatetimeIndex, first: np.ndarray, 
     two or more steps are left after it (rows missing at random do not make one).
 
     - A weekday whose session days (:data:`SESSION_DAYS` at least, a series' last day aside) close
-      early in three in four or more, where the other weekdays' do in one in four at most: a short day every week (Saturdays 09:00-13:00 beside weekdays to 17:00),
+      early in three in four or more, where the other weekdays' do in one in four at most: a short
+      day every week (Saturdays 09:00-13:00 beside weekdays to 17:00),
       whose closed hours every forecast over such a day steps into.
     - Series whose last session day closes early at the step at which an earlier day of the data
       closed early too (a half day seen before): the forecast starts in what may be closed hours of
@@ -462,12 +465,12 @@ def closed_early(session: Session, stamps: pd.DatetimeIndex, first: np.ndarray, 
         g = short[0]
         seen = stamps[ends[early & (last_step == last_step[g])]]
         named = ", ".join(f"{where[item[h]]} (last row {stamps[ends[h]]})" for h in short[:3])
+        before, more = ", ".join(str(t) for t in seen[:2]), " ..." if len(short) > 3 else ""
         said.append(f"{len(short)} series end early in their last session day, at the step at which earlier days of "
-                    f"the data closed early (e.g. {', '.join(str(t) for t in seen[:2])}): {named}{' ...' if len(short) > 3 else ''}; "
-                    f"their forecasts start at the next step of that day, in the session's hours "
-                    f"({_clock(session.start)}-{_clock(session.end)}). If the session closed early that day, add "
-                    f"rows for its closed steps with missing values (NaN) up to the close, so that the forecast starts at "
-                    f"the next session")
+                    f"the data closed early (e.g. {before}): {named}{more}; their forecasts "
+                    f"start at the next step of that day, in the session's hours ({_clock(session.start)}-"
+                    f"{_clock(session.end)}). If the session closed early that day, add rows for its closed steps "
+                    "with missing values (NaN) up to the close, so that the forecast starts at the next session")
     return said
 
 

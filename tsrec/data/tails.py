@@ -88,7 +88,7 @@ def fill_tails(panel: Panel, horizon: int, context: int,
     """
     values = [s.values.copy() for s in panel.items]
     known = [s.observed.copy() for s in panel.items]  # observed, or filled with a forecast
-    reach = [s.observed[max(len(s) - context, 0):].any(axis=0) for s in panel.items]  # [C] each: observed within the context
+    reach = [s.observed[max(len(s) - context, 0):].any(axis=0) for s in panel.items]  # [C] each: seen in the context
     rounds = 0
     while True:
         cuts = {}
