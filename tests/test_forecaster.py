@@ -266,7 +266,7 @@ def test_a_column_without_data_in_its_context_gets_nan_and_a_warning(tmp_path):
         fc = f.predict(outage)
     assert fc.loc[fc.item_id == "temp", "mean"].isna().all() and fc.loc[fc.item_id == "load", "mean"].notna().all()
     strict = tiny("dlinear", missing_context="raise").fit(df)
-    with pytest.raises(ValueError, match=r"column 'temp'.*last context_length steps hold observations"):
+    with pytest.raises(ValueError, match=r"column 'temp'.*\(missing_context='raise'\); refit with a context_length"):
         strict.predict(outage)
 
 

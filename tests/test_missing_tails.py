@@ -86,8 +86,9 @@ def test_seasonal_naive_repeats_the_latest_observed_season_or_refuses_naming_the
     assert error["b"] < 1.2 and np.isfinite(forecast["mean"]).all(), error
     forecast, messages = predicted("seasonal_naive")  # its default context, one day, lies within the gap
     assert forecast.loc[forecast.item_id == "b", "mean"].isna().all()
-    assert any("have no observed value in their last 24 steps" in m and "A context_length that reaches back to their "
-               "last observations forecasts them from those" in m for m in messages), messages
+    assert any("have no observed value in their last 24 steps" in m and "refit with a context_length longer than "
+               "their missing tails, which forecasts them from their last observations" in m
+               for m in messages), messages
 
 
 def test_a_network_forecasts_the_gap_from_the_last_observation_then_the_requested_dates(one_thread, tmp_path):

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tsrec.config import ConformalConfig
+from tsrec.config import CONFORMAL_SCORES, ConformalConfig
 from tsrec.data import Panel
 from tsrec.data.scaling import StandardScaler
 
@@ -59,18 +59,34 @@ def default_windows(n_series: int) -> int:
 
 def check_interval_levels(levels: Any) -> tuple[float, ...]:
     """``levels`` (percent, statsforecast's ``level=[80, 90]``) as a sorted tuple of distinct
-    floats in (0, 100), or a ``ValueError`` naming the problem and the fix."""
+    floats in [1, 100), or a ``ValueError`` naming the problem and the fix: a level below 1 is a
+    fraction among percentages (``[0.9, 90]``: a 0.9% band, a sliver around the mean) and a bool
+    no level at all (``True`` would read as a 1% band)."""
+    given = [levels] if np.isscalar(levels) else levels
     try:
-        values = tuple(sorted(float(level) for level in ([levels] if np.isscalar(levels) else levels)))
+        given = list(given)
+    except TypeError:
+        given = None
+    if given is not None and any(isinstance(level, (bool, np.bool_)) for level in given):
+        raise ValueError(f"levels must be interval levels in percent, e.g. [80, 90]; got {levels!r}, which holds a "
+                         "bool (True reads as a 1% interval): pass the levels themselves")
+    try:
+        values = tuple(sorted(float(level) for level in given))
     except (TypeError, ValueError):
         raise ValueError(f"levels must be a list of interval levels in percent, e.g. [80, 90]; "
                          f"got {levels!r}") from None
     if not values or any(not 0.0 < v < 100.0 for v in values) or len(set(values)) < len(values):
         raise ValueError(f"levels must be distinct percentages strictly between 0 and 100, e.g. [80, 90]; "
                          f"got {levels!r}")
-    if values[-1] < 1.0:
-        raise ValueError(f"levels are percentages (80 for an 80% interval), got {levels!r}; pass [80, 90], or "
-                         "quantiles=[0.1, 0.9] for quantile levels")
+    fractions = [v for v in values if v < 1.0]
+    if fractions:
+        meant = sorted({round(100 * v, 10) for v in fractions} | {v for v in values if v >= 1.0})
+        spelt = "[" + ", ".join(f"{v:g}" for v in meant) + "]"
+        raise ValueError(f"levels are percentages (80 for an 80% interval), got {levels!r}: "
+                         f"{' and '.join(f'{v:g}' for v in fractions)} would give "
+                         f"{' and '.join(f'{v:g}%' for v in fractions)} interval(s), a sliver around the mean; "
+                         f"pass levels={spelt}, or quantiles=[...] for quantile levels (e.g. "
+                         f"quantiles={list(band_quantiles(meant))} for their bands)")
     return values
 
 
@@ -197,8 +213,12 @@ class Calibration:
 
     @classmethod
     def from_saved(cls, data: dict[str, Any], tensors: dict[str, Any]) -> Calibration:
-        """The calibration :meth:`to_dict` and :meth:`tensors` wrote; ``ValueError`` where they
-        are missing or do not fit each other."""
+        """The calibration :meth:`to_dict` and :meth:`tensors` wrote; ``ValueError`` naming the entry
+        where they are missing or could not have been written by :func:`calibrate` (a count or
+        order statistic that does not fit the others, a score that is negative, unsorted or not a
+        number, a scale that is not positive): an edit, even one given new checksums, is refused
+        here instead of failing at ``predict``. Whether it fits the model (its horizon, series and
+        channels) is the loader's check (:mod:`tsrec.fitted`)."""
         arrays = {}
         for key, (dtype, ndim) in {"conformal_order": (torch.float64, 2), "conformal_counts": (torch.int64, 1),
                                    "conformal_scale": (torch.float64, 2)}.items():
@@ -206,12 +226,27 @@ class Calibration:
             if not (isinstance(value, torch.Tensor) and value.dtype == dtype and value.ndim == ndim):
                 raise ValueError(f"the saved calibration's {key} is missing or not {dtype} with {ndim} dimensions")
             arrays[key] = value.numpy()
-        order, counts = arrays["conformal_order"], arrays["conformal_counts"]
-        if len(order) != len(counts) or (counts < 1).any():
-            raise ValueError(f"the saved calibration holds {len(order)} horizon steps of scores but {len(counts)} "
-                             "counts, or a step without scores")
-        return cls(scores=data["scores"], order=order, counts=counts, scale=arrays["conformal_scale"],
-                   windows=int(data["windows"]), stride=int(data["stride"]), cpu_seconds=float(data["cpu_seconds"]))
+        order, counts, scale = arrays["conformal_order"], arrays["conformal_counts"], arrays["conformal_scale"]
+        ranks = min(MAX_KEPT, int(counts.max(initial=0)))  # what calibrate keeps
+        if len(order) != len(counts) or (counts < 1).any() or order.shape[1] != ranks:
+            raise ValueError(f"the saved calibration holds {list(order.shape)} scores (horizon steps, ranks) for the "
+                             f"counts {counts.tolist()[:5]}{' ...' if len(counts) > 5 else ''}: calibration keeps, for "
+                             f"each step with at least one score, min({MAX_KEPT}, the largest count) ranks")
+        kept = np.arange(order.shape[1]) < np.minimum(counts, order.shape[1])[:, None]  # [H, K]
+        ranked = np.where(kept, order, np.inf)
+        if not (np.isfinite(order[kept]).all() and (order[kept] >= 0).all() and np.isnan(order[~kept]).all()
+                and (np.diff(ranked, axis=1)[kept[:, 1:]] >= 0).all()):
+            raise ValueError("the saved calibration's conformal_order is not each step's ascending nonnegative scores "
+                             "followed by NaN")
+        if not (np.isfinite(scale).all() and (scale > 0).all()):
+            raise ValueError("the saved calibration's conformal_scale is not finite and positive everywhere")
+        if data.get("scores") not in CONFORMAL_SCORES:
+            raise ValueError(f"the saved calibration's scores is {data.get('scores')!r}, not one of {CONFORMAL_SCORES}")
+        for key in ("windows", "stride"):
+            if not (isinstance(data.get(key), int) and not isinstance(data.get(key), bool) and data[key] >= 1):
+                raise ValueError(f"the saved calibration's {key} is {data.get(key)!r}, not an integer >= 1")
+        return cls(scores=data["scores"], order=order, counts=counts, scale=scale,
+                   windows=data["windows"], stride=data["stride"], cpu_seconds=float(data["cpu_seconds"]))
 
 
 def calibrate(mean: np.ndarray, truth: np.ndarray, observed: np.ndarray, scale: np.ndarray, fitted_scale: np.ndarray,

@@ -308,7 +308,7 @@ class FittedState:
             facts=DataFacts(**{"cycles": calendar_cycles(meta["data"]["freq"]), **meta["data_facts"]}),
             summary=TrainingSummary.from_dict(meta["training_summary"]),
             schema=Schema(**meta["columns"], covariates=encoder.config),
-            calibration=Calibration.from_saved(meta["conformal"], tensors) if "conformal" in meta else None)
+            calibration=_saved_calibration(meta, tensors))
         problems = _inconsistencies(state)
         if problems:
             raise _Inconsistent(f"{CONFIG_FILE} contradicts itself or {WEIGHTS_FILE}: {'; '.join(problems)}")
@@ -757,9 +757,37 @@ def _inconsistencies(state: FittedState) -> list[str]:
          [[len(history.items), len(encoder.real)], [len(history.items), len(encoder.categorical)]]),
         _history_shapes(state, channels),
         ("the covariate history's series", len(statics.dynamic), "the item ids", len(history.items)),
+        *_calibration_shapes(state, channels),
     ]
     return [f"{name} is {value!r} but {other} is {expected!r}" for name, value, other, expected in pairs
             if value != expected]
+
+
+def _saved_calibration(meta: dict[str, Any], tensors: dict[str, Any]) -> Calibration | None:
+    """The calibration ``forecaster.json``'s ``conformal`` entry and ``weights.pt``'s ``conformal_*``
+    tensors hold (None without one), or :class:`_Inconsistent` naming them and what is wrong."""
+    if "conformal" not in meta:
+        return None
+    try:
+        return Calibration.from_saved(meta["conformal"], tensors)
+    except ValueError as err:
+        raise _Inconsistent(f"the conformal calibration ({CONFIG_FILE}'s 'conformal' entry and {WEIGHTS_FILE}'s "
+                            f"conformal_* tensors) is not one calibration could write: {err}") from err
+
+
+def _calibration_shapes(state: FittedState, channels: int) -> list[tuple[str, Any, str, Any]]:
+    """The checks of the calibration's shapes against the model's (none without one): its scores'
+    horizon steps and its scale's ``[series, channels]``, so that a calibration edited and given new
+    checksums is refused at load instead of failing at ``predict``."""
+    calibration = state.calibration
+    if calibration is None:
+        return []
+    return [(f"{WEIGHTS_FILE}'s conformal_order (the calibration's scores per horizon step): its steps",
+             len(calibration.order), "resolved_settings.window.prediction_length",
+             state.resolved.window.prediction_length),
+            (f"{WEIGHTS_FILE}'s conformal_scale (the calibration's scale of each series): its shape",
+             list(calibration.scale.shape), "[series, channels] of the item ids and data.targets",
+             [len(state.history.items), channels])]
 
 
 def _unknown_keys(saved: dict[str, Any], known: dict[str, Any], prefix: str = "") -> list[str]:

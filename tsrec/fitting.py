@@ -26,7 +26,7 @@ import math
 import tempfile
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -228,12 +228,13 @@ def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = No
         budget = plan_budget(training, len(prepared.train_set))
         resolved = dataclasses.replace(resolved, training=dataclasses.replace(resolved.training,
                                                                               max_steps=budget.max_steps))
-        run = train(model, resolved, prepared.train_set, prepared.val_set, budget, resume=resume,
-                    describe=(panel, None if val is None else val.panel),
-                    max_seconds=None if limit is None else (limit / 2 if refits else limit))
-        if refits:
-            left = None if limit is None else limit - (time.perf_counter() - started)
-            model, scaler, encoder, refit, run = _refit(resolved, read, context, run, budget, left)
+        with _far_values_named(panel, prepared.scaler):
+            run = train(model, resolved, prepared.train_set, prepared.val_set, budget, resume=resume,
+                        describe=(panel, None if val is None else val.panel),
+                        max_seconds=None if limit is None else (limit / 2 if refits else limit))
+            if refits:
+                left = None if limit is None else limit - (time.perf_counter() - started)
+                model, scaler, encoder, refit, run = _refit(resolved, read, context, run, budget, left)
     elif resume:
         raise ValueError(f"{settings.model!r} needs no training, so there is no run to resume; "
                          "fit without resume=True")
@@ -394,6 +395,37 @@ def report_far(state: FittedState, panel: Panel, rows: np.ndarray, when: str, *,
                     f"{FAR_IQRS:g} interquartile ranges beyond its quartiles), apart from any level shift: {named}"
                     f"{more}; {effect}. Check them (a typo, a wrong unit, a placeholder such as -9999?)")
     warnings.warn(". ".join(said), OutlierWarning, stacklevel=stacklevel)
+
+
+@contextlib.contextmanager
+def _far_values_named(panel: Panel, scaler: StandardScaler) -> Iterator[None]:
+    """Training under it that diverges (:class:`~tsrec.training.TrainingDiverged`) on fit data with
+    values far outside their series' training distribution that the training windows keep (a
+    level shift; with ``far_values="keep"`` or ``scaling="standard"`` every far value) raises the
+    error again with those values named, and the fix that works for them: no learning rate makes
+    a jump of thousands of training scales predictable."""
+    from tsrec.training import TrainingDiverged
+
+    try:
+        yield
+    except TrainingDiverged as error:
+        count, examples, shifts = _far_values(panel, scaler, np.arange(len(panel.items)))
+        named = [f"{label} from {stamp} ({n} values up to its last, median {level:.6g})"
+                 for label, stamp, n, level in shifts]
+        if not scaler.robust:
+            named += [f"{label} at {stamp} ({value:.6g})" for label, stamp, value in examples]
+        if not named:
+            raise
+        further = " and more" if len(named) > FAR_EXAMPLES or (not scaler.robust and count > len(examples)) else ""
+        fix = ("if they are mistakes (placeholders, typos, a wrong unit), set them to NaN or drop those rows; if they "
+               "are real, fit with far_values='keep', which scales each series with all of its values" if scaler.robust
+               else "set them to NaN or drop those rows (fitted with scaling='robust' and far_values='missing', the "
+               "defaults, isolated ones are read as missing)")
+        raise TrainingDiverged(
+            f"{error.problem}. The fit data hold values far outside their series' training distribution, which the "
+            f"training windows keep and which no learning rate or gradient clipping makes predictable: "
+            f"{', '.join(named[:FAR_EXAMPLES])}{further}"
+            f"; {fix}", error.problem) from None
 
 
 def _far_values(panel: Panel, scaler: StandardScaler,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import warnings
 from collections.abc import Sequence
 
@@ -29,15 +30,17 @@ from tsrec._checks import check_optional_int
 from tsrec.conformal import band_quantiles, check_interval_levels
 from tsrec.data import CovariateValues, Panel, WindowCovariates, WindowDataset, future_index
 from tsrec.data.covariates import check_context, read_future
+from tsrec.data.scaling import OutlierWarning, item_blocks
 from tsrec.data.tails import fill_tails, fills_tails, with_tails
 from tsrec.fitted import FittedState, ForecastResult, unscale
 from tsrec.fitting import history_cap, report_far
 from tsrec.models import ForecastModel
 from tsrec.models.base import MISSING_TAIL_AS_MEAN
+from tsrec.nn.heads import RevIN
 from tsrec.nn.outputs import check_levels
 
 __all__ = ["INTERVAL_METHODS", "context_read", "forecast", "forecast_next", "forecast_origins", "interval_settings",
-           "outputs", "steps_read", "window_dtype", "window_origins"]
+           "outputs", "point_model_fix", "steps_read", "window_dtype", "window_origins"]
 
 
 def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | None = None, *,
@@ -56,8 +59,7 @@ def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | No
     name, model, encoder = state.settings.model, state.model, state.covariates
     bands, method = interval_settings(state, levels, intervals, quantiles)
     if not model.output.probabilistic and (quantiles is not None or num_samples is not None):
-        raise ValueError(f"{name} was trained with output='point', so it has no quantiles or "
-                         "samples; refit with output='quantile', 'normal' or 'studentt'")
+        raise ValueError(point_model_fix(state, "quantiles" if quantiles is not None else "samples"))
     levels = () if quantiles is None else check_levels("quantiles", quantiles)
     num_samples = check_optional_int("num_samples", num_samples, 1)
     if values is None:
@@ -67,13 +69,14 @@ def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | No
         values = CovariateValues.none(panel)
     context = context_read(state, panel)
     rows = state.history.check_compatible(panel)
+    panel = _without_placeholders(state, panel, rows)
     # The windows read the last context_length steps only: they are built from those alone.
     recent = panel.tail(context)
     report_far(state, recent, rows, "predict", stacklevel=4)
     _report_tails(state, recent)
     if fills_tails(model.trainable, encoder.config.columns):  # missing tails forecast from the last observations
         gapped, _ = with_tails(panel, CovariateValues.none(panel), context)
-        recent = fill_tails(gapped, state.settings.window.prediction_length,
+        recent = fill_tails(gapped, state.settings.window.prediction_length, context,
                             functools.partial(_forecast_cut, state, rows, batch_size))[0].tail(context)
     dataset = WindowDataset.for_prediction(
         recent, state.scaler, context, state.settings.window.prediction_length, scaler_rows=rows,
@@ -81,7 +84,8 @@ def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | No
         padded=model.reads_whole_history, dtype=window_dtype(model))
     result = forecast(state, dataset, rows, np.arange(len(panel.items)), np.diff(panel.offsets), levels=levels,
                       intervals=bands, method=method, num_samples=num_samples, batch_size=batch_size)
-    _report_blind(state, panel, result.blind)
+    _report_blind(state, panel, result.blind, context)
+    _report_unfollowed_shifts(state, recent, rows, result)
     return result
 
 
@@ -125,6 +129,26 @@ def forecast(state: FittedState, dataset: WindowDataset, rows: np.ndarray, items
     scaled_bands = np.moveaxis(state.scaler.transform(np.moveaxis(bands, -1, 1), rows), 1, -1)  # [N, H, C, Q]
     return dataclasses.replace(result, levels=quantiles, quantiles=bands, scaled_quantiles=scaled_bands,
                                intervals=tuple(intervals), interval_method=method)
+
+
+def point_model_fix(state: FittedState, asked: str) -> str:
+    """What a model that forecasts points says when ``asked`` (``"quantiles"``, ``"samples"``) for:
+    what works for it. A calibrated model has conformal bands (``levels=[...]``); a network can
+    be refitted with a distribution; a statistical model has no ``output`` to refit with, so only
+    a calibration (``conformal_windows``) gives it intervals."""
+    name, calibrated = state.settings.model, state.calibration is not None
+    said = f"{name} forecasts points, so it has no {asked}"
+    if calibrated:
+        top = state.calibration.max_level()
+        example = "[80, 90]" if top >= 90 else f"[{math.floor(top)}]"
+        return (f"{said} of its own; its intervals are conformal bands: pass levels={example} (percent; up to "
+                f"{top:.1f}% here), whose lower and upper ends are the quantiles (1 - L/100)/2 and 1 - (1 - L/100)/2 "
+                f"of the forecast (levels=[80] gives 0.1 and 0.9)")
+    if not state.model.trainable:
+        return (f"{said}: refit with conformal_windows=<k> (e.g. 20) for conformal bands, then pass levels=[80, 90] "
+                "(percent)")
+    return (f"{name} was trained with output='point', so it has no {asked}: refit with output='quantile', 'normal' "
+            "or 'studentt' for its own, or with conformal_windows=<k> for conformal bands (levels=[80, 90])")
 
 
 #: What may give a forecast's intervals (``predict(..., intervals=...)``).
@@ -260,6 +284,84 @@ def window_dtype(model: ForecastModel) -> type:
     return np.float64 if model.reads_whole_history else np.float32
 
 
+def _without_placeholders(state: FittedState, panel: Panel, rows: np.ndarray) -> Panel:
+    """``panel`` with the placeholder runs at the end of its series (-9999 three times, typos of
+    1e9: :func:`~tsrec.data.scaling.placeholder_runs`) read as missing, as the training windows read
+    them, so that every model forecasts such a series from its last real value (its missing tail);
+    named in an :class:`~tsrec.data.scaling.OutlierWarning`. ``panel`` itself where there is none,
+    or where the scaler keeps every value (``far_values="keep"``, ``scaling="standard"``). ``rows``
+    ``[N]``: the series' scaler rows."""
+    if not state.scaler.robust:
+        return panel
+    lengths = np.diff(panel.offsets)  # [N]
+    items, named = list(panel.items), []
+    for block in item_blocks(lengths):
+        values = np.concatenate([panel.items[i].values for i in block])  # [M, C]
+        observed = np.concatenate([panel.items[i].observed for i in block])
+        series = np.repeat(np.arange(len(block)), lengths[block])  # [M]
+        found = state.scaler.placeholders(values, observed, rows[block][series], series)  # [M, C]
+        if not found.any():
+            continue
+        for i, mask in zip(block, np.split(found, np.cumsum(lengths[block])[:-1])):
+            if not mask.any():
+                continue
+            item = items[i]
+            items[i] = dataclasses.replace(item, observed=item.observed & ~mask)
+            for c in np.flatnonzero(mask.any(axis=0)):
+                steps = np.flatnonzero(mask[:, c])
+                shown = np.unique(item.values[steps, c])
+                named.append(f"{panel.channel_label(i, int(c))}: {len(steps)} values from {item.index[steps[0]]} "
+                             f"({', '.join(f'{v:.6g}' for v in shown[:3])}{' ...' if len(shown) > 3 else ''})")
+    if not named:
+        return panel
+    warnings.warn(f"{len(named)} series end in a run of placeholder values far outside their training distribution "
+                  f"(one repeated value where the series never repeats, a code such as -9999, or orders of magnitude "
+                  f"off: not a level shift): {'; '.join(named[:5])}{' ...' if len(named) > 5 else ''}. They are read "
+                  "as missing, so those series are forecast from their last real values; set them to NaN (or drop "
+                  "those rows) to say so, or pass far_values='keep' at fit to read them as values",
+                  OutlierWarning, stacklevel=4)
+    return dataclasses.replace(panel, items=tuple(items))
+
+
+def _report_unfollowed_shifts(state: FittedState, recent: Panel, rows: np.ndarray, result: ForecastResult) -> None:
+    """Warn (:class:`~tsrec.data.scaling.OutlierWarning`) naming the series whose context
+    ``recent`` ends in a level shift (:func:`~tsrec.data.scaling.level_shifts`) while their forecast
+    in ``result`` (its median over the horizon) lies more than :data:`UNFOLLOWED_SHIFT` of the
+    shift away from the new level, with
+    the fix: the default ``far_values`` for a network whose instance normalisation reads such a
+    window at its new level (``far_values="keep"`` reads it as one level), else the rows before
+    the shift dropped."""
+    said = []
+    for i, item in enumerate(recent.items):
+        items, series = np.full(len(item), rows[i]), np.zeros(len(item), dtype=np.int64)
+        _, shifted = state.scaler.far_parts(item.values, item.observed, items, series)  # [T, C]
+        for c in np.flatnonzero(shifted.any(axis=0)):
+            before = item.observed[:, c] & ~shifted[:, c]
+            if not before.any() or not np.isfinite(result.mean[i, :, c]).all():
+                continue
+            new, old = np.median(item.values[shifted[:, c], c]), np.median(item.values[before, c])
+            forecast = float(np.median(result.mean[i, :, c]))
+            if abs(forecast - new) > UNFOLLOWED_SHIFT * abs(new - old):
+                start = item.index[np.flatnonzero(shifted[:, c])[0]]
+                said.append(f"{recent.channel_label(i, int(c))} (from {start}: median {new:.6g}, before it {old:.6g}; "
+                            f"its forecast's median {forecast:.6g}, {abs(forecast - new) / abs(new - old):.0%} of the "
+                            "shift away from the new level)")
+    if not said:
+        return
+    relevels = any(isinstance(m, RevIN) for m in state.model.modules())
+    fix = ("refit with far_values='missing' (the default): the network's instance normalisation then reads a window "
+           "that ends in a level shift at its new level (far_values='keep' reads the window as one level)"
+           if relevels and state.settings.window.far_values == "keep" else
+           "if the shift is real, drop the rows before it, so that the series starts at its new level")
+    warnings.warn(f"{len(said)} series end in a level shift that their forecast does not follow: {'; '.join(said[:5])}"
+                  f"{' ...' if len(said) > 5 else ''}; {fix}", OutlierWarning, stacklevel=4)
+
+
+#: How far from a level shift's new level (as a share of the shift) a forecast must lie for
+#: ``predict`` to say that it does not follow the shift.
+UNFOLLOWED_SHIFT = 0.25
+
+
 def _report_tails(state: FittedState, panel: Panel) -> None:
     """Name the series and columns of ``panel`` whose last values are missing (but not all of
     them) and what the model does about it (its ``missing_tail`` note, or its members'; a network's
@@ -282,19 +384,33 @@ def _report_tails(state: FittedState, panel: Panel) -> None:
                       f"{' ...' if len(gaps) > 5 else ''}; {'; '.join(sorted(notes))}", UserWarning, stacklevel=4)
 
 
-def _report_blind(state: FittedState, panel: Panel, blind: np.ndarray) -> None:
-    """Name the series and columns ``blind`` ``[N, C]`` marks (no observed value in their
-    context; their forecast is NaN): a warning, or with ``missing_context="raise"`` an error."""
+def _report_blind(state: FittedState, panel: Panel, blind: np.ndarray, context: int) -> None:
+    """Name the series and columns ``blind`` ``[N, C]`` marks (no observed value in the last
+    ``context`` steps of ``panel`` they are forecast from; their forecast is NaN), with where each
+    was last observed, and the fix: a warning, or with ``missing_context="raise"`` an error."""
     if not blind.any():
         return
-    names = [panel.channel_label(int(n), int(c)) for n, c in zip(*np.nonzero(blind))]
-    problem = (f"{len(names)} series have no observed value in their last {state.resolved.window.context_length} "
-               f"steps, so they get no forecast: {', '.join(names[:5])}{' ...' if len(names) > 5 else ''}")
+    names, reach = [], 0
+    for n, c in zip(*np.nonzero(blind)):
+        series = panel.items[int(n)]
+        seen = np.flatnonzero(series.observed[:, int(c)])
+        label = panel.channel_label(int(n), int(c))
+        if len(seen):
+            gap = len(series) - 1 - int(seen[-1])
+            reach = max(reach, gap + 1)
+            label += f" (last observed at {series.index[seen[-1]]}, {gap} steps before its end)"
+        else:
+            label += f" (no observed value in the {len(series)} steps given)"
+        names.append(label)
+    problem = (f"{len(names)} series have no observed value in their last {context} steps, so they get no forecast: "
+               f"{', '.join(names[:5])}{' ...' if len(names) > 5 else ''}")
+    longer = f"of at least {reach}" if reach else "longer than their missing tails"
+    fix = (f"refit with a context_length {longer}, which forecasts them from their last observations (the missing "
+           "steps included), or drop their missing rows to forecast from their last observation")
     if state.settings.window.missing_context == "raise":
-        raise ValueError(problem + "; pass data whose last context_length steps hold observations")
-    warnings.warn(problem + "; their forecast is NaN (missing_context='raise' makes this an error). A "
-                  "context_length that reaches back to their last observations forecasts them from those; "
-                  "or drop their missing rows to forecast from their last observation", UserWarning, stacklevel=4)
+        raise ValueError(f"{problem} (missing_context='raise'); {fix}")
+    warnings.warn(f"{problem}; their forecast is NaN (missing_context='raise' makes this an error); {fix}",
+                  UserWarning, stacklevel=4)
 
 
 def forecast_origins(state: FittedState, panel: Panel, values: CovariateValues, first: np.ndarray, count: np.ndarray,

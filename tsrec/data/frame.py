@@ -358,9 +358,13 @@ def read_targets(
     _require_unique(stamps, item, where, grouping)
     # pandas infers business hours ('bh') loosely: the session is read from the rows at its step
     freq = normalize_freq(freq) if freq is not None else sessions.base_step(_infer_freq(stamps, first, where))
-    if sessions.session_of(freq) is None and (session := sessions.detect(stamps, first, freq)) is not None:
+    detected = sessions.session_of(freq) is None and (session := sessions.detect(stamps, first, freq)) is not None
+    if detected:
         freq = session.alias  # rows only in some hours or on some weekdays: their session's open steps
-    positions = _positions(stamps, item, first, where, freq, gaps)  # [R]
+    positions = _positions(stamps, item, first, where, freq, gaps, detected=detected)  # [R]
+    if (session := sessions.session_of(freq)) is not None:
+        for said in sessions.closed_early(session, stamps, first, where):  # stacklevel 4: canonicalize's caller
+            warnings.warn(said, stacklevel=4)
     lengths = positions[np.r_[first[1:], len(rows)] - 1] + 1  # [N] grid steps of each item
     offsets = np.r_[0, np.cumsum(lengths)].astype(np.int64)  # [N + 1]
     cell = offsets[item] + positions  # [R]
@@ -655,9 +659,10 @@ def _infer_freq(stamps: pd.DatetimeIndex, first: np.ndarray, where: Sequence[str
 
 
 def _positions(stamps: pd.DatetimeIndex, item: np.ndarray, first: np.ndarray, where: Sequence[str], freq: str,
-               gaps: str) -> np.ndarray:
+               gaps: str, *, detected: bool = False) -> np.ndarray:
     """``[R]`` int64 grid position of each row (``stamps`` ``[R]`` sorted by item, then time, item
-    ``i`` from row ``first[i]``) on its item's ``freq`` grid, which starts at its first row.
+    ``i`` from row ``first[i]``) on its item's ``freq`` grid, which starts at its first row
+    (``detected``: ``freq`` is a session read from the rows, :func:`tsrec.data.sessions.detect`).
 
     Off-grid rows are a ``ValueError``; long gaps and mostly empty grids (module docstring) are one
     too, or with ``gaps="warn"`` a warning. Items whose rows are all one step apart pass unseen.
@@ -684,7 +689,7 @@ def _positions(stamps: pd.DatetimeIndex, item: np.ndarray, first: np.ndarray, wh
         if off_grid[rows].any():
             # The grid most rows follow: off it are the rows to fix (the first row may be one of them).
             off = off_grid[rows] if nanos is None else remainder[rows] != most_common(remainder[rows])
-            raise _off_grid(where[i], stamps[rows], off, freq)
+            raise _off_grid(where[i], stamps[rows], off, freq, detected)
         for problem, fix in _spacing_problems(where[i], stamps[rows], positions[rows], freq):
             if gaps == "raise":
                 raise ValueError(
@@ -696,11 +701,18 @@ def _positions(stamps: pd.DatetimeIndex, item: np.ndarray, first: np.ndarray, wh
     return positions
 
 
-def _off_grid(place: str, index: pd.DatetimeIndex, off: np.ndarray, freq: str) -> ValueError:
+def _off_grid(place: str, index: pd.DatetimeIndex, off: np.ndarray, freq: str, detected: bool = False) -> ValueError:
     """The error naming the rows of one item (``index`` ``[n]``) that ``off`` ``[n]`` marks off the
-    ``freq`` grid that its other rows follow."""
+    ``freq`` grid that its other rows follow (``detected``: a session read from the rows)."""
     shown = ", ".join(str(t) for t in index[off][:3]) + (" ..." if off.sum() > 3 else "")
-    if (session := sessions.session_of(freq)) is not None:
+    if (session := sessions.session_of(freq)) is not None and detected:
+        return ValueError(
+            f"timestamp {index[off][0]} in {place} lies outside the session the other rows follow, {freq!r} "
+            f"({session.describe()}, read from the rows): {int(off.sum())} of {len(index)} rows are outside it "
+            f"({shown}), too few to open those hours or days; drop those rows if they are stray, or declare the "
+            f"session that holds them, freq={sessions.holding(index, session.step)!r} (docs/data.md#sessions)"
+        )
+    if session is not None:
         return ValueError(
             f"timestamp {index[off][0]} in {place} is not a step of the session freq {freq!r} ({session.describe()}): "
             f"{int(off.sum())} of {len(index)} rows are outside it ({shown}); drop those rows, or declare the session "

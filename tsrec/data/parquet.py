@@ -119,7 +119,7 @@ def read_parquet(
     time_col, target_col = _time_and_target(dataset.schema, config, time_col=time_col, id_col=id_col,
                                             target_col=target_col)
     columns = list(dict.fromkeys([id_col, time_col, target_col, *config.columns]))
-    _check_files(dataset, columns, {id_col: "id_col", time_col: "time_col", target_col: "target_col"})
+    dataset = _check_files(dataset, columns, {id_col: "id_col", time_col: "time_col", target_col: "target_col"})
 
     def read(table: pd.DataFrame, *, freq: str | None) -> tuple[Panel, CovariateValues]:
         return read_frame(table, config, categorical, gaps=gaps, time_col=time_col, id_col=id_col,
@@ -159,7 +159,7 @@ def series_ids(source: PathLike | Sequence[PathLike], id_col: Hashable, *, part:
         return pd.Series([], dtype=object)
     import pyarrow.dataset as ds
 
-    return _distinct_ids(ds.dataset(files, schema=dataset.schema, format="parquet"), id_col, empty=True).to_pandas()
+    return _distinct_ids(ds.dataset(files, schema=dataset.schema, format=_format()), id_col, empty=True).to_pandas()
 
 
 def read_series(source: PathLike | Sequence[PathLike], id_col: Hashable, ids: Sequence[Any]) -> pd.DataFrame:
@@ -178,12 +178,39 @@ def _id_array(dataset: ds.Dataset, id_col: Hashable, ids: Sequence[Any]) -> pa.A
 
 
 def _dataset(source: PathLike | Sequence[PathLike]) -> ds.Dataset:
-    """``source`` as one pyarrow dataset; ``ModuleNotFoundError`` naming the extra without pyarrow."""
+    """``source`` as one pyarrow dataset of its files with rows (module docstring: files without
+    rows are left out, their columns' types say nothing), read with the pages' checksums verified
+    (:func:`_format`); ``ModuleNotFoundError`` naming the extra without pyarrow, ``ValueError``
+    naming a file that is not Parquet (empty, cut short, or another format)."""
     try:
         import pyarrow.dataset as ds
+        import pyarrow.parquet as pq
     except ModuleNotFoundError as error:
         raise ModuleNotFoundError('reading Parquet data needs pyarrow: pip install "tsrec[parquet]"') from error
-    return ds.dataset(_files(source), format="parquet")
+    files, rows = _files(source), []
+    for path in files:
+        try:
+            rows.append(pq.read_metadata(path).num_rows)  # the footer alone
+        except (OSError, ValueError) as error:  # pyarrow's ArrowInvalid is a ValueError, its IOError an OSError
+            raise ValueError(f"Parquet file {path!r} cannot be read as Parquet ({error}): it is empty, cut short or "
+                             "another format; write it again from its source, or leave it out of the data") from error
+    return ds.dataset([path for path, n in zip(files, rows) if n] or files[:1], format=_format())
+
+
+def _format() -> ds.ParquetFileFormat:
+    """Parquet read with each data page's CRC checked where the writer stored one
+    (``df.to_parquet(path, write_page_checksum=True)``; pandas and pyarrow store none by default,
+    and then a damaged page can only be caught where it no longer decodes)."""
+    import pyarrow.dataset as ds
+
+    return ds.ParquetFileFormat(default_fragment_scan_options=ds.ParquetFragmentScanOptions(
+        page_checksum_verification=True))
+
+
+def _damaged(path: str, error: Exception) -> ValueError:
+    """The error for a Parquet file whose pages do not match their checksums or do not decode."""
+    return ValueError(f"Parquet file {path!r} is damaged: {error}; write it again from its source, or leave it out "
+                      "of the data")
 
 
 def _inferred_alike(read: Callable[..., tuple[Panel, CovariateValues]], first: Panel) -> tuple[Panel, CovariateValues]:
@@ -279,7 +306,11 @@ def _distinct_ids(dataset: ds.Dataset, id_col: Hashable, *, empty: bool = False)
     distinct, missing, example = [], 0, ""
     for fragment in dataset.get_fragments():
         start = 0
-        for batch in fragment.to_batches(schema=dataset.schema, columns=[id_col]):
+        try:
+            batches = list(fragment.to_batches(schema=dataset.schema, columns=[id_col]))
+        except OSError as error:
+            raise _damaged(fragment.path, error) from error
+        for batch in batches:
             ids = batch.column(0)
             ids = ids.dictionary_decode() if pa.types.is_dictionary(ids.type) else ids
             absent = pc.is_null(ids, nan_is_null=True).to_numpy(zero_copy_only=False)  # [rows of the batch]
@@ -320,10 +351,12 @@ def _rows(dataset: ds.Dataset, columns: list[Hashable], id_col: Hashable, ids: p
     rows = _of_ids(id_col, ids)
     try:
         table = dataset.to_table(columns=columns, filter=rows, fragment_readahead=1)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as error:
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OSError) as error:
         for fragment in dataset.get_fragments():
             try:
                 fragment.to_table(schema=dataset.schema, columns=columns, filter=rows)
+            except OSError as alone:  # a page that does not match its checksum, or does not decode
+                raise _damaged(fragment.path, alone) from error
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
                 types = {name: str(fragment.physical_schema.field(name).type) for name in columns}
                 wanted = {name: str(dataset.schema.field(name).type) for name in columns}
@@ -362,14 +395,23 @@ def _kind(type_: pa.DataType) -> str:
     return str(type_)
 
 
-def _check_files(dataset: ds.Dataset, columns: Sequence[Hashable], roles: dict[Hashable, str]) -> None:
+def _check_files(dataset: ds.Dataset, columns: Sequence[Hashable], roles: dict[Hashable, str]) -> ds.Dataset:
     """Every file of ``dataset`` holds ``columns`` with the kind of value (:func:`_kind`) the
     dataset's schema (its first file's) gives them: text may stand for another kind (read as
-    it, :func:`_rows`), except in the id column (ids of one kind in every file); else a
-    ``ValueError`` naming the file, the column (``roles``: the option that names it), both types
-    and the fix. Reads each file's footer alone."""
+    it, :func:`_rows`), except in the id column (ids of one kind in every file); timestamps are in
+    one time zone, or naive, in every file (read together, naive ones would be taken as UTC, or
+    the zone of zoned ones dropped); else a ``ValueError`` naming the file, the column (``roles``:
+    the option that names it), both types and the fix. Reads each file's footer alone.
+
+    Returns the dataset to read: ``dataset``, or where a column holds dates in the first file and
+    timestamps in another, one that reads every file's as timestamps (a date at midnight), so
+    that no file's times of day are cut off (the errors about a file of dates name it as such,
+    :func:`_naming_files`)."""
+    import pyarrow as pa
+
     first = dataset.files[0]
     expected = {name: dataset.schema.field(name).type for name in columns}
+    stamps = {name: (want, first) for name, want in expected.items() if pa.types.is_timestamp(want)}
     for fragment in dataset.get_fragments():
         schema = fragment.physical_schema
         for name, want in expected.items():
@@ -387,6 +429,39 @@ def _check_files(dataset: ds.Dataset, columns: Sequence[Hashable], roles: dict[H
                 raise ValueError(
                     f"Parquet file {fragment.path!r}: column {name!r}{role} is {got}, where {first!r} has {want}"
                     f"{hint}; write every file with one type per column")
+            if pa.types.is_timestamp(got):
+                seen, where = stamps.setdefault(name, (got, fragment.path))
+                if seen.tz != got.tz:
+                    raise ValueError(_zones_differ(name, role, (got, fragment.path), (seen, where)))
+    widened = [(name, stamps[name][0]) for name, want in expected.items() if pa.types.is_date(want) and name in stamps]
+    if not widened:
+        return dataset
+    schema = dataset.schema
+    for name, type_ in widened:
+        schema = schema.set(schema.get_field_index(name), pa.field(name, type_))
+    import pyarrow.dataset as ds
+
+    return ds.dataset(dataset.files, schema=schema, format=_format())
+
+
+def _zones_differ(name: Hashable, role: str, one: tuple[pa.DataType, str], other: tuple[pa.DataType, str]) -> str:
+    """The error for a timestamp column ``name`` naive in one file and zoned in another, or in two
+    zones: ``one`` and ``other`` are ``(type, file)``."""
+    def said(type_: pa.DataType) -> str:
+        return f"naive timestamps ({type_})" if type_.tz is None else f"timestamps in {type_.tz} ({type_})"
+
+    (got, path), (seen, where) = one, other
+    zoned, naive = (seen, got) if got.tz is None else (got, seen)
+    if naive.tz is None:
+        fix = (f"localize the naive ones in their zone before writing, e.g. df[{name!r}] = "
+               f"df[{name!r}].dt.tz_localize({zoned.tz!r}), or make every file naive (.dt.tz_convert(None) gives "
+               "UTC wall times)")
+        effect = f"the naive ones would be read as UTC times and shown in {zoned.tz}, or the zone dropped"
+    else:
+        fix = f"convert them to one zone before writing, e.g. df[{name!r}] = df[{name!r}].dt.tz_convert({seen.tz!r})"
+        effect = f"every file's would be shown in the first one's zone, which moves their days and hours"
+    return (f"Parquet file {path!r}: column {name!r}{role} holds {said(got)}, where {where!r} holds {said(seen)}: "
+            f"read together, {effect}; write every file's timestamps in one zone: {fix}")
 
 
 def _naming_files(error: ValueError, dataset: ds.Dataset, columns: list[Hashable], id_col: Hashable,
@@ -409,6 +484,13 @@ def _naming_files(error: ValueError, dataset: ds.Dataset, columns: list[Hashable
             corrupt = (f". {epoch} of the file's timestamps fall in 1970, which is what zeros, or epoch numbers read "
                        f"in the wrong unit, become: they are likely corrupted; fix the file's column {time_col!r} "
                        "rather than aggregating" if epoch else "")
+            dates = _dates_among_stamps(dataset, path, time_col)
+            if dates:
+                stamps = dataset.schema.field(time_col).type
+                return ValueError(f"Parquet file {path!r} holds dates in {time_col!r} ({dates}, without a time of day) "
+                                  f"where the other files hold timestamps ({stamps}): read as timestamps at midnight, "
+                                  f"its rows give this error: {error}. Write that file with the timestamps (a "
+                                  "datetime64 column, not .dt.date)")
             return ValueError(f"in Parquet file {path!r}: {error}{corrupt}")
     shared = rows[rows.duplicated([id_col, time_col], keep=False)]
     overlapping = shared.groupby([id_col, time_col], sort=False)["__filename"].nunique()
@@ -419,6 +501,15 @@ def _naming_files(error: ValueError, dataset: ds.Dataset, columns: list[Hashable
         return ValueError(f"{error}. Series {series!r} has rows at the same timestamps (e.g. {stamp}) in the Parquet "
                           f"files {files}: keep each series' timestamp in one file")
     return error
+
+
+def _dates_among_stamps(dataset: ds.Dataset, path: str, time_col: Hashable) -> str:
+    """The type of ``time_col`` in the file ``path`` where it holds dates and the data are read as
+    timestamps (:func:`_check_files`), else ``""``."""
+    import pyarrow as pa
+
+    got = next(f.physical_schema.field(time_col).type for f in dataset.get_fragments() if f.path == path)
+    return str(got) if pa.types.is_date(got) and pa.types.is_timestamp(dataset.schema.field(time_col).type) else ""
 
 
 def _joined(parts: Sequence[tuple[Panel, CovariateValues]]) -> tuple[Panel, CovariateValues]:

@@ -162,12 +162,27 @@ class StandardScaler:
         order), split: ``(isolated, shifted)``, each ``[M, C]`` bool: the level shifts
         (``shifted``, :func:`level_shifts`: runs up to each series' last observed row here) and
         the rest."""
+        shifted, placeholders = self._runs(x, observed, items, series)
         low, high = self._shaped((self.low, self.high), items, 2)
         side = _sides(np.asarray(x, dtype=np.float64), low, high)  # [M, C]
+        shifted &= ~placeholders
+        return observed & (side != 0) & ~shifted, shifted
+
+    def placeholders(self, x: np.ndarray, observed: np.ndarray, items: np.ndarray, series: np.ndarray) -> np.ndarray:
+        """``[M, C]`` bool: the runs of far values up to each series' last observed row (arguments as
+        for :meth:`far_parts`) that are placeholders, not a level shift (:func:`placeholder_runs`)."""
+        return self._runs(x, observed, items, series)[1]
+
+    def _runs(self, x: np.ndarray, observed: np.ndarray, items: np.ndarray,
+              series: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``[M, C]`` each: the runs of far values up to each series' end (:func:`level_shifts`) and
+        those of them that are placeholders (:func:`placeholder_runs`)."""
+        low, high = self._shaped((self.low, self.high), items, 2)
+        x = np.asarray(x, dtype=np.float64)
         series = np.asarray(series)
         n = int(series[-1]) + 1 if len(series) else 0
-        shifted = level_shifts(side, observed, series, n)
-        return observed & (side != 0) & ~shifted, shifted
+        runs = level_shifts(_sides(x, low, high), observed, series, n)
+        return runs, placeholder_runs(x, runs, observed, series, n, low, high)
 
     def inverse_transform(self, x: np.ndarray, items: Items) -> np.ndarray:
         """Undo :meth:`transform` (float64, same shapes), e.g. on a model's float32 forecasts."""
@@ -220,6 +235,62 @@ def level_shifts(side: np.ndarray, observed: np.ndarray, series: np.ndarray, n_s
     final_side = np.where(final >= 0, side[final.clip(0), np.arange(channels)], 0)  # [N, C]
     run = observed & (step > last(observed & (side != final_side[series]))[series]) & (final_side[series] != 0)
     return run & (_counts(run, series, n_series) >= SHIFT_STEPS)[series]
+
+
+#: How many times its series' size (the larger of its typical level and spread) a run of far values
+#: must lie from that level to be a placeholder or a unit error by its size alone
+#: (:func:`placeholder_runs`): three orders of magnitude, where a level shift of the process itself
+#: rarely goes (-9999 in a series around 5 is 2,000 times out; 1e9 typos, 1e8 times).
+PLACEHOLDER_JUMP = 1e3
+
+
+def placeholder_runs(x: np.ndarray, runs: np.ndarray, observed: np.ndarray, series: np.ndarray, n_series: int,
+                     low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """``[M, C]`` bool: the runs of ``runs`` (:func:`level_shifts`) that are placeholders or error
+    codes rather than a level shift, each whole or not at all.
+
+    x, observed: ``[M, C]`` values and whether each is observed; ``series`` ``[M]`` ascending in
+    ``[0, n_series)``; ``low``, ``high`` ``[M, C]``: each row's fences, from which its series'
+    typical level ``c`` (their midpoint) and spread ``s`` (their width over ``1 + 2 FAR_IQRS``, the
+    interquartile range) are read. A run is a placeholder where
+
+    - it lies :data:`PLACEHOLDER_JUMP` times its series' size ``max(s, |c|)`` or more from ``c``
+      (every value of it): orders of magnitude, a typo of 1e9 or a wrong unit; or
+    - its values are all one value, and either that value is a code of nines (-999, 9999, -99999:
+      what data loggers write for "no reading") or the series' other observed values rarely repeat
+      from one step to the next (fewer than half of them): a sensor that reads noise does not
+      read one value three times in a row at a new level. A series that holds its values (a price,
+      a setting) may shift to one value and stay there: that remains a level shift.
+    """
+    rows, channels = x.shape
+    if rows == 0 or not runs.any():
+        return np.zeros(x.shape, dtype=bool)
+    center, size = (low + high) / 2, np.maximum((high - low) / (1 + 2 * FAR_IQRS), np.abs((low + high) / 2))
+    starts = np.searchsorted(series, np.arange(n_series))  # [N]
+    present = np.diff(np.r_[starts, rows]) > 0
+
+    def per_series(ufunc: np.ufunc, y: np.ndarray, empty: float) -> np.ndarray:  # [N, C] reduced over each series' rows
+        out = np.full((n_series, channels), empty)
+        if present.any():
+            out[present] = ufunc.reduceat(y, starts[present], axis=0)
+        return out
+
+    value = np.where(runs, x, np.nan)
+    top, bottom = per_series(np.fmax, value, np.nan), per_series(np.fmin, value, np.nan)  # [N, C] the runs' extremes
+    nearest = per_series(np.fmin, np.where(runs, np.abs(x - center) / np.where(size > 0, size, np.inf), np.nan),
+                         np.nan)  # [N, C] the run's value nearest the level, in sizes
+    huge = nearest >= PLACEHOLDER_JUMP
+    one = top == bottom  # [N, C] a run of one value (False without a run: NaN)
+    digits = np.log10(np.abs(top) + 1, where=one, out=np.zeros_like(top))
+    nines = one & (digits >= 3) & np.isclose(digits, np.round(digits), rtol=0, atol=1e-12)
+    rest = observed & ~runs  # [M, C] the series' other observed values
+    pairs = rest[1:] & rest[:-1] & (series[1:] == series[:-1])[:, None]  # [M - 1, C] consecutive ones
+    same = pairs & (x[1:] == x[:-1])
+    pair_series = series[1:]
+    n_pairs, n_same = (np.stack([np.bincount(pair_series[m[:, c]], minlength=n_series) for c in range(channels)], 1)
+                       for m in (pairs, same))  # [N, C] each
+    noisy = (n_pairs > 0) & (2 * n_same < n_pairs)
+    return runs & (huge | (one & (nines | noisy)))[series]
 
 
 def _sides(x: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:

@@ -34,10 +34,12 @@ import numpy as np
 import pandas as pd
 from pandas.tseries.frequencies import to_offset
 
-__all__ = ["Session", "session_of", "detect", "suggest", "base_step", "wall_clock", "SESSION_EVIDENCE"]
+__all__ = ["Session", "session_of", "detect", "suggest", "holding", "closed_early", "base_step", "wall_clock",
+           "SESSION_EVIDENCE"]
 
 DAY = pd.Timedelta(days=1)
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+DAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 ALL_DAYS = tuple(range(7))
 _EPOCH = np.datetime64("1970-01-01", "D")  # where session days are counted from
 _SPELLING = re.compile(r"^\s*(?P<step>\S+)\s+(?P<start>\d{1,2}:\d\d(?::\d\d)?)\s*-\s*(?P<end>\d{1,2}:\d\d(?::\d\d)?)"
@@ -119,7 +121,42 @@ class Session:
         dates = np.busday_offset(_EPOCH, day, roll="forward", weekmask=self.weekmask)  # [n] datetime64[D]
         times = dates.astype("M8[ns]").astype(np.int64) + self.start.value + step * self.step_duration.value
         index = pd.DatetimeIndex(times.view("M8[ns]"))
-        return index if tz is None else index.tz_localize(tz)
+        if tz is None:
+            return index
+        local = index.tz_localize(tz, ambiguous="NaT", nonexistent="NaT")
+        if local.hasnans:  # a wall-clock step the zone skips or repeats: a daylight-saving change in open hours
+            raise ValueError(self._across_clock_change(index[np.asarray(local.isna())][0], tz))
+        return local
+
+    def _across_clock_change(self, wall: pd.Timestamp, tz: object) -> str:
+        """The error for a session open at the wall-clock time ``wall``, which the zone ``tz``
+        skips or repeats (a daylight-saving change), with the fix: the timestamps in UTC, where the
+        session's hours move by the change and :meth:`utc` holds both sides."""
+        noon = wall.normalize() + pd.Timedelta(hours=12)
+        offsets = [pd.Timestamp(noon + k * DAY).tz_localize(tz).utcoffset() for k in (-1, 1)]
+        skipped = offsets[1] > offsets[0]
+        utc = self.utc(min(offsets), max(offsets))
+        declared = f", or declare freq={utc.alias!r} (the session in UTC, both sides of the change)" if utc else ""
+        when = "does not exist there (the clocks skip it)" if skipped else "happens twice there"
+        return (f"the session {self.alias!r} ({self.describe()}) is open at {wall} in {tz}, a wall-clock time that "
+                f"{when}: a daylight-saving "
+                f"change falls in its open hours, which a session's wall-clock steps cannot hold. Give the timestamps "
+                f"in UTC (the time column's .dt.tz_convert('UTC'), or df.index.tz_convert('UTC') for a frame indexed "
+                f"by time) and leave freq unset: the session is read from the rows{declared}")
+
+    def utc(self, low: pd.Timedelta, high: pd.Timedelta) -> Session | None:
+        """The session in UTC of a zone whose offset from UTC is ``low`` or ``high`` (standard and
+        summer time): hours from the earlier UTC start to the later UTC end (one step missing each day
+        on either side of the change), weekdays moved with the start; None where that is no
+        session (the hours no longer fit a day whole, or a step)."""
+        start = self.start - high  # may leave [0, 1 day): the session day moves too
+        length = self.length + (high - low)
+        shift = int(start // DAY)
+        days = tuple(sorted((d + shift) % 7 for d in self.days))
+        if length > DAY or length % self.step_duration:
+            return None
+        end = (start + length) % DAY
+        return Session(self.step, start % DAY, DAY if end == start % DAY == pd.Timedelta(0) else end, days)
 
 
 def wall_clock(stamps: pd.DatetimeIndex) -> pd.DatetimeIndex:
@@ -190,6 +227,12 @@ def _parsed(freq: str) -> Session | None:
     if match is None:
         if freq.strip().lower() in ("bh", "cbh"):
             return _from_business_hour(to_offset(freq))
+        if _meant_as_session(freq):
+            raise ValueError(
+                f"invalid session freq {freq!r}: a session is spelt '<step> <HH:MM>-<HH:MM> [<days>]', the step a "
+                f"pandas alias shorter than a day, the hours as 09:00-17:00 (start included, end excluded), the days "
+                f"as Mon-Fri or Mon,Wed,Fri (every day without); e.g. {_EXAMPLE}"
+            )
         return None
     step = match["step"]
     try:
@@ -211,6 +254,24 @@ def _parsed(freq: str) -> Session | None:
             f"hold a whole number of {offset.freqstr!r} steps; e.g. {_EXAMPLE}"
         )
     return session
+
+
+def _meant_as_session(freq: str) -> bool:
+    """Whether ``freq``, which is no session as spelt, names a time of day or a weekday (as a
+    session would) and is no pandas alias either: a session spelt wrong, which deserves a
+    session's error rather than a plain alias's."""
+    words = re.split(r"[^a-z]+", freq.lower())
+    if ":" not in freq and not any(word[:3] in _DAY_NAMES and word in _DAY_WORDS for word in words):
+        return False
+    try:
+        to_offset(freq)
+    except (TypeError, ValueError):
+        return True
+    return False
+
+
+_DAY_NAMES = {name.lower() for name in WEEKDAYS}
+_DAY_WORDS = _DAY_NAMES | {name.lower() for name in DAY_NAMES} | {"tues", "thur", "thurs", "weds"}
 
 
 def _from_business_hour(offset: pd.offsets.BusinessHour) -> Session:
@@ -294,11 +355,20 @@ def _shown(session: Session, wall: pd.DatetimeIndex, within: np.ndarray, without
     return _missed(session, wall, within) - _missed(without, wall, within) >= SESSION_EVIDENCE
 
 
-def _hours(time: np.ndarray, step: str) -> Session:
+def _common(keys: np.ndarray, stray: bool = False) -> np.ndarray:
+    """The distinct values of ``keys`` ``[R]`` (times of day, weekdays) that are not stray: held by
+    at least :data:`STRAY_SHARE` as many rows as the median value is (one row on a Saturday among
+    weeks of weekday rows is a stray row, not a Saturday session), sorted; every one with ``stray``."""
+    values, counts = np.unique(keys, return_counts=True)
+    return values if stray else values[counts >= STRAY_SHARE * np.median(counts)]
+
+
+def _hours(time: np.ndarray, step: str, stray: bool = False) -> Session:
     """Every day open in the hours outside the widest stretch of the day (around midnight or not)
-    without one of the times of day ``time`` ``[R]`` (ns since midnight, on one grid of ``step``)."""
+    without one of the times of day ``time`` ``[R]`` (ns since midnight, on one grid of ``step``)
+    that is not stray (:func:`_common`; every one with ``stray``)."""
     duration = pd.Timedelta(to_offset(step)).value
-    times = np.unique(time)  # [U] sorted
+    times = _common(time, stray)  # [U] sorted
     gaps = np.diff(np.r_[times, times[0] + DAY.value])  # [U] from each to the next (around midnight)
     widest = int(gaps.argmax())  # the closed hours follow the time of day times[widest]
     if gaps[widest] == duration:
@@ -306,10 +376,21 @@ def _hours(time: np.ndarray, step: str) -> Session:
     return Session(step, pd.Timedelta(int(times[(widest + 1) % len(times)])), pd.Timedelta(int(times[widest]) + duration))
 
 
-def _with_days(hours: Session, wall: pd.DatetimeIndex) -> Session:
-    """``hours`` open on the weekdays on which the sessions of the rows ``wall`` ``[R]`` open."""
-    opened = (wall - hours.start).normalize().dayofweek  # [R]
-    return Session(hours.step, hours.start, hours.end, tuple(int(d) for d in np.unique(opened)))
+def _with_days(hours: Session, wall: pd.DatetimeIndex, stray: bool = False) -> Session:
+    """``hours`` open on the weekdays on which the sessions of the rows ``wall`` ``[R]`` open (those
+    that are not stray, :func:`_common`; every one with ``stray``)."""
+    opened = np.asarray((wall - hours.start).normalize().dayofweek)  # [R]
+    return Session(hours.step, hours.start, hours.end, tuple(int(d) for d in _common(opened, stray)))
+
+
+def holding(index: pd.DatetimeIndex, step: str) -> str:
+    """The session that holds every row of ``index`` ``[n]`` (one item's, sorted, on one grid of
+    ``step``), stray ones included: its hours leave out the widest stretch of the day without a row,
+    its days the weekdays without one; the plain ``step`` where nothing is left out. What a row
+    outside the session :func:`detect` read from the others needs to be kept."""
+    wall = wall_clock(index)
+    session = _with_days(_hours(wall.asi8 % DAY.value, step, stray=True), wall, stray=True)
+    return session.step if session.trivial else session.alias
 
 
 def suggest(index: pd.DatetimeIndex, step: str) -> str | None:
@@ -329,11 +410,78 @@ def suggest(index: pd.DatetimeIndex, step: str) -> str | None:
     return None if session.trivial else session.alias
 
 
+def closed_early(session: Session, stamps: pd.DatetimeIndex, first: np.ndarray, where: list[str]) -> list[str]:
+    """What the rows ``stamps`` ``[R]`` (sorted by item, then time, item ``i`` from row ``first[i]``,
+    named ``where[i]``; every row a step of ``session``) show of sessions that close early, for a
+    warning each: a session has one set of hours, so steps after an early close are missing values
+    and get forecasts.
+
+    A session day closes early where its rows hold every step from the open to its last one and
+    two or more steps are left after it (rows missing at random do not make one).
+
+    - A weekday whose session days (:data:`SESSION_DAYS` at least, a series' last day aside) close
+      early in three in four or more, where the other weekdays' do in one in four at most: a short
+      day every week (Saturdays 09:00-13:00 beside weekdays to 17:00),
+      whose closed hours every forecast over such a day steps into.
+    - Series whose last session day closes early at the step at which an earlier day of the data
+      closed early too (a half day seen before): the forecast starts in what may be closed hours of
+      that day.
+    """
+    if len(stamps) == 0:
+        return []
+    steps = session.steps_per_day
+    positions, _ = session.positions(stamps)  # [R]
+    item = np.repeat(np.arange(len(first)), np.diff(np.r_[first, len(stamps)]))  # [R]
+    day = positions // steps  # [R]
+    starts = np.flatnonzero(np.r_[True, (day[1:] != day[:-1]) | (item[1:] != item[:-1])])  # [G] each session day
+    ends = np.r_[starts[1:], len(stamps)] - 1  # [G] its last row
+    last_step = positions[ends] % steps  # [G]
+    final = np.r_[item[starts[1:]] != item[starts[:-1]], True]  # [G] an item's last session day
+    weekday = np.asarray((wall_clock(stamps[starts]) - session.start).normalize().dayofweek)  # [G]
+    # a day that closes early: every step from the open to its last row held, and two or more left out
+    # after it (rows missing at random do not make one)
+    whole = (positions[starts] % steps == 0) & (ends - starts == last_step)  # [G]
+    stops = whole & (last_step < steps - 2)  # [G]
+    early = stops & ~final  # [G]
+    said, regular = [], set()
+    for w in session.days:
+        days, others = ~final & (weekday == w), ~final & (weekday != w)
+        if days.sum() >= SESSION_DAYS and 4 * early[days].sum() >= 3 * days.sum() \
+                and 4 * early[others].sum() <= others.sum() and others.any():
+            close = session.start + (int(last_step[days].max()) + 1) * session.step_duration  # the latest they hold
+            name = DAY_NAMES[w]
+            regular.add(w)
+            drop = (f", e.g. forecast[~((forecast['timestamp'].dt.dayofweek == {w}) & "
+                    f"(forecast['timestamp'].dt.strftime('%H:%M') >= '{_clock(close % DAY)}'))]"
+                    if session.start + session.length <= DAY else "")
+            said.append(f"the rows hold {name} sessions up to {_clock(close % DAY)} only ({int(early[days].sum())} of "
+                        f"{int(days.sum())} {name}s end before {_clock(session.end)}, the session's close on the other "
+                        f"days): a session has one set of hours, so {name}s' steps from {_clock(close % DAY)} are "
+                        f"missing values, and every forecast over a {name} gives values there; drop those forecast "
+                        f"rows (closed hours){drop}")
+    halves = set(last_step[early].tolist())  # the steps at which earlier session days ended early
+    short = [g for g in np.flatnonzero(final & stops) if int(last_step[g]) in halves and int(weekday[g]) not in regular]
+    if short:
+        g = short[0]
+        seen = stamps[ends[early & (last_step == last_step[g])]]
+        named = ", ".join(f"{where[item[h]]} (last row {stamps[ends[h]]})" for h in short[:3])
+        before, more = ", ".join(str(t) for t in seen[:2]), " ..." if len(short) > 3 else ""
+        said.append(f"{len(short)} series end early in their last session day, at the step at which earlier days of "
+                    f"the data closed early (e.g. {before}): {named}{more}; their forecasts "
+                    f"start at the next step of that day, in the session's hours ({_clock(session.start)}-"
+                    f"{_clock(session.end)}). If the session closed early that day, add rows for its closed steps "
+                    "with missing values (NaN) up to the close, so that the forecast starts at the next session")
+    return said
+
+
 #: Rows that closed hours or days would have held at the rows' rate in the open steps, for
 #: :func:`detect` to take them as closed.
 SESSION_EVIDENCE = 10
 #: Session days at least half full of rows that :func:`detect` needs to see.
 SESSION_DAYS = 3
+#: The share of the median's rows below which a time of day or a weekday holds stray rows, not a
+#: session (:func:`detect`): a row typed on a Saturday, an hour logged late.
+STRAY_SHARE = 0.25
 
 
 def _missed(session: Session, wall: pd.DatetimeIndex, within: np.ndarray) -> float:

@@ -33,15 +33,20 @@ def fills_tails(trainable: bool, covariates: Sequence[str]) -> bool:
     return trainable and not covariates
 
 
-def tail_gaps(panel: Panel) -> np.ndarray:
+def tail_gaps(panel: Panel, within: int | None = None) -> np.ndarray:
     """``[N]`` the steps each series of ``panel`` holds after its last observed one (in the
     channels observed somewhere; a series observed nowhere: its length): how many more than a
-    window's context a forecast from its last observations reads."""
+    window's context a forecast from its last observations reads. ``within``: count only the
+    channels observed in their last ``within`` steps (0 for a series without one)."""
     gaps = np.zeros(len(panel.items), dtype=np.int64)
     for i, series in enumerate(panel.items):
         seen = series.observed.any(axis=0)  # [C]
         after = np.argmax(series.observed[::-1], axis=0)  # [C] steps after each channel's last observation
-        gaps[i] = int(after[seen].max()) if seen.any() else len(series)
+        if within is not None:
+            seen &= after < within
+            gaps[i] = int(after[seen].max()) if seen.any() else 0
+        else:
+            gaps[i] = int(after[seen].max()) if seen.any() else len(series)
     return gaps
 
 
@@ -54,33 +59,42 @@ def tail_gap(panel: Panel) -> int:
 def with_tails(panel: Panel, values: CovariateValues, context: int) -> tuple[Panel, CovariateValues]:
     """Each series' last ``context`` steps and its missing tail after them (all of a shorter one),
     and the same steps of its dynamic covariates: what a network forecasts a tail from, kept
-    series by series (one long tail does not lengthen every series)."""
-    kept = np.minimum(context + tail_gaps(panel), np.diff(panel.offsets))  # [N]
+    series by series (one long tail does not lengthen every series). Only tails shorter than
+    ``context`` count: a channel whose last ``context`` steps hold no observation gets no forecast
+    (:func:`fill_tails`), so the steps before its tail are not kept for it."""
+    kept = np.minimum(context + tail_gaps(panel, within=context), np.diff(panel.offsets))  # [N]
     items = tuple(Series(s.item_id, s.grid, s.values[len(s) - k:], s.observed[len(s) - k:], s.start + len(s) - k)
                   for s, k in zip(panel.items, kept.tolist()))
     dynamic = tuple(d[len(d) - k:] for d, k in zip(values.dynamic, kept.tolist()))
     return dataclasses.replace(panel, items=items), dataclasses.replace(values, dynamic=dynamic)
 
 
-def fill_tails(panel: Panel, horizon: int, forecast: Callable[[Panel, np.ndarray], np.ndarray]) -> tuple[Panel, int]:
+def fill_tails(panel: Panel, horizon: int, context: int,
+               forecast: Callable[[Panel, np.ndarray], np.ndarray]) -> tuple[Panel, int]:
     """``panel`` with the missing tails of its series filled, and the rounds of ``forecast`` it took
     (0, and ``panel`` itself, where no series has one).
 
     A series' tail is its steps after the last step where one of its channels is observed and
-    the others that have an observation are not; each round cuts every such series there,
+    the others that have an observation are not. A tail at least ``context`` steps long is not
+    filled: nothing in the window before the requested dates was observed, and forecasting it
+    from older data would stretch a network's ``prediction_length`` over as many rounds as it
+    takes (that channel's forecast is NaN, and ``predict`` names it; a longer ``context_length``
+    reaches its last observation). Each round cuts every series with a tail to fill there,
     ``forecast(cut, items)`` (``cut``: a panel of those series up to their cuts, ``items`` ``[n]``
     their positions in ``panel``) gives ``[n, horizon, C]`` forecasts in the data's units, and the
-    missing entries of the ``horizon`` steps after each cut take them (observed ones are kept). A
-    round that fills nothing (every forecast NaN: nothing observed in a window) ends it.
+    missing entries of the ``horizon`` steps after each cut take them in the channels whose tail is
+    filled (observed entries are kept; a channel left unfilled stays missing). A round that fills
+    nothing (every forecast NaN: nothing observed in a window) ends it.
     """
     values = [s.values.copy() for s in panel.items]
     known = [s.observed.copy() for s in panel.items]  # observed, or filled with a forecast
+    reach = [s.observed[max(len(s) - context, 0):].any(axis=0) for s in panel.items]  # [C] each: seen in the context
     rounds = 0
     while True:
         cuts = {}
         for i, seen in enumerate(known):
             last = len(seen) - 1 - np.argmax(seen[::-1], axis=0)  # [C] each channel's last known step
-            tailed = seen.any(axis=0) & (last < len(seen) - 1)  # [C] channels known somewhere, not at the end
+            tailed = reach[i] & (last < len(seen) - 1)  # [C] channels observed in the context, not at the end
             if tailed.any():
                 cuts[i] = int(last[tailed].min()) + 1
         if not cuts:
@@ -93,7 +107,7 @@ def fill_tails(panel: Panel, horizon: int, forecast: Callable[[Panel, np.ndarray
         progress = False
         for (i, end), mean in zip(cuts.items(), means):
             stop = min(end + horizon, len(values[i]))
-            fill = ~known[i][end:stop] & np.isfinite(mean[:stop - end])  # [h, C]
+            fill = ~known[i][end:stop] & np.isfinite(mean[:stop - end]) & reach[i]  # [h, C]
             values[i][end:stop] = np.where(fill, mean[:stop - end], values[i][end:stop])
             known[i][end:stop] |= fill
             progress |= bool(fill.any())

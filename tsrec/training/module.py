@@ -29,7 +29,13 @@ DIVERGED_ERROR = 100.0
 
 class TrainingDiverged(ValueError):
     """The training loss became NaN or infinite, or exploded (see :data:`DIVERGED_ERROR`): the
-    learning rate is too high for the data. A ``ValueError``: the fix is another setting."""
+    learning rate is too high for the data, or the data hold values no setting makes predictable
+    (:func:`tsrec.fitting.fit_state` names those). A ``ValueError``: the fix is another setting,
+    or other data. ``problem``: what happened, without the advice that follows it."""
+
+    def __init__(self, message: str, problem: str = "") -> None:
+        super().__init__(message)
+        self.problem = problem or message
 
 
 def informer_lr_factor(epoch: int) -> float:
@@ -169,8 +175,8 @@ class ForecastingModule(pl.LightningModule):
                 f"zero scores about 1; the bound is {bound:g})")
         clip = ("set gradient_clip_val (e.g. 1.0)" if c.gradient_clip_val is None else
                 f"a smaller gradient_clip_val than {c.gradient_clip_val:g}")
-        raise TrainingDiverged(f"training diverged in epoch {epoch} at learning_rate={c.learning_rate:g}: {what}. "
-                               f"Lower learning_rate (e.g. to {c.learning_rate / 10:g}) or {clip}")
+        problem = f"training diverged in epoch {epoch} at learning_rate={c.learning_rate:g}: {what}"
+        raise TrainingDiverged(f"{problem}. Lower learning_rate (e.g. to {c.learning_rate / 10:g}) or {clip}", problem)
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         checkpoint["tsrec_history"] = [dict(row) for row in self.history]
