@@ -2,6 +2,8 @@
 CSV files, and one-line errors (exit status 2, no traceback) for bad arguments and files."""
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 import time
@@ -417,3 +419,42 @@ def test_gluonts_json_warning_is_silenced(tmp_path):
     proc = subprocess.run([sys.executable, "-W", "always", "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "json" not in proc.stderr, proc.stderr
+
+
+# ------------------------------------------------------------------------------------------ the console script
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def tsrec_script() -> str:
+    """The ``tsrec`` console script installed with this Python (``pip install -e .``), as a user runs it."""
+    beside = Path(sys.executable).with_name("tsrec")
+    found = str(beside) if beside.is_file() else shutil.which("tsrec")
+    assert found, "the tsrec console script is not installed: pip install -e ."
+    return found
+
+
+@pytest.mark.slow
+def test_every_command_through_the_console_script(nixtla_csv, tmp_path):
+    """quickstart, fit (the default), predict --levels, backtest --plot and plot-gates, each run as the
+    ``tsrec`` script (this tree first on PYTHONPATH, so that the script runs the code under test)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+
+    def tsrec(*argv: str) -> str:
+        proc = subprocess.run([tsrec_script(), *argv], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return proc.stdout
+
+    assert all(command in tsrec("--help") for command in COMMANDS)
+    out = tsrec("quickstart", "--tiny", "--output", "qs")
+    assert "auto chose" in out and (tmp_path / "qs" / "forecast.png").stat().st_size > 0
+    out = tsrec("fit", "--data", str(nixtla_csv), "--prediction-length", "6", "--output", "model")
+    assert "Forecaster('auto'" in out and "auto chose" in out and "Nixtla's column names" in out
+    out = tsrec("predict", "--model-dir", "model", "--levels", "80", "95", "--output", "forecast.csv")
+    assert "with the 80% and 95% intervals (conformal)" in out
+    assert {"0.025", "0.975"} <= set(pd.read_csv(tmp_path / "forecast.csv").columns)
+    out = tsrec("backtest", "--model-dir", "model", "--data", str(nixtla_csv), "--windows", "2", "--output",
+                "errors.csv", "--plot", "backtest.png")
+    assert "mse_ratio" in out and (tmp_path / "backtest.png").stat().st_size > 0
+    out = tsrec("plot-gates", "--model-dir", f"qs/{GATES_MODEL}", "--output", "gates.png")
+    assert "encoder self 0: gate" in out and (tmp_path / "gates.png").stat().st_size > 0
