@@ -4,12 +4,13 @@ Every function returns a :class:`matplotlib.figure.Figure` built directly (never
 ``pyplot``): nothing is shown, no global backend is touched, and figures are freed with their
 last reference. Save one with ``fig.savefig("gates.png")`` (PNG, SVG, PDF).
 
-- :func:`plot_gates`: the learned gates ``sigmoid(mu)`` per RSA layer (or head), and the REM heads'
-  decay half-lives and cycle periods in time units.
+- :func:`plot_gates`: the learned gates ``sigmoid(mu)`` per RSA layer (or head), the REM heads'
+  decay half-lives and cycle periods in the data's own units (one marker per head), and a caption
+  saying what a gate is.
 - :func:`plot_rem`: the REM kernels of one layer, as weight-by-lag curves and as matrices.
 - :func:`plot_gate_history`: the gates per epoch, from the Lightning CSV log.
-- :func:`plot_forecast`: history, forecast and quantile band, one panel per item.
-- :func:`plot_backtest`: MSE and MAE per horizon step of a backtest.
+- :func:`plot_forecast`: history, forecast, interval bands and the truth after the origin, one panel per item.
+- :func:`plot_backtest`: MSE and MAE per horizon step of a backtest, beside its baselines'.
 """
 
 from __future__ import annotations
