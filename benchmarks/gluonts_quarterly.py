@@ -263,8 +263,9 @@ def main(argv: list[str] | None = None) -> int:
                     row = {**run_one(dataset, model, seed, data), **stamp}
                 except Exception as error:  # reported in the table; the other runs carry on
                     row = {**failed_run(dataset, model, seed, data, error), **stamp}
-                print(f"{dataset} {model} seed {seed}: {row['status']} " + ", ".join(f"{m} {row[m]:.4g}" for m in METRICS)
-                      + f", {row['cpu_s']} CPU-s {row['note']}", flush=True)
+                scores = ", ".join(f"{m} {row[m]:.4g}" for m in METRICS)
+                print(f"{dataset} {model} seed {seed}: {row['status']} {scores}, {row['cpu_s']} CPU-s {row['note']}",
+                      flush=True)
                 rows.append(row)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     csv = args.out_dir / f"{NAME}.csv"

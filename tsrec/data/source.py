@@ -26,8 +26,8 @@ from tsrec.data.covariates import CovariateValues, categorical_statics, read_fra
 from tsrec.data.frame import Panel
 from tsrec.data.schema import Schema
 
-__all__ = ["ParquetSeries", "Read", "Source", "categorical", "conventional", "history_before", "is_parquet", "read", "rows_of",
-           "series_ids", "subset"]
+__all__ = ["ParquetSeries", "Read", "Source", "categorical", "conventional", "history_before", "is_parquet", "read",
+           "rows_of", "series_ids", "subset"]
 
 
 @dataclass(frozen=True)
