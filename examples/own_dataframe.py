@@ -1,7 +1,8 @@
 """Your own data: a long DataFrame with several series (one row per id and timestamp).
 
-Fits RSA-Informer on three stores' hourly sales, forecasts the next day of each store, backtests
-the last days, and plots forecasts and errors by horizon step.
+Fits the default model (``auto``) on three stores' hourly sales, forecasts the next day of each
+store with its 80% and 95% intervals, backtests the last days against naive forecasts, and plots
+forecasts and errors by horizon step.
 
     python examples/own_dataframe.py [--output DIR] [--tiny]
 
@@ -53,20 +54,19 @@ def main() -> None:
     cutoff = df["ds"].max() - pd.Timedelta(days=3)
     history = df[df["ds"] <= cutoff]  # the last 3 days are kept for the backtest
 
-    network = dict(d_model=16, d_ff=16, e_layers=1) if tiny else dict(d_model=64, d_ff=128, e_layers=2)
-    forecaster = Forecaster("rsa_informer", prediction_length=HORIZON, context_length=48 if tiny else 96,
-                            n_heads=8, d_layers=1, max_epochs=1 if tiny else 8, learning_rate=1e-3,
-                            output_dir=output / "training", **network)
+    forecaster = Forecaster(prediction_length=HORIZON, seed=0)  # the default model, auto
     forecaster.fit(history, **COLUMNS)
+    print(forecaster.leaderboard[["model", "val_mse", "weight"]].to_string(index=False))  # what it chose
 
-    forecast = forecaster.predict()  # the day after `history`, per store
+    forecast = forecaster.predict(levels=[80, 95])  # the day after `history`, per store, with its bands
     print(forecast.groupby("item_id")["mean"].describe()[["mean", "min", "max"]])
     latest = forecaster.predict(df)  # the same model on the newest data: the day after `df`
     print(f"forecast from the newest data starts at {latest['timestamp'].min()}")
 
-    # Three non-overlapping daily windows over the held-out days, original and scaled units.
+    # Three non-overlapping daily windows over the held-out days: errors, intervals' coverage, skill.
     result = backtest(forecaster, df, n_windows=3, stride=HORIZON, **COLUMNS)
     print(result.summary.to_string(index=False))
+    print(result.skill.to_string(index=False))
 
     output.mkdir(parents=True, exist_ok=True)
     plot_forecast(df, forecast, **COLUMNS).savefig(output / "forecast.png")

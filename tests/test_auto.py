@@ -80,14 +80,6 @@ def test_the_default_model_is_auto_and_a_named_network_is_one_network():
     assert f.model_name == "rsa_patchtst" and type(f.model).__name__ == "PatchTST"
 
 
-def test_the_gluonts_estimator_still_trains_one_network_by_default():
-    """A GluonTS estimator trains one probabilistic network; auto (points, not trained) would be refused."""
-    pytest.importorskip("gluonts")
-    from tsrec.interop.gluonts import TsrecEstimator
-
-    assert TsrecEstimator(prediction_length=H, freq="h").forecaster.model_name == "rsa_patchtst"
-
-
 def test_the_default_on_short_data_scores_the_statistical_models_and_skips_the_networks_saying_why(scored):
     board = Forecaster(**FAST).fit(hourly(n=24 * 8)).leaderboard  # 2 series x 192 steps: a few hundred windows
     assert list(board.columns) == COLUMNS

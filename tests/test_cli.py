@@ -2,6 +2,8 @@
 CSV files, and one-line errors (exit status 2, no traceback) for bad arguments and files."""
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 import time
@@ -12,7 +14,7 @@ import pandas as pd
 import pytest
 
 from tsrec import Forecaster, cli
-from tsrec.cli import QUICKSTART_MODEL, main, parse_options
+from tsrec.cli import GATES_MODEL, main, parse_options
 from tsrec.config import DEFAULT_MODEL, TrainingConfig
 from tests.shared_data import SHARED_DATASETS
 
@@ -61,21 +63,34 @@ def test_help_for_every_command(command, capsys):
 def test_quickstart_tiny_writes_every_file(tmp_path, capsys):
     out = tmp_path / "qs"
     assert main(["quickstart", "--tiny", "--output", str(out)]) == 0
-    for name in ("forecast.csv", "forecast.png", "gates.csv", "gates.png", "gate_history.png", "metrics.json"):
+    for name in ("forecast.csv", "forecast.png", "skill.png", "leaderboard.csv", "gates.csv", "gates.png",
+                 "gate_history.png", "metrics.json"):
         assert (out / name).stat().st_size > 0, name
     metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["model"] == DEFAULT_MODEL == "auto" and metrics["gates_model"]["model"] == GATES_MODEL
     assert metrics["units"] == "original" and metrics["prediction_length"] == 24
     assert set(metrics["scores"]) == {"mse", "mae"} and all(np.isfinite(list(metrics["scores"].values())))
     assert metrics["skill"]["naive"]["mse_ratio"] > 0 and metrics["skill"]["seasonal_naive"]["season"] == 24
+    assert set(metrics["interval_coverage"]) == {"80%", "95%"}
+    assert sum(metrics["ensemble"].values()) == pytest.approx(1.0)
     forecast = pd.read_csv(out / "forecast.csv", parse_dates=["timestamp"])
-    assert list(forecast.columns) == ["item_id", "timestamp", "mean", "y_true"]
+    assert list(forecast.columns) == ["item_id", "timestamp", "mean", "0.025", "0.1", "0.9", "0.975", "y_true"]
     assert len(forecast) == 3 * 24 and forecast["y_true"].notna().all()
+    assert (forecast["0.025"] < forecast["0.1"]).all() and (forecast["0.9"] < forecast["0.975"]).all()
     assert metrics["scores"]["mse"] == pytest.approx(np.mean((forecast["mean"] - forecast["y_true"]) ** 2))
+    inside = (forecast["0.1"] <= forecast["y_true"]) & (forecast["y_true"] <= forecast["0.9"])
+    assert metrics["interval_coverage"]["80%"] == pytest.approx(inside.mean())
     assert len(pd.read_csv(out / "gates.csv")) == 1 * 4  # rsa_patchtst (--tiny: 1 RSA layer) x 4 heads
-    reloaded = Forecaster.load(out / "model").predict()
-    np.testing.assert_allclose(reloaded["mean"], forecast["mean"], rtol=1e-5)
+    default = Forecaster.load(out / "model")
+    assert default.model_name == "auto"
+    np.testing.assert_allclose(default.predict()["mean"], forecast["mean"], rtol=1e-5)
+    assert Forecaster.load(out / GATES_MODEL).model_name == GATES_MODEL
     summary = capsys.readouterr().out
-    assert "skill" in summary and "seasonal naive (24 steps)" in summary and "encoder self 0: gate" in summary
+    assert "auto chose" in summary and "seasonal naive (24 steps)" in summary
+    assert "encoder self 0: gate" in summary and "(hours)" in summary
+    lines = summary.splitlines()
+    listed = lines[next(i for i, line in enumerate(lines) if line.endswith(f"files in {out}:")) + 1].split()
+    assert "leaderboard.csv" in listed and all((out / name.rstrip("/")).exists() for name in listed)
 
 
 @pytest.mark.shared_datasets("ETTh1.csv")
@@ -110,6 +125,56 @@ def test_fit_predict_backtest_plot_gates_on_a_long_csv(fitted_dir, long_csv, tmp
     assert main(["plot-gates", "--model-dir", str(fitted_dir), "--output", str(tmp_path / "gates.svg")]) == 0
     assert b"<svg" in (tmp_path / "gates.svg").read_bytes()[:1000]
     assert list((fitted_dir / "training").glob("logs/version_*/metrics.csv"))  # training logs beside the model
+
+
+@pytest.fixture(scope="module")
+def nixtla_csv(tmp_path_factory):
+    """Three hourly series named as Nixtla names them: unique_id, ds, y (200 steps each)."""
+    rng = np.random.default_rng(1)
+    t = np.arange(200)
+    frame = pd.concat([pd.DataFrame({"unique_id": item, "ds": pd.date_range("2024-01-01", periods=200, freq="h"),
+                                     "y": 5 * k + np.sin(2 * np.pi * t / 24) + 0.1 * rng.standard_normal(200)})
+                       for k, item in enumerate("abc")])
+    path = tmp_path_factory.mktemp("data") / "nixtla.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def test_fit_says_what_auto_chose_and_predict_writes_the_bands_of_levels(nixtla_csv, tmp_path, capsys):
+    out = tmp_path / "model"
+    assert main(["fit", "--data", str(nixtla_csv), "--prediction-length", "6", "--output", str(out)]) == 0
+    summary = capsys.readouterr().out
+    board = Forecaster.load(out).leaderboard
+    assert "Forecaster('auto'" in summary
+    assert "read as a long frame in Nixtla's column names: id_col='unique_id', time_col='ds', target_col='y'" in summary
+    chosen = board[board.weight > 0]
+    assert "auto chose " + " + ".join(f"{m} x {w:.2f}" for m, w in zip(chosen.model, chosen.weight)) in summary
+    for row in board.itertuples():  # every candidate, with its weight (a saved leaderboard keeps no notes)
+        assert any(line.split()[:1] == [row.model] and f"{row.weight:.2f}" in line for line in summary.splitlines())
+    assert "dlinear" in summary and "skipped: " in summary  # too few windows for the networks, and said why
+    assert "epochs" not in summary and "training logs" not in summary  # auto's statistical members train nothing
+    assert not (out / "training").exists()
+    forecast_csv = tmp_path / "forecast.csv"
+    assert main(["predict", "--model-dir", str(out), "--levels", "80", "95", "--output", str(forecast_csv)]) == 0
+    assert "with the 80% and 95% intervals (conformal)" in capsys.readouterr().out
+    forecast = pd.read_csv(forecast_csv)
+    assert list(forecast.columns) == ["item_id", "timestamp", "mean", "0.025", "0.1", "0.9", "0.975"]
+    expected = Forecaster.load(out).predict(levels=[80, 95])
+    np.testing.assert_allclose(forecast[["0.025", "0.1", "0.9", "0.975"]], expected[["0.025", "0.1", "0.9", "0.975"]])
+
+
+def test_plot_gates_of_a_quarterly_rsa_model_tells_quarters(tmp_path, capsys):
+    t = np.arange(80)
+    frame = pd.DataFrame({"date": pd.date_range("1990-01-01", periods=80, freq="QS"),
+                          "gdp": 100 + t + 3 * np.sin(2 * np.pi * t / 4)})
+    frame.to_csv(tmp_path / "quarterly.csv", index=False)
+    model = tmp_path / "model"
+    assert main(["fit", "--data", str(tmp_path / "quarterly.csv"), "--model", "rsa_patchtst", "--prediction-length",
+                 "4", "--epochs", "1", "--output", str(model)]) == 0
+    capsys.readouterr()
+    assert main(["plot-gates", "--model-dir", str(model), "--output", str(tmp_path / "gates.png")]) == 0
+    out = capsys.readouterr().out
+    assert (tmp_path / "gates.png").stat().st_size > 0 and "(quarters)" in out and "encoder self 0: gate" in out
 
 
 def test_fit_a_wide_csv_with_one_target_column(tmp_path):
@@ -265,12 +330,14 @@ def test_help_names_the_default_model_and_budget(capsys):
         main([command, "--help"] if command else ["--help"])
         helps[command] = " ".join(capsys.readouterr().out.split())
     assert not any("Informer" in text for text in helps.values())
-    assert f"train {QUICKSTART_MODEL} on recurrent data" in helps[""] and QUICKSTART_MODEL == "rsa_patchtst"
-    assert f"Train {QUICKSTART_MODEL} (RSA in PatchTST)" in helps["quickstart"]
+    assert f"fit the default model on recurrent data, with {GATES_MODEL}'s learned gates" in helps[""]
+    assert f"Fit the default model (auto)" in helps["quickstart"] and f"train {GATES_MODEL} (RSA in PatchTST)" \
+        in helps["quickstart"] and GATES_MODEL == "rsa_patchtst"
     assert f"(default {DEFAULT_MODEL}, as Forecaster's)" in helps["fit"]
     assert TrainingConfig().max_epochs is None  # the budget the help texts describe
     assert "--epochs EPOCHS an epoch budget (default: the Forecaster's step budget scaled to the data)" in helps["fit"]
-    assert "an epoch budget (default: 1,000 steps; 1 epoch with --tiny)" in helps["quickstart"]
+    assert "rsa_patchtst's epoch budget (default: 300 steps; 1 epoch with --tiny)" in helps["quickstart"]
+    assert "--levels L [L ...] add the bands of these intervals (percent)" in helps["predict"]
 
 
 # ------------------------------------------------------------------------------------------ hostile files
@@ -352,3 +419,42 @@ def test_gluonts_json_warning_is_silenced(tmp_path):
     proc = subprocess.run([sys.executable, "-W", "always", "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "json" not in proc.stderr, proc.stderr
+
+
+# ------------------------------------------------------------------------------------------ the console script
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def tsrec_script() -> str:
+    """The ``tsrec`` console script installed with this Python (``pip install -e .``), as a user runs it."""
+    beside = Path(sys.executable).with_name("tsrec")
+    found = str(beside) if beside.is_file() else shutil.which("tsrec")
+    assert found, "the tsrec console script is not installed: pip install -e ."
+    return found
+
+
+@pytest.mark.slow
+def test_every_command_through_the_console_script(nixtla_csv, tmp_path):
+    """quickstart, fit (the default), predict --levels, backtest --plot and plot-gates, each run as the
+    ``tsrec`` script (this tree first on PYTHONPATH, so that the script runs the code under test)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+
+    def tsrec(*argv: str) -> str:
+        proc = subprocess.run([tsrec_script(), *argv], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return proc.stdout
+
+    assert all(command in tsrec("--help") for command in COMMANDS)
+    out = tsrec("quickstart", "--tiny", "--output", "qs")
+    assert "auto chose" in out and (tmp_path / "qs" / "forecast.png").stat().st_size > 0
+    out = tsrec("fit", "--data", str(nixtla_csv), "--prediction-length", "6", "--output", "model")
+    assert "Forecaster('auto'" in out and "auto chose" in out and "Nixtla's column names" in out
+    out = tsrec("predict", "--model-dir", "model", "--levels", "80", "95", "--output", "forecast.csv")
+    assert "with the 80% and 95% intervals (conformal)" in out
+    assert {"0.025", "0.975"} <= set(pd.read_csv(tmp_path / "forecast.csv").columns)
+    out = tsrec("backtest", "--model-dir", "model", "--data", str(nixtla_csv), "--windows", "2", "--output",
+                "errors.csv", "--plot", "backtest.png")
+    assert "mse_ratio" in out and (tmp_path / "backtest.png").stat().st_size > 0
+    out = tsrec("plot-gates", "--model-dir", f"qs/{GATES_MODEL}", "--output", "gates.png")
+    assert "encoder self 0: gate" in out and (tmp_path / "gates.png").stat().st_size > 0

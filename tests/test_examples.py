@@ -22,14 +22,17 @@ def run_example(name: str, cwd: Path, *args: str) -> subprocess.CompletedProcess
 
 def test_quickstart_example(tmp_path):
     proc = run_example("quickstart.py", tmp_path, "--output", "out")
-    assert "rsa_informer: holdout MSE" in proc.stdout and "seasonal naive: holdout MSE" in proc.stdout
-    for name in ("forecast.png", "gates.png", "rem_encoder_0.png"):
+    assert "seasonal_naive" in proc.stdout and "mse_ratio" in proc.stdout and "half_life_hours" in proc.stdout
+    for name in ("forecast.csv", "forecast.png", "skill.png", "gates.png"):
         assert (tmp_path / "out" / name).stat().st_size > 0
+    header = (tmp_path / "out" / "forecast.csv").read_text().splitlines()[0]
+    assert header == "item_id,timestamp,mean,0.025,0.1,0.9,0.975"
 
 
 def test_own_dataframe_example(tmp_path):
     proc = run_example("own_dataframe.py", tmp_path, "--output", "out")
     assert "forecast from the newest data starts at" in proc.stdout and "mse" in proc.stdout
+    assert "interval_coverage_95" in proc.stdout and "mse_ratio" in proc.stdout
     for name in ("forecast.png", "backtest.png"):
         assert (tmp_path / "out" / name).stat().st_size > 0
 

@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from test_forecaster import wide_frame
-from test_rem import make_rem
+from tests.test_forecaster import wide_frame
+from tests.test_rem import make_rem
 
 from tsrec import Forecaster, list_models
 from tsrec.evaluation import backtest

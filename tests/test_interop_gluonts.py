@@ -429,15 +429,117 @@ def test_frequency_errors(quantile_predictor) -> None:
 @pytest.mark.parametrize(
     ("model", "options", "match"),
     [
-        ("dlinear", {"output": "point"}, r"output='point' forecasts a mean only.*'Forecast contains NaN values'"),
-        ("seasonal_naive", {}, "'seasonal_naive' is not trained and forecasts points only"),
+        ("dlinear", {"output": "point"}, r"output='point' forecasts a mean only and has no conformal calibration.*"
+                                         r"'Forecast contains NaN values'.*conformal_windows=<k>"),
+        ("seasonal_naive", {}, "'seasonal_naive' is not trained and has no conformal calibration.*conformal_windows"),
+        ("auto", {"conformal_windows": 0}, "'auto' is not trained and has no conformal calibration"),
     ],
 )
-def test_point_forecasters_are_refused(model, options, match) -> None:
+def test_point_forecasters_without_a_calibration_are_refused(model, options, match) -> None:
     from tsrec.interop.gluonts import TsrecEstimator
 
     with pytest.raises(ValueError, match=match):
         TsrecEstimator(model, prediction_length=H, **options)
+
+
+# ------------------------------------------------------------------ the default: auto's conformal quantiles
+@pytest.fixture(scope="module")
+def auto_predictor():
+    """TsrecEstimator() on two hourly series of different noise (statistical candidates: too few windows
+    for networks), calibrated at train."""
+    from gluonts.dataset.common import ListDataset
+
+    from tsrec.interop.gluonts import TsrecEstimator
+
+    entries = hourly_entries()
+    entries[1]["target"] = 10 + 4 * (entries[1]["target"] - 10)  # b: four times a's spread
+    train = ListDataset([{**entry, "target": entry["target"][:-H]} for entry in entries], freq="h")
+    return TsrecEstimator(prediction_length=H, seed=0).train(train), ListDataset(entries, freq="h")
+
+
+def test_the_default_estimator_is_auto_with_its_conformal_bands_as_quantile_forecasts(auto_predictor) -> None:
+    from gluonts.evaluation import Evaluator
+    from gluonts.model.forecast import QuantileForecast
+
+    from tsrec.interop.gluonts import QUANTILES, TsrecEstimator
+
+    assert TsrecEstimator(prediction_length=H).forecaster.model_name == "auto"
+    assert QUANTILES == tuple(Evaluator.default_quantiles)
+    predictor, full = auto_predictor
+    assert predictor.forecaster.calibration is not None and predictor.levels == (20.0, 40.0, 60.0, 80.0)
+    forecasts = list(predictor.predict(full))
+    expected = predictor.forecaster.predict(to_tsrec_frame(full), levels=[20, 40, 60, 80])
+    assert expected.attrs["intervals"] == "conformal"
+    widths = []
+    for forecast, item_id in zip(forecasts, ["a", "b"]):
+        assert isinstance(forecast, QuantileForecast) and forecast.item_id == item_id
+        assert forecast.forecast_keys == [str(q) for q in QUANTILES] + ["mean"]
+        rows = expected[expected.item_id == item_id]
+        for q in QUANTILES:  # the bands of predict(levels=...), the median the mean
+            np.testing.assert_allclose(forecast.quantile(q), rows["mean" if q == 0.5 else str(q)])
+        np.testing.assert_allclose(forecast.quantile(0.1) + forecast.quantile(0.9), 2 * forecast.mean)
+        assert (np.diff(forecast.forecast_array[:-1], axis=0) >= 0).all()
+        widths.append(forecast.quantile(0.9) - forecast.quantile(0.1))
+    assert (widths[1] > 2 * widths[0]).all()  # calibrated per item: b's band is wider
+
+
+def test_the_default_scores_in_gluonts_evaluator_at_its_own_levels(auto_predictor) -> None:
+    from gluonts.evaluation import make_evaluation_predictions
+
+    from tsrec.interop.gluonts import TsrecPredictor
+
+    predictor, full = auto_predictor
+    custom = TsrecPredictor(predictor.forecaster, quantiles=[0.05, 0.5, 0.95])
+    forecasts, series = make_evaluation_predictions(full, custom)
+    forecasts = list(forecasts)
+    assert forecasts[0].forecast_keys == ["0.05", "0.5", "0.95", "mean"]
+    agg, _ = evaluate_at(forecasts, series, (0.05, 0.5, 0.95))
+    assert np.isfinite(agg["MASE"]) and 0 <= agg["Coverage[0.05]"] <= agg["Coverage[0.95]"] <= 1
+
+
+def evaluate_at(forecasts, series, quantiles) -> tuple[dict, pd.DataFrame]:
+    from gluonts.evaluation import Evaluator
+
+    return Evaluator(quantiles=quantiles, num_workers=0)(series, forecasts)
+
+
+def test_quantiles_a_calibration_cannot_give_and_bad_quantiles_are_refused(auto_predictor) -> None:
+    from tsrec.interop.gluonts import TsrecEstimator, TsrecPredictor
+
+    predictor, _ = auto_predictor
+    top = predictor.forecaster.calibration.max_level()
+    q = round((100 - min(99.9, top + 0.5 * (100 - top))) / 200, 6)  # a band beyond the calibration's reach
+    ends = rf"quantiles {q:g} and .* are the ends of the .*% interval: .*conformal_windows"
+    with pytest.raises(ValueError, match=ends):
+        TsrecPredictor(predictor.forecaster, quantiles=[q, 0.5, 1 - q])
+    for bad in ([0.0, 0.5], [50], ["x"]):
+        with pytest.raises(ValueError, match="quantiles must be"):
+            TsrecEstimator(prediction_length=H, quantiles=bad)
+
+
+def test_auto_takes_no_validation_data(auto_predictor) -> None:
+    from tsrec.interop.gluonts import TsrecEstimator
+
+    _, full = auto_predictor
+    with pytest.raises(ValueError, match=r"TsrecEstimator\('auto'\) .* takes no validation_data"):
+        TsrecEstimator(prediction_length=H).train(full, validation_data=full)
+
+
+def test_a_calibrated_statistical_model_and_the_serialized_quantiles(auto_predictor, tmp_path) -> None:
+    from gluonts.model.predictor import Predictor
+
+    from tsrec.interop.gluonts import TsrecEstimator
+
+    _, full = auto_predictor
+    train = [{**entry, "target": entry["target"][:-H]} for entry in full]
+    predictor = TsrecEstimator("seasonal_naive", prediction_length=H, conformal_windows=20,
+                               quantiles=(0.1, 0.5, 0.9)).train(train, )
+    predictor.serialize(tmp_path)
+    loaded = Predictor.deserialize(tmp_path)
+    assert loaded.quantiles == (0.1, 0.5, 0.9)
+    for before, after in zip(predictor.predict(full), loaded.predict(full)):
+        assert after.forecast_keys == ["0.1", "0.5", "0.9", "mean"]
+        np.testing.assert_allclose(after.forecast_array, before.forecast_array)
 
 
 def test_predictor_argument_errors() -> None:

@@ -52,12 +52,21 @@ def test_plot_gates_one_bar_per_layer_in_attention_order(fitted):
     expected = [table[("encoder self", 0)], table[("decoder self", 0)], table[("cross", 0)]]
     np.testing.assert_allclose([p.get_height() for p in bars.patches], expected, rtol=1e-6)
     assert [t.get_text() for t in bars.get_legend().get_texts()] == ["encoder self", "decoder self", "cross"]
-    # REM panel: hourly data -> hours, log scale; one half-life per head and one period per cos/sin head
+    # REM panel: hourly data -> hours, log scale; one half-life and one period per head, the sin twin of a
+    # cos head (the same decay and period) left out
     assert times.get_ylabel() == "hours" and times.get_yscale() == "log"
     half_lives, periods = (points(times, "decay half-life"), points(times, "cycle period"))
-    assert len(half_lives) == 24 and len(periods) == 24
-    hours = fitted.gates()["half_life_steps"].to_numpy()  # one step is one hour
+    table = fitted.gates()
+    heads = table[table["kind"] != "sin"]
+    assert len(heads) < len(table) and len(half_lives) == len(periods) == len(heads)
+    hours = heads["half_life_steps"].to_numpy()  # one step is one hour
     np.testing.assert_allclose(np.sort(half_lives), np.sort(hours), rtol=1e-9)
+    # the axis ends at ticks around every marker, none above the last tick or below the first
+    ticks = [t for t in times.get_yticks()]
+    assert times.get_ylim() == (ticks[0], ticks[-1])
+    assert ticks[0] <= min(half_lives.min(), periods.min()) and max(half_lives.max(), periods.max()) <= ticks[-1]
+    # a caption line says what a gate is
+    assert "A gate sigmoid(mu) is the share of a layer's attention output" in fig.get_supxlabel()
 
 
 def points(ax, label):
@@ -80,12 +89,30 @@ def test_plot_gates_marks_the_data_periods_and_the_heads_left_at_their_start(fit
     assert all(line.get_label() in legend for line in marks)
     # heads whose timescale and gate stayed within 5% of their start are drawn hollow
     table = fitted.gates()
-    still = table[~table["moved"].astype(bool)]
+    still = table[~table["moved"].astype(bool) & (table["kind"] != "sin")]
     np.testing.assert_allclose(np.sort(points(times, "decay half-life (start, not moved)")),
                                np.sort(still["half_life_steps"]), rtol=1e-9)
     hollow = [line for line in times.get_lines() if "not moved" in line.get_label()]
     assert all(line.get_markerfacecolor() == "none" for line in hollow)
     assert "data periods unknown" in plot_gates(table).axes[1].get_title()  # a table knows no data periods
+
+
+@pytest.mark.parametrize("freq, unit, per_step", [("h", "hours", 1.0), ("D", "days", 1.0), ("15min", "minutes", 15.0),
+                                                   ("W-SUN", "weeks", 1.0), ("QS", "quarters", 1.0),
+                                                   ("MS", "months", 1.0), ("h 09:00-17:00 Mon-Fri", "steps", 1.0)])
+def test_the_rem_panel_tells_timescales_in_the_datas_own_unit_as_the_console(fitted, freq, unit, per_step):
+    from tsrec.cli import gate_lines
+    from tsrec.inspection import gate_table, time_unit
+
+    assert time_unit(freq) == (unit, per_step)
+    table = gate_table(fitted.model, freq)
+    assert table.attrs["freq"] == freq and str(table["half_life"].dtype) == "timedelta64[ns]"  # NaT, not datetimes
+    times = plot_gates(table).axes[1]
+    assert times.get_ylabel() == unit
+    heads = table[table["kind"] != "sin"]
+    np.testing.assert_allclose(np.sort(points(times, "decay half-life")),
+                               np.sort(heads["half_life_steps"] * per_step), rtol=1e-9)
+    assert all(line.endswith(f"({unit})") for line in gate_lines(table))
 
 
 def test_plot_gates_per_head_and_from_a_table(fitted):
@@ -141,17 +168,22 @@ def test_plot_forecast_wide_with_quantile_band(fitted, data):
     fig = plot_forecast(data, forecast, max_items=1)
     assert len(fig.axes) == 1
     ax = fig.axes[0]
-    observed, mean, origin = labelled_lines(ax)
+    history, truth, mean, origin = labelled_lines(ax)
     assert ax.get_ylabel() == "series_0" and "1 of 2 items" in ax.get_title()
     assert origin.get_label() == "forecast origin"
-    assert len(observed.get_xdata()) == 4 * HORIZON + HORIZON  # 4 horizons of history + the held-out truth
+    # 4 horizons of history, and apart from them the held-out truth after the origin
+    assert history.get_label() == "history" and len(history.get_xdata()) == 4 * HORIZON
+    assert truth.get_label() == "actual after the origin" and len(truth.get_xdata()) == HORIZON
+    assert truth.get_color() != history.get_color() and truth.get_marker() == "o"
+    assert truth.get_xdata()[0] == forecast["timestamp"].iloc[0] > history.get_xdata()[-1]
+    np.testing.assert_allclose(truth.get_ydata(), data["series_0"].iloc[-HORIZON:])
     assert len(mean.get_xdata()) == HORIZON
     bands = [c for c in ax.collections if isinstance(c, PolyCollection)]
-    assert len(bands) == 1 and bands[0].get_label() == "0.1-0.9 quantiles"
+    assert len(bands) == 1 and bands[0].get_label() == "80% interval"
     forecast["0.25"], forecast["0.75"], forecast["0.5"] = forecast["mean"] - 0.5, forecast["mean"] + 0.5, forecast["mean"]
     nested = [c for c in plot_forecast(data, forecast, max_items=1).axes[0].collections
               if isinstance(c, PolyCollection)]
-    assert [band.get_label() for band in nested] == ["0.1-0.9 quantiles", "0.25-0.75 quantiles"]
+    assert [band.get_label() for band in nested] == ["80% interval", "50% interval"]
     assert nested[1].get_alpha() > nested[0].get_alpha()  # inner bands darker
     single = plot_forecast(data, forecast, max_items=1, quantiles=(0.25, 0.9)).axes[0].collections
     assert [band.get_label() for band in single] == ["0.25-0.9 quantiles"]
@@ -170,7 +202,7 @@ def test_plot_forecast_long_frame_one_panel_per_item():
                              "mean": np.arange(18.0)})
     fig = plot_forecast(history, forecast, id_col="id", time_col="ds", target_col="y", history_steps=10)
     assert [ax.get_ylabel() for ax in fig.axes] == ["a", "b", "c"]
-    assert all(len(labelled_lines(ax)) == 3 and not ax.collections for ax in fig.axes)
+    assert all(len(labelled_lines(ax)) == 3 and not ax.collections for ax in fig.axes)  # no values after the origin
     assert len(labelled_lines(fig.axes[0])[0].get_xdata()) == 10
     one = plot_forecast(history, forecast, item_id="b", id_col="id", time_col="ds", target_col="y")
     assert [ax.get_ylabel() for ax in one.axes] == ["b"]
@@ -178,6 +210,16 @@ def test_plot_forecast_long_frame_one_panel_per_item():
         plot_forecast(history, forecast, item_id="z", id_col="id", time_col="ds", target_col="y")
     with pytest.raises(ValueError, match="quantile columns"):
         plot_forecast(history, forecast, quantiles=(0.1, 0.9), id_col="id", time_col="ds", target_col="y")
+
+
+def test_plot_forecast_of_conformal_levels_names_the_method(data):
+    f = Forecaster("seasonal_naive", prediction_length=HORIZON, conformal_windows=20).fit(data.iloc[:-HORIZON])
+    forecast = f.predict(levels=[80, 95])
+    bands = [c for c in plot_forecast(data, forecast, max_items=1).axes[0].collections
+             if isinstance(c, PolyCollection)]
+    assert [band.get_label() for band in bands] == ["95% interval (conformal)", "80% interval (conformal)"]
+    np.testing.assert_allclose(bands[0].get_paths()[0].vertices[:, 1].max(),
+                               forecast.loc[forecast.item_id == "series_0", "0.975"].max())
 
 
 # ------------------------------------------------------------------------------------------ backtests
@@ -217,10 +259,18 @@ def test_plot_backtest_of_a_backtest_result(fitted, data):
 
     result = backtest(fitted, data, n_windows=3, stride=HORIZON, baselines=NAIVE)
     for units in ("original", "scaled"):
-        line = plot_backtest(result, units=units).axes[0].get_lines()[0]
+        line, naive, seasonal = plot_backtest(result, units=units).axes[0].get_lines()
         np.testing.assert_array_equal(line.get_xdata(), np.arange(1, HORIZON + 1))
         by_step = result.by_step[result.by_step.units == units]
         np.testing.assert_allclose(line.get_ydata(), by_step["mse"], rtol=1e-6)
+        assert line.get_label().startswith("model (mean ")
+        # the baselines the backtest computed, per step, each labelled with its mean
+        assert naive.get_label().startswith("naive (mean ") and seasonal.get_label().startswith("seasonal naive")
+        suffix = "" if units == "original" else "_scaled"
+        errors = result.errors
+        expected = ((errors[f"y_naive{suffix}"] - errors[f"y_true{suffix}"]) ** 2).groupby(errors["step"]).mean()
+        np.testing.assert_allclose(naive.get_ydata(), expected, rtol=1e-9)
+        assert naive.get_linestyle() == "--" and naive.get_linewidth() > seasonal.get_linewidth()
 
 
 # ------------------------------------------------------------------------------------------ gate history

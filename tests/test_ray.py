@@ -15,7 +15,7 @@ import pytest
 
 ray = pytest.importorskip("ray", reason='tsrec on Ray needs Ray: pip install "tsrec[ray]"')
 
-from test_partitions import COLUMNS, NAIVE, long_frame  # noqa: E402
+from tests.test_partitions import COLUMNS, NAIVE, long_frame  # noqa: E402
 
 from tsrec import Forecaster  # noqa: E402
 from tsrec.distributed import backtest_ray, fit_ray, predict_ray  # noqa: E402

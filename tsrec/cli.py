@@ -2,11 +2,13 @@
 
 Commands (``tsrec <command> --help`` lists each one's options):
 
-- ``quickstart``: train RSA-PatchTST (:data:`QUICKSTART_MODEL`, by name: the default model, the
-  ``auto`` selection, may have no gates to plot) on synthetic recurrent data (or a benchmark file),
-  forecast held-out steps, and write the forecast, the learned gates, figures and metrics.
-- ``fit``: train any registered model on a CSV file and save it.
-- ``predict``: forecast the steps after the fitted data, or after a CSV file.
+- ``quickstart``: fit the default model (``auto``) on synthetic recurrent data (or a benchmark file),
+  forecast held-out steps with intervals, score it against naive forecasts, and beside it train
+  RSA-PatchTST (:data:`GATES_MODEL`) on the same data to show its learned gates; writes the
+  forecast, figures and metrics.
+- ``fit``: train any registered model (default ``auto``) on a CSV file and save it; says what
+  ``auto`` chose and why (its leaderboard).
+- ``predict``: forecast the steps after the fitted data, or after a CSV file (``--levels``: intervals).
 - ``backtest``: rolling-origin errors of a saved model on a CSV file.
 - ``plot-gates``: the learned gates of a saved RSA model as a PNG/SVG.
 
@@ -91,15 +93,17 @@ class QuickstartSettings:
     training: dict[str, Any] = field(default_factory=dict)
 
 
-#: The model the quickstart trains, by name: it plots RSA gates, which the default model (auto) may not have.
-QUICKSTART_MODEL = "rsa_patchtst"
-# RSA-PatchTST on 2688 hourly steps (16 weeks) x 3 series, 72 batches of 32 windows per epoch, for
-# 1,000 steps (the Forecaster's default budget would be 20 passes, 1,440 steps), with the best
-# validated weights kept instead of a refit on all the history, which would double the training:
-# about 40 CPU-s of training on one thread, so that the whole run, the skill table's ETS and Theta
-# on all the history included, stays within a minute of CPU. --tiny runs in seconds.
-QUICKSTART = QuickstartSettings(steps=24 * 7 * 16, context_length=96, prediction_length=24, epochs=None,
-                                training=dict(refit_full=False, max_steps=1000))
+#: The RSA model the quickstart trains beside the default (``auto``, which may hold no RSA layer) for its gates.
+GATES_MODEL = "rsa_patchtst"
+#: The intervals of the quickstart's forecast (percent).
+QUICKSTART_LEVELS = (80, 95)
+# 1344 hourly steps (8 weeks) x 3 series: the default (auto) scores its statistical candidates and, as
+# the data hold over 1,000 training windows, its networks within its CPU budget; RSA-PatchTST, trained
+# beside it for its gates, runs 300 steps of 32 windows with the best validated weights kept (no refit
+# on all the history). The whole command, the skill table's ETS and Theta included, stays under a
+# minute of CPU (README.md says what was measured). --tiny runs in seconds.
+QUICKSTART = QuickstartSettings(steps=24 * 7 * 8, context_length=96, prediction_length=24, epochs=None,
+                                training=dict(refit_full=False, max_steps=300))
 QUICKSTART_TINY = QuickstartSettings(
     steps=24 * 14, context_length=48, prediction_length=24, epochs=1,
     network=dict(e_layers=1, d_ff=16), training=dict(batch_size=64))
@@ -134,95 +138,112 @@ def _holdout_scores(forecast: pd.DataFrame, holdout: pd.DataFrame) -> tuple[pd.D
     return scored, {"mse": metrics.mse(y_true, y_pred, mask=observed), "mae": metrics.mae(y_true, y_pred, mask=observed)}
 
 
-def _duration(value: Any, steps: float) -> str:
-    """A half-life or period as ``12.0h`` / ``3.5d`` / ``15min``, or in steps without a duration."""
-    import pandas as pd
-
-    if not math.isfinite(steps):
-        return "inf"
-    if pd.isna(value):
-        return f"{steps:.1f} steps"
-    seconds = pd.Timedelta(value).total_seconds()
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= 0.99 * size:
-            return f"{seconds / size:.1f}{unit}"
-    return f"{seconds:.0f}s"
-
-
 def gate_lines(table: pd.DataFrame) -> list[str]:
-    """One line per RSA layer: its gate(s) and its REM heads' cycle periods and decay half-lives."""
+    """One line per RSA layer: its gate(s) and its REM heads' cycle periods and decay half-lives, in
+    the data's own unit (:func:`tsrec.inspection.time_unit` of the table's ``attrs["freq"]``, as the figures)."""
+    from tsrec.inspection import time_unit
+
+    unit, per_step = time_unit(table.attrs.get("freq"))
     lines = []
     for (attention, layer), rows in table.groupby(["attention", "layer"], sort=False):
         gates = rows["gate"].unique()
         gate = f"gate {gates[0]:.2f}" if len(gates) == 1 else "gates " + " ".join(f"{g:.2f}" for g in rows["gate"])
         heads = rows[rows["kind"] != "sin"]  # a sin head shares (gamma, theta) with its cos twin
-        periods = [_duration(v, s) for v, s in zip(heads["period"], heads["period_steps"]) if math.isfinite(s)]
-        lives = [_duration(v, s) for v, s in zip(heads["half_life"], heads["half_life_steps"])]
+        periods = [f"{steps * per_step:.1f}" for steps in heads["period_steps"] if math.isfinite(steps)]
+        lives = [f"{steps * per_step:.1f}" if math.isfinite(steps) else "inf" for steps in heads["half_life_steps"]]
         lines.append(f"{attention} {layer}: {gate} | REM cycles {' '.join(periods) or '-'} | "
-                     f"half-lives {' '.join(lives)}")
+                     f"half-lives {' '.join(lives)} ({unit})")
     return lines
+
+
+def auto_lines(forecaster: Any) -> list[str]:
+    """What ``auto`` chose and why: its ensemble's members and weights, then its leaderboard (each
+    candidate's validation error, weight and note: why it was skipped, stopped or failed)."""
+    board = forecaster.leaderboard
+    chosen = board[board["weight"] > 0]
+    width = max(len("model"), *(len(name) for name in board["model"]))
+    rows = [f"{'model':<{width}}  {'val_mse':>8}  {'weight':>6}  note"]
+    for row in board.itertuples():
+        error = f"{row.val_mse:.4g}" if math.isfinite(row.val_mse) else "-"
+        note = row.note if isinstance(row.note, str) else ""
+        rows.append(f"{row.model:<{width}}  {error:>8}  {row.weight:>6.2f}  {note}".rstrip())
+    return [f"auto chose {' + '.join(f'{row.model} x {row.weight:.2f}' for row in chosen.itertuples())}: the "
+            "weights that give the lowest validation MSE (the last windows of every series, errors z-scored per "
+            "series); every candidate:", *(f"  {row}" for row in rows)]
 
 
 def cmd_quickstart(args: argparse.Namespace) -> int:
     from tsrec.evaluation import backtest
+    from tsrec.models.stats import statsforecast_installed
     from tsrec.forecaster import Forecaster
-    from tsrec.plotting import plot_forecast, plot_gate_history, plot_gates
+    from tsrec.plotting import plot_backtest, plot_forecast, plot_gate_history, plot_gates
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     settings = QUICKSTART_TINY if args.tiny else QUICKSTART
     epochs = args.epochs or settings.epochs
     output = Path(args.output)
     df, description = _quickstart_data(args.dataset, args.data_dir, args.steps or settings.steps, args.seed)
     horizon, context = settings.prediction_length, settings.context_length
     train, holdout = df.iloc[:-horizon], df.iloc[-horizon:]
-    print(f"tsrec quickstart: {description}\n  training {QUICKSTART_MODEL} on {len(train)} steps; the last {horizon} "
-          f"steps are held out; output in {output}", flush=True)
-    # --epochs replaces the quickstart's own budget (its step cap too)
+    print(f"tsrec quickstart: {description}\n  fitting the default model (auto) and, for its gates, {GATES_MODEL} on "
+          f"{len(train)} steps; the last {horizon} steps are held out; output in {output}", flush=True)
+    forecaster = Forecaster(prediction_length=horizon, seed=args.seed).fit(train)
+    forecast, scores = _holdout_scores(forecaster.predict(levels=QUICKSTART_LEVELS), holdout)
+    result = backtest(forecaster, df, n_windows=1)  # the holdout window, against naive forecasts
+    # --epochs replaces the RSA model's budget (its step cap too)
     training = settings.training if epochs is None else \
         {**{k: v for k, v in settings.training.items() if k != "max_steps"}, "max_epochs": epochs}
-    forecaster = Forecaster(QUICKSTART_MODEL, prediction_length=horizon, context_length=context,
-                            output_dir=output / "training", seed=args.seed, **training, **settings.network)
-    fit_started = time.perf_counter()
-    forecaster.fit(train)
-    train_seconds = time.perf_counter() - fit_started
-    forecast, scores = _holdout_scores(forecaster.predict(), holdout)
-    skill = backtest(forecaster, df, n_windows=1).skill  # the holdout window, against naive forecasts
-    gates = forecaster.gates()
+    rsa = Forecaster(GATES_MODEL, prediction_length=horizon, context_length=context, seed=args.seed,
+                     output_dir=output / f"{GATES_MODEL}-training", **training, **settings.network).fit(train)
+    rsa_scores = _holdout_scores(rsa.predict(), holdout)[1]
+    gates = rsa.gates()
 
     output.mkdir(parents=True, exist_ok=True)
     forecast.to_csv(output / "forecast.csv", index=False)
+    forecaster.leaderboard.to_csv(output / "leaderboard.csv", index=False)
     gates.to_csv(output / "gates.csv", index=False)
     plot_forecast(df, forecast, history_steps=2 * context).savefig(output / "forecast.png")
-    plot_gates(gates, data_periods=forecaster.data_facts.periods).savefig(output / "gates.png")
-    plot_gate_history(forecaster).savefig(output / "gate_history.png")
+    plot_backtest(result).savefig(output / "skill.png")
+    plot_gates(rsa).savefig(output / "gates.png")
+    plot_gate_history(rsa).savefig(output / "gate_history.png")
     forecaster.save(output / "model")
+    rsa.save(output / GATES_MODEL)
+    skill = result.skill
+    coverage = {f"{level}%": result.metric(f"interval_coverage_{level}", "fraction") for level in QUICKSTART_LEVELS}
     report = {
         "dataset": description,
-        "model": QUICKSTART_MODEL,
-        "context_length": context,
+        "model": forecaster.model_name,
+        "ensemble": {row.model: row.weight for row in forecaster.leaderboard.itertuples() if row.weight > 0},
         "prediction_length": horizon,
-        "training": str(forecaster.training_summary),
-        "budget": forecaster.training_summary.budget,
-        "refit": forecaster.training_summary.refit,
         "holdout": f"the last {horizon} steps of every series, unseen in training",
         "units": "original",
         "scores": scores,
+        "interval_coverage": coverage,
         "skill": {row.baseline: {"season": row.season, "mse_ratio": row.mse_ratio, "mae_ratio": row.mae_ratio}
                   for row in skill.itertuples()},
         "skill_units": "ratios of the model's error to the baseline's on the holdout, scaled units; below 1 "
                        "beats the baseline",
-        "train_seconds": round(train_seconds, 1),
+        "gates_model": {"model": GATES_MODEL, "context_length": context, "training": str(rsa.training_summary),
+                        "scores": rsa_scores},
+        "cpu_seconds": round(time.process_time() - cpu, 1),
     }
     (output / "metrics.json").write_text(json.dumps(report, indent=2))
 
-    print(f"\ntsrec quickstart done in {time.perf_counter() - started:.0f} s; files in {output}:")
-    print("  forecast.csv forecast.png gates.csv gates.png gate_history.png metrics.json model/ training/")
-    print(f"  holdout ({horizon} steps, original units): {QUICKSTART_MODEL} MSE {scores['mse']:.4f} "
-          f"MAE {scores['mae']:.4f}")
-    print("  skill, the model's MSE over the baseline's on the holdout (below 1 beats it): " + " | ".join(
+    print(f"\ntsrec quickstart done in {time.perf_counter() - started:.0f} s ({report['cpu_seconds']:.0f} CPU-s); "
+          f"files in {output}:")
+    print("  " + " ".join(sorted(p.name + ("/" if p.is_dir() else "") for p in output.iterdir())))
+    for line in auto_lines(forecaster):
+        print(f"  {line}")
+    print(f"  holdout ({horizon} steps, original units): auto MSE {scores['mse']:.4f} MAE {scores['mae']:.4f}; "
+          f"{GATES_MODEL} MSE {rsa_scores['mse']:.4f} MAE {rsa_scores['mae']:.4f}")
+    print("  intervals' coverage of the holdout: " + ", ".join(f"{k} {v:.0%}" for k, v in coverage.items()))
+    print("  skill, auto's MSE over the baseline's on the holdout (below 1 beats it): " + " | ".join(
         f"{row.baseline.replace('_', ' ')}" + (f" ({row.season} steps)" if row.baseline != "naive" else "")
         + f" {row.mse_ratio:.2f}" for row in skill.itertuples()))
-    print("  learned gates sigmoid(mu), share of the REM term per layer:")
+    if not statsforecast_installed():
+        print("  (ETS and Theta, statsforecast's, are left out of auto's candidates and of the skill table: "
+              "pip install \"tsrec[stats]\" adds them)")
+    print(f"  {GATES_MODEL}'s learned gates sigmoid(mu), the share of the REM term (its decays and cycles) per layer:")
     for line in gate_lines(gates):
         print(f"    {line}")
     return 0
@@ -419,12 +440,31 @@ def cmd_fit(args: argparse.Namespace) -> int:
     forecaster.save(output)
     if logs.exists():  # models that need no training write no logs
         os.replace(logs, output / "training")
-    print(f"saved {forecaster!r} to {output} (training logs in {output / 'training'}); "
-          f"trained {forecaster.training_summary}")
-    if forecaster.model.rsa_layers():
-        for line in gate_lines(forecaster.gates()):
-            print(f"  {line}")
+    print(f"saved {forecaster!r} to {output}")
+    for line in fit_lines(forecaster, output / "training"):
+        print(f"  {line}")
     return 0
+
+
+def fit_lines(forecaster: Any, logs: Path) -> list[str]:
+    """What a fit did, for ``tsrec fit``'s summary: the column convention the data were read in (if
+    any), what ``auto`` chose and why (:func:`auto_lines`) or what a network's training ran, where
+    its training logs are (when there are any), and an RSA model's learned gates."""
+    from tsrec.models.ensemble import AUTO
+
+    note = forecaster.fitted.schema.note
+    lines = [] if note is None else [note]
+    if forecaster.model_name == AUTO:
+        lines += auto_lines(forecaster)
+    elif forecaster.trainable:
+        lines.append(f"trained {forecaster.training_summary}")
+    else:
+        lines.append(f"{forecaster.model_name} fits each series' history when it forecasts: nothing to train")
+    if logs.exists():
+        lines.append(f"training logs in {logs}")
+    if forecaster.model.rsa_layers():
+        lines += gate_lines(forecaster.gates())
+    return lines
 
 
 def _load(model_dir: str) -> tuple[Any, dict[str, Any]]:
@@ -453,10 +493,13 @@ def cmd_predict(args: argparse.Namespace) -> int:
     forecaster, columns = _load(args.model_dir)
     future = None if args.future_covariates is None else _read_like_fit(args.future_covariates, columns, args.encoding)
     forecast = forecaster.predict(None if args.data is None else _read_like_fit(args.data, columns, args.encoding),
-                                  future_covariates=future, quantiles=args.quantiles, num_samples=args.num_samples)
+                                  future_covariates=future, quantiles=args.quantiles, num_samples=args.num_samples,
+                                  levels=args.levels)
     forecast.to_csv(args.output, index=False)
+    bands = "" if args.levels is None else \
+        f" with the {' and '.join(f'{level:g}%' for level in args.levels)} intervals ({forecast.attrs['intervals']})"
     print(f"wrote {len(forecast)} forecast rows ({forecast['item_id'].nunique()} items x "
-          f"{forecaster.prediction_length} steps) to {args.output}")
+          f"{forecaster.prediction_length} steps){bands} to {args.output}")
     return 0
 
 
@@ -540,30 +583,32 @@ def build_parser() -> argparse.ArgumentParser:
 
     quick = commands.add_parser(
         "quickstart", parents=[common],
-        help=f"train {QUICKSTART_MODEL} on recurrent data and show what it learned",
-        description=f"Train {QUICKSTART_MODEL} (RSA in PatchTST) on synthetic series with decay and daily cycles (or "
-                    "on a benchmark file), forecast the held-out last steps, score it against naive forecasts, and "
-                    "write forecast.csv, forecast.png, gates.csv, gates.png, gate_history.png, metrics.json and the "
-                    "model.")
+        help=f"fit the default model on recurrent data, with {GATES_MODEL}'s learned gates beside it",
+        description="Fit the default model (auto) on synthetic series with decay and daily cycles (or on a benchmark "
+                    "file), forecast the held-out last steps with 80 and 95% intervals, score it against naive "
+                    f"forecasts, and train {GATES_MODEL} (RSA in PatchTST) on the same data to show its learned gates; "
+                    "writes forecast.csv, forecast.png, skill.png, leaderboard.csv, gates.csv, gates.png, "
+                    f"gate_history.png, metrics.json and the two models (model/, {GATES_MODEL}/).")
     quick.add_argument("--dataset", default="synthetic",
                        help="'synthetic' (default) or a benchmark name such as ETTh1 (its file must be present)")
     quick.add_argument("--data-dir", help="directory with the benchmark files (default $TSREC_DATA_DIR, then the "
                                           "user cache)")
     quick.add_argument("--output", default="tsrec-quickstart", help="output directory (default ./tsrec-quickstart)")
     quick.add_argument("--epochs", type=_positive_int,
-                       help=f"an epoch budget (default: {QUICKSTART.training['max_steps']:,} steps; "
+                       help=f"{GATES_MODEL}'s epoch budget (default: {QUICKSTART.training['max_steps']:,} steps; "
                             f"{_budget(QUICKSTART_TINY.epochs)} with --tiny)")
     quick.add_argument("--steps", type=_positive_int,
                        help=f"the most recent steps used (default {QUICKSTART.steps}, {QUICKSTART_TINY.steps} with "
                             "--tiny)")
     quick.add_argument("--seed", type=int, default=0, help="seed of the data and the training (default 0)")
-    quick.add_argument("--tiny", action="store_true", help="a tiny model and data set that run in seconds (tests)")
+    quick.add_argument("--tiny", action="store_true", help="a tiny data set and RSA model that run in seconds (tests)")
     quick.set_defaults(handler=cmd_quickstart, inputs={})
 
     fit = commands.add_parser(
         "fit", parents=[common, csv_files], help="train a model on a CSV file and save it",
-        description="Train a registered model on a CSV file (wide: a time column and one column per variable; "
-                    "long: with --id-col and --target-col) and save it to --output.")
+        description="Fit a registered model (default: auto, tsrec's default) on a CSV file (wide: a time column and "
+                    "one column per variable; long: with --id-col and --target-col, or columns named unique_id, ds, y "
+                    "or item_id, timestamp, target) and save it to --output; says what auto chose and why.")
     fit.add_argument("--data", required=True, help="CSV file")
     fit.add_argument("--time-col", help=f"timestamp column (default: the first of {', '.join(TIME_COLUMNS)})")
     fit.add_argument("--id-col", help="series id column: makes the frame long (one series per id)")
@@ -596,13 +641,18 @@ def build_parser() -> argparse.ArgumentParser:
                     "(same columns as the fit data).")
     predict.add_argument("--model-dir", required=True, help="directory written by 'tsrec fit' or Forecaster.save")
     predict.add_argument("--data", help="CSV file to forecast from (default: the end of the fitted data)")
-    predict.add_argument("--output", required=True, help="CSV file for the forecast (item_id, timestamp, mean)")
+    predict.add_argument("--output", required=True,
+                         help="CSV file for the forecast (item_id, timestamp, mean, and the bands of --levels)")
     predict.add_argument("--future-covariates", metavar="FILE",
                          help="CSV file with the future covariates at every forecast step of every series (same "
                               "time and id columns as the fit data); needed by a model fitted with them")
+    predict.add_argument("--levels", type=float, nargs="+", metavar="L",
+                         help="add the bands of these intervals (percent), e.g. --levels 80 95: columns 0.025, 0.1, "
+                              "0.9, 0.975 (the default model's conformal bands, calibrated at fit; any model fitted "
+                              "with --option conformal_windows=K, or a probabilistic network's own)")
     predict.add_argument("--quantiles", type=float, nargs="+", metavar="Q",
-                         help="add a column per quantile level, e.g. --quantiles 0.1 0.5 0.9 (a model fitted with "
-                              "--option output=quantile, normal or studentt)")
+                         help="add a column per quantile level of a probabilistic network, e.g. --quantiles 0.1 0.5 "
+                              "0.9 (a model fitted with --option output=quantile, normal or studentt)")
     predict.add_argument("--num-samples", type=int, metavar="N",
                          help="add N sample paths, sample_0 ... (a model fitted with output=normal or studentt)")
     predict.set_defaults(handler=cmd_predict, inputs={

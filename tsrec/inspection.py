@@ -8,7 +8,10 @@ import numpy as np
 import pandas as pd
 import torch
 
+from pandas.tseries.frequencies import to_offset
+
 from tsrec.data import step_duration
+from tsrec.data.sessions import session_of
 from tsrec.models.base import ForecastModel, ModelConfig
 
 KIND_NAMES = {0: "regular", 1: "cos", 2: "sin"}
@@ -19,12 +22,37 @@ CHANNEL_VIEWS = ("median", "each")
 #: Relative change of a head's timescale (its cycle period, or the half-life of a regular head) or
 #: of its gate beyond which ``gate_table`` counts the head as moved by training.
 MOVED_TOLERANCE = 0.05
+#: The units of fixed-length steps, longest first: a step is told in the longest unit it fills.
+_FIXED_UNITS = (("days", pd.Timedelta("1D")), ("hours", pd.Timedelta("1h")), ("minutes", pd.Timedelta("1min")),
+                ("seconds", pd.Timedelta("1s")))
+#: The units of calendar steps, by the offset's kind.
+_CALENDAR_UNITS = (((pd.offsets.Week,), "weeks"), ((pd.offsets.MonthBegin, pd.offsets.MonthEnd), "months"),
+                   ((pd.offsets.QuarterBegin, pd.offsets.QuarterEnd), "quarters"),
+                   ((pd.offsets.YearBegin, pd.offsets.YearEnd), "years"), ((pd.offsets.BusinessDay,), "business days"))
 
 
-def _duration(step: pd.Timedelta | None, steps: float) -> pd.Timedelta:
-    """``steps`` steps of ``step`` as a duration, rounded to the millisecond (NaT without a fixed step)."""
+def time_unit(freq: str | None) -> tuple[str, float]:
+    """The unit a model's timescales are told in for data at ``freq``, and how many of it one step
+    is: the step's own unit (``"h"`` -> hours, ``"15min"`` -> minutes, ``"D"`` -> days, ``"2h"`` ->
+    2 hours a step), the calendar's for calendar steps (weeks, months, quarters, years, business
+    days), else ``("steps", 1.0)`` (a session, whose steps skip its closed hours, or no ``freq``).
+    The console (``tsrec``'s gate lines) and the figures (:func:`tsrec.plotting.plot_gates`) use it alike."""
+    if freq is None or session_of(freq) is not None:
+        return "steps", 1.0
+    offset = to_offset(freq)
+    step = step_duration(freq)
+    if step is not None:
+        name, unit = next(((name, unit) for name, unit in _FIXED_UNITS if step >= unit), _FIXED_UNITS[-1])
+        return name, step / unit
+    return next(((name, float(offset.n)) for kinds, name in _CALENDAR_UNITS if isinstance(offset, kinds)),
+                ("steps", 1.0))
+
+
+def _duration(step: pd.Timedelta | None, steps: float) -> pd.Timedelta | np.timedelta64:
+    """``steps`` steps of ``step`` as a duration, rounded to the millisecond (a duration's NaT
+    without a fixed step, so that a column of them stays durations, never datetimes)."""
     if step is None or not np.isfinite(steps):
-        return pd.NaT
+        return np.timedelta64("NaT", "ns")
     return pd.Timedelta(seconds=round(step.total_seconds() * steps, 3))
 
 
@@ -131,7 +159,8 @@ def gate_table(model: ForecastModel, freq: str | None = None, *, channels: str =
     ``theta`` over the channels (``channel`` NA), or with ``channels="each"`` one row per head and
     channel (``channel`` its index among the targets).
 
-    Empty (with these columns) for a model without RSA.
+    Empty (with these columns) for a model without RSA. ``table.attrs["freq"]`` is ``freq``, which
+    :func:`time_unit` turns into the unit the console and the figures tell the timescales in.
     """
     if channels not in CHANNEL_VIEWS:
         raise ValueError(f"channels must be one of {CHANNEL_VIEWS}, got {channels!r}")
@@ -154,8 +183,10 @@ def gate_table(model: ForecastModel, freq: str | None = None, *, channels: str =
         row.update(gate_start=first["gate"], half_life_start_steps=first["half_life_steps"],
                    period_start_steps=first["period_steps"],
                    moved=_changed(row[timescale], first[timescale]) or _changed(row["gate"], first["gate"]))
-    table = pd.DataFrame(rows, columns=GATE_COLUMNS).astype({"channel": "Int64"})
+    table = pd.DataFrame(rows, columns=GATE_COLUMNS).astype({"channel": "Int64", "half_life": "timedelta64[ns]",
+                                                             "period": "timedelta64[ns]"})  # typed without rows too
     table["moved"] = table["moved"].astype("boolean")
+    table.attrs["freq"] = freq
     return table
 
 

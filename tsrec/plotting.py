@@ -4,16 +4,18 @@ Every function returns a :class:`matplotlib.figure.Figure` built directly (never
 ``pyplot``): nothing is shown, no global backend is touched, and figures are freed with their
 last reference. Save one with ``fig.savefig("gates.png")`` (PNG, SVG, PDF).
 
-- :func:`plot_gates`: the learned gates ``sigmoid(mu)`` per RSA layer (or head), and the REM heads'
-  decay half-lives and cycle periods in time units.
+- :func:`plot_gates`: the learned gates ``sigmoid(mu)`` per RSA layer (or head), the REM heads'
+  decay half-lives and cycle periods in the data's own units (one marker per head), and a caption
+  saying what a gate is.
 - :func:`plot_rem`: the REM kernels of one layer, as weight-by-lag curves and as matrices.
 - :func:`plot_gate_history`: the gates per epoch, from the Lightning CSV log.
-- :func:`plot_forecast`: history, forecast and quantile band, one panel per item.
-- :func:`plot_backtest`: MSE and MAE per horizon step of a backtest.
+- :func:`plot_forecast`: history, forecast, interval bands and the truth after the origin, one panel per item.
+- :func:`plot_backtest`: MSE and MAE per horizon step of a backtest, beside its baselines'.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Sequence
@@ -25,15 +27,13 @@ import pandas as pd
 from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import MaxNLocator, NullLocator
 
 __all__ = ["plot_gates", "plot_rem", "plot_gate_history", "plot_forecast", "plot_backtest"]
 
 ATTENTIONS = ("encoder self", "decoder self", "cross")
 COLORS = {"encoder self": "tab:blue", "decoder self": "tab:orange", "cross": "tab:green"}
 GATE_LABEL = "gate sigmoid(mu)"
-_UNITS = (("days", pd.Timedelta("1D")), ("hours", pd.Timedelta("1h")), ("minutes", pd.Timedelta("1min")),
-          ("seconds", pd.Timedelta("1s")))
 
 
 # ---------------------------------------------------------------------------------------- gates
@@ -66,32 +66,23 @@ def _layer_groups(table: pd.DataFrame) -> list[tuple[str, int, pd.DataFrame]]:
     return [(a, i, table[(table["attention"] == a) & (table["layer"] == i)].sort_values("head")) for a, i in keys]
 
 
-def _time_unit(table: pd.DataFrame) -> tuple[float, str]:
-    """``(unit per step, unit name)`` for the REM panel: days/hours/minutes/seconds for fixed-length
-    frequencies (the table's ``half_life`` durations), else steps."""
-    if "half_life" not in table or "half_life_steps" not in table:
-        return 1.0, "steps"
-    durations = pd.to_timedelta(table["half_life"], errors="coerce")
-    steps = pd.to_numeric(table["half_life_steps"], errors="coerce")
-    known = durations.notna() & np.isfinite(steps) & (steps > 0)
-    if not known.any():
-        return 1.0, "steps"
-    longest = steps[known].idxmax()  # the least rounded duration / steps ratio
-    step = durations[longest] / steps[longest]  # one step as a Timedelta
-    if step >= pd.Timedelta("1s"):
-        step = step.round("s")  # undo any rounding of the table's durations
-    name, unit = next(((n, u) for n, u in _UNITS if step >= u), _UNITS[-1])
-    return step / unit, name
-
-
 def _offsets(n: int, width: float) -> np.ndarray:
     """``[n]`` x offsets of ``n`` bars sharing ``width`` around their group's centre."""
     return (np.arange(n) - (n - 1) / 2) * width / n
 
 
+#: What a gate is, by the RSA mix (``RSAConfig.mix``): the caption line of the gate figure.
+GATE_CAPTIONS = {
+    "gate": "A gate sigmoid(mu) is the share of a layer's attention output that comes from its REM term, the learned "
+            "recurrence (decays and cycles), instead of softmax attention: 0 is plain attention, 1 is recurrence only.",
+    "bias": "A gate sigmoid(mu) scales how strongly a layer's REM, the learned recurrence (decays and cycles), biases "
+            "its attention scores before the softmax: 0 is plain attention.",
+}
+
+
 def plot_gates(source: Any, *, per_head: bool | None = None, rem_panel: bool = True,
                data_periods: Sequence[float] | None = None) -> Figure:
-    """Bar chart of the learned gates ``sigmoid(mu)`` of every RSA layer.
+    """Bar chart of the learned gates ``sigmoid(mu)`` of every RSA layer, with a caption saying what a gate is.
 
     Args:
         source: a fitted :class:`~tsrec.Forecaster`, a model with ``rsa_layers()``, or the frame
@@ -99,8 +90,9 @@ def plot_gates(source: Any, *, per_head: bool | None = None, rem_panel: bool = T
         per_head: one bar per head (per-head gates) instead of one per layer; None decides from
             the table (per head when the heads of a layer have different gates).
         rem_panel: add a second panel with each REM head's decay half-life and cycle period, in
-            the data's time units (hours for hourly data; steps when the frequency has no fixed
-            length).
+            the data's own units (:func:`tsrec.inspection.time_unit` of the table's
+            ``attrs["freq"]``: hours for hourly data, days for daily, quarters for quarterly;
+            steps for a table without it, e.g. one read back from a CSV file).
         data_periods: the data's own cycle lengths in steps, marked on the REM panel. None: a
             fitted Forecaster's ``data_facts.periods`` (the cycles found in its training part);
             unknown for a model or a table (the panel's title says which: "no cycle in the
@@ -109,10 +101,13 @@ def plot_gates(source: Any, *, per_head: bool | None = None, rem_panel: bool = T
     Returns:
         A figure whose first axes hold the bars (one group per layer, ticks "<attention>\\nlayer
         <i>", y in [0, 1], coloured by attention) and, with ``rem_panel``, second axes on a log
-        axis with marker lines (one point per head, at its bar's x): "decay half-life" and "cycle
-        period" for heads that training moved (or whose start is unknown), hollow "... (start,
-        not moved)" for heads still within 5% of their start (the table's ``moved`` column), and
-        one dashed horizontal line "data period <value> <unit>" per data period.
+        axis with one marker per REM head (a cycle head's sin twin, which shares its decay and
+        period, is left out) at its layer's x: "decay half-life" and "cycle period" for heads
+        that training moved (or whose start is unknown), hollow "... (start, not moved)" for
+        heads still within 5% of their start (the table's ``moved`` column), and one dashed
+        horizontal line "data period <value> <unit>" per data period; the axis ends at ticks
+        above and below every marker. Heads that do not decay (an infinite half-life) are
+        counted in the panel's title, not drawn. The last line of the figure says what a gate is.
     """
     table = _gate_frame(source)
     if data_periods is None:
@@ -121,13 +116,11 @@ def plot_gates(source: Any, *, per_head: bool | None = None, rem_panel: bool = T
     groups = _layer_groups(table)
     if per_head is None:
         per_head = any(rows["gate"].nunique() > 1 for _, _, rows in groups)
-    fig = Figure(figsize=(max(6.0, 1.4 * len(groups) + 2), 7.0 if rem_panel else 4.0), layout="constrained")
+    fig = Figure(figsize=(max(6.5, 1.4 * len(groups) + 2.5), 7.4 if rem_panel else 4.4), layout="constrained")
     axes = fig.subplots(2 if rem_panel else 1, 1, sharex=True, squeeze=False)[:, 0]
     bars = axes[0]
     width = 0.8
-    head_x = []  # per layer: the x of each of its heads
     for g, (attention, layer, rows) in enumerate(groups):
-        head_x.append(g + _offsets(len(rows), width))
         heads = len(rows) if per_head else 1
         bars.bar(g + _offsets(heads, width), rows["gate"].to_numpy()[:heads], width=width / heads,
                  color=COLORS.get(attention, "tab:grey"), edgecolor="black", linewidth=0.5)
@@ -139,8 +132,14 @@ def plot_gates(source: Any, *, per_head: bool | None = None, rem_panel: bool = T
                 bbox_to_anchor=(1.01, 1.0), fontsize="small")  # beside the bars, which may reach 1
     axes[-1].set_xticks(range(len(groups)), [f"{attention}\nlayer {layer}" for attention, layer, _ in groups])
     if rem_panel:
-        _rem_panel(axes[1], pd.concat([rows for _, _, rows in groups]), np.concatenate(head_x), *_time_unit(table),
-                   data_periods=data_periods)
+        heads = [rows[rows["kind"] != "sin"] if "kind" in rows else rows for _, _, rows in groups]  # no sin twins
+        x = np.concatenate([g + _offsets(len(rows), width) for g, rows in enumerate(heads)])
+        from tsrec.inspection import time_unit
+
+        unit, per_step = time_unit(table.attrs.get("freq"))
+        _rem_panel(axes[1], pd.concat(heads), x, per_step, unit, data_periods=data_periods)
+    mixes = set(table["mix"]) if "mix" in table else {"gate"}
+    fig.supxlabel(" ".join(GATE_CAPTIONS.get(mix, "") for mix in sorted(mixes)), fontsize="small", wrap=True)
     return fig
 
 
@@ -148,14 +147,20 @@ def _rem_panel(ax: Any, rows: pd.DataFrame, x: np.ndarray, factor: float, unit: 
                data_periods: Sequence[float] | None) -> None:
     """The REM heads' half-lives and periods of ``rows`` at ``x [heads]``, in ``unit`` (``factor``
     units per step), hollow where the head did not move from its start; the data's periods (steps)
-    as dashed lines (None: unknown, said in the title)."""
-    not_moved = rows["moved"].eq(False).to_numpy(dtype=bool) if "moved" in rows else np.zeros(len(rows), bool)
+    as dashed lines (None: unknown, said in the title). The log axis ends at the ticks around every value."""
+    not_moved = rows["moved"].eq(False).fillna(False).to_numpy(dtype=bool) if "moved" in rows else \
+        np.zeros(len(rows), bool)  # unknown (no start) counts as moved
+    drawn = [period * factor for period in data_periods or ()]
+    no_decay = 0
     for column, marker, color, label in (("half_life_steps", "o", "black", "decay half-life"),
                                          ("period_steps", "^", "tab:red", "cycle period")):
         if column not in rows:
             continue
         y = pd.to_numeric(rows[column], errors="coerce").to_numpy(dtype=float) * factor  # [heads]
         shown = np.isfinite(y) & (y > 0)
+        if column == "half_life_steps":
+            no_decay = int(np.isinf(y).sum())
+        drawn.extend(y[shown])
         for still, suffix, face in ((False, "", color), (True, " (start, not moved)", "none")):
             keep = shown & (not_moved == still)
             if keep.any():
@@ -165,10 +170,27 @@ def _rem_panel(ax: Any, rows: pd.DataFrame, x: np.ndarray, factor: float, unit: 
         ax.axhline(period * factor, color="tab:purple", linestyle=("--", ":", "-.")[k % 3], linewidth=1.0,
                    label=f"data period {period * factor:.4g} {unit}")
     ax.set_yscale("log")
+    if drawn:
+        ticks = _log_ticks(min(drawn), max(drawn))
+        ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
+        ax.yaxis.set_minor_locator(NullLocator())
+        ax.set_ylim(ticks[0], ticks[-1])
     ax.set_ylabel(unit)
     note = " (data periods unknown)" if data_periods is None else "" if data_periods else " (no cycle in the data)"
+    if no_decay:
+        note += f"; {no_decay} head{'s' if no_decay > 1 else ''} without decay not drawn"
     ax.set_title("REM heads: decay half-lives and cycle periods" + note)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+
+
+def _log_ticks(low: float, high: float) -> list[float]:
+    """Ticks 1, 2, 5 x 10^k from the largest at or below ``low`` to the smallest at or above
+    ``high`` (``0 < low <= high``): a log axis between the end ones holds every value."""
+    ticks = [m * 10.0**k for k in range(math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 1)
+             for m in (1, 2, 5)]
+    first = max(t for t in ticks if t <= low * (1 + 1e-9))
+    last = min(t for t in ticks if t >= high * (1 - 1e-9))
+    return [t for t in ticks if first <= t <= last]
 
 
 # ---------------------------------------------------------------------------------------- REM
@@ -338,6 +360,15 @@ def _central_bands(levels: dict[float, str]) -> list[tuple[str, str]]:
     return [(levels[min(levels)], levels[max(levels)])]
 
 
+def _band_label(low: float, high: float, method: str | None) -> str:
+    """A band's legend entry: its interval level where its quantiles are symmetric (0.1 and 0.9:
+    "80% interval"), with the method that gave it, else its quantiles."""
+    how = f" ({method})" if method else ""
+    if abs(low + high - 1.0) < 1e-9:
+        return f"{100 * (high - low):.4g}% interval{how}"
+    return f"{low:g}-{high:g} quantiles{how}"
+
+
 def _quantile_columns(frame: pd.DataFrame) -> dict[float, str]:
     """Quantile level -> column name for the columns named like ``"0.1"``."""
     levels = {}
@@ -369,15 +400,16 @@ def _history_series(history: pd.DataFrame, time_col: str | None, id_col: str | N
 def plot_forecast(history: pd.DataFrame, forecast: pd.DataFrame, *, item_id: str | Sequence[str] | None = None,
                   quantiles: tuple[Any, Any] | None = None, max_items: int = 4, history_steps: int | None = None,
                   time_col: str | None = None, id_col: str | None = None, target_col: str | None = None) -> Figure:
-    """History, forecast mean and quantile band, one panel per item.
+    """History, forecast mean and interval bands, and the values after the origin, one panel per item.
 
     Args:
         history: the observed data, as given to ``Forecaster.fit``: a wide frame (DatetimeIndex or
             ``time_col``, one column per variable; the columns are the item ids) or a long frame
-            (``id_col``, ``time_col``, ``target_col``). Values after the forecast start are drawn
-            too, so a held-out truth shows against the forecast.
+            (``id_col``, ``time_col``, ``target_col``). Values from the forecast start on are drawn
+            too, apart from the history (orange dots: the held-out truth the forecast is judged on).
         forecast: the frame of ``Forecaster.predict``: ``item_id``, ``timestamp``, ``mean`` and,
-            when present, quantile columns (``"0.1"``, ``"0.9"``, ...).
+            when present, quantile columns (``"0.1"``, ``"0.9"``, ...), e.g. of
+            ``predict(levels=[80, 95])``, whose ``attrs["intervals"]`` names the method in the legend.
         item_id: the item(s) to draw (default: the forecast's items in order, up to ``max_items``).
         quantiles: the two quantile columns bounding one shaded band (default: a band for every
             central interval present, ``0.1``-``0.9``, ``0.2``-``0.8``, ..., nested and darker
@@ -386,10 +418,13 @@ def plot_forecast(history: pd.DataFrame, forecast: pd.DataFrame, *, item_id: str
         history_steps: observed steps drawn before the forecast start (default 4 horizons).
 
     Returns:
-        A figure with one axes per item: the observed line, the forecast mean line, a dashed
-        vertical line at the forecast origin (the first forecast step, as a backtest's ``origin``)
-        and the bands.
+        A figure with one axes per item: the history line ("history"), the forecast mean line, a
+        dashed vertical line at the forecast origin (the first forecast step, as a backtest's
+        ``origin``), the bands (labelled by their interval, e.g. "80% interval (conformal)", or by
+        their quantiles when not symmetric) and the observed values from the origin on ("actual
+        after the origin"), when the history holds them.
     """
+    method = forecast.attrs.get("intervals")
     missing = {"item_id", "timestamp", "mean"} - set(forecast.columns)
     if missing:
         raise ValueError(f"forecast lacks columns {sorted(missing)}; pass the frame of Forecaster.predict()")
@@ -422,16 +457,19 @@ def plot_forecast(history: pd.DataFrame, forecast: pd.DataFrame, *, item_id: str
         part = forecast[forecast["item_id"] == item].sort_values("timestamp")
         start, end = part["timestamp"].iloc[0], part["timestamp"].iloc[-1]
         steps = history_steps if history_steps is not None else 4 * len(part)
+        for depth, (low, high) in enumerate(bands):  # widest first, each inner band darker
+            ax.fill_between(part["timestamp"], part[low], part[high], color="tab:blue", alpha=0.15 + 0.12 * depth,
+                            linewidth=0, label=_band_label(float(low), float(high), method))
         if item in observed:
             series = observed[item]
             past = series[series.index < start].iloc[-steps:] if steps else series.iloc[:0]
-            shown = pd.concat([past, series[(series.index >= start) & (series.index <= end)]])
-            ax.plot(shown.index, shown.to_numpy(), color="black", linewidth=1.0, label="observed")
+            ax.plot(past.index, past.to_numpy(), color="black", linewidth=1.0, label="history")
+            after = series[(series.index >= start) & (series.index <= end)].dropna()
+            if len(after):
+                ax.plot(after.index, after.to_numpy(), color="tab:orange", linewidth=0.8, marker="o", markersize=3,
+                        label="actual after the origin")
         ax.plot(part["timestamp"], part["mean"], color="tab:blue", linewidth=1.5, label="forecast mean")
         ax.axvline(start, color="gray", linestyle="--", linewidth=1.0, label="forecast origin")
-        for depth, (low, high) in enumerate(bands):  # widest first, each inner band darker
-            ax.fill_between(part["timestamp"], part[low], part[high], color="tab:blue", alpha=0.18 + 0.1 * depth,
-                            linewidth=0, label=f"{low}-{high} quantiles")
         locator = AutoDateLocator()
         ax.xaxis.set_major_locator(locator)
         ax.xaxis.set_major_formatter(ConciseDateFormatter(locator))
@@ -445,37 +483,50 @@ def plot_forecast(history: pd.DataFrame, forecast: pd.DataFrame, *, item_id: str
 
 # ---------------------------------------------------------------------------------------- backtests
 def plot_backtest(results: Any, *, units: str = "original") -> Figure:
-    """MSE and MAE per horizon step of a backtest.
+    """MSE and MAE per horizon step of a backtest, the model's beside the baselines it computed.
 
     Args:
         results: a ``tsrec.evaluation.BacktestResult`` (anything with an ``.errors`` frame) or
-            that tidy frame: ``step`` (1..H), ``y_true``, ``y_pred`` and usually ``item_id``,
-            ``origin``. Rows without a true value (NaN, or ``observed`` False) are left out.
+            that tidy frame: ``step`` (1..H), ``y_true``, ``y_pred``, usually ``item_id`` and
+            ``origin``, and the baselines' forecasts ``y_<baseline>`` (``y_naive``,
+            ``y_seasonal_naive``, ``y_ets``, ...) where the backtest computed them. Rows without a
+            true value (NaN, or ``observed`` False) are left out.
         units: ``"original"`` (``y_true``/``y_pred``) or ``"scaled"`` (``y_true_scaled``/
             ``y_pred_scaled``, the fitted scaler's units).
 
     Returns:
-        A figure with two axes, MSE and MAE against the horizon step, each with the per-step line
-        and a dashed line at the mean over all steps.
+        A figure with two axes, MSE and MAE against the horizon step: the model's line first
+        (solid, markers), then one dashed line per baseline, each labelled with its mean over
+        the steps (weighted by the entries scored at each step).
     """
     errors = getattr(results, "errors", results)
     if not isinstance(errors, pd.DataFrame):
         raise TypeError(f"expected a BacktestResult or its errors DataFrame, got {type(results).__name__}")
-    from tsrec.evaluation import step_errors
+    from tsrec.evaluation import BASELINES, step_errors
 
     per_step = step_errors(errors, units)
     if per_step.empty:
         raise ValueError("the backtest has no observed target values to score")
+    suffix = "" if units == "original" else "_scaled"
+    kept = [column for column in ("step", f"y_true{suffix}", "observed") if column in errors]
+    baselines = {name.replace("_", " "): step_errors(errors[kept].assign(**{f"y_pred{suffix}": errors[column]}), units)
+                 for name in BASELINES if (column := f"y_{name}{suffix}") in errors}
     windows = len(errors[["item_id", "origin"]].drop_duplicates()) if {"item_id", "origin"} <= set(errors) else None
     fig = Figure(figsize=(10.0, 3.8), layout="constrained")
     axes = fig.subplots(1, 2)
-    weights = per_step["n"].to_numpy()
+    dashes = ("--", ":", "-.", (0, (5, 1, 1, 1)), (0, (1, 1)), (0, (3, 1, 1, 1, 1, 1)))
     for ax, column, name in ((axes[0], "mse", "MSE"), (axes[1], "mae", "MAE")):
-        values = per_step[column].to_numpy()  # [H]
-        ax.plot(per_step["step"], values, marker="o", markersize=3, label=f"{name} per step")
-        ax.axhline(float(np.average(values, weights=weights)), color="grey", linestyle="--", label=f"mean {name}")
+        for k, (label, frame) in enumerate({"model": per_step, **baselines}.items()):
+            mean = float(np.average(frame[column], weights=frame["n"]))
+            # baselines dashed, each narrower than the one before, so that equal ones (ets often
+            # forecasts the last value, as naive does) stay visible on top of each other
+            style = dict(marker="o", markersize=3, linewidth=1.6, color="tab:blue", zorder=3) if k == 0 else \
+                dict(linestyle=dashes[(k - 1) % len(dashes)], linewidth=max(0.8, 2.6 - 0.5 * k), color=f"C{k}")
+            ax.plot(frame["step"], frame[column].to_numpy(), label=f"{label} (mean {mean:.3g})", **style)
         ax.set_xlabel("horizon step")
         ax.set_ylabel(f"{name} ({units} units)")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.legend(fontsize="small")
-    fig.suptitle("Backtest error by horizon step" + (f" ({windows} item-windows)" if windows else ""))
+    fig.suptitle("Backtest error by horizon step" + (f" ({windows} item-windows)" if windows else "")
+                 + (", against the baselines" if baselines else ""))
     return fig

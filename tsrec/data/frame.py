@@ -59,6 +59,7 @@ from pandas.tseries.frequencies import to_offset
 
 from tsrec.config import GAP_POLICIES
 from tsrec.data import sessions
+from tsrec.data.schema import Schema
 from tsrec.data.time_features import (
     BUSINESS_WEEKENDS,
     calendar_freq,
@@ -300,9 +301,15 @@ def canonicalize(
     gaps:       ``"raise"`` or ``"warn"``: what a long gap or a mostly empty grid gets (module
                 docstring); with ``"warn"`` the data are kept, the empty steps missing.
 
+    A long frame in AutoGluon's or Nixtla's column names needs no column arguments
+    (:meth:`tsrec.data.schema.Schema.conventional`).
+
     Raises ``TypeError`` / ``ValueError`` naming the column, the value and the fix.
     """
-    return read_targets(df, freq=freq, time_col=time_col, id_col=id_col, target_col=target_col, gaps=gaps)[0]
+    schema = Schema(time_col, id_col, target_col)
+    if isinstance(df, pd.DataFrame):
+        schema = schema.conventional(df.columns)
+    return read_targets(df, freq=freq, gaps=gaps, **schema.columns)[0]
 
 
 def read_targets(
@@ -450,7 +457,8 @@ def _timestamps(df: pd.DataFrame, time_col: Hashable | None) -> pd.DatetimeIndex
             raise ValueError(
                 f"no timestamps: the frame has a {type(df.index).__name__}, not a DatetimeIndex; "
                 f"pass time_col=<column> or set one with df.set_index(<column>) (available "
-                f"columns: {list(df.columns)})"
+                f"columns: {list(df.columns)}; a long frame named as AutoGluon's item_id, timestamp, target or "
+                "Nixtla's unique_id, ds, y needs no names)"
             )
         timestamps = df.index
         where = "the index"

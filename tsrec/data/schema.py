@@ -6,10 +6,16 @@
 ``backtest``, the auto model's validation and the refits of ``backtest(refit_every=...)``); the
 CLI, the GluonTS predictor and the Ray and Spark workers reach it through ``predict`` and
 ``backtest``.
+
+A long frame in the column names users bring from other tools (:data:`CONVENTIONS`: AutoGluon's
+``item_id``, ``timestamp``, ``target``, tsrec's own forecast names too, and Nixtla's ``unique_id``,
+``ds``, ``y``) is read without naming its columns: :meth:`Schema.conventional` fills the roles left
+unnamed, and the names given always win.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +25,13 @@ from pandas.api.types import is_datetime64_any_dtype, is_numeric_dtype
 
 from tsrec.config import CovariateConfig
 
-__all__ = ["Schema"]
+__all__ = ["CONVENTIONS", "Schema"]
+
+#: The long-frame column conventions read without column arguments: tool -> (id, time, target) columns.
+CONVENTIONS: dict[str, tuple[str, str, str]] = {
+    "AutoGluon": ("item_id", "timestamp", "target"),
+    "Nixtla": ("unique_id", "ds", "y"),
+}
 
 
 @dataclass(frozen=True)
@@ -30,12 +42,46 @@ class Schema:
     id_col:     the series id's column; makes the frame long (None: wide, one multivariate series).
     target_col: the column(s) to forecast (None: inferred, :func:`~tsrec.data.canonicalize`).
     covariates: the columns the model reads but does not forecast.
+    convention: the tool whose column names (:data:`CONVENTIONS`) filled the roles not named
+                (None: every role as given); see :meth:`conventional`.
     """
 
     time_col: Hashable | None = None
     id_col: Hashable | None = None
     target_col: Any = None
     covariates: CovariateConfig = field(default_factory=CovariateConfig)
+    convention: str | None = field(default=None, compare=False)
+
+    def conventional(self, columns: Sequence[Hashable]) -> Schema:
+        """This schema for a frame with ``columns``: where it names no ``id_col`` and the frame holds a
+        convention's id column and target column (the target unless ``target_col`` is named), a long
+        frame's schema with the roles not named filled from that convention (the time column when the
+        frame has it and ``time_col`` is not named; else the frame's index), :attr:`convention` naming
+        it. Otherwise this schema. ``ValueError`` when the frame fits two conventions."""
+        if self.id_col is not None:
+            return self
+        names = set(columns)
+        fits = {tool: roles for tool, roles in CONVENTIONS.items()
+                if roles[0] in names and (self.target_col is not None or roles[2] in names)}
+        if len(fits) > 1:
+            raise ValueError(
+                f"the frame has the columns of both {' and '.join(fits)}'s long-frame conventions "
+                f"({', '.join(map(repr, sorted(c for roles in fits.values() for c in roles if c in names)))}); "
+                "name its columns: id_col=..., time_col=..., target_col=...")
+        if not fits:
+            return self
+        (tool, (id_col, time_col, target_col)), = fits.items()
+        time = self.time_col if self.time_col is not None else time_col if time_col in names else None
+        target = self.target_col if self.target_col is not None else target_col
+        return dataclasses.replace(self, id_col=id_col, time_col=time, target_col=target, convention=tool)
+
+    @property
+    def note(self) -> str | None:
+        """One line saying which convention named the columns (None when they were all given)."""
+        if self.convention is None:
+            return None
+        return (f"read as a long frame in {self.convention}'s column names: id_col={self.id_col!r}, "
+                f"time_col={self.time_col!r}, target_col={self.target_col!r} (name the columns to read others)")
 
     @property
     def columns(self) -> dict[str, Any]:

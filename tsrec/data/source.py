@@ -28,8 +28,8 @@ from tsrec.data.covariates import CovariateValues, categorical_statics, read_fra
 from tsrec.data.frame import Panel
 from tsrec.data.schema import Schema
 
-__all__ = ["ParquetSeries", "Read", "Source", "categorical", "history_before", "is_parquet", "read", "rows_of",
-           "series_ids", "subset"]
+__all__ = ["ParquetSeries", "Read", "Source", "categorical", "conventional", "history_before", "is_parquet", "read",
+           "rows_of", "series_ids", "subset"]
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,10 @@ def read(source: Source, schema: Schema, *, categorical: Sequence[str], freq: st
     """``source``'s targets and covariates (:class:`Read`); ``categorical`` names the categorical
     static covariates; ``last``: read each series' ``last`` latest rows alone (None: all);
     ``layout``: the target columns of a fitted model, whose layout a frame must have
-    (:meth:`Schema.require_layout <tsrec.data.schema.Schema.require_layout>`)."""
+    (:meth:`Schema.require_layout <tsrec.data.schema.Schema.require_layout>`). A long frame in a
+    column convention needs no column names (:meth:`Schema.conventional
+    <tsrec.data.schema.Schema.conventional>`): ``Read.schema`` holds the names it was read with."""
+    schema = conventional(source, schema)
     options = {"freq": freq, "gaps": gaps, "last": last, **schema.columns}
     if isinstance(source, pd.DataFrame):
         if layout is not None:
@@ -104,6 +107,19 @@ def read(source: Source, schema: Schema, *, categorical: Sequence[str], freq: st
         return Read(*read_parquet(_parquet(source.files), schema.covariates, categorical, ids=source.ids, **options),
                     schema, tuple(categorical))
     return Read(*read_parquet(_parquet(source), schema.covariates, categorical, **options), schema, tuple(categorical))
+
+
+def conventional(source: Source, schema: Schema) -> Schema:
+    """``schema`` with the roles it leaves unnamed filled from the column convention of ``source``'s
+    columns, if any (:meth:`Schema.conventional <tsrec.data.schema.Schema.conventional>`; a Parquet
+    source's columns are its files' schema: no row is read)."""
+    if schema.id_col is not None:
+        return schema
+    if isinstance(source, pd.DataFrame):
+        return schema.conventional(source.columns)
+    from tsrec.data.parquet import empty_frame
+
+    return schema.conventional(empty_frame(_files(source)).columns)
 
 
 def categorical(source: Source, schema: Schema) -> tuple[str, ...]:
@@ -160,6 +176,7 @@ def history_before(frame: pd.DataFrame, schema: Schema, panel: Panel, cut: Seque
     """The rows of ``frame`` strictly before each series' ``cut`` timestamp (``[I]``, one per item
     of ``panel``, ``frame`` read), in ``frame``'s layout: what is fitted on before an origin (Parquet
     data is read into a frame first, :func:`in_memory`)."""
+    schema = schema.conventional(frame.columns)
     times = pd.DatetimeIndex(frame.index if schema.time_col is None else pd.to_datetime(frame[schema.time_col]))
     if schema.id_col is None:
         return frame[times < cut[0]]

@@ -27,6 +27,7 @@ models run in ``make_evaluation_predictions``, ``backtest_metrics`` and ``Evalua
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -35,29 +36,35 @@ import numpy as np
 import pandas as pd
 from pandas.tseries.frequencies import to_offset
 
+from tsrec.config import DEFAULT_MODEL
+from tsrec.conformal import band_ends
 from tsrec.data.frame import Panel, Series, canonicalize
 from tsrec.data.sessions import session_of
 from tsrec.data.time_features import MONTHS, future_index, normalize_freq
 from tsrec._optional import quiet_gluonts_import
 from tsrec.fitted import ForecastResult
 from tsrec.forecaster import Forecaster
-from tsrec.forecasting import forecast_next
+from tsrec.forecasting import forecast_next, steps_read
+from tsrec.models.ensemble import AUTO
 
 with quiet_gluonts_import():
     from gluonts.dataset.common import ListDataset
+    from gluonts.evaluation import Evaluator
     from gluonts.model.estimator import Estimator
     from gluonts.model.forecast import Forecast, QuantileForecast, SampleForecast
     from gluonts.model.predictor import Predictor
 
-__all__ = ["DEFAULT_NUM_SAMPLES", "ESTIMATOR_MODEL", "TsrecEstimator", "TsrecPredictor", "from_tsrec_frame", "to_tsrec_frame"]
+__all__ = ["DEFAULT_NUM_SAMPLES", "QUANTILES", "TsrecEstimator", "TsrecPredictor", "from_tsrec_frame", "to_tsrec_frame"]
 
 #: Sample paths per forecast of a distribution output when ``predict`` is given no ``num_samples``
 #: (GluonTS's own default).
 DEFAULT_NUM_SAMPLES = 100
-#: The model :class:`TsrecEstimator` trains when none is named: RSA in PatchTST, one network.
-ESTIMATOR_MODEL = "rsa_patchtst"
+#: The quantile levels of a calibrated model's forecasts when none are named: those GluonTS's
+#: ``Evaluator`` scores by default (0.1, ..., 0.9; 0.5 is the mean).
+QUANTILES: tuple[float, ...] = tuple(float(q) for q in Evaluator.default_quantiles)
 _FRAME_COLUMNS = {"id_col": "item_id", "time_col": "timestamp", "target_col": "target"}  # to_tsrec_frame's
 _FORECASTER_DIR = "tsrec-forecaster"  # where TsrecPredictor.serialize saves the Forecaster
+_PREDICTOR_FILE = "tsrec-predictor.json"  # and the predictor's quantile levels
 _ENTRIES_PER_CALL = 256  # dataset entries TsrecPredictor.predict reads at a time
 
 
@@ -301,49 +308,66 @@ class TsrecEstimator(Estimator):
     one are named by their position, as :func:`to_tsrec_frame` names them).
 
     Args:
-        model: a name from :func:`tsrec.list_models` (default :data:`ESTIMATOR_MODEL`,
-            ``rsa_patchtst``); a trainable one (the Forecaster's default, ``auto``, is not: a GluonTS
-            estimator trains one network, with validation data when given).
+        model: a name from :func:`tsrec.list_models` (default ``"auto"``, the Forecaster's default:
+            statistical models and, on data with enough windows, networks, scored on the end of the
+            training series, their validation-weighted ensemble, calibrated at ``train``).
         prediction_length: steps to forecast.
         freq: pandas offset alias of the data. None: the frequency of the entries' ``pd.Period``
             starts; required when the starts are timestamps.
-        context_length: past steps the model reads (default ``2 * prediction_length``).
-        output: ``"quantile"`` (default: the levels ``quantile_levels``, 0.1, ..., 0.9 unless set;
-            forecasts are ``QuantileForecast``), ``"normal"`` or ``"studentt"`` (forecasts are
-            ``SampleForecast``). ``"point"`` is refused: a forecast with a mean only has no
-            quantiles, and GluonTS's ``Evaluator`` stops at it ("Forecast contains NaN values").
-        **options: the other :class:`~tsrec.Forecaster` arguments (``max_epochs``, ``batch_size``,
-            ``seed``, ``val_windows``, ``trainer_kwargs``, model options, ...).
+        context_length: past steps the model reads (default: the model's, see :class:`~tsrec.Forecaster`).
+        quantiles: the quantile levels of a calibrated model's forecasts (``auto``'s, or any model's
+            with ``conformal_windows=k``): default :data:`QUANTILES`, the levels GluonTS's
+            ``Evaluator`` scores by default; pass your ``Evaluator(quantiles=...)``'s. Each pair
+            ``q``, ``1 - q`` is the conformal interval of level ``100 (1 - 2q)`` percent around the
+            mean (per item: each series' band is its own scale times the pooled scores,
+            docs/intervals.md), and ``0.5`` is the mean.
+        **options: the other :class:`~tsrec.Forecaster` arguments (``seed``, ``conformal_windows``,
+            ``max_epochs``, ``batch_size``, ``val_windows``, ``trainer_kwargs``, model options, ...).
+            A network named without ``conformal_windows`` gets ``output="quantile"`` unless
+            ``output`` is given (its own quantiles, ``quantile_levels``: ``QuantileForecast``;
+            ``"normal"`` or ``"studentt"``: ``SampleForecast``); ``output="point"`` without a
+            calibration is refused: a forecast with a mean only has no quantiles, and GluonTS's
+            ``Evaluator`` stops at it ("Forecast contains NaN values").
 
     Raises:
         TypeError: an unknown option (the message lists the known ones).
-        ValueError: an invalid option or ``freq``, ``output="point"``, or a model that is not trained.
+        ValueError: an invalid option, ``quantiles`` or ``freq``, or a model that would forecast
+            points only (no calibration, no probabilistic output).
     """
 
-    def __init__(self, model: str = ESTIMATOR_MODEL, *, prediction_length: int, freq: str | None = None,
-                 context_length: int | None = None, output: str = "quantile", **options: Any) -> None:
+    def __init__(self, model: str = DEFAULT_MODEL, *, prediction_length: int, freq: str | None = None,
+                 context_length: int | None = None, quantiles: Sequence[float] = QUANTILES, **options: Any) -> None:
         super().__init__(lead_time=0)
-        self.forecaster = Forecaster(model, prediction_length=prediction_length, context_length=context_length,
-                                     freq=freq, output=output, **options)
-        _require_probabilistic(self.forecaster)
-        if self.forecaster.freq is not None:
-            _require_no_session(self.forecaster.freq)
-        self.prediction_length = self.forecaster.prediction_length
-        self.freq = self.forecaster.freq
+        forecaster = Forecaster(model, prediction_length=prediction_length, context_length=context_length,
+                                freq=freq, **options)
+        if forecaster.trainable and "output" not in options and not _calibrates(forecaster):
+            forecaster.set_params(output="quantile")  # a network's own quantiles, where nothing calibrates it
+        _require_quantiles(forecaster)
+        if forecaster.freq is not None:
+            _require_no_session(forecaster.freq)
+        self.forecaster = forecaster
+        self.quantiles = _check_quantiles(quantiles)
+        self.prediction_length = forecaster.prediction_length
+        self.freq = forecaster.freq
 
     def train(self, training_data: Iterable[Mapping[str, Any]],
               validation_data: Iterable[Mapping[str, Any]] | None = None) -> TsrecPredictor:
         """Fit a new Forecaster on ``training_data`` and return its predictor.
 
         Without ``validation_data`` the Forecaster validates on the end of each training series
-        (its ``val_windows``); with it, on every window of ``validation_data`` (one entry per
-        training ``item_id``, holding at least ``context_length`` steps before its targets), or on
-        the last ``val_windows`` of each entry when that option is set.
+        (``auto``: its candidates and its calibration; a network: its ``val_windows``); with it (a
+        named network only), on every window of ``validation_data`` (one entry per training
+        ``item_id``, holding at least ``context_length`` steps before its targets), or on the last
+        ``val_windows`` of each entry when that option is set.
         """
         forecaster = self.forecaster.unfitted_copy()
+        if validation_data is not None and forecaster.model_name == AUTO:
+            raise ValueError("TsrecEstimator('auto') validates its candidates (and calibrates its intervals) on the "
+                             "end of each training series, so it takes no validation_data: train without it, or "
+                             "name a network, e.g. TsrecEstimator('rsa_patchtst', ...)")
         val_df = None if validation_data is None else _univariate_frame(validation_data, self.freq, "validation_data")
         forecaster.fit(_univariate_frame(training_data, self.freq, "training_data"), val_df=val_df, **_FRAME_COLUMNS)
-        return TsrecPredictor(forecaster)
+        return TsrecPredictor(forecaster, quantiles=self.quantiles)
 
 
 class _Request(NamedTuple):
@@ -355,11 +379,12 @@ class _Request(NamedTuple):
 
 
 class TsrecPredictor(Predictor):
-    """A GluonTS ``Predictor`` backed by a fitted, probabilistic :class:`~tsrec.Forecaster`.
+    """A GluonTS ``Predictor`` backed by a fitted :class:`~tsrec.Forecaster` with quantiles: a
+    conformal calibration (``auto``'s, or ``conformal_windows=k``), else a probabilistic output.
 
     Made by :meth:`TsrecEstimator.train`, or around a Forecaster fitted on a long frame (one
-    univariate series per id; any column names) with ``output="quantile"``, ``"normal"`` or
-    ``"studentt"``.
+    univariate series per id; any column names). ``quantiles``: the levels of a calibrated model's
+    forecasts (:class:`TsrecEstimator`; default :data:`QUANTILES`).
 
     Each entry of a dataset given to :meth:`predict` continues a fitted series (tsrec scales each
     series with its statistics from fit): the one named by its ``item_id``. An entry without
@@ -369,7 +394,7 @@ class TsrecPredictor(Predictor):
     forecast separately.
     """
 
-    def __init__(self, forecaster: Forecaster) -> None:
+    def __init__(self, forecaster: Forecaster, *, quantiles: Sequence[float] = QUANTILES) -> None:
         if not isinstance(forecaster, Forecaster):
             raise TypeError(f"TsrecPredictor wraps a fitted tsrec Forecaster, got {type(forecaster).__name__}")
         if forecaster.model is None:
@@ -379,10 +404,19 @@ class TsrecPredictor(Predictor):
                 "the Forecaster was fitted on a wide frame (one multivariate series); TsrecPredictor forecasts "
                 "univariate series: fit on a long frame (id_col, time_col, target_col), as TsrecEstimator does"
             )
-        _require_probabilistic(forecaster)
+        _require_quantiles(forecaster)
         _require_no_session(forecaster.freq)
         super().__init__(prediction_length=forecaster.prediction_length)
         self.forecaster = forecaster
+        self.quantiles = _check_quantiles(quantiles)
+        self.conformal = forecaster.calibration is not None  # the bands of predict(levels=...), else the model's own
+        self.levels = _interval_levels(self.quantiles) if self.conformal else ()
+        for level in self.levels:
+            try:
+                forecaster.calibration.width(level)
+            except ValueError as error:
+                raise ValueError(f"quantiles {_ends(level)} are the ends of the {level:g}% interval: {error}") \
+                    from None
 
     @property
     def freq(self) -> str:
@@ -392,14 +426,16 @@ class TsrecPredictor(Predictor):
     def predict(self, dataset: Iterable[Mapping[str, Any]], num_samples: int | None = None) -> Iterator[Forecast]:
         """One forecast of the ``prediction_length`` steps after each entry's target, in dataset order.
 
-        A quantile output gives a ``QuantileForecast`` with keys ``"0.1"``, ... (the model's
-        ``quantile_levels``) and ``"mean"`` (``num_samples`` is not used); a distribution output a
-        ``SampleForecast`` of ``num_samples`` (default :data:`DEFAULT_NUM_SAMPLES`) paths ``[S, H]``.
-        ``start_date`` is the ``pd.Period`` of the first forecast step and ``item_id`` the entry's.
+        A calibrated model gives a ``QuantileForecast`` with keys ``quantiles`` (its conformal
+        bands; ``"0.5"`` the mean) and ``"mean"``; a quantile output a ``QuantileForecast`` with
+        keys ``"0.1"``, ... (the model's ``quantile_levels``) and ``"mean"`` (``num_samples`` is not
+        used by either); a distribution output a ``SampleForecast`` of ``num_samples`` (default
+        :data:`DEFAULT_NUM_SAMPLES`) paths ``[S, H]``. ``start_date`` is the ``pd.Period`` of the
+        first forecast step and ``item_id`` the entry's.
 
         Raises (while iterating) ``ValueError`` for a multivariate entry, an entry of another
-        frequency, an ``item_id`` the model was not fitted on, or fewer than ``context_length``
-        steps, and the errors of :func:`to_tsrec_frame` for malformed entries.
+        frequency, an ``item_id`` the model was not fitted on, or fewer steps than the model reads,
+        and the errors of :func:`to_tsrec_frame` for malformed entries.
         """
         samples = self._num_samples(num_samples)
         entries = enumerate(dataset)
@@ -407,23 +443,24 @@ class TsrecPredictor(Predictor):
             yield from self._forecast([self._request(position, entry) for position, entry in chunk], samples)
 
     def _num_samples(self, num_samples: int | None) -> int | None:
-        """The sample paths to draw: None for a quantile output."""
-        if self.forecaster.settings.network.output == "quantile":
+        """The sample paths to draw: None for quantile forecasts (a calibration's or a quantile output's)."""
+        if self.conformal or self.forecaster.settings.network.output == "quantile":
             return None
         return DEFAULT_NUM_SAMPLES if num_samples is None else num_samples
 
     def _request(self, position: int, entry: Mapping[str, Any]) -> _Request:
         """``entry`` (at ``position`` in the dataset) read at the fitted frequency, checked
-        univariate, cut to the ``context_length`` steps the forecast reads and named by its
-        fitted series."""
+        univariate, cut to the steps the forecast reads (:func:`~tsrec.forecasting.steps_read`) and
+        named by its fitted series."""
         series = _read_entry(position, entry, self.freq)
         _require_univariate(position, series, "the dataset")
         fitted = self.forecaster.panel.item_ids
         if "item_id" not in entry:
             series = series._replace(item_id=fitted[0] if len(fitted) == 1 else str(position))
-        context = self.forecaster.context_length
-        return _Request(entry.get("item_id"), series._replace(index=series.index[-context:],
-                                                              target=series.target[-context:]))
+        last = steps_read(self.forecaster.fitted)
+        if last is not None:
+            series = series._replace(index=series.index[-last:], target=series.target[-last:])
+        return _Request(entry.get("item_id"), series)
 
     def _forecast(self, requests: Sequence[_Request], num_samples: int | None) -> list[Forecast]:
         """The forecasts of ``requests``, in order: one :func:`~tsrec.forecasting.forecast_next` per round of
@@ -434,10 +471,11 @@ class TsrecPredictor(Predictor):
             seen[request.series.item_id] = seen.get(request.series.item_id, -1) + 1
             rounds.setdefault(seen[request.series.item_id], []).append(index)
         forecasts: dict[int, Forecast] = {}
+        own = self.forecaster.settings.network.quantile_levels if num_samples is None and not self.conformal else None
         for indices in rounds.values():
             panel = self._panel([requests[i].series for i in indices])
-            levels = self.forecaster.settings.network.quantile_levels if num_samples is None else None
-            result = forecast_next(self.forecaster.fitted, panel, quantiles=levels, num_samples=num_samples)
+            result = forecast_next(self.forecaster.fitted, panel, quantiles=own, num_samples=num_samples,
+                                   levels=self.levels or None, intervals="conformal" if self.levels else None)
             for k, i in enumerate(indices):
                 forecasts[i] = self._to_forecast(result, k, panel.items[k].index[-1], requests[i])
         return [forecasts[i] for i in range(len(requests))]
@@ -459,14 +497,21 @@ class TsrecPredictor(Predictor):
         item_id = request.item_id
         if result.samples is not None:
             return SampleForecast(result.samples[:, k, :, 0], start_date=start, item_id=item_id)  # [S, H]
-        keys = [str(level) for level in result.levels] + ["mean"]
-        arrays = np.concatenate([result.quantiles[k, :, 0, :].T, result.mean[k, :, 0][None]])  # [Q + 1, H]
-        return QuantileForecast(arrays, start_date=start, forecast_keys=keys, item_id=item_id)
+        levels = self.quantiles if self.conformal else result.levels
+        mean = result.mean[k, :, 0]  # [H]
+        columns = {round(level, 9): q for q, level in enumerate(result.levels)}
+        arrays = [mean if self.conformal and level == 0.5 else result.quantiles[k, :, 0, columns[round(level, 9)]]
+                  for level in levels]  # a calibration's median is its mean: the bands are symmetric about it
+        keys = [str(level) for level in levels] + ["mean"]
+        return QuantileForecast(np.stack(arrays + [mean]), start_date=start, forecast_keys=keys,
+                                item_id=item_id)  # [Q + 1, H]
 
     def serialize(self, path: Path) -> None:
-        """Write the predictor into the existing folder ``path``: GluonTS's ``gluonts-config.json``
-        and the Forecaster (:meth:`~tsrec.Forecaster.save`) in ``path/tsrec-forecaster``."""
+        """Write the predictor into the existing folder ``path``: GluonTS's ``gluonts-config.json``,
+        the quantile levels (``tsrec-predictor.json``) and the Forecaster (:meth:`~tsrec.Forecaster.save`)
+        in ``path/tsrec-forecaster``."""
         super().serialize(Path(path))
+        (Path(path) / _PREDICTOR_FILE).write_text(json.dumps({"quantiles": list(self.quantiles)}))
         self.forecaster.save(Path(path) / _FORECASTER_DIR)
 
     @classmethod
@@ -477,21 +522,54 @@ class TsrecPredictor(Predictor):
         the model was saved with, ``"auto"`` unless its ``trainer_kwargs`` named one).
         """
         overrides = None if device is None else {"accelerator": device}
-        return cls(Forecaster.load(Path(path) / _FORECASTER_DIR, trainer_kwargs=overrides))
+        settings = json.loads((Path(path) / _PREDICTOR_FILE).read_text())
+        return cls(Forecaster.load(Path(path) / _FORECASTER_DIR, trainer_kwargs=overrides), **settings)
 
 
-def _require_probabilistic(forecaster: Forecaster) -> None:
-    """``ValueError`` unless ``forecaster`` is trained with a probabilistic output."""
-    if not forecaster.trainable:
-        raise ValueError(
-            f"{forecaster.model_name!r} is not trained and forecasts points only; GluonTS forecasts need quantiles "
-            "or samples: use a trainable model (tsrec.list_models()) with output='quantile', 'normal' or 'studentt'"
-        )
-    if forecaster.settings.network.output == "point":
-        raise ValueError(
-            "output='point' forecasts a mean only, which has no quantiles for GluonTS's Evaluator (it stops at "
-            "'Forecast contains NaN values'); use output='quantile', 'normal' or 'studentt'"
-        )
+def _calibrates(forecaster: Forecaster) -> bool:
+    """Whether ``fit`` gives ``forecaster`` a conformal calibration (``auto`` by default; any model
+    with ``conformal_windows=k``)."""
+    windows = forecaster.settings.conformal.windows
+    return windows != 0 if forecaster.model_name == AUTO else windows is not None and windows > 0
+
+
+def _require_quantiles(forecaster: Forecaster) -> None:
+    """``ValueError`` unless ``forecaster`` (fitted or not) has quantiles for GluonTS: a conformal
+    calibration, or a probabilistic output."""
+    calibrated = _calibrates(forecaster) if forecaster.fitted is None else forecaster.calibration is not None
+    if calibrated or forecaster.settings.network.output != "point":
+        return
+    what = (f"{forecaster.model_name!r} is not trained" if not forecaster.trainable else
+            "output='point' forecasts a mean only")
+    raise ValueError(
+        f"{what} and has no conformal calibration, so it has no quantiles for GluonTS's Evaluator (it stops at "
+        "'Forecast contains NaN values'): pass conformal_windows=<k> (k rolling origins at the end of each series "
+        "calibrate its bands; the default model, 'auto', calibrates by default), or, for a network, "
+        "output='quantile', 'normal' or 'studentt'"
+    )
+
+
+def _check_quantiles(quantiles: Sequence[float]) -> tuple[float, ...]:
+    """``quantiles`` as sorted distinct floats in (0, 1), else a ``ValueError`` naming the bad one."""
+    try:
+        values = tuple(sorted({float(q) for q in ([quantiles] if np.isscalar(quantiles) else quantiles)}))
+    except (TypeError, ValueError):
+        raise ValueError(f"quantiles must be numbers in (0, 1), e.g. (0.1, 0.5, 0.9); got {quantiles!r}") from None
+    bad = [q for q in values if not 0.0 < q < 1.0]
+    if bad or not values:
+        raise ValueError(f"quantiles must be levels in (0, 1) such as 0.1 or 0.9 (percent intervals are 1 - 2q); "
+                         f"got {list(quantiles) if not bad else bad[0]!r}")
+    return values
+
+
+def _interval_levels(quantiles: Sequence[float]) -> tuple[float, ...]:
+    """The conformal interval levels (percent) whose ends are ``quantiles``: ``100 |1 - 2q|`` (0.5: none)."""
+    return tuple(sorted({round(100.0 * abs(1.0 - 2.0 * q), 9) for q in quantiles if q != 0.5}))
+
+
+def _ends(level: float) -> str:
+    """The quantiles bounding the ``level``% interval, as text."""
+    return " and ".join(f"{q:g}" for q in band_ends(level))
 
 
 def _require_univariate(position: int, item: _Item, role: str) -> None:
