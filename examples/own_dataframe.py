@@ -56,7 +56,7 @@ def main() -> None:
 
     forecaster = Forecaster(prediction_length=HORIZON, seed=0)  # the default model, auto
     forecaster.fit(history, **COLUMNS)
-    print(forecaster.leaderboard[["model", "val_mse", "weight"]].to_string(index=False))  # what it chose
+    print(forecaster.leaderboard[["model", "val_score", "weight"]].to_string(index=False))  # what it chose
 
     forecast = forecaster.predict(levels=[80, 95])  # the day after `history`, per store, with its bands
     print(forecast.groupby("item_id")["mean"].describe()[["mean", "min", "max"]])

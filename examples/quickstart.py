@@ -41,7 +41,7 @@ def main() -> None:
 
     # The default model, and what it chose.
     forecaster = Forecaster(prediction_length=HORIZON, seed=0).fit(train)
-    print(forecaster.leaderboard[["model", "val_mse", "weight", "note"]].to_string(index=False))
+    print(forecaster.leaderboard[["model", "val_score", "weight", "note"]].to_string(index=False))
     forecast = forecaster.predict(levels=[80, 95])  # item_id, timestamp, mean, 0.025, 0.1, 0.9, 0.975
     forecast.to_csv(output / "forecast.csv", index=False)
     plot_forecast(df, forecast).savefig(output / "forecast.png")  # the bands, and the held-out day apart

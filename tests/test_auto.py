@@ -129,7 +129,8 @@ def test_the_networks_budget_is_honoured(networks_allowed):
     networks before they start (the bound on seconds is generous: a loaded machine is slow)."""
     assert network_budget(10_000) == pytest.approx(tsrec.auto.BUDGET_SECONDS + 10.0)
     assert network_budget(10 ** 9) == tsrec.auto.MAX_BUDGET_SECONDS and network_budget(10 ** 6, 5.0) == 5.0
-    assert network_budget(10 ** 6, stats_seconds=2.0) == 2.0 * tsrec.auto.STATS_COST_RATIO
+    assert network_budget(10 ** 6, stats_seconds=5.0) == 5.0 * tsrec.auto.STATS_COST_RATIO
+    assert network_budget(10 ** 6, stats_seconds=0.01) == tsrec.auto.BUDGET_SECONDS  # seasonal naive alone: 10 s
     assert network_budget(100, 120.0, stats_seconds=2.0) == 120.0  # the user's time_limit is the budget
     f = Forecaster("auto", candidates=("seasonal_naive", "dlinear"), prediction_length=H, max_steps=100_000,
                    time_limit=1.0, trainer_kwargs=QUIET).fit(hourly())

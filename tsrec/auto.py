@@ -146,11 +146,13 @@ def network_budget(observations: int, time_limit: float | None = None, stats_sec
     user's ``time_limit`` where set; else :data:`BUDGET_SECONDS` +
     :data:`BUDGET_SECONDS_PER_OBSERVATION` per value, at most :data:`MAX_BUDGET_SECONDS`, and at
     most :data:`STATS_COST_RATIO` times ``stats_seconds``, the CPU seconds the statistical
-    candidates cost (None: no such bound)."""
+    candidates cost (None: no such bound), but never below :data:`BUDGET_SECONDS` for that bound:
+    without statsforecast the statistical candidates (seasonal naive, the last value) cost almost
+    nothing, and 3x nothing gave the networks one step."""
     if time_limit is not None:
         return float(time_limit)
     bounds = [MAX_BUDGET_SECONDS, BUDGET_SECONDS + BUDGET_SECONDS_PER_OBSERVATION * observations]
-    bounds += [] if stats_seconds is None else [STATS_COST_RATIO * stats_seconds]
+    bounds += [] if stats_seconds is None else [max(BUDGET_SECONDS, STATS_COST_RATIO * stats_seconds)]
     return min(bounds)
 
 
@@ -697,7 +699,7 @@ class _CpuLimit:
 
 def _halve(alive: list[str], rows: dict[str, _Row], rung: int) -> list[str]:
     """The networks that go on after ``rung``: the better half of ``alive``, those within
-    :data:`HALVING_FACTOR` of the leader's validation MSE (the best of every candidate scored);
+    :data:`HALVING_FACTOR` of the leader's validation score (the best of every candidate scored);
     the others' notes say why they stopped."""
     scored = {name: row.val_score for name, row in rows.items() if not math.isnan(row.val_score)}
     if not scored:

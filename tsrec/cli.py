@@ -162,14 +162,16 @@ def auto_lines(forecaster: Any) -> list[str]:
     board = forecaster.leaderboard
     chosen = board[board["weight"] > 0]
     width = max(len("model"), *(len(name) for name in board["model"]))
-    rows = [f"{'model':<{width}}  {'val_mse':>8}  {'weight':>6}  note"]
+    metric = board.attrs.get("eval_metric", "mase")
+    rows = [f"{'model':<{width}}  {'val_' + metric:>9}  {'weight':>6}  note"]
     for row in board.itertuples():
-        error = f"{row.val_mse:.4g}" if math.isfinite(row.val_mse) else "-"
+        score = f"{row.val_score:.4g}" if math.isfinite(row.val_score) else "-"
         note = row.note if isinstance(row.note, str) else ""
-        rows.append(f"{row.model:<{width}}  {error:>8}  {row.weight:>6.2f}  {note}".rstrip())
+        rows.append(f"{row.model:<{width}}  {score:>9}  {row.weight:>6.2f}  {note}".rstrip())
     return [f"auto chose {' + '.join(f'{row.model} x {row.weight:.2f}' for row in chosen.itertuples())}: the "
-            "weights that give the lowest validation MSE (the last windows of every series, errors z-scored per "
-            "series); every candidate:", *(f"  {row}" for row in rows)]
+            f"weights that give the lowest validation {metric.upper()} (the last windows of every series, each "
+            "series' errors over its scale), shrunk toward the best few by the evidence; every candidate:",
+            *(f"  {row}" for row in rows)]
 
 
 def cmd_quickstart(args: argparse.Namespace) -> int:
