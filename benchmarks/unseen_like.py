@@ -1298,7 +1298,7 @@ def targets_section(by_dataset: dict[str, dict[str, list[dict[str, str]]]]) -> l
     lines = ["## The default's targets", "",
              "Issue 46's targets for the default Forecaster (its seeds averaged), by each test score: within "
              f"{WITHIN_BEST_FREE:.0%} of the best free baseline on every dataset, ahead of it on at least "
-             "two thirds of them and at most {GEOMEAN_BEST_FREE:g} in geometric mean; and no candidate of "
+             f"two thirds of them and at most {GEOMEAN_BEST_FREE:g} in geometric mean; and no candidate of "
              f"the default run alone at its defaults more than {BEATEN_BY:.0%} ahead of it on any dataset (`beaten`: "
              f"the default's score over the best candidate's above {1 + BEATEN_BY:g}; the candidates are those of "
              "its recorded leaderboards that ran alone).", ""]

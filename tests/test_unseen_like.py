@@ -475,6 +475,7 @@ def test_quick_run_writes_rows_and_a_table_and_resumes(tmp_path, monkeypatch, on
     assert f"| toy | seasonal_naive | {ratio:.3f} | " in targets
     assert f"| tsrec_naive | {alone:.3f} | {'yes' if alone > 1.05 else 'no'} |" in targets.split("By MASE")[0]
     assert "- Candidates alone (MSE): " in targets and "- Accuracy target (MASE): " in targets
+    assert "at most 0.95 in geometric mean" in targets
     assert "- Cost target: not met: " in targets and "(1 without the anchor's run)" in targets
     assert f"| toy | 128 | {float(default['cpu_seconds']):.1f} |" in targets
     assert "| candidate | validation score | weight | test MASE | test MSE | note |" in table  # the toy's section
