@@ -556,7 +556,8 @@ def test_issue_46s_sets_hold_what_the_config_says():
     table = macrodata.load_pandas().data
     assert list(macro.columns) == [ul.ID, ul.TIME, ul.TARGET, "realdpi"] and set(macro[ul.ID]) == {"realcons"}
     np.testing.assert_array_equal(macro[[ul.TARGET, "realdpi"]].to_numpy(), table[["realcons", "realdpi"]].to_numpy())
-    assert macro[ul.TIME].iloc[0] == pd.Timestamp("1959-01-01") and macro[ul.TIME].iloc[-1] == pd.Timestamp("2009-07-01")
+    assert macro[ul.TIME].iloc[0] == pd.Timestamp("1959-01-01")
+    assert macro[ul.TIME].iloc[-1] == pd.Timestamp("2009-07-01")
     rates = ul.load_fertility().pivot(index=ul.TIME, columns=ul.ID, values=ul.TARGET)
     table = fertility.load_pandas().data.set_index("Country Code")
     assert rates.shape == (52, 192) and rates.index[-1] == pd.Timestamp("2011-01-01")
