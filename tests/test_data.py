@@ -453,7 +453,8 @@ def sliced_windows(values, observed, time_feat, context_length, prediction_lengt
                       "future_time_feat": future_feat, "static_cat": static_cat[i]}
             if with_future_target:
                 window |= {"future_target": filled[future], "future_observed": mask[future]}
-            windows.append(window | {"target_loc": loc[i], "target_scale": scale[i], "item": i, "series": i, "origin": o})
+            windows.append(window | {"target_loc": loc[i], "target_scale": scale[i], "item": i, "series": i,
+                                     "origin": o})
     return windows
 
 

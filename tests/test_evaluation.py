@@ -225,7 +225,8 @@ def window_by_window(series, f, baselines, *, start=None, n_windows=None, stride
         seasonal_error = np.nanmean(pairs) if len(history) > mase_season else np.nan
         for origin in origins:
             model = seasonal_rule(z, seen, origin, context, m, horizon)
-            others = {name: seasonal_rule(v, seen, origin, c, season, horizon) for name, (season, c) in baselines.items()}
+            others = {name: seasonal_rule(v, seen, origin, c, season, horizon)
+                      for name, (season, c) in baselines.items()}
             for h in range(horizon):
                 at = origin + h
                 true = z[at] if seen[at] else np.nan

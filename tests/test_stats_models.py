@@ -326,8 +326,9 @@ def test_the_skill_tables_baselines_take_the_models_season_rule():
     skill = backtest(f, noise, baselines=("naive", "seasonal_naive", "theta")).skill.set_index("baseline")
     assert skill.loc["seasonal_naive", "season"] == 24 and skill.loc["theta", "season"] == 24
     assert skill.loc["seasonal_naive", "note"] == skill.loc["theta", "note"] == ""
-    with pytest.warns(UserWarning, match=r"backtest's theta baseline: season_length is 1 \(no season\): the history "
-                                         r"read \(30 steps\) cannot hold 2 season\(s\) of the shortest cycle, 24 steps"):
+    with pytest.warns(UserWarning, match=r"backtest's theta baseline: season_length is 1 \(no season\): the "
+                                         r"history read \(30 steps\) cannot hold 2 season\(s\) of the shortest "
+                                         r"cycle, 24 steps"):
         short = backtest(f, noise.iloc[-40:], start=30, baselines=("naive", "theta")).skill.set_index("baseline")
     assert short.loc["theta", "season"] == 1  # 30 steps before the first origin cannot hold 2 x 24
     assert short.loc["theta", "note"].startswith("no season: theta's model resolved season_length 1")

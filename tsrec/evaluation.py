@@ -38,15 +38,15 @@ from tsrec.data.source import Read, Source
 from tsrec.fitted import FittedState, ForecastResult
 from tsrec.fitting import context_for, fit_state
 from tsrec.forecaster import Forecaster
-from tsrec.forecasting import forecast_origins, interval_settings, window_origins
+from tsrec.forecasting import context_read, forecast_origins, interval_settings, window_origins
 from tsrec.metrics import seasonal_scale
 from tsrec.models import model_spec
 from tsrec.models.base import DEFAULT_QUANTILE_LEVELS
 from tsrec.models.registry import model_fitter
 from tsrec.models.stats import refits
 from tsrec.nn.outputs import check_levels
-from tsrec.scoring import (BASELINES, COVERAGE_TOLERANCE, NAIVE_BASELINES, STATS_BASELINES, BacktestResult,
-                           CoverageWarning, coverage_tolerance, score, scored_levels, step_errors)
+from tsrec.scoring import (BASELINES, COVERAGE_TOLERANCE, STATS_BASELINES, BacktestResult, CoverageWarning,
+                           coverage_tolerance, score, scored_levels, step_errors)
 from tsrec.settings import ForecasterSettings
 
 __all__ = ["COVERAGE_TOLERANCE", "STATS_BASELINES", "BacktestResult", "CoverageWarning", "backtest",
@@ -169,7 +169,8 @@ def backtest(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timest
         stride: steps between origins (default ``prediction_length``: windows do not overlap).
         refit_every: refit a copy of the forecaster on the data before the origin every this many
             windows (default: never refit; the fitted forecaster is reused).
-        batch_size: windows per inference batch (the last partial batch is kept).
+        batch_size: windows per inference batch of the forecaster (the last partial batch is kept;
+            the baselines run in batches of their own, :data:`BASELINE_BATCH`).
         season_length: MASE's seasonal period (default: the frequency's natural season).
         quantiles: for a probabilistic model, the levels scored (default: a quantile output's own
             levels, else 0.1, ..., 0.9): ``errors`` gets ``y_q<level>`` (original units) and
@@ -273,7 +274,7 @@ def _backtest_errors(forecaster: Forecaster, df: Source, *, start: int | str | p
     first, count = _origins(panel, stacked, context, horizon, start, n_windows, stride, whole_history=whole)  # [I] each
     y = np.where(stacked.observed, stacked.values, np.nan)  # [R, C]
     scale = seasonal_scale(y, season_length or seasonality(panel.freq), lengths=stacked.length, ends=first)  # [I, C]
-    scores = _baselines(baselines, read, first, count, stride, horizon, baselines_refit_every, batch_size)
+    scores = _baselines(baselines, read, first, count, stride, horizon, baselines_refit_every)
     n_blocks = int(count.max())
     block = refit_every or n_blocks
     parts: list[pd.DataFrame] = []
@@ -383,7 +384,7 @@ class _Baselines:
 
 
 def _baselines(names: Sequence[str], read: Read, first: np.ndarray, count: np.ndarray, stride: int, horizon: int,
-               refit_every: int | None, batch_size: int | None) -> _Baselines:
+               refit_every: int | None) -> _Baselines:
     """The baselines ``names`` of the windows of items with ``count`` ``[I]`` origins from ``first``
     ``[I]``, ``stride`` apart, in ``read`` (:class:`_Baselines`): each the registered model of its
     name (:func:`_run_baseline`), on the targets alone. The statistical ones are fitted once per
@@ -400,18 +401,25 @@ def _baselines(names: Sequence[str], read: Read, first: np.ndarray, count: np.nd
         if set(names) & set(STATS_BASELINES) else None
     forecasts, seasons = {}, {}
     for name in names:
-        forecasts[name], seasons[name] = _run_baseline(name, targets, first, count, stride, horizon, every, batch_size)
+        forecasts[name], seasons[name] = _run_baseline(name, targets, first, count, stride, horizon, every)
     return _Baselines(forecasts, seasons, fit_steps)
 
 
-def _run_baseline(name: str, read: Read, first: np.ndarray, count: np.ndarray, stride: int, horizon: int, every: int,
-                  batch_size: int | None) -> tuple[np.ndarray, float]:
+#: Values (steps x channels of the windows' contexts) of a batch of a baseline's windows: their
+#: models cost little per window, so they run in few batches (a few MB each) whatever ``batch_size``
+#: says of the forecaster's.
+BASELINE_BATCH = 2**20
+
+
+def _run_baseline(name: str, read: Read, first: np.ndarray, count: np.ndarray, stride: int, horizon: int,
+                  every: int) -> tuple[np.ndarray, float]:
     """The forecasts ``[W, H, C]`` of the registered model ``name`` (its default settings at the
     backtest's horizon, without validation windows, as it has nothing to train; a model that reads
     a context gets at most the steps before the earliest first origin, so that every window holds
     it) of the windows of ``read``, fitted on all of each series' history before its first origin
-    (and again every ``every`` windows), and the season it resolved. Its warnings name the baseline (the fit data's far values are the forecaster's to
-    report, and are not repeated); a model that cannot be fitted gives NaN, with a warning."""
+    (and again every ``every`` windows), and the season it resolved. Its warnings name the
+    baseline (the fit data's far values are the forecaster's to report, and are not repeated); a
+    model that cannot be fitted gives NaN, with a warning."""
     panel = read.panel
     lengths = np.diff(panel.offsets)  # [I]
     out = np.full((int(count.sum()), horizon, len(panel.columns) if panel.layout == "wide" else 1), np.nan)
@@ -428,8 +436,9 @@ def _run_baseline(name: str, read: Read, first: np.ndarray, count: np.ndarray, s
             for done in range(0, int(count.max()), every):
                 block_first, block_count = first + stride * done, np.clip(count - done, 0, every)  # [I] each
                 state = fit_state(read.before(np.where(block_count > 0, block_first, lengths)), settings).state
+                windows = max(1, BASELINE_BATCH // (context_read(state, panel) * out.shape[2]))
                 result = forecast_origins(state, panel, read.covariates, block_first, block_count, stride,
-                                          batch_size=batch_size)
+                                          batch_size=windows)
                 out[offsets[result.items] + done + (result.origins - block_first[result.items]) // stride] = \
                     result.mean
                 season = season if done else float(_season_of(state))
