@@ -596,3 +596,19 @@ def test_intervals_that_miss_warn_with_the_tolerance_and_a_quantile_networks_pai
     assert set(result.intervals.level) == {80.0} and (result.intervals.method == "model").all()
     with pytest.raises(ValueError, match="levels are percentages"):
         backtest(f, df, start=24 * 14, baselines=NAIVE, levels=[0.9])
+
+
+def test_a_baseline_whose_model_cannot_be_fitted_forecasts_nothing_and_says_why():
+    """A series with no observed value before its first origin: the baseline models cannot be fitted
+    on that history (fit_state refuses it), so the baseline forecasts nothing, with a warning naming
+    the baseline and the reason; the model's own scores are unaffected."""
+    df = long_frame()
+    df.loc[(df.id == "s0") & (df.time < pd.Timestamp("2024-01-06 12:00")), "y"] = np.nan
+    f = Forecaster("naive", prediction_length=4, context_length=8).fit(long_frame(), **LONG)
+    with pytest.warns(UserWarning, match=r"backtest's naive baseline: could not be run: item 's0' \(column 'y'\) has "
+                                         r"no observed value in the training part"):
+        result = backtest(f, df, start="2024-01-06 12:00", stride=4, baselines=("naive",), **LONG)
+    assert result.errors.y_naive.isna().all() and result.errors.y_pred.notna().any()
+    skill = result.skill.set_index("baseline")
+    assert np.isnan(skill.loc["naive", "season"]) and np.isnan(skill.loc["naive", "mse_ratio"])
+    assert skill.loc["naive", "note"] == "no forecast: naive's model could not be fitted (backtest warned why)"

@@ -237,15 +237,20 @@ def _skill(errors: pd.DataFrame, baselines: Sequence[str]) -> pd.DataFrame:
 def _season(windows: pd.DataFrame, baseline: str) -> tuple[float, str]:
     """The season of ``baseline`` over the ``windows`` (a row per window and channel): its
     ``season_<baseline>`` where every series has the same (else NaN), and the note saying why it
-    is 1 (for another baseline than naive) or which seasons the series got."""
-    per_series = Counter(windows.groupby("item_id", sort=False)[f"season_{baseline}"].first().tolist())
+    is 1 (for another baseline than naive), which seasons the series got, or that its model could
+    not be fitted (NaN)."""
+    seasons = windows.groupby("item_id", sort=False)[f"season_{baseline}"].first().to_numpy()  # [I]
+    per_series = Counter(int(m) if np.isfinite(m) else None for m in seasons)
     if len(per_series) == 1:
         (season, _), = per_series.items()
+        if season is None:
+            return np.nan, f"no forecast: {baseline}'s model could not be fitted (backtest warned why)"
         dropped = season == 1 and baseline != "naive"
         return season, (f"no season: {baseline}'s model resolved season_length 1 on the history before the first "
                         "origin (the history cannot hold two of its season, or no cycle stood out; backtest warned "
                         "why)" if dropped else "")
-    parts = [f"season {m:g} on {n} series" for m, n in per_series.items()]
+    parts = [f"season {m} on {n} series" if m is not None else f"no forecast on {n} series (its model could not be "
+             "fitted)" for m, n in per_series.items()]
     return np.nan, "; ".join(parts)
 
 
