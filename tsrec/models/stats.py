@@ -316,7 +316,7 @@ class _LastValue:
         return self.alias
 
 
-#: ETS's components as statsforecast writes them (``"MAdN"``...: error, trend, season, damping), each a code.
+#: ETS's components as statsforecast writes them (``"MAAD"``: error, trend, season, damped or not), each a code.
 _ETS_COMPONENTS = ("AM", "NAM", "NAM", "ND")
 #: Codes of an ETS fit: ``m``, the four components' positions in :data:`_ETS_COMPONENTS`, ``n_params``.
 _ETS_WIDTH = 6
@@ -383,29 +383,25 @@ class StatsModel(ForecastModel):
 
     # ------------------------------------------------------------------ the parameters
     def code_width(self) -> int:
-        """How many codes (:class:`Parameters`) one fit of this model takes."""
-        return 2
+        """How many codes (:class:`Parameters`) one fit of this model takes (none: it keeps no
+        parameters; each model that carries them says how it packs them)."""
+        return 0
 
     def valid_codes(self, codes: np.ndarray) -> np.ndarray:
-        """``[K]`` whether the codes ``[K, J]`` describe a fit of this model (Theta's default: ``m``,
-        then the model type among statsforecast's four)."""
-        return (codes[:, 0] >= 1) & (codes[:, 1] >= 0) & (codes[:, 1] < len(_THETA_TYPES))
+        """``[K]`` whether the codes ``[K, J]`` describe a fit of this model."""
+        return np.zeros(len(codes), bool)
 
     def value_count(self, codes: np.ndarray) -> np.ndarray:
-        """``[K]`` the values a fit with these codes ``[K, J]`` has (Theta's: initial level, alpha, theta)."""
-        return np.full(len(codes), len(_THETA_PAR))
+        """``[K]`` the values a fit with these codes ``[K, J]`` has."""
+        return np.zeros(len(codes), np.int64)
 
     def encode(self, fitted: Any) -> tuple[list[int], np.ndarray]:
-        """The codes and values of a statsforecast fit of this model (Theta's)."""
-        fit = fitted.model_
-        return [int(fit["m"]), _THETA_TYPES.index(fit["modeltype"])], np.array([fit["par"][k] for k in _THETA_PAR])
+        """The codes and values of a statsforecast fit of this model."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no fitted parameters")
 
     def decode(self, codes: np.ndarray, values: np.ndarray) -> Any:
-        """The statsforecast model whose ``forward`` applies the fit of ``codes`` and ``values`` (Theta's)."""
-        model = getattr(self._models, self.statsforecast_name)(season_length=int(codes[0]))
-        model.model_ = {"m": int(codes[0]), "modeltype": _THETA_TYPES[int(codes[1])],
-                        "par": dict(zip(_THETA_PAR, values.tolist()))}
-        return model
+        """The statsforecast model whose ``forward`` applies the fit of ``codes`` and ``values``."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no fitted parameters")
 
     def get_extra_state(self) -> dict[str, Tensor]:
         """The fitted :class:`Parameters` as tensors: what ``state_dict`` saves of them."""
@@ -645,6 +641,26 @@ class Theta(StatsModel):
 
     statsforecast_name = "AutoTheta"
 
+    def code_width(self) -> int:
+        """``m`` and the model type (among statsforecast's four)."""
+        return 2
+
+    def valid_codes(self, codes: np.ndarray) -> np.ndarray:
+        return (codes[:, 0] >= 1) & (codes[:, 1] >= 0) & (codes[:, 1] < len(_THETA_TYPES))
+
+    def value_count(self, codes: np.ndarray) -> np.ndarray:
+        return np.full(len(codes), len(_THETA_PAR))
+
+    def encode(self, fitted: Any) -> tuple[list[int], np.ndarray]:
+        fit = fitted.model_
+        return [int(fit["m"]), _THETA_TYPES.index(fit["modeltype"])], np.array([fit["par"][k] for k in _THETA_PAR])
+
+    def decode(self, codes: np.ndarray, values: np.ndarray) -> Any:
+        model = getattr(self._models, self.statsforecast_name)(season_length=int(codes[0]))
+        model.model_ = {"m": int(codes[0]), "modeltype": _THETA_TYPES[int(codes[1])],
+                        "par": dict(zip(_THETA_PAR, values.tolist()))}
+        return model
+
 
 class CES(StatsModel):
     """statsforecast's ``AutoCES`` (complex exponential smoothing, its seasonal variant chosen by
@@ -652,6 +668,10 @@ class CES(StatsModel):
     each fit (a flat history, which AutoCES fits as its last value, as its last value)."""
 
     statsforecast_name = "AutoCES"
+
+    def code_width(self) -> int:
+        """``m`` and the season type (among statsforecast's four)."""
+        return 2
 
     def valid_codes(self, codes: np.ndarray) -> np.ndarray:
         return (codes[:, 0] >= 1) & (codes[:, 1] >= 0) & (codes[:, 1] < len(_CES_TYPES))
@@ -670,7 +690,7 @@ class CES(StatsModel):
         return model
 
 
-class DynamicTheta(StatsModel):
+class DynamicTheta(Theta):
     """statsforecast's ``DynamicOptimizedTheta`` (the Theta method with its theta and smoothing
     optimised and its coefficients updated over time; Fiorucci et al. 2016). Keeps what
     :class:`Theta` keeps."""
