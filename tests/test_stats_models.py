@@ -19,7 +19,8 @@ from tsrec.evaluation import backtest
 from tsrec.models import list_models
 from tsrec.models.ensemble import AUTO_CANDIDATES
 from tsrec.models.naive import choose_season, season_for, seasons_for
-from tsrec.models.stats import FITTED, LAST_VALUE, REFIT_GROWTH, STATS_MODELS, fill_context, histories, refits
+from tsrec.models.parameters import FITTED, LAST_VALUE, REFIT_GROWTH, refits
+from tsrec.models.stats import STATS_MODELS, fill_context, histories
 from tests.saved_models import edit_weights, read_meta, write_checksummed
 
 statsforecast = pytest.importorskip("statsforecast.models", reason="the stats extra: pip install 'tsrec[stats]'")

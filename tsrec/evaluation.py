@@ -43,7 +43,7 @@ from tsrec.metrics import seasonal_scale
 from tsrec.models import model_spec
 from tsrec.models.base import DEFAULT_QUANTILE_LEVELS
 from tsrec.models.registry import model_fitter
-from tsrec.models.stats import refits
+from tsrec.models.parameters import refits
 from tsrec.nn.outputs import check_levels
 from tsrec.scoring import (BASELINES, COVERAGE_TOLERANCE, STATS_BASELINES, BacktestResult, CoverageWarning,
                            coverage_tolerance, score, scored_levels, step_errors)
@@ -391,7 +391,7 @@ def _baselines(names: Sequence[str], read: Read, first: np.ndarray, count: np.nd
     series and channel on all its history before its first origin and carried forward
     (statsforecast's ``cross_validation(refit=False)``), or fitted again before every
     ``refit_every``-th window of a series (``refit=k``); a window whose history is more than
-    :data:`~tsrec.models.stats.REFIT_GROWTH` times the fitted one is fitted on its own."""
+    :data:`~tsrec.models.parameters.REFIT_GROWTH` times the fitted one is fitted on its own."""
     panel = read.panel
     targets = Read(panel, CovariateValues.none(panel), dataclasses.replace(read.schema, covariates=CovariateConfig()))
     items, origin = window_origins(first, count, stride)  # [W] each, all the windows

@@ -54,8 +54,9 @@ FORMAT_VERSION = 9
 #: before it ``forecaster.json`` held the ids, starts, scaler rows and static covariates), 8
 #: (a conformal calibration, when fitted: ``forecaster.json``'s ``conformal`` and ``weights.pt``'s
 #: ``conformal_*`` tensors, :class:`~tsrec.conformal.Calibration`) and 9 (the statistical models'
-#: fitted parameters in the state dict, ``<module>._extra_state``: :class:`~tsrec.models.stats.Parameters`;
-#: a model saved before them has none and fits each window, as it did).
+#: fitted parameters in the state dict, ``<module>._extra_state``,
+#: :class:`~tsrec.models.parameters.Parameters`; a model saved before them has none and fits each
+#: window, as it did).
 READABLE_VERSIONS = (4, 5, 6, 7, 8, 9)
 #: The format of a model without a calibration: 7, which a tsrec from before format 8 reads too.
 UNCALIBRATED_VERSION = 7

@@ -316,7 +316,7 @@ class Forecaster:
         The statistical models (``ets``, ``theta``, ...; ``auto``'s members) apply the parameters
         they fitted at ``fit`` to the history given, fitting nothing (statsforecast's ``forward``),
         except for a series whose history is more than twice the one it was fitted on
-        (:data:`~tsrec.models.stats.REFIT_GROWTH`); ``refit=True`` fits every series again on the
+        (:data:`~tsrec.models.parameters.REFIT_GROWTH`); ``refit=True`` fits every series again on the
         history given (the parameters kept with the model are left as they are; ``docs/models.md``).
 
         Under a process group (DDP, ``torchrun``) every rank must call it; a long ``df`` is split

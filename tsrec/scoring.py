@@ -82,7 +82,7 @@ class BacktestResult:
             that the statistical models forecasting the window were fitted on (the history before
             its first origin, or before the origin of their last refit, or before the window's own
             origin where that history is more than twice the fitted one,
-            :data:`~tsrec.models.stats.REFIT_GROWTH`).
+            :data:`~tsrec.models.parameters.REFIT_GROWTH`).
             Unobserved targets are kept, flagged, and left out of every metric; so are the windows
             of a series or column whose context held no observed value (``forecast`` False,
             ``y_pred`` NaN: a forecast is only made from data).

@@ -6,18 +6,19 @@ these models is built or forecasts. They are what a statsforecast user runs:
 
 - **Fitted once, at fit**: ``fit`` fits each series and channel on all its history
   (:meth:`StatsModel.fit_series`, one ``StatsForecast.fit`` call for all of them) and keeps only the
-  parameters statsforecast's ``forward`` needs (:class:`Parameters`: ETS its ``m``, components and
-  ``par``; Theta its ``m``, model type, initial level, alpha and theta; CES its ``m``, season type
-  and alphas and betas; MSTL its seasons and its trend's ETS), saved with the model as tensors.
+  parameters statsforecast's ``forward`` needs (:class:`~tsrec.models.parameters.Parameters`: ETS
+  its ``m``, components and ``par``; Theta its ``m``, model type, initial level, alpha and theta;
+  CES its ``m``, season type and alphas and betas; MSTL its seasons and its trend's ETS), saved
+  with the model as tensors.
 - **Carried forward**: ``forward(batch)`` applies each window's series' parameters to the window's
   history (statsforecast's ``forward(y, h)``), so that ``predict`` and a backtest's windows fit
   nothing: exactly ``StatsForecast.cross_validation(refit=False)``. A window is fitted again (on its
   own history, all such windows in one statsforecast call) only where the user asks
   (``predict(refit=True)``, :func:`refitting`), where its history is longer than
-  :data:`REFIT_GROWTH` times the history its series was fitted on (:func:`refits`), or where its
-  series has no parameters (a model saved before they were kept, a series or channel with nothing
-  observed at fit, a window built by hand without ``series``). ``arima`` keeps none and fits every
-  window (:class:`ARIMA` says why).
+  :data:`~tsrec.models.parameters.REFIT_GROWTH` times the history its series was fitted on
+  (:func:`~tsrec.models.parameters.refits`), or where its series has no parameters (a model saved
+  before they were kept, a series or channel with nothing observed at fit, a window built by hand
+  without ``series``). ``arima`` keeps none and fits every window (:class:`ARIMA` says why).
 - **All the history**: each model reads every series whole (``ForecastModel.whole_history``):
   its context is the longest series, a shorter series' window starts with unobserved steps that
   are not its history and are left out. ``arima`` alone reads at most the last
@@ -57,10 +58,11 @@ from tsrec.batch import ForecastBatch
 from tsrec.config import DataFacts
 from tsrec.models.base import ForecastModel
 from tsrec.models.naive import SeasonalConfig, choose_seasons
+from tsrec.models.parameters import (ETS_WIDTH, FITTED, LAST_VALUE, NONE, Parameters, ets_codes, ets_count, ets_fit,
+                                     ets_valid, refits)
 
-__all__ = ["ARIMA", "CES", "ETS", "MSTL", "REFIT_GROWTH", "STATS_EXTRA", "DynamicTheta", "MSTLConfig", "Parameters",
-           "StatsConfig", "StatsModel", "Theta", "fill_context", "histories", "refits", "refitting",
-           "require_statsforecast", "statsforecast_installed"]
+__all__ = ["ARIMA", "CES", "ETS", "MSTL", "STATS_EXTRA", "DynamicTheta", "MSTLConfig", "StatsConfig", "StatsModel",
+           "Theta", "fill_context", "histories", "refitting", "require_statsforecast", "statsforecast_installed"]
 
 #: What installs statsforecast with tsrec.
 STATS_EXTRA = 'pip install "tsrec[stats]"'
@@ -156,124 +158,6 @@ def histories(values: np.ndarray, observed: np.ndarray) -> tuple[np.ndarray, np.
     return filled[inside], lengths, np.where(any_seen, values.shape[1] - 1 - last, 0)
 
 
-#: A series is fitted again on a window's history where that history is longer than this many
-#: times the history its parameters were fitted on. At 2, more than half of what the window holds
-#: is new to the parameters: they were estimated on under half of the evidence there now is, and
-#: are estimated again. Below it (a backtest's windows after the fit, ``predict`` on the fitted data
-#: or a little more) they are carried forward, as statsforecast's ``cross_validation(refit=False)``
-#: carries them.
-REFIT_GROWTH = 2.0
-
-
-def refits(read: np.ndarray, fitted: np.ndarray) -> np.ndarray:
-    """Whether windows that read ``read`` steps of their series (``[W]``, from the series' first step
-    or the model's cap) are fitted again rather than carried forward from parameters fitted on
-    ``fitted`` steps (``[W]``): where ``read > REFIT_GROWTH * fitted`` (:data:`REFIT_GROWTH`)."""
-    return np.asarray(read) > REFIT_GROWTH * np.asarray(fitted)
-
-
-#: What :class:`Parameters` holds for a series and channel: nothing (it is fitted on each window),
-#: a statsforecast fit, or statsforecast's failure (the window's last value).
-NONE, FITTED, LAST_VALUE = 0, 1, 2
-
-
-@dataclass(frozen=True)
-class Parameters:
-    """A statistical model's fitted parameters of ``N`` series and ``C`` channels, packed into five
-    arrays however many series there are (its state dict's ``_extra_state``, saved as tensors).
-
-    status: ``[N, C]`` int8, :data:`NONE`, :data:`FITTED` or :data:`LAST_VALUE`.
-    steps:  ``[N]`` int64, the steps of each series the fit read (its length, up to the model's cap).
-    codes:  ``[N, C, J]`` int64, the model's discrete choices (:meth:`StatsModel.code_width` of them:
-            ETS's ``m`` and components, Theta's ``m`` and model type, ...).
-    values: ``[V]`` float64, every fitted (series, channel)'s real parameters laid end to end.
-    ends:   ``[N * C]`` int64, where each (series, channel)'s values end (series-major, channel fastest).
-    """
-
-    status: np.ndarray
-    steps: np.ndarray
-    codes: np.ndarray
-    values: np.ndarray
-    ends: np.ndarray
-
-    #: The tensors of :meth:`tensors`: dtype and dimensions.
-    LAYOUT: ClassVar[dict[str, tuple[torch.dtype, int]]] = {
-        "status": (torch.int8, 2), "steps": (torch.int64, 1), "codes": (torch.int64, 3), "values": (torch.float64, 1),
-        "ends": (torch.int64, 1)}
-
-    @classmethod
-    def empty(cls, channels: int, width: int) -> Parameters:
-        """No series fitted (every window is fitted on its own history)."""
-        return cls(np.zeros((0, channels), np.int8), np.zeros(0, np.int64), np.zeros((0, channels, width), np.int64),
-                   np.zeros(0), np.zeros(0, np.int64))
-
-    def entry(self, row: int, channel: int) -> tuple[np.ndarray, np.ndarray]:
-        """The codes ``[J]`` and values of series ``row``'s ``channel``."""
-        k = row * self.status.shape[1] + channel
-        start = int(self.ends[k - 1]) if k else 0
-        return self.codes[row, channel], self.values[start:int(self.ends[k])]
-
-    def tensors(self) -> dict[str, Tensor]:
-        """The arrays as tensors of their own memory (:data:`LAYOUT`)."""
-        return {name: torch.from_numpy(np.array(getattr(self, name), dtype=np.dtype(str(dtype).removeprefix("torch."))))
-                for name, (dtype, _) in self.LAYOUT.items()}
-
-    @classmethod
-    def from_tensors(cls, state: Any, model: StatsModel) -> Parameters:
-        """The parameters in ``state`` (what :meth:`tensors` wrote) of ``model``, checked: a
-        ``ValueError`` naming the tensor and what is wrong with it, never an IndexError later."""
-        where = f"{type(model).__name__}'s fitted parameters (its state dict's _extra_state)"
-        if not isinstance(state, dict) or set(state) != set(cls.LAYOUT):
-            keys = sorted(map(str, state)) if isinstance(state, dict) else type(state).__name__
-            raise ValueError(f"{where} hold {keys}, not {sorted(cls.LAYOUT)}; the saved model was edited or "
-                             "corrupted: fit again")
-        wrong = [f"{name} is {_described(state[name])}, not {str(dtype).removeprefix('torch.')} with {ndim} "
-                 f"dimension{'s' * (ndim > 1)}" for name, (dtype, ndim) in cls.LAYOUT.items()
-                 if not (isinstance(state[name], Tensor) and state[name].dtype == dtype and state[name].ndim == ndim)]
-        if wrong:
-            raise ValueError(f"{where}: {'; '.join(wrong)}; the saved model was edited or corrupted: fit again")
-        status, steps, codes, values, ends = (state[name].numpy() for name in cls.LAYOUT)
-        channels, width = model.config.n_channels, model.code_width()
-        n = len(status)
-        problems = []
-        if status.shape[1:] != (channels,) or codes.shape != (n, channels, width) or steps.shape != (n,) \
-                or ends.shape != (n * channels,):
-            problems.append(f"status {list(status.shape)}, steps {list(steps.shape)}, codes {list(codes.shape)} and "
-                            f"ends {list(ends.shape)} are not [N, {channels}], [N], [N, {channels}, {width}] and "
-                            f"[N * {channels}] of one N")
-        elif ((status != NONE) & (status != FITTED) & (status != LAST_VALUE)).any():
-            problems.append(f"status holds {sorted(set(status.ravel().tolist()) - {NONE, FITTED, LAST_VALUE})}, not "
-                            f"{NONE}, {FITTED} or {LAST_VALUE}")
-        elif (steps < 0).any():
-            problems.append("steps has negative entries")
-        else:
-            bounds = np.r_[0, ends]  # [N * C + 1]
-            counts = np.diff(bounds)  # [N * C]
-            fitted = status.ravel() == FITTED
-            if (counts < 0).any() or bounds[-1] != len(values):
-                problems.append(f"ends do not cut the {len(values)} values in order")
-            elif (counts[~fitted] != 0).any():
-                problems.append("ends give values to a series that was not fitted")
-            else:
-                flat = codes.reshape(n * channels, width)[fitted]  # [K, J]
-                bad = ~model.valid_codes(flat) | (counts[fitted] != model.value_count(flat))
-                if bad.any():
-                    k = int(np.flatnonzero(fitted)[np.argmax(bad)])
-                    problems.append(f"series row {k // channels}, channel {k % channels} has codes "
-                                    f"{flat[np.argmax(bad)].tolist()} and {int(counts[k])} values, which are not a "
-                                    f"{model.statsforecast_name} fit")
-        if problems:
-            raise ValueError(f"{where}: {problems[0]}; the saved model was edited or corrupted: fit again")
-        return cls(status, steps, codes, values, ends)
-
-
-def _described(value: Any) -> str:
-    """How :meth:`Parameters.from_tensors` names what the state holds under a key."""
-    if not isinstance(value, Tensor):
-        return type(value).__name__
-    return f"{str(value.dtype).removeprefix('torch.')} {list(value.shape)}"
-
-
 @contextlib.contextmanager
 def refitting(model: nn.Module) -> Iterator[None]:
     """Within it, every statistical model of ``model`` (itself, or an ensemble's members) fits
@@ -314,39 +198,6 @@ class _LastValue:
 
     def __repr__(self) -> str:
         return self.alias
-
-
-#: ETS's components as statsforecast writes them (``"MAAD"``: error, trend, season, damped or not), each a code.
-_ETS_COMPONENTS = ("AM", "NAM", "NAM", "ND")
-#: Codes of an ETS fit: ``m``, the four components' positions in :data:`_ETS_COMPONENTS`, ``n_params``.
-_ETS_WIDTH = 6
-
-
-def _ets_codes(fit: dict[str, Any]) -> tuple[list[int], np.ndarray]:
-    """The codes and ``par`` of statsforecast's ETS fit (``AutoETS.model_``)."""
-    components = fit["components"]
-    return ([int(fit["m"]), *(choices.index(c) for choices, c in zip(_ETS_COMPONENTS, components)),
-             int(fit["n_params"])], np.asarray(fit["par"], dtype=np.float64))
-
-
-def _ets_fit(codes: np.ndarray, values: np.ndarray) -> dict[str, Any]:
-    """What statsforecast's ``forward_ets`` reads of a fit (``m``, ``components``, ``par``,
-    ``n_params``; ``fit``, the optimiser's report, it only passes on)."""
-    components = "".join(choices[int(c)] for choices, c in zip(_ETS_COMPONENTS, codes[1:5]))
-    return {"m": int(codes[0]), "components": components, "par": np.array(values), "n_params": int(codes[5]),
-            "fit": None}
-
-
-def _ets_valid(codes: np.ndarray) -> np.ndarray:
-    """``[K]`` whether the ETS codes ``[K, 6]`` name a model."""
-    sizes = np.array([len(choices) for choices in _ETS_COMPONENTS])
-    return (codes[:, 0] >= 1) & ((codes[:, 1:5] >= 0) & (codes[:, 1:5] < sizes)).all(axis=1) & (codes[:, 5] >= 0)
-
-
-def _ets_count(codes: np.ndarray) -> np.ndarray:
-    """``[K]`` the values of the ETS fits of ``codes`` ``[K, 6]``: alpha, beta, gamma and phi, the
-    level, a trend and ``m`` seasonal states where the model has them."""
-    return 5 + (codes[:, 2] > 0) + (codes[:, 3] > 0) * codes[:, 0]
 
 
 class StatsModel(ForecastModel):
@@ -410,7 +261,7 @@ class StatsModel(ForecastModel):
     def set_extra_state(self, state: Any) -> None:
         """Take the parameters ``state`` (:meth:`get_extra_state`'s), checked
         (:meth:`Parameters.from_tensors`: a ``ValueError`` naming what is wrong)."""
-        self.parameters = Parameters.from_tensors(state, self)
+        self.parameters = Parameters.from_tensors(state, self, self.config.n_channels)
 
     def fit_series(self, values: Sequence[np.ndarray], observed: Sequence[np.ndarray]) -> None:
         """Fit every series' channels on their histories (the last ``context_length`` steps of each,
@@ -616,20 +467,20 @@ class ETS(StatsModel):
     statsforecast_name = "AutoETS"
 
     def code_width(self) -> int:
-        return _ETS_WIDTH
+        return ETS_WIDTH
 
     def valid_codes(self, codes: np.ndarray) -> np.ndarray:
-        return _ets_valid(codes)
+        return ets_valid(codes)
 
     def value_count(self, codes: np.ndarray) -> np.ndarray:
-        return _ets_count(codes)
+        return ets_count(codes)
 
     def encode(self, fitted: Any) -> tuple[list[int], np.ndarray]:
-        return _ets_codes(fitted.model_)
+        return ets_codes(fitted.model_)
 
     def decode(self, codes: np.ndarray, values: np.ndarray) -> Any:
         model = self._models.AutoETS(season_length=int(codes[0]))
-        model.model_ = _ets_fit(codes, values)
+        model.model_ = ets_fit(codes, values)
         return model
 
 
@@ -736,29 +587,29 @@ class MSTL(StatsModel):
 
     def code_width(self) -> int:
         """The number of seasons, each season (0 past that number), and the trend's ETS codes."""
-        return 1 + len(self.config.season_lengths) + _ETS_WIDTH
+        return 1 + len(self.config.season_lengths) + ETS_WIDTH
 
     def valid_codes(self, codes: np.ndarray) -> np.ndarray:
         most = len(self.config.season_lengths)
         count, seasons = codes[:, 0], codes[:, 1:1 + most]  # [K], [K, S]
         held = np.arange(most) < count[:, None]  # [K, S]
         return (count >= 0) & (count <= most) & np.where(held, seasons >= 2, seasons == 0).all(axis=1) \
-            & _ets_valid(codes[:, 1 + most:])
+            & ets_valid(codes[:, 1 + most:])
 
     def value_count(self, codes: np.ndarray) -> np.ndarray:
-        return _ets_count(codes[:, 1 + len(self.config.season_lengths):])
+        return ets_count(codes[:, 1 + len(self.config.season_lengths):])
 
     def encode(self, fitted: Any) -> tuple[list[int], np.ndarray]:
         most = len(self.config.season_lengths)
         seasons = list(fitted.season_length) if isinstance(fitted, self._models.MSTL) else []
         trend = fitted.trend_forecaster if seasons else fitted
-        codes, values = _ets_codes(trend.model_)
+        codes, values = ets_codes(trend.model_)
         return [len(seasons), *seasons, *[0] * (most - len(seasons)), *codes], values
 
     def decode(self, codes: np.ndarray, values: np.ndarray) -> Any:
         count = int(codes[0])
         model = self.statsforecast_model(tuple(int(m) for m in codes[1:1 + count]))
-        (model.trend_forecaster if count else model).model_ = _ets_fit(codes[1 + len(self.config.season_lengths):],
+        (model.trend_forecaster if count else model).model_ = ets_fit(codes[1 + len(self.config.season_lengths):],
                                                                         values)
         return model
 
