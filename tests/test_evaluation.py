@@ -612,3 +612,18 @@ def test_a_baseline_whose_model_cannot_be_fitted_forecasts_nothing_and_says_why(
     skill = result.skill.set_index("baseline")
     assert np.isnan(skill.loc["naive", "season"]) and np.isnan(skill.loc["naive", "mse_ratio"])
     assert skill.loc["naive", "note"] == "no forecast: naive's model could not be fitted (backtest warned why)"
+
+
+def test_a_calibrated_models_refits_are_calibrated_as_its_fit_was():
+    """refit_every with a model calibrated at fit: each block's model is fitted and calibrated on the
+    rows before the block's first origin, as ``Forecaster.fit`` on those rows fits and calibrates it."""
+    df = frame(n=24 * 12)
+    f = Forecaster("seasonal_naive", prediction_length=6, conformal_windows=10)
+    result = backtest(f, df, start=24 * 10, stride=6, refit_every=4, baselines=("naive",), levels=[80])
+    assert (result.intervals.method == "conformal").all()
+    cut = 24 * 10 + 24  # the second block's first origin
+    expected = Forecaster("seasonal_naive", prediction_length=6, conformal_windows=10).fit(df.iloc[:cut]).predict(
+        levels=[80])
+    got = result.errors[result.errors.origin == df.index[cut]].sort_values(["item_id", "step"])
+    np.testing.assert_allclose(got["y_q0.1"], expected.sort_values(["item_id", "timestamp"])["0.1"], rtol=1e-6)
+    np.testing.assert_allclose(got["y_q0.9"], expected.sort_values(["item_id", "timestamp"])["0.9"], rtol=1e-6)
