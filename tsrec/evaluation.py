@@ -157,8 +157,10 @@ def backtest(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timest
         df: the frame to backtest on, in the layout the forecaster was fitted with, or long
             Parquet data (a file, a folder of files or a list of files), read once: the refits
             (``refit_every``) and the baselines are fitted on slices of that read
-            (:meth:`Read.before <tsrec.data.source.Read.before>`); windows read their context from
-            it, so it must hold ``context_length`` steps before the first origin.
+            (:meth:`Read.before <tsrec.data.source.Read.before>`; ``auto`` and a model calibrated at
+            fit are still refitted on the rows before the cut, read again, until their fitters take
+            a read); windows read their context from it, so it must hold ``context_length`` steps
+            before the first origin.
             A forecaster fitted with covariates reads them from it too, the future covariates of
             each window included (a missing value reads as the training mean, as in ``fit``);
             refits use the same covariate columns.
