@@ -323,29 +323,39 @@ def test_auto_refuses_what_it_cannot_do_and_says_so(monkeypatch):
 
 def test_an_ensembles_statistical_members_forecast_from_all_the_history_given_to_predict():
     """Given more history than at fit, an ensemble's whole-history member reads all of it (its
-    forecast is the member refitted on the longer frame), not only as many steps as at fit."""
+    forecast is the member fitted at fit carried forward over the longer frame, statsforecast's
+    ``forward``), not only as many steps as at fit."""
     df = hourly(n=24 * 16)
     f = Forecaster("auto", candidates=("theta", "seasonal_naive"), **FAST).fit(df.iloc[:24 * 10])
     members = dict(zip(f.resolved_settings.network.members, f.resolved_settings.network.weights))
-    expected = sum(w * Forecaster(name, **FAST).fit(df).predict()["mean"].to_numpy() for name, w in members.items())
+    expected = sum(w * Forecaster(name, **FAST).fit(df.iloc[:24 * 10]).predict(df)["mean"].to_numpy()
+                   for name, w in members.items())
     np.testing.assert_allclose(f.predict(df)["mean"], expected, rtol=1e-5)
     assert "theta" in members  # the member whose history matters (seasonal naive reads one season)
 
 
 def test_statistical_candidates_are_validated_with_one_fit_per_series_carried_forward(monkeypatch):
     """statsforecast's cross_validation(refit=False): each statistical candidate is fitted once per
-    series (and channel) before the first validation window, not once per window."""
+    series (and channel) before the first validation window, not once per window; a member chosen
+    is fitted once more per series on all the history (its predict then fits nothing)."""
+    import statsforecast.models
+
     fits = []
-    fit = tsrec.evaluation._fit_stats
-
-    def counting(model_class, season, y):
-        fits.append(model_class.__name__)
-        return fit(model_class, season, y)
-
-    monkeypatch.setattr(tsrec.evaluation, "_fit_stats", counting)
-    f = Forecaster("auto", candidates=("ets", "theta", "seasonal_naive"), **FAST).fit(hourly())  # 2 columns
+    for name in ("AutoETS", "AutoTheta"):
+        cls = getattr(statsforecast.models, name)
+        monkeypatch.setattr(cls, "fit", lambda self, y, X=None, _fit=cls.fit, _name=name:
+                            fits.append((_name, len(y))) or _fit(self, y, X))
+    df = hourly()  # 2 columns
+    f = Forecaster("auto", candidates=("ets", "theta", "seasonal_naive"), **FAST).fit(df)
     assert f.leaderboard.val_score.notna().all()
-    assert sorted(fits) == ["AutoETS", "AutoETS", "AutoTheta", "AutoTheta"]  # 5 windows, 2 channels, one fit each
+    validation = sorted(name for name, steps in fits if steps < len(df))
+    assert validation == ["AutoETS", "AutoETS", "AutoTheta", "AutoTheta"]  # 5 windows, 2 channels, one fit each
+    members = {name for name in ("ets", "theta") if name in f.resolved_settings.network.members}
+    assert sorted(name for name, steps in fits if steps == len(df)) == \
+        sorted({"ets": "AutoETS", "theta": "AutoTheta"}[m] for m in members for _ in range(2))
+    fits.clear()
+    f.predict()
+    assert fits == []
 
 
 def test_an_epoch_budget_trains_the_networks_in_rungs(networks_allowed):

@@ -390,14 +390,14 @@ def test_window_contents_equal_direct_slices():
     for k in (0, 37, 85):
         window = ds[k]
         o = 10 + k
-        assert window["origin"] == o and window["item"] == 0
+        assert window["origin"] == o and window["item"] == 0 and window["series"] == 0
         np.testing.assert_array_equal(window["past_target"], filled[o - 10 : o])
         np.testing.assert_array_equal(window["past_observed"], observed[o - 10 : o])
         np.testing.assert_array_equal(window["past_time_feat"], feat[o - 10 : o])
         np.testing.assert_array_equal(window["future_target"], filled[o : o + 5])
         np.testing.assert_array_equal(window["future_observed"], observed[o : o + 5])
         np.testing.assert_array_equal(window["future_time_feat"], feat[o : o + 5])
-        tensors = [v for k, v in window.items() if k not in ("item", "origin")]
+        tensors = [v for k, v in window.items() if k not in ("item", "series", "origin")]
         assert all(t.dtype == torch.float32 for t in tensors)
 
 
@@ -453,12 +453,13 @@ def sliced_windows(values, observed, time_feat, context_length, prediction_lengt
                       "future_time_feat": future_feat, "static_cat": static_cat[i]}
             if with_future_target:
                 window |= {"future_target": filled[future], "future_observed": mask[future]}
-            windows.append(window | {"target_loc": loc[i], "target_scale": scale[i], "item": i, "origin": o})
+            windows.append(window | {"target_loc": loc[i], "target_scale": scale[i], "item": i, "series": i,
+                                     "origin": o})
     return windows
 
 
 WINDOW_DTYPES = {"static_cat": torch.int64, "target_loc": torch.float64, "target_scale": torch.float64,
-                 "item": torch.int64, "origin": torch.int64}
+                 "item": torch.int64, "series": torch.int64, "origin": torch.int64}
 
 
 def assert_batch_is(batch: dict, windows: list[dict]) -> None:
@@ -543,6 +544,8 @@ def test_pipeline_from_panel_and_prediction_windows():
     assert len(predict) == 2 and "future_target" not in predict[0]
     window = predict[1]
     assert window["origin"] == 40 and window["past_target"].shape == (8, 1)
+    swapped = WindowDataset.for_prediction(panel, scaler, 8, 4, scaler_rows=[1, 0])  # each window says its scaler row
+    assert swapped.gather([0, 1])["series"].tolist() == [1, 0] and predict.gather([0, 1])["series"].tolist() == [0, 1]
     future = future_index(panel.items[1].index[-1], "h", 4)
     np.testing.assert_array_equal(window["future_time_feat"], time_features(future, "h"))
     batch = next(iter(DataLoader(predict, batch_size=2)))

@@ -19,7 +19,9 @@ from tsrec.evaluation import backtest
 from tsrec.models import list_models
 from tsrec.models.ensemble import AUTO_CANDIDATES
 from tsrec.models.naive import choose_season, season_for, seasons_for
+from tsrec.models.parameters import FITTED, LAST_VALUE, REFIT_GROWTH, refits
 from tsrec.models.stats import STATS_MODELS, fill_context, histories
+from tests.saved_models import edit_weights, read_meta, write_checksummed
 
 statsforecast = pytest.importorskip("statsforecast.models", reason="the stats extra: pip install 'tsrec[stats]'")
 from statsforecast import StatsForecast  # noqa: E402 - after the skip
@@ -248,10 +250,13 @@ def test_save_load_and_the_cli(tmp_path):
     assert sorted(len(s) for s in unequal.panel.items) == [40, 61, 75]
     unequal.save(tmp_path / "u")
     pd.testing.assert_frame_equal(Forecaster.load(tmp_path / "u").predict(), unequal.predict())
-    longer = panel(lengths=(50, 61, 90))  # predict(df) reads all of each series given, not the fitted length
-    expected = statsforecasts(statsforecast.AutoCES(season_length=12), longer, H, "MS")
-    np.testing.assert_allclose(unequal.predict(longer).sort_values(["item_id", "timestamp"])["mean"], expected,
-                               rtol=1e-6)
+    # predict(df) reads all of each series given, not the fitted length, and carries the fit forward
+    longer, fitted = panel(lengths=(50, 61, 90)), panel()
+    got = unequal.predict(longer).sort_values(["item_id", "timestamp"])["mean"].to_numpy().reshape(3, H)
+    for k, item in enumerate(["s0", "s1", "s2"]):
+        model = statsforecast.AutoCES(season_length=12).fit(fitted[fitted.id == item].y.to_numpy())
+        expected = model.forward(y=longer[longer.id == item].y.to_numpy(), h=H)["mean"]
+        np.testing.assert_allclose(got[k], expected, rtol=1e-6)
     df.rename_axis("date").reset_index().to_csv(tmp_path / "data.csv", index=False)
     assert main(["fit", "--data", str(tmp_path / "data.csv"), "--model", "ets", "--prediction-length", str(H),
                  "--output", str(tmp_path / "cli")]) == 0
@@ -267,10 +272,15 @@ def test_missing_values_in_the_context_are_filled_from_the_last_observation():
 
 
 def test_a_history_statsforecast_cannot_fit_gets_its_last_value_and_a_warning():
+    """The fit warns (once, at fit) and keeps the series as its last value: predict gives the
+    window's last value, fitting nothing and saying nothing more."""
     df = positive_seasonal(n=40)
-    f = Forecaster("ets", prediction_length=2, context_length=3, season_length=1, val_windows=0).fit(df)
     with pytest.warns(UserWarning, match=r"AutoETS could not be fitted on 1 of 1 histories \(the shortest of 3 steps "
                                          r"\(.+\)\); they get their last value"):
+        f = Forecaster("ets", prediction_length=2, context_length=3, season_length=1, val_windows=0).fit(df)
+    assert f.model.parameters.status.tolist() == [[LAST_VALUE]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         forecast = f.predict()
     np.testing.assert_allclose(forecast["mean"], df["load"].iloc[-1])
 
@@ -300,7 +310,7 @@ def test_the_skill_table_scores_the_model_against_ets_and_theta():
     first = errors[(errors.item_id == "load") & (errors.origin == errors.origin.min())].sort_values("step")
     origin = len(df) - 2 * H
     expected = statsforecast.AutoETS(season_length=24).forecast(y=df["load"].to_numpy()[:origin], h=H)
-    np.testing.assert_allclose(first["y_ets"], expected["mean"], rtol=1e-9)
+    np.testing.assert_allclose(first["y_ets"], expected["mean"], rtol=1e-6)
     ratio = skill.loc["ets", "model_mse"] / skill.loc["ets", "baseline_mse"]
     assert skill.loc["ets", "mse_ratio"] == pytest.approx(ratio)
     assert result.metric("mse_ratio_theta", "ratio") == pytest.approx(skill.loc["theta", "mse_ratio"])
@@ -317,9 +327,12 @@ def test_the_skill_tables_baselines_take_the_models_season_rule():
     skill = backtest(f, noise, baselines=("naive", "seasonal_naive", "theta")).skill.set_index("baseline")
     assert skill.loc["seasonal_naive", "season"] == 24 and skill.loc["theta", "season"] == 24
     assert skill.loc["seasonal_naive", "note"] == skill.loc["theta", "note"] == ""
-    short = backtest(f, noise.iloc[-40:], start=30, baselines=("naive", "theta")).skill.set_index("baseline")
+    with pytest.warns(UserWarning, match=r"backtest's theta baseline: season_length is 1 \(no season\): the "
+                                         r"history read \(30 steps\) cannot hold 2 season\(s\) of the shortest "
+                                         r"cycle, 24 steps"):
+        short = backtest(f, noise.iloc[-40:], start=30, baselines=("naive", "theta")).skill.set_index("baseline")
     assert short.loc["theta", "season"] == 1  # 30 steps before the first origin cannot hold 2 x 24
-    assert "cannot hold 2 season(s) of the shortest cycle, 24 steps" in short.loc["theta", "note"]
+    assert short.loc["theta", "note"].startswith("no season: theta's model resolved season_length 1")
 
 
 def test_a_network_called_directly_forecasts_the_values_it_is_given():
@@ -341,17 +354,223 @@ def test_a_network_called_directly_forecasts_the_values_it_is_given():
 def test_a_backtest_of_a_statistical_model_starts_wherever_the_history_allows():
     """A whole-history model's windows need one earlier step, not its context (the longest series):
     origins before the context are read padded, origins after the fitted length read all the history
-    before them, and each window is what statsforecast forecasts on the series' whole history before
-    the origin (the refit=True cross-validation of a user)."""
+    before them, and each window is what statsforecast's ``forward`` gives on the series' whole
+    history before the origin with the parameters fitted at ``fit`` (fitted again on the window where
+    that history is more than REFIT_GROWTH times the fitted one)."""
     df = panel()
-    f = Forecaster("theta", prediction_length=H).fit(df.groupby("id").head(50), **LONG)
+    heads = df.groupby("id").head(50)
+    f = Forecaster("theta", prediction_length=H).fit(heads, **LONG)
     assert f.context_length == 50  # the longest series at fit; the backtest reads all there is (75)
     result = backtest(f, df, start=30, n_windows=7, stride=H, baselines=("naive",), **LONG)
     assert result.errors.origin.nunique() > 2
     for (item, origin), window in result.errors.groupby(["item_id", "origin"]):
         series = df[df.id == item].reset_index(drop=True)
         history = series.y.to_numpy()[:int(np.flatnonzero(series.time == origin)[0])]
-        expected = statsforecast.AutoTheta(season_length=12).forecast(y=history, h=H)["mean"]
+        fitted = heads[heads.id == item].y.to_numpy()
+        model = statsforecast.AutoTheta(season_length=12)
+        expected = model.forecast(y=history, h=H)["mean"] if refits(len(history), len(fitted)) else \
+            model.fit(fitted).forward(y=history, h=H)["mean"]
         np.testing.assert_allclose(window.sort_values("step").y_pred, expected, rtol=1e-6)
         # the naive baseline reads the history before the origin only (none of the previous series)
         np.testing.assert_allclose(window.y_naive, history[-1])
+
+
+# ----------------------------------------------------------------------------- fitted once, carried forward
+
+
+def gappy_panel():
+    """:func:`panel` with values missing inside every series (none before its first observation)."""
+    df = panel()
+    rng = np.random.default_rng(5)
+    inside = df.groupby("id").cumcount().between(3, 30).to_numpy() & (rng.random(len(df)) < 0.1)
+    df.loc[inside, "y"] = np.nan
+    return df
+
+
+def cross_validation(model, df, windows, refit, freq="MS"):
+    """statsforecast's ``cross_validation`` of ``model`` on the long frame ``df`` (missing values
+    filled from the last observation, as tsrec fills them): ``[series, windows * H]`` in id order."""
+    frame = df.rename(columns={"id": "unique_id", "time": "ds"})
+    frame["y"] = frame.groupby("unique_id").y.ffill()
+    cv = StatsForecast(models=[model], freq=freq, n_jobs=1).cross_validation(df=frame, h=H, n_windows=windows,
+                                                                             step_size=H, refit=refit)
+    cv = cv.sort_values(["unique_id", "cutoff", "ds"])
+    return cv[repr(model)].to_numpy().reshape(frame.unique_id.nunique(), windows * H)
+
+
+def before_windows(df, windows):
+    """Each series of ``df`` before its first of ``windows`` last windows (what a backtest's model is fitted on)."""
+    return df[df.groupby("id").cumcount(ascending=False) >= windows * H]
+
+
+@pytest.mark.parametrize(("name", "reference"), [("ets", "AutoETS"), ("theta", "AutoTheta"), ("ces", "AutoCES"),
+                                                 ("dynamic_theta", "DynamicOptimizedTheta")])
+@pytest.mark.parametrize("frame", [panel, gappy_panel], ids=["unequal", "gaps"])
+def test_fit_then_forward_is_statsforecasts_cross_validation_without_refits(name, reference, frame):
+    """Fitted on each series before its first window, then forecasting the windows of a backtest: every
+    window is statsforecast's ``cross_validation(refit=False)`` of the same series (of unequal
+    lengths and ends, with missing values inside), to 1e-6."""
+    df, windows = frame(), 3
+    f = Forecaster(name, prediction_length=H).fit(before_windows(df, windows), **LONG)
+    result = backtest(f, df, n_windows=windows, baselines=("naive",), **LONG)
+    got = result.errors.sort_values(["item_id", "origin", "step"]).y_pred.to_numpy().reshape(3, windows * H)
+    expected = cross_validation(getattr(statsforecast, reference)(season_length=12), df, windows, False)
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["ets", "theta"])
+def test_a_refitting_backtest_is_statsforecasts_cross_validation_refitting_every_k_windows(name):
+    """``backtest(refit_every=2)`` of an unfitted model fits it before every other window and carries
+    each fit over the next: statsforecast's ``cross_validation(refit=2)``."""
+    df = gappy_panel()
+    f = Forecaster(name, prediction_length=H)
+    result = backtest(f, df, n_windows=4, refit_every=2, baselines=("naive",), **LONG)
+    got = result.errors.sort_values(["item_id", "origin", "step"]).y_pred.to_numpy().reshape(3, 4 * H)
+    model = statsforecast.AutoETS(season_length=12) if name == "ets" else statsforecast.AutoTheta(season_length=12)
+    np.testing.assert_allclose(got, cross_validation(model, df, 4, 2), rtol=1e-6)
+
+
+def test_each_channel_of_a_wide_frame_is_fitted_once_and_carried_forward():
+    df = positive_seasonal(channels=("a", "b"))
+    f = Forecaster("ets", prediction_length=H).fit(df.iloc[:-4 * H])
+    result = backtest(f, df, n_windows=4, baselines=("naive",))
+    for column in ("a", "b"):
+        y = df[column].to_numpy()
+        model = statsforecast.AutoETS(season_length=24).fit(y[:-4 * H])
+        expected = np.concatenate([model.forward(y=y[:len(y) - (4 - k) * H], h=H)["mean"] for k in range(4)])
+        got = result.errors[result.errors.item_id == column].sort_values(["origin", "step"]).y_pred
+        np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+def test_mstl_carries_its_seasons_and_trend_forward():
+    t = np.arange(24 * 7 * 3)
+    y = 30 + 3 * np.sin(2 * np.pi * t / 24) + 2 * np.sin(2 * np.pi * t / 168) \
+        + 0.3 * np.random.default_rng(1).standard_normal(len(t))
+    df = pd.DataFrame({"y": y}, index=pd.date_range("2024-01-01", periods=len(t), freq="h"))
+    f = Forecaster("mstl", prediction_length=H).fit(df.iloc[:-3 * H])
+    result = backtest(f, df, n_windows=3, baselines=("naive",)).errors.sort_values(["origin", "step"])
+    model = statsforecast.MSTL(season_length=[24, 168], trend_forecaster=statsforecast.AutoETS(model="ZZN"))
+    model.fit(y[:-3 * H])
+    expected = np.concatenate([model.forward(y=y[:len(y) - (3 - k) * H], h=H)["mean"] for k in range(3)])
+    np.testing.assert_allclose(result.y_pred, expected, rtol=1e-6)
+
+
+def counting(monkeypatch, name):
+    """Count the calls of statsforecast's ``<name>.fit`` and ``.forecast`` (a fit each)."""
+    calls = {"fit": 0, "forecast": 0}
+    cls = getattr(statsforecast, name)
+    for method in calls:
+        original = getattr(cls, method)
+
+        def counted(self, *args, _original=original, _method=method, **kwargs):
+            calls[_method] += 1
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(cls, method, counted)
+    return calls
+
+
+def test_predict_applies_the_fit_and_refits_only_when_asked(monkeypatch, tmp_path):
+    """One fit per series at ``fit``; ``predict``, a backtest and a loaded model's predict fit
+    nothing; ``predict(refit=True)`` fits every series again (and equals statsforecast's forecast
+    of the history given), leaving the kept parameters as they were."""
+    df = panel()
+    calls = counting(monkeypatch, "AutoETS")
+    f = Forecaster("ets", prediction_length=H).fit(df, **LONG)
+    assert calls == {"fit": 3, "forecast": 0}
+    kept = f.model.parameters
+    forecast = f.predict()
+    backtest(f, df, n_windows=3, baselines=("naive",), **LONG)
+    f.save(tmp_path / "m")
+    loaded = Forecaster.load(tmp_path / "m")
+    pd.testing.assert_frame_equal(loaded.predict(), forecast)
+    assert calls == {"fit": 3, "forecast": 0}
+    np.testing.assert_array_equal(loaded.model.parameters.values, kept.values)
+    again = f.predict(refit=True)
+    assert calls == {"fit": 3, "forecast": 3}
+    np.testing.assert_allclose(again.sort_values(["item_id", "timestamp"])["mean"],
+                               statsforecasts(statsforecast.AutoETS(season_length=12), df, H, "MS"), rtol=1e-6)
+    assert f.model.parameters is kept and not f.model.refit_all
+
+
+def test_a_history_more_than_twice_the_fitted_one_is_fitted_again(monkeypatch):
+    """Fitted on the first 30 steps of each series: predict on 60 carries the fit forward, on 61
+    (more than REFIT_GROWTH = 2 times 30) fits the series again on what it is given."""
+    assert REFIT_GROWTH == 2.0
+    df = panel(lengths=(70, 70, 70))
+    f = Forecaster("theta", prediction_length=H).fit(df.groupby("id").head(30), **LONG)
+    calls = counting(monkeypatch, "AutoTheta")
+    for steps, fits in ((60, 0), (61, 3)):
+        got = f.predict(df.groupby("id").head(steps)).sort_values(["item_id", "timestamp"])["mean"].to_numpy()
+        assert calls["forecast"] == fits
+        calls["forecast"] = 0
+        y = df[df.id == "s0"].y.to_numpy()
+        model = statsforecast.AutoTheta(season_length=12)
+        expected = model.forecast(y=y[:steps], h=H)["mean"] if fits else \
+            model.fit(y[:30]).forward(y=y[:steps], h=H)["mean"]
+        np.testing.assert_allclose(got[:H], expected, rtol=1e-6)
+
+
+def test_the_ensembles_members_carry_their_parameters():
+    """An ensemble's statistical member fits its parameters (Ensemble.fit_series), its state dict
+    carries them, and an ensemble built again from the same settings forecasts the same from it."""
+    from tsrec.models import build_model
+    from tsrec.models.ensemble import EnsembleConfig, with_members
+
+    df = positive_seasonal()
+    ets = Forecaster("ets", prediction_length=H).fit(df)
+    naive = Forecaster("seasonal_naive", prediction_length=H).fit(df)
+    members = [("ets", ets.resolved_settings.network), ("seasonal_naive", naive.resolved_settings.network)]
+    config = with_members(EnsembleConfig(prediction_length=H, context_length=len(df), n_channels=1,
+                                         n_time_features=0), members, [0.5, 0.5], [1.0, 1.0])
+    ensemble = build_model("auto", config)
+    ensemble.fit_series([df.to_numpy()], [np.ones(df.shape, bool)])
+    state = ensemble.state_dict()
+    assert state["members.0._extra_state"]["status"].tolist() == [[FITTED]]
+    np.testing.assert_array_equal(state["members.0._extra_state"]["values"].numpy(), ets.model.parameters.values)
+    again = build_model("auto", config)
+    again.load_state_dict(state)
+    past = torch.tensor(df.to_numpy(), dtype=torch.float64)[None]
+    batch = {"past_target": past, "past_observed": torch.ones_like(past), "series": torch.tensor([0]),
+             "origin": torch.tensor([len(df)]), "past_time_feat": past[..., :0], "future_time_feat": past[:, :H, :0]}
+    expected = 0.5 * ets.predict()["mean"].to_numpy() + 0.5 * naive.predict()["mean"].to_numpy()
+    np.testing.assert_allclose(again(batch)[0, :, 0], expected, rtol=1e-6)
+
+
+def test_an_edited_parameter_block_is_a_value_error_naming_it(tmp_path):
+    f = Forecaster("ets", prediction_length=H).fit(panel(), **LONG)
+    state = f.model.get_extra_state()
+
+    def edited(**changes):
+        return {**state, **changes}
+
+    cases = [
+        (edited(codes=state["codes"].int()), r"codes is int32 \[3, 1, 6\], not int64 with 3 dimensions"),
+        (edited(ends=state["ends"] + 1), r"ends do not cut the \d+ values in order"),
+        (edited(codes=state["codes"].clone().index_fill_(2, torch.tensor([2]), 7)),
+         r"series row 0, channel 0 has codes .* which are not a AutoETS fit"),
+        (edited(status=torch.full_like(state["status"], 5)), r"status holds \[5\]"),
+        ({k: v for k, v in state.items() if k != "steps"}, r"hold \['codes', 'ends', 'status', 'values'\]"),
+    ]
+    for bad, message in cases:
+        with pytest.raises(ValueError, match=r"ETS's fitted parameters \(its state dict's _extra_state\).*" + message):
+            f.model.set_extra_state(bad)
+    f.save(tmp_path / "m")  # and through load, an edit covered by recomputed checksums
+    edit_weights(tmp_path / "m", lambda t: t["state_dict"].update(_extra_state=cases[1][0]), rehash=True)
+    with pytest.raises(ValueError, match=r"corrupted or was edited after saving .*ends do not cut"):
+        Forecaster.load(tmp_path / "m")
+
+
+def test_a_model_saved_before_the_parameters_were_kept_still_loads_and_fits_each_window(monkeypatch, tmp_path):
+    df = panel()
+    f = Forecaster("ets", prediction_length=H).fit(df, **LONG)
+    f.save(tmp_path / "m")
+    edit_weights(tmp_path / "m", lambda t: t["state_dict"].pop("_extra_state"), rehash=False)
+    meta = read_meta(tmp_path / "m")
+    assert meta["format_version"] == 9
+    write_checksummed(tmp_path / "m", {**meta, "format_version": 7})
+    calls = counting(monkeypatch, "AutoETS")
+    old = Forecaster.load(tmp_path / "m")
+    assert not len(old.model.parameters.steps)
+    pd.testing.assert_frame_equal(old.predict(), f.predict())
+    assert calls["forecast"] == 3  # fitted on each window, as that format's models were

@@ -28,4 +28,5 @@ class ForecastBatch(TypedDict, total=False):
     target_loc: Tensor  # [B, C] float64, the scaler's loc of each window's item (original = scaled * scale + loc)
     target_scale: Tensor  # [B, C] float64, its scale
     item: Tensor  # [B] int64, position of the window's item
+    series: Tensor  # [B] int64, the window's scaler row: which fitted series it is (the statistical models' parameters)
     origin: Tensor  # [B] int64, grid position of the first forecast step

@@ -34,6 +34,7 @@ import torch
 from tsrec.config import CONFORMAL_SCORES, ConformalConfig
 from tsrec.data import Panel
 from tsrec.data.scaling import StandardScaler
+from tsrec.metrics import seasonal_scale
 
 __all__ = ["DEFAULT_LEVELS", "MAX_KEPT", "Calibration", "band_ends", "band_quantiles", "calibrate",
            "check_interval_levels", "default_windows", "observed_ends", "origins_before_end", "series_scale"]
@@ -104,14 +105,11 @@ def band_quantiles(levels: Sequence[float]) -> tuple[float, ...]:
 
 def series_scale(panel: Panel, scaler: StandardScaler, rows: np.ndarray) -> np.ndarray:
     """``[I, C]``: each series' and channel's mean absolute one-step change over its observed steps
-    (a naive forecast's in-sample error, MASE's scale at season 1); where it is 0 or undefined (a
-    constant series, a single observation), the scaler's ``scale`` (``rows`` ``[I]``), else 1."""
-    out = np.empty((len(panel.items), len(panel.columns) if panel.layout == "wide" else 1))
-    for i, series in enumerate(panel.items):
-        y = np.where(series.observed, series.values, np.nan)  # [T, C]
-        changes = np.abs(np.diff(y, axis=0))  # [T - 1, C] NaN next to a missing step
-        seen = np.isfinite(changes)
-        out[i] = np.where(seen.any(axis=0), np.nansum(changes, axis=0) / np.maximum(seen.sum(axis=0), 1), np.nan)
+    (a naive forecast's in-sample error: :func:`tsrec.metrics.seasonal_scale` at season 1); where
+    it is 0 or undefined (a constant series, a single observation), the scaler's ``scale`` (``rows``
+    ``[I]``), else 1."""
+    y = np.concatenate([np.where(s.observed, s.values, np.nan) for s in panel.items])  # [sum T_i, C]
+    out = seasonal_scale(y, 1, lengths=np.diff(panel.offsets))  # [I, C]
     fallback = np.asarray(scaler.scale, dtype=np.float64)[rows]  # [I, C]
     out = np.where(np.isfinite(out) & (out > 0), out, fallback)
     return np.where(np.isfinite(out) & (out > 0), out, 1.0)

@@ -1,12 +1,26 @@
-"""Rolling-origin backtests of a :class:`~tsrec.Forecaster`, with metrics labelled by units."""
+"""Rolling-origin backtests of a :class:`~tsrec.Forecaster`: the windows of a frame, the model's
+forecasts of them and the baselines' of the same windows, as one errors frame.
+
+::
+
+    backtest(forecaster, df, ...)
+      read            df read once (tsrec.data.source.read)
+      origins         per series the first origin and the number of windows, stride apart
+      refits          refit_every: the forecaster fitted again on Read.before(each block's first origin)
+      forecasts       forecast_origins(state, panel, ...)                     [windows, horizon, channels]
+      baselines       each the registered model of its name: fit_state(Read.before(first origin)),
+                      forecast_origins over the same windows (again every baselines_refit_every)
+      errors          one row per window, channel and step (_window_frame)
+      scores          tsrec.scoring.score(errors, ...): summary, per step, skill, intervals
+
+Scoring is :mod:`tsrec.scoring`'s (arrays and frames in, tables out); this module runs the models.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 import warnings
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -14,114 +28,32 @@ import numpy as np
 import pandas as pd
 
 from tsrec._checks import check_optional_int
-from tsrec import metrics
-from tsrec.config import CovariateConfig, DataFacts
-from tsrec.data import Panel, seasonality
-from tsrec.data.time_features import future_indexes
+from tsrec.config import CovariateConfig
+from tsrec.conformal import DEFAULT_LEVELS
+from tsrec.data import CovariateValues, Panel, seasonality, source
 from tsrec.data.frame import block_frame
-from tsrec.data import source
+from tsrec.data.scaling import OutlierWarning, StandardScaler
 from tsrec.data.schema import Schema
-from tsrec.data.source import Source, history_before
-from tsrec.data.scaling import StandardScaler, item_blocks
-from tsrec.fitted import ForecastResult
+from tsrec.data.source import Read, Source
+from tsrec.fitted import FittedState, ForecastResult
+from tsrec.fitting import context_for, fit_state
 from tsrec.forecaster import Forecaster
-from tsrec.conformal import DEFAULT_LEVELS, band_ends
 from tsrec.forecasting import context_read, forecast_origins, interval_settings, window_origins
+from tsrec.metrics import seasonal_scale
+from tsrec.models import model_spec
 from tsrec.models.base import DEFAULT_QUANTILE_LEVELS
-from tsrec.models.naive import choose_season, season_for
+from tsrec.models.registry import model_fitter
+from tsrec.models.parameters import refits
 from tsrec.nn.outputs import check_levels
+from tsrec.scoring import (BASELINES, COVERAGE_TOLERANCE, STATS_BASELINES, BacktestResult, CoverageWarning,
+                           coverage_tolerance, score, scored_levels, step_errors)
+from tsrec.settings import ForecasterSettings
 
-__all__ = ["COVERAGE_TOLERANCE", "BacktestResult", "CoverageWarning", "backtest", "coverage_tolerance",
-           "score_backtest", "step_errors"]
+__all__ = ["COVERAGE_TOLERANCE", "STATS_BASELINES", "BacktestResult", "CoverageWarning", "backtest",
+           "coverage_tolerance", "score_backtest", "step_errors"]
 
-#: The columns of :attr:`BacktestResult.intervals`.
-INTERVAL_COLUMNS = ("item_id", "level", "coverage", "width", "winkler", "winkler_scaled", "entries", "windows",
-                    "method")
-#: How far (a fraction) an interval's empirical coverage may stray from its level before a
-#: backtest warns, at least (:func:`coverage_tolerance` widens it for few windows).
-COVERAGE_TOLERANCE = 0.03
-
-
-class CoverageWarning(UserWarning):
-    """A backtest's intervals cover a fraction of the truths farther from their level than
-    :func:`coverage_tolerance` allows."""
-
-
-def coverage_tolerance(level: float, windows: int) -> float:
-    """How far the coverage of a level-``level`` interval (percent) scored on ``windows``
-    (series, window) pairs may stray before :func:`backtest` warns: :data:`COVERAGE_TOLERANCE`,
-    or two binomial standard errors ``2 * sqrt(p (1 - p) / windows)`` when larger. The steps of one
-    window share its origin and their misses go together, so each window counts as one draw (not
-    each of its ``H`` steps): a conservative count of the independent evidence."""
-    p = level / 100.0
-    return max(COVERAGE_TOLERANCE, 2.0 * math.sqrt(p * (1.0 - p) / max(1, windows)))
-
-
-@dataclass(frozen=True)
-class BacktestResult:
-    """What :func:`backtest` returns.
-
-    Attributes:
-        errors: one row per window, item (wide frames: per column), horizon step: ``item_id``,
-            ``origin`` (timestamp of the window's first forecast step), ``step`` (1..H),
-            ``timestamp``, ``y_true``, ``y_pred`` (original units), ``y_true_scaled``,
-            ``y_pred_scaled`` (the fitted scaler's units), ``observed``, ``forecast`` and
-            ``seasonal_error`` (the series' in-sample seasonal-naive MAE before its first origin,
-            MASE's scale; NaN without that much history); with ets or theta among the baselines,
-            ``stats_fit_steps``: the steps of the series (from its start) that the ets and theta
-            models forecasting the window were fitted on (the history before its first origin, or
-            before the origin of their last refit).
-            Unobserved targets are kept, flagged, and left out of every metric; so are the windows
-            of a series or column whose context held no observed value (``forecast`` False,
-            ``y_pred`` NaN: a forecast is only made from data).
-        summary: one row per ``metric`` and ``units``: ``mse``, ``mae``, ``rmse`` in ``"original"``
-            and ``"scaled"`` units, ``mase`` and ``smape`` (``"scale-free"``), over observed entries,
-            ``windows_without_forecast`` (``"count"``: the (series, window) pairs left out for an
-            empty context), and the skill ratios of :attr:`skill` (``mse_ratio_naive``, ``mae_ratio_naive``,
-            ``mse_ratio_seasonal_naive``, ``mae_ratio_seasonal_naive``; units ``"ratio"``).
-        by_step: ``mse`` and ``mae`` per horizon ``step`` in both units.
-        skill: the model against the free baselines of the same windows, one row per
-            ``baseline`` of ``backtest``'s ``baselines``: ``"naive"`` (the last observed value of
-            the window's context), ``"seasonal_naive"`` (the last observed season, with ``season``
-            the strongest cycle found in the fitted data when the context holds it), and
-            statsforecast's ``"ets"`` (AutoETS) and ``"theta"`` (AutoTheta), fitted once per
-            series and channel on all its history before its first origin and carried forward
-            over the origins with the fitted parameters (each window forecast from all the
-            history before its origin), as statsforecast's ``cross_validation(refit=False)``,
-            or refit every ``baselines_refit_every`` origins (``refit=k``), with the season of
-            :func:`~tsrec.models.naive.season_for` for each series. Columns ``season``, ``fit`` (how the baseline
-            was fitted: ``"each window's context"`` for the naive ones; ``"fitted once on the
-            history before the first origin"`` or ``"refit every k origins"`` for ets and theta),
-            ``model_mse``, ``baseline_mse``, ``mse_ratio``, ``model_mae``, ``baseline_mae``,
-            ``mae_ratio``, in scaled units over the entries both forecast (``errors`` has the
-            baselines as ``y_<baseline>`` and ``y_<baseline>_scaled``), and ``note``: why a season
-            was dropped (no cycle stood out, or the history is too short for it; the baseline then
-            runs without one, or, for seasonal naive, its row has no ratios), else empty. A ratio
-            below 1 means the model beats the baseline.
-        intervals: the forecast's intervals per series (empty without): one row per ``item_id``
-            and ``level`` (percent; every pair of quantile levels ``q``, ``1 - q`` scored, e.g.
-            0.1 and 0.9 -> 80) with ``coverage`` (the fraction of scored truths inside the
-            interval), ``width`` and ``winkler`` (:func:`tsrec.metrics.winkler_score`) in original
-            units, ``winkler_scaled``, ``entries`` and ``windows`` scored, and ``method``
-            (``"conformal"``, ``"model"``: what gave the bands). :attr:`summary` has the same over
-            every series (``interval_coverage_<level>``, ``interval_width_<level>``,
-            ``winkler_<level>``), and :func:`backtest` warns when a level's coverage is off by more
-            than :func:`coverage_tolerance`.
-    """
-
-    errors: pd.DataFrame
-    summary: pd.DataFrame
-    by_step: pd.DataFrame
-    skill: pd.DataFrame
-    intervals: pd.DataFrame = dataclasses.field(default_factory=lambda: pd.DataFrame(columns=INTERVAL_COLUMNS))
-
-    def metric(self, name: str, units: str = "scaled") -> float:
-        """One number of :attr:`summary`, e.g. ``result.metric("mse", "scaled")``."""
-        row = self.summary[(self.summary.metric == name) & (self.summary.units == units)]
-        if row.empty:
-            raise KeyError(f"no metric {name!r} in {units!r} units; available: "
-                           f"{sorted(zip(self.summary.metric, self.summary.units))}")
-        return float(row.value.iloc[0])
+#: The baselines of a backtest that names none (ets and theta when statsforecast is installed).
+DEFAULT_BASELINES = ("naive", "seasonal_naive", "ets", "theta")
 
 
 @dataclass(frozen=True)
@@ -205,12 +137,10 @@ def _positions(panel: Panel, stacked: _Stacked, stamp: pd.Timestamp) -> np.ndarr
     return position
 
 
-def _refit_cut(panel: Panel, stacked: _Stacked, first: np.ndarray, count: np.ndarray) -> pd.DatetimeIndex:
-    """``[I]`` the timestamp each item's refit data end before: the block's first origin, or, for an
-    item without a window in the block (``count`` 0), the step after its last."""
-    end = stacked.start + stacked.length - 1  # [I] each item's last row
-    after = future_indexes(stacked.index[end], panel.freq, 1)  # [I] (a session's next open step)
-    return stacked.index[np.minimum(stacked.start + first, end)].where(count > 0, after)
+def _block_ends(stacked: _Stacked, first: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """``[I]`` the step each item's fit data end before: the block's first origin, or, for an item
+    without a window in the block (``count`` 0), its length (all of it)."""
+    return np.where(count > 0, first, stacked.length)
 
 
 def backtest(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timestamp | None = None,
@@ -225,10 +155,12 @@ def backtest(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timest
     Args:
         forecaster: a fitted Forecaster (or an unfitted one with ``refit_every``).
         df: the frame to backtest on, in the layout the forecaster was fitted with, or long
-            Parquet data (a file, a folder of files or a list of files; with ``refit_every``, the
-            rows before each block's origins are read into memory to refit on);
-            windows read their context from it, so it must hold ``context_length`` steps before the
-            first origin.
+            Parquet data (a file, a folder of files or a list of files), read once: the refits
+            (``refit_every``) and the baselines are fitted on slices of that read
+            (:meth:`Read.before <tsrec.data.source.Read.before>`; ``auto`` and a model calibrated at
+            fit are still refitted on the rows before the cut, read again, until their fitters take
+            a read); windows read their context from it, so it must hold ``context_length`` steps
+            before the first origin.
             A forecaster fitted with covariates reads them from it too, the future covariates of
             each window included (a missing value reads as the training mean, as in ``fit``);
             refits use the same covariate columns.
@@ -239,7 +171,8 @@ def backtest(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timest
         stride: steps between origins (default ``prediction_length``: windows do not overlap).
         refit_every: refit a copy of the forecaster on the data before the origin every this many
             windows (default: never refit; the fitted forecaster is reused).
-        batch_size: windows per inference batch (the last partial batch is kept).
+        batch_size: windows per inference batch of the forecaster (the last partial batch is kept;
+            the baselines run in batches of their own, :data:`BASELINE_BATCH`).
         season_length: MASE's seasonal period (default: the frequency's natural season).
         quantiles: for a probabilistic model, the levels scored (default: a quantile output's own
             levels, else 0.1, ..., 0.9): ``errors`` gets ``y_q<level>`` (original units) and
@@ -255,11 +188,16 @@ def backtest(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timest
         baselines: the rows of :attr:`BacktestResult.skill`, from ``"naive"``, ``"seasonal_naive"``,
             ``"ets"``, ``"theta"``, ``"ces"`` and ``"dynamic_theta"`` (default: the first four when
             statsforecast is installed, the two naive ones otherwise; naming a statistical one
-            without it is an error naming the extra). The statistical baselines (statsforecast's
-            AutoETS, AutoTheta, AutoCES, DynamicOptimizedTheta) are fitted once per series and channel, on all the history before its
-            first origin (AutoETS about 0.1 s on a few hundred steps), and carried forward over
-            the origins, as statsforecast's ``cross_validation(refit=False)`` (docs/backtests.md).
-        baselines_refit_every: refit ets and theta on all the history before the origin every
+            without it is an error naming the extra). Each is the registered model of that name
+            with its default settings (``Forecaster(<baseline>, prediction_length=...)``: its own
+            season and context), fitted with :func:`~tsrec.fitting.fit_state` on each series'
+            history before its first origin and forecasting the same windows
+            (:func:`~tsrec.forecasting.forecast_origins`): the statistical ones (statsforecast's
+            AutoETS, AutoTheta, AutoCES, DynamicOptimizedTheta) fitted once per series and
+            channel and carried forward over the origins, as statsforecast's
+            ``cross_validation(refit=False)`` (docs/backtests.md). A baseline whose model cannot
+            be fitted on that history forecasts nothing (NaN), with a warning.
+        baselines_refit_every: fit the baselines again on all the history before the origin every
             this many windows of a series (statsforecast's ``refit=k``; default: never, they are
             fitted once). Independent of ``refit_every``, which refits the forecaster.
 
@@ -287,10 +225,10 @@ def backtest(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timest
                                 baselines_refit_every=baselines_refit_every, time_col=time_col, id_col=id_col,
                                 target_col=target_col)
     if refit_every is None and id_col is not None and world()[1] > 1:  # DDP: each rank reads and scores its series
-        errors = by_series(df, id_col, lambda part: windows(part)[0])
-        return _score_unrefitted(forecaster, errors, baselines, _scored_levels(errors), bands.method)
-    errors, seasons, periods = windows(df)
-    return _result(errors, baselines, _scored_levels(errors), seasons, forecaster.freq, periods, bands.method)
+        errors = by_series(df, id_col, windows)
+    else:
+        errors = windows(df)
+    return score(errors, baselines, scored_levels(errors), bands.method)
 
 
 @dataclass
@@ -317,26 +255,17 @@ class _Bands:
         return self.resolved, self.method
 
 
-def _scored_levels(errors: pd.DataFrame) -> tuple[float, ...]:
-    """The quantile levels of ``errors``' ``y_q<level>`` columns."""
-    return tuple(float(c[3:]) for c in errors.columns if c.startswith("y_q") and not c.endswith("_scaled"))
-
-
 def _backtest_errors(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timestamp | None,
                      n_windows: int | None, stride: int | None, refit_every: int | None, batch_size: int | None,
                      season_length: int | None, levels: tuple[float, ...], bands: _Bands, baselines: Sequence[str],
                      baselines_refit_every: int | None, time_col: str | None, id_col: str | None,
-                     target_col: str | None) -> tuple[pd.DataFrame, list[tuple[int, str]], tuple[float, ...]]:
-    """:func:`backtest`'s windows of ``df`` (its arguments checked, ``levels`` and ``baselines``
-    resolved): the errors, the seasonal naive baseline's season and note in each refit block, and
-    the cycles (``DataFacts.periods``) of the first block's forecaster, from which the statistical
-    baselines' seasons come."""
+                     target_col: str | None) -> pd.DataFrame:
+    """:func:`backtest`'s errors of the windows of ``df`` (its arguments checked, ``levels`` and
+    ``baselines`` resolved): ``df`` read once, the forecaster's forecasts of each refit block,
+    the baselines' of every window."""
     fitted = forecaster.covariates
     covariates = CovariateConfig() if fitted is None else fitted.config
     schema = Schema(time_col, id_col, target_col, covariates)
-    columns = schema.columns
-    if refit_every is not None:  # Parquet read once, not again for every refit
-        df = source.in_memory(df, id_col)
     read = source.read(df, schema, categorical=() if fitted is None else fitted.categorical, freq=forecaster.freq,
                        gaps=forecaster.settings.window.gaps)
     panel, values = read.panel, read.covariates
@@ -345,35 +274,45 @@ def _backtest_errors(forecaster: Forecaster, df: Source, *, start: int | str | p
     stacked = _Stacked.of(panel)
     whole = _reads_whole_history(forecaster)
     first, count = _origins(panel, stacked, context, horizon, start, n_windows, stride, whole_history=whole)  # [I] each
-    scale = _seasonal_scale(stacked, first, season_length or seasonality(panel.freq))  # [I, C]
+    y = np.where(stacked.observed, stacked.values, np.nan)  # [R, C]
+    scale = seasonal_scale(y, season_length or seasonality(panel.freq), lengths=stacked.length, ends=first)  # [I, C]
+    scores = _baselines(baselines, read, first, count, stride, horizon, baselines_refit_every)
     n_blocks = int(count.max())
     block = refit_every or n_blocks
     parts: list[pd.DataFrame] = []
-    seasons: list[tuple[int, str]] = []
-    stats_names = [b for b in baselines if b in STATS_BASELINES]
     for done in range(0, n_blocks, block):
         block_first, block_count = first + stride * done, np.clip(count - done, 0, block)  # [I] each
         if refit_every is not None:
-            cut = _refit_cut(panel, stacked, block_first, block_count)
-            forecaster = forecaster.unfitted_copy().fit(history_before(df, schema, panel, cut), **columns,
-                                                        past_covariates=covariates.past,
-                future_covariates=covariates.future, static_covariates=covariates.static)
-        if done == 0:  # the statistical baselines of every window, from the first block's forecaster's cycles
-            periods = forecaster.data_facts.periods
-            stats = _stats_baselines(panel.freq, stacked, stats_names, periods, first, count, stride, horizon,
-                                     baselines_refit_every)
+            forecaster = _refitted(forecaster, df, read, _block_ends(stacked, block_first, block_count))
         rows = forecaster.panel.check_compatible(panel)
-        context = context_read(forecaster.fitted, panel)  # a whole-history model reads all there is
         intervals, method = bands.resolve(forecaster)
         result = forecast_origins(forecaster.fitted, panel, values, block_first, block_count, stride,
                                   levels=() if method == "conformal" else levels, intervals=intervals, method=method,
                                   batch_size=batch_size)
-        items, origin = result.items, result.origins  # [N] each, the block's windows
-        seasons.append(_naive_season(forecaster.data_facts, context))
-        parts.append(_window_frame(panel, stacked, forecaster, context, result, rows, scale, seasons[-1][0],
-                                   stats.of(items, origin, first, count, stride)))
-    errors = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)  # one block: no copy
-    return errors, seasons, periods
+        parts.append(_window_frame(panel, stacked, forecaster, result, rows, scale,
+                                   scores.of(result.items, result.origins, first, count, stride)))
+    return parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)  # one block: no copy
+
+
+def _refitted(forecaster: Forecaster, df: Source, read: Read, ends: np.ndarray) -> Forecaster:
+    """A copy of ``forecaster`` fitted on each series' first ``ends`` ``[I]`` steps of ``read``
+    (a slice of the arrays read, :meth:`Read.before <tsrec.data.source.Read.before>`).
+
+    ``auto`` (a model with a registry fitter) and a model calibrated at fit (``conformal_windows``)
+    still fit on a frame of the rows before the cut, until their fitters take a ``Read``."""
+    settings = forecaster.settings
+    if model_fitter(settings.model) is None and not settings.conformal.windows:
+        copy = forecaster.unfitted_copy()
+        copy.fitted = fit_state(read.before(ends), settings).state
+        return copy
+    panel, schema = read.panel, read.schema
+    cut = [item.index[int(e)] if e < len(item) else None for item, e in zip(panel.items, ends)]
+    after = [item.index[-1] + pd.Timedelta(1, "ns") for item in panel.items]
+    frame = source.history_before(source.in_memory(df, schema.id_col), schema, panel,
+                                  pd.DatetimeIndex([c if c is not None else a for c, a in zip(cut, after)]))
+    config = schema.covariates
+    return forecaster.unfitted_copy().fit(frame, **schema.columns, past_covariates=config.past,
+                                          future_covariates=config.future, static_covariates=config.static)
 
 
 def _reads_whole_history(forecaster: Forecaster) -> bool:
@@ -388,7 +327,8 @@ def _reads_whole_history(forecaster: Forecaster) -> bool:
 
 def score_backtest(forecaster: Forecaster, errors: pd.DataFrame) -> BacktestResult:
     """The :class:`BacktestResult` of backtest ``errors`` (:attr:`BacktestResult.errors`) of the fitted
-    ``forecaster`` without refits: its summary, per-step errors and skill, from the errors alone.
+    ``forecaster``: its summary, per-step errors and skill, from the errors alone
+    (:func:`tsrec.scoring.score`).
 
     For backtests run in parts (e.g. over partitions of the series, on several workers): the errors
     of the parts concatenated give the metrics of one backtest over all the series (within float
@@ -400,109 +340,7 @@ def score_backtest(forecaster: Forecaster, errors: pd.DataFrame) -> BacktestResu
     method = errors.attrs.get("intervals")  # lost where the parts' frames were joined without it:
     if method is None and forecaster.calibration is not None and not forecaster.model.output.probabilistic:
         method = "conformal"  # a point model's only bands
-    return _score_unrefitted(forecaster, errors, baselines, _scored_levels(errors), method)
-
-
-def _score_unrefitted(forecaster: Forecaster, errors: pd.DataFrame, baselines: Sequence[str],
-                      levels: tuple[float, ...], method: str | None = None) -> BacktestResult:
-    """The :class:`BacktestResult` of the fitted ``forecaster``'s backtest ``errors`` without refits."""
-    seasons = [_naive_season(forecaster.data_facts, forecaster.context_length)]
-    return _result(errors, baselines, levels, seasons, forecaster.freq, forecaster.data_facts.periods, method)
-
-
-def _result(errors: pd.DataFrame, baselines: Sequence[str], levels: tuple[float, ...], seasons: list[tuple[int, str]],
-            freq: str, periods: tuple[float, ...], method: str | None = None) -> BacktestResult:
-    """The :class:`BacktestResult` of ``errors``; ``seasons``: the seasonal naive baseline's season and
-    note in each refit block; ``freq``, ``periods``: the data's frequency and the cycles found in
-    the fitted data, which give the statistical baselines' seasons (:func:`~tsrec.models.naive.season_for`)."""
-    skill = _skill(errors, baselines, seasons, freq, periods)
-    ratios = pd.DataFrame([(f"{ratio}_{row.baseline}", "ratio", getattr(row, ratio)) for row in skill.itertuples()
-                           if np.isfinite(row.mse_ratio) for ratio in ("mse_ratio", "mae_ratio")],
-                          columns=["metric", "units", "value"])
-    if method is None and levels:
-        method = "model"  # quantiles without conformal bands are the network's own
-    errors.attrs["intervals"] = method  # what score_backtest reads back
-    per_series, overall = _interval_scores(errors, levels, method)
-    parts = [_summary(errors), _probabilistic_summary(errors, levels), overall, ratios]
-    summary = pd.concat([part for part in parts if not part.empty], ignore_index=True)
-    return BacktestResult(errors, summary, _by_step(errors), skill, per_series)
-
-
-def interval_levels(levels: Sequence[float]) -> tuple[float, ...]:
-    """The interval levels (percent) of the quantile ``levels``' symmetric pairs ``q``, ``1 - q``
-    (``q < 0.5``): 0.1 and 0.9 -> 80, 0.05 and 0.95 -> 90; sorted."""
-    present = {round(q, 12) for q in levels}
-    return tuple(sorted(round(100.0 * (1.0 - 2.0 * q), 10) for q in present
-                        if q < 0.5 and round(1.0 - q, 12) in present))
-
-
-def _interval_scores(errors: pd.DataFrame, levels: tuple[float, ...],
-                     method: str | None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Each interval's (:func:`interval_levels` of ``levels``) coverage, width and Winkler score
-    over the scored entries of ``errors``: per series (:attr:`BacktestResult.intervals`) and
-    overall (``summary`` rows); warns (:class:`CoverageWarning`) for a level whose overall coverage
-    strays more than :func:`coverage_tolerance` from it."""
-    rows, summary = [], []
-    scored = _scored(errors)
-    item = errors["item_id"].to_numpy()[scored]
-    window = pd.MultiIndex.from_arrays([errors["item_id"].to_numpy()[scored], errors["origin"].to_numpy()[scored]])
-    for level in interval_levels(levels):
-        low, high = band_ends(level)
-        lo = {u: errors[f"y_q{low}{u}"].to_numpy()[scored] for u in ("", "_scaled")}
-        hi = {u: errors[f"y_q{high}{u}"].to_numpy()[scored] for u in ("", "_scaled")}
-        truth = {u: errors[f"y_true{u}"].to_numpy()[scored] for u in ("", "_scaled")}
-        inside = ((lo[""] <= truth[""]) & (truth[""] <= hi[""])).astype(np.float64)
-        winkler = {u: metrics.winkler_score(truth[u], lo[u], hi[u], level, axis=()) for u in ("", "_scaled")}  # [E]
-        frame = pd.DataFrame({"item_id": item, "inside": inside, "width": hi[""] - lo[""], "winkler": winkler[""],
-                              "winkler_scaled": winkler["_scaled"], "window": window})
-        grouped = frame.groupby("item_id", sort=False)
-        per = grouped[["inside", "width", "winkler", "winkler_scaled"]].mean()
-        per["entries"], per["windows"] = grouped.size(), grouped["window"].nunique()
-        rows.append(per.rename(columns={"inside": "coverage"}).reset_index().assign(level=level, method=method))
-        name = f"{level:g}"
-        coverage, windows = float(inside.mean()) if inside.size else math.nan, int(window.nunique())
-        summary += [(f"interval_coverage_{name}", "fraction", coverage),
-                    (f"interval_width_{name}", "original",
-                     float(np.mean(hi[""] - lo[""])) if inside.size else math.nan),
-                    (f"interval_width_{name}", "scaled",
-                     float(np.mean(hi["_scaled"] - lo["_scaled"])) if inside.size else math.nan),
-                    (f"winkler_{name}", "original", float(np.mean(winkler[""])) if inside.size else math.nan),
-                    (f"winkler_{name}", "scaled", float(np.mean(winkler["_scaled"])) if inside.size else math.nan)]
-        tolerance = coverage_tolerance(level, windows)
-        if inside.size and abs(coverage - level / 100.0) > tolerance:
-            warnings.warn(f"the {name}% intervals ({method}) cover {coverage:.1%} of {inside.size} scored values in "
-                          f"{windows} (series, window) pairs, more than {tolerance:.1%} from {name}% (the tolerance: "
-                          f"{COVERAGE_TOLERANCE:.0%}, or two binomial standard errors over the windows where larger): "
-                          + ("too narrow" if coverage < level / 100.0 else "wider than needed") + "; see "
-                          "result.intervals for the series", CoverageWarning, stacklevel=4)
-    per_series = pd.concat(rows, ignore_index=True)[list(INTERVAL_COLUMNS)] if rows else \
-        pd.DataFrame(columns=INTERVAL_COLUMNS)
-    return per_series, pd.DataFrame(summary, columns=["metric", "units", "value"])
-
-
-def naive_forecasts(past: np.ndarray, observed: np.ndarray, horizon: int, season: int | None) -> np.ndarray:
-    """Baseline forecasts from contexts ``past``, ``observed`` ``[N, Lc, C]``: ``[2, N, H, C]`` with
-    the last observed value, then the last observed season (``y[T + h - m * ceil((h + 1) / m)]``;
-    NaN where that value is unobserved, or everywhere without a ``season``)."""
-    n, length, channels = past.shape
-    seen = observed > 0
-    last = length - 1 - np.argmax(seen[:, ::-1], axis=1)  # [N, C] position of the last observed value
-    value = np.take_along_axis(past, last[:, None, :], axis=1)[:, 0]  # [N, C]
-    value = np.where(seen.any(axis=1), value, np.nan)
-    naive = np.broadcast_to(value[:, None, :], (n, horizon, channels))
-    seasonal = np.full((n, horizon, channels), np.nan, dtype=np.float64)
-    if season is not None:
-        steps = np.arange(horizon)
-        index = length - season * np.ceil((steps + 1) / season).astype(int) + steps  # [H]
-        seasonal = np.where(seen[:, index], past[:, index], np.nan)
-    return np.stack([naive, seasonal]).astype(np.float64)
-
-
-BASELINES = ("naive", "seasonal_naive", "ets", "theta", "ces", "dynamic_theta")
-#: The baselines of a backtest that names none (ets and theta when statsforecast is installed).
-DEFAULT_BASELINES = ("naive", "seasonal_naive", "ets", "theta")
-#: The baselines fitted by statsforecast (the optional extra tsrec[stats]).
-STATS_BASELINES = ("ets", "theta", "ces", "dynamic_theta")
+    return score(errors, baselines, scored_levels(errors), method)
 
 
 def _check_baselines(baselines: Sequence[str] | None) -> tuple[str, ...]:
@@ -521,175 +359,104 @@ def _check_baselines(baselines: Sequence[str] | None) -> tuple[str, ...]:
     return names
 
 
-#: statsforecast's class of each statistical baseline.
-STATS_CLASSES = {"ets": "AutoETS", "theta": "AutoTheta", "ces": "AutoCES", "dynamic_theta": "DynamicOptimizedTheta"}
-#: How the naive baselines are fitted (the skill table's ``fit``): they read each window's context.
-NAIVE_FIT = "each window's context"
-#: How the statistical baselines are fitted without ``baselines_refit_every``.
-FITTED_ONCE = "fitted once on the history before the first origin"
-
-
-def _naive_season(facts: DataFacts, context: int) -> tuple[int, str]:
-    """The seasonal naive baseline's season, from windows of ``context`` steps, and why there is
-    none (1): the rule of the ``seasonal_naive`` model (:func:`~tsrec.models.naive.choose_season`,
-    one season needed)."""
-    return choose_season(facts.cycles, facts.periods, context, 1)
-
-
 @dataclass(frozen=True)
-class _StatsBaselines:
-    """The statistical baselines' forecasts of every window of a backtest, in :func:`~tsrec.forecasting.window_origins`'
+class _Baselines:
+    """The baselines' forecasts of every window of a backtest, in :func:`~tsrec.forecasting.window_origins`'
     order over all its windows (``W``: ``count.sum()``).
 
     Attributes:
         forecasts: per baseline name, ``[W, H, C]`` float64 in original units (NaN where the
-            history held no observed value).
-        fit_steps: ``[W]`` float64, the steps (from the series' start) the models forecasting each
-            window were fitted on.
+            window's context held no observed value, or the baseline's model could not be fitted).
+        seasons: per baseline name, the season its model resolved (NaN where it could not be fitted).
+        fit_steps: ``[W]`` float64, the steps (from the series' start) the statistical models
+            forecasting each window were fitted on; None without a statistical baseline.
     """
 
     forecasts: dict[str, np.ndarray]
-    fit_steps: np.ndarray
+    seasons: dict[str, float]
+    fit_steps: np.ndarray | None
 
     def of(self, items: np.ndarray, origin: np.ndarray, first: np.ndarray, count: np.ndarray,
-           stride: int) -> _StatsBaselines:
+           stride: int) -> _Baselines:
         """The same for the windows ``(items[k], origin[k])`` ``[N]`` of a block, with ``first``,
         ``count`` ``[I]`` and ``stride`` those the whole backtest's windows came from."""
         index = (np.cumsum(count) - count)[items] + (origin - first[items]) // stride  # [N] place among all windows
-        return _StatsBaselines({name: f[index] for name, f in self.forecasts.items()}, self.fit_steps[index])
+        return _Baselines({name: f[index] for name, f in self.forecasts.items()}, self.seasons,
+                          None if self.fit_steps is None else self.fit_steps[index])
 
 
-def _stats_baselines(freq: str, stacked: _Stacked, names: Sequence[str], periods: tuple[float, ...], first: np.ndarray,
-                     count: np.ndarray, stride: int, horizon: int, refit_every: int | None) -> _StatsBaselines:
-    """The baselines ``names`` (of :data:`STATS_BASELINES`) of the windows of items with ``count``
-    ``[I]`` origins from ``first`` ``[I]``, ``stride`` apart: per series and channel, the
-    statsforecast model is fitted (``fit``) on all the history before the series' first origin,
-    and every ``refit_every`` windows again on all the history before that window's origin, and
-    forecasts each window from all the history before its origin with the parameters of its last
-    fit (``forward``), exactly as statsforecast's ``cross_validation(refit=False)`` (``refit=k``).
-    Missing values are filled from the last observation (:func:`~tsrec.models.stats.fill_context`);
-    a fit statsforecast cannot make gives the windows until the next fit their history's last
-    value, with one warning per baseline.
-
-    A loop over series with one compiled fit per series is what statsforecast's own
-    ``StatsForecast.cross_validation`` runs too (``GroupedArray.cross_validation`` loops over
-    the series, fitting and forwarding each); called directly, the same fits also serve windows
-    that start at different origins per series, the channels of wide frames and missing values."""
-    from tsrec.models.stats import fill_context, require_statsforecast
-
-    total, channels = int(count.sum()), stacked.values.shape[1]
-    forecasts = {name: np.full((total, horizon, channels), np.nan) for name in names}
+def _baselines(names: Sequence[str], read: Read, first: np.ndarray, count: np.ndarray, stride: int, horizon: int,
+               refit_every: int | None) -> _Baselines:
+    """The baselines ``names`` of the windows of items with ``count`` ``[I]`` origins from ``first``
+    ``[I]``, ``stride`` apart, in ``read`` (:class:`_Baselines`): each the registered model of its
+    name (:func:`_run_baseline`), on the targets alone. The statistical ones are fitted once per
+    series and channel on all its history before its first origin and carried forward
+    (statsforecast's ``cross_validation(refit=False)``), or fitted again before every
+    ``refit_every``-th window of a series (``refit=k``); a window whose history is more than
+    :data:`~tsrec.models.parameters.REFIT_GROWTH` times the fitted one is fitted on its own."""
+    panel = read.panel
+    targets = Read(panel, CovariateValues.none(panel), dataclasses.replace(read.schema, covariates=CovariateConfig()))
     items, origin = window_origins(first, count, stride)  # [W] each, all the windows
-    rank = (origin - first[items]) // stride  # [W] the window's place in its series
-    every = refit_every or int(count.max())  # without refits, only each series' first window fits
-    fit_steps = (origin - stride * (rank % every)).astype(np.float64)  # [W] the origin of the window's fit
-    if not names:
-        return _StatsBaselines(forecasts, fit_steps)
-    models = require_statsforecast()
-    failed = dict.fromkeys(names, 0)
-    offsets = np.cumsum(count) - count
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # statsforecast's own on flat series
-        for i in np.flatnonzero(count):
-            season, _ = season_for(freq, periods, int(first[i]))
-            rows = slice(stacked.start[i], stacked.start[i] + stacked.length[i])
-            windows = range(offsets[i], offsets[i] + count[i])
-            for c in range(channels):
-                values, observed = stacked.values[rows, c], stacked.observed[rows, c]
-                histories = [fill_context(values[:origin[w]], observed[:origin[w]]) for w in windows]  # [L_w] or None
-                for name in names:
-                    model = None
-                    for w, y in zip(windows, histories):
-                        if rank[w] % every == 0:  # (re)fit on this window's history
-                            model = _fit_stats(getattr(models, STATS_CLASSES[name]), season, y)
-                            failed[name] += model is None and y is not None
-                        if y is not None:
-                            forecasts[name][w, :, c] = _forward_stats(model, y, horizon)
-    for name, n in failed.items():
-        if n:
-            warnings.warn(f"statsforecast's {STATS_CLASSES[name]} could not be fitted {n} time(s) (a history too "
-                          f"short or degenerate); the {name} baseline's windows of those fits get their history's "
-                          "last value", UserWarning, stacklevel=3)
-    return _StatsBaselines(forecasts, fit_steps)
+    every = refit_every or max(1, int(count.max()))  # without refits, only each series' first window fits
+    fit_origin = origin - stride * (((origin - first[items]) // stride) % every)  # [W] the origin of the window's fit
+    fit_steps = np.where(refits(origin, fit_origin), origin, fit_origin).astype(np.float64) \
+        if set(names) & set(STATS_BASELINES) else None
+    forecasts, seasons = {}, {}
+    for name in names:
+        forecasts[name], seasons[name] = _run_baseline(name, targets, first, count, stride, horizon, every)
+    return _Baselines(forecasts, seasons, fit_steps)
 
 
-def _fit_stats(model_class: type, season: int, y: np.ndarray | None) -> object | None:
-    """A statsforecast model of ``model_class`` with ``season`` fitted on ``y`` ``[L]``; None without
-    ``y`` or where statsforecast cannot fit it."""
-    if y is None:
-        return None
-    try:
-        return model_class(season_length=season).fit(y=y)
-    except (NotImplementedError, ValueError, np.linalg.LinAlgError, ZeroDivisionError):
-        return None
+#: Values (steps x channels of the windows' contexts) of a batch of a baseline's windows: their
+#: models cost little per window, so they run in few batches (a few MB each) whatever ``batch_size``
+#: says of the forecaster's.
+BASELINE_BATCH = 2**20
 
 
-def _forward_stats(model: object | None, y: np.ndarray, horizon: int) -> np.ndarray:
-    """``horizon`` steps after ``y`` ``[L]`` from the fitted ``model``'s parameters, or ``y``'s last
-    value without a model or where statsforecast cannot forward it."""
-    if model is not None:
+def _run_baseline(name: str, read: Read, first: np.ndarray, count: np.ndarray, stride: int, horizon: int,
+                  every: int) -> tuple[np.ndarray, float]:
+    """The forecasts ``[W, H, C]`` of the registered model ``name`` (its default settings at the
+    backtest's horizon, without validation windows, as it has nothing to train; a model that reads
+    a context gets at most the steps before the earliest first origin, so that every window holds
+    it) of the windows of ``read``, fitted on all of each series' history before its first origin
+    (and again every ``every`` windows), and the season it resolved. Its warnings name the
+    baseline (the fit data's far values are the forecaster's to report, and are not repeated); a
+    model that cannot be fitted gives NaN, with a warning."""
+    panel = read.panel
+    lengths = np.diff(panel.offsets)  # [I]
+    out = np.full((int(count.sum()), horizon, len(panel.columns) if panel.layout == "wide" else 1), np.nan)
+    season, offsets = np.nan, np.cumsum(count) - count
+    options = {"prediction_length": horizon, "freq": panel.freq, "val_windows": 0}  # nothing to train or validate
+    settings = ForecasterSettings.from_options(name, **options)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         try:
-            return model.forward(y=y, h=horizon)["mean"]
-        except (NotImplementedError, ValueError, np.linalg.LinAlgError, ZeroDivisionError):
-            pass
-    return np.full(horizon, y[-1])
+            if not model_spec(name).model_class.whole_history:
+                before = read.before(np.where(count > 0, first, lengths))
+                context = min(context_for(settings, before.panel, None), int(first[count > 0].min()))
+                settings = ForecasterSettings.from_options(name, context_length=context, **options)
+            for done in range(0, int(count.max()), every):
+                block_first, block_count = first + stride * done, np.clip(count - done, 0, every)  # [I] each
+                state = fit_state(read.before(np.where(block_count > 0, block_first, lengths)), settings).state
+                windows = max(1, BASELINE_BATCH // (context_read(state, panel) * out.shape[2]))
+                result = forecast_origins(state, panel, read.covariates, block_first, block_count, stride,
+                                          batch_size=windows)
+                out[offsets[result.items] + done + (result.origins - block_first[result.items]) // stride] = \
+                    result.mean
+                season = season if done else float(_season_of(state))
+        except (ValueError, RuntimeError) as err:
+            out[:], season = np.nan, np.nan
+            warnings.warn(f"could not be run: {err}; its skill row has no scores", UserWarning)
+    for caught_warning in caught:
+        if not issubclass(caught_warning.category, OutlierWarning):
+            warnings.warn(f"backtest's {name} baseline: {caught_warning.message}", caught_warning.category,
+                          stacklevel=5)
+    return out, season
 
 
-def _skill(errors: pd.DataFrame, baselines: Sequence[str], seasons: list[tuple[int, str]], freq: str,
-           periods: tuple[float, ...]) -> pd.DataFrame:
-    """The skill table (see :class:`BacktestResult`); ``seasons``: the seasonal naive baseline's season
-    and note in each refit block; ``freq``, ``periods``: what the statistical baselines' seasons
-    come from (:func:`_stats_fit`)."""
-    rows = []
-    truth, model = errors["y_true_scaled"].to_numpy(), errors["y_pred_scaled"].to_numpy()
-    stats = _stats_fit(errors, freq, periods) if set(baselines) & set(STATS_BASELINES) else None
-    for baseline in baselines:
-        if baseline == "naive":
-            season, fit, note = 1, NAIVE_FIT, ""
-        elif baseline == "seasonal_naive":
-            found = {m for m, _ in seasons}
-            season, fit = (found.pop() if len(found) == 1 else np.nan), NAIVE_FIT
-            note = "; ".join(dict.fromkeys(n for _, n in seasons if n))
-            note = f"no season: {note}" if note else ""
-        else:
-            season, fit, note = stats
-        forecast = errors[f"y_{baseline}_scaled"].to_numpy()
-        both = _scored(errors) & np.isfinite(forecast)
-        scores = {name: (fn(truth, model, mask=both), fn(truth, forecast, mask=both)) if both.any() else
-                  (np.nan, np.nan) for name, fn in (("mse", metrics.mse), ("mae", metrics.mae))}
-        rows.append({"baseline": baseline, "season": season, "fit": fit,
-                     **{f"{k}_{name}": v for name, (m, b) in scores.items()
-                        for k, v in (("model", m), ("baseline", b))},
-                     "mse_ratio": _ratio(*scores["mse"]), "mae_ratio": _ratio(*scores["mae"]),
-                     "note": note})
-    columns = ["baseline", "season", "fit", "model_mse", "baseline_mse", "mse_ratio", "model_mae", "baseline_mae",
-               "mae_ratio", "note"]
-    return pd.DataFrame(rows, columns=columns)
-
-
-def _stats_fit(errors: pd.DataFrame, freq: str, periods: tuple[float, ...]) -> tuple[float, str, str]:
-    """The statistical baselines' row facts, read off ``errors``' ``stats_fit_steps`` (so that errors
-    scored in parts give the whole backtest's): their ``season`` (NaN when the series' seasons
-    differ), how they were fitted (the most windows one fit served: ``k`` of ``"refit every k
-    origins"``, or none but the first per series: :data:`FITTED_ONCE`), and the note saying why a
-    season was dropped, per series (:func:`~tsrec.models.naive.season_for` of its history before its first origin)."""
-    windows = errors.loc[errors["step"].to_numpy() == 1, ["item_id", "origin", "stats_fit_steps"]]  # [N * C]
-    history = windows.groupby("item_id", sort=False)["stats_fit_steps"].min()  # each series' first fit
-    per_season = Counter(season_for(freq, periods, int(h)) for h in history)  # (season, note): series
-    served = windows.groupby(["item_id", "stats_fit_steps"], sort=False)["origin"].nunique()  # windows per fit
-    refits = windows.groupby("item_id", sort=False)["stats_fit_steps"].nunique().max() > 1
-    fit = f"refit every {served.max()} origins" if refits else FITTED_ONCE
-    if len(per_season) == 1:
-        (season, note), = per_season
-        return season, fit, f"fitted without a season: {note}" if note else ""
-    parts = [f"season {m} on {n} series" + (f" ({note})" if note else "") for (m, note), n in per_season.items()]
-    return np.nan, fit, "; ".join(parts)
-
-
-def _ratio(model: float, baseline: float) -> float:
-    """``model / baseline``: inf (or NaN for 0 / 0) when the baseline is perfect."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return float(np.float64(model) / np.float64(baseline))
+def _season_of(state: FittedState) -> int:
+    """The season a baseline's fitted model resolved (1 for the naive one)."""
+    return getattr(state.resolved.network, "season_length", 1)
 
 
 def _levels(forecaster: Forecaster, quantiles: Sequence[float] | None) -> tuple[float, ...]:
@@ -707,76 +474,52 @@ def _levels(forecaster: Forecaster, quantiles: Sequence[float] | None) -> tuple[
     return DEFAULT_QUANTILE_LEVELS
 
 
-#: Steps (windows x (context + horizon)) whose values :func:`_window_frame` gathers at a time: its
-#: temporaries stay bounded (tens of MB) however many windows a backtest scores and however long
-#: their contexts (a whole-history model's are its longest series).
-WINDOW_STEPS = 2**22
-
-
-def _window_frame(panel: Panel, stacked: _Stacked, forecaster: Forecaster, context: int, result: ForecastResult,
-                  rows: np.ndarray, scale: np.ndarray, season: int, stats: _StatsBaselines) -> pd.DataFrame:
+def _window_frame(panel: Panel, stacked: _Stacked, forecaster: Forecaster, result: ForecastResult, rows: np.ndarray,
+                  scale: np.ndarray, baselines: _Baselines) -> pd.DataFrame:
     """Tidy per-window, per-step, per-channel rows for one block of windows ``(result.items[k],
-    result.origins[k])`` ``[N]`` of ``context`` steps each with ``rows`` ``[I]`` the items' scaler rows: the forecasts of
+    result.origins[k])`` ``[N]`` with ``rows`` ``[I]`` the items' scaler rows: the forecasts of
     ``result`` (its quantiles too, for a probabilistic model), the truth, each series' MASE scale
-    ``scale`` ``[I, C]`` (:func:`_seasonal_scale`), the naive baselines of the same windows
-    (seasonal naive: NaN when ``season`` is 1) and the statistical baselines of these windows,
-    ``stats`` (:meth:`_StatsBaselines.of`), with their ``stats_fit_steps``.
+    ``scale`` ``[I, C]`` (:func:`~tsrec.metrics.seasonal_scale`), and the ``baselines`` of these
+    windows (:meth:`_Baselines.of`) with their seasons and ``stats_fit_steps``.
 
-    The float64 columns are written, :data:`WINDOW_STEPS` steps of windows at a time, into one
-    ``[columns, N * H * C]`` block that the frame holds without a copy (:func:`block_frame`)."""
+    The float64 columns are written into one ``[columns, N * H * C]`` block that the frame holds
+    without a copy (:func:`block_frame`)."""
     items, origin, scaled = result.items, result.origins, result.scaled
     n, horizon, channels = scaled.shape
     scaler = forecaster.scaler
     scaler_rows = rows[items]  # [N]
-    shape, width = (n, horizon, channels), horizon * channels  # width: the entries of one window
-    stats_forecasts = stats.forecasts  # name: [N, H, C] original units
-    names = ["y_true", "y_pred", "seasonal_error", "y_naive", "y_seasonal_naive", "y_naive_scaled",
-             "y_seasonal_naive_scaled", *(f"y_{name}{units}" for name in stats_forecasts for units in ("", "_scaled")),
-             *(["stats_fit_steps"] if stats_forecasts else []),
+    shape = (n, horizon, channels)
+    names = ["y_true", "y_pred", "seasonal_error",
+             *(f"{column}{name}{units}" for name in baselines.forecasts
+               for column, units in (("y_", ""), ("y_", "_scaled"), ("season_", ""))),
+             *(["stats_fit_steps"] if baselines.fit_steps is not None else []),
              *(f"y_q{level}{units}" for level in result.levels for units in ("", "_scaled"))]
-    block = np.empty((len(names), n * width))  # [columns, N * H * C] float64
+    block = np.empty((len(names), n * horizon * channels))  # [columns, N * H * C] float64
     column = dict(zip(names, block))  # name: [N * H * C] view
-    true_scaled = np.empty(n * width, scaled.dtype)  # the truth as the model reads it
-    observed = np.empty(n * width, bool)
-    chunk = max(1, WINDOW_STEPS // (context + horizon))  # windows at a time
-    for at in range(0, n, chunk):
-        part = slice(at, min(at + chunk, n))  # windows
-        entries = slice(part.start * width, part.stop * width)
-        offsets = np.arange(-context, horizon)  # [Lc + H]
-        inside = origin[part, None] + offsets >= 0  # [n', Lc + H] False before the item's first step (padded windows)
-        window_rows = np.where(inside, stacked.rows(items[part], origin[part], offsets),
-                               stacked.start[items[part], None])  # [n', Lc + H]
-        target, seen = _window_values(stacked, scaler, window_rows, scaler_rows[part])  # [n', Lc + H, C] each
-        seen &= inside[:, :, None]
-        truth, seen_truth = target[:, context:].astype(scaled.dtype), seen[:, context:]  # [n', H, C]
-        naive, seasonal = naive_forecasts(target[:, :context], seen[:, :context], horizon,
-                                          season if season > 1 else None)  # [n', H, C]
-        observed[entries] = seen_truth.ravel()
-        true_scaled[entries] = np.where(seen_truth, truth, np.nan).ravel()
-        true = scaler.inverse_transform(truth, scaler_rows[part])
-        column["y_true"][entries] = np.where(seen_truth, true, np.nan).ravel()
-        for name, forecast in (("y_naive", naive), ("y_seasonal_naive", seasonal)):
-            column[name][entries] = scaler.inverse_transform(forecast, scaler_rows[part]).ravel()
-            column[f"{name}_scaled"][entries] = forecast.ravel()
+    future = stacked.rows(items, origin, np.arange(horizon))  # [N, H] the forecast steps' rows
+    truth, observed = _window_values(stacked, scaler, future, scaler_rows)  # [N, H, C] each, as the model reads it
+    true_scaled = np.where(observed, truth.astype(scaled.dtype), np.nan)  # [N, H, C]
+    column["y_true"][:] = np.where(observed, scaler.inverse_transform(true_scaled, scaler_rows), np.nan).ravel()
     column["y_pred"][:] = result.mean.ravel()
     column["seasonal_error"][:] = np.broadcast_to(scale[items][:, None, :], shape).ravel()
-    for name, raw in stats_forecasts.items():
+    for name, raw in baselines.forecasts.items():
         column[f"y_{name}"][:] = raw.ravel()
-        column[f"y_{name}_scaled"][:] = scaler.transform(raw, scaler_rows).ravel()
-    if stats_forecasts:
-        column["stats_fit_steps"][:] = np.broadcast_to(stats.fit_steps[:, None, None], shape).ravel()
+        column[f"y_{name}_scaled"][:] = scaler.transform(raw, scaler_rows).astype(scaled.dtype).ravel()
+        column[f"season_{name}"][:] = baselines.seasons[name]
+    if baselines.fit_steps is not None:
+        column["stats_fit_steps"][:] = np.broadcast_to(baselines.fit_steps[:, None, None], shape).ravel()
     for i, level in enumerate(result.levels):
         column[f"y_q{level}"][:] = result.quantiles[..., i].ravel()
         column[f"y_q{level}_scaled"][:] = result.scaled_quantiles[..., i].ravel()
-    future = stacked.rows(items, origin, np.arange(horizon))[:, :, None]  # [N, H, 1] the forecast steps' rows
+    future = future[:, :, None]  # [N, H, 1]
     others = {
         "item_id": np.broadcast_to(_channel_names(panel)[items][:, None, :], shape).ravel(),
         "origin": stacked.index.take(np.broadcast_to(future[:, :1], shape).ravel()),
         "step": np.broadcast_to(np.arange(1, horizon + 1)[None, :, None], shape).ravel(),
         "timestamp": stacked.index.take(np.broadcast_to(future, shape).ravel()),
-        "y_true_scaled": true_scaled,
+        "y_true_scaled": true_scaled.ravel(),
         "y_pred_scaled": scaled.ravel(),
-        "observed": observed,
+        "observed": observed.ravel(),
         "forecast": np.isfinite(scaled).ravel(),
     }
     order = ["item_id", "origin", "step", "timestamp", "y_true", "y_pred", "y_true_scaled", "y_pred_scaled",
@@ -802,105 +545,3 @@ def _channel_names(panel: Panel) -> np.ndarray:
     return np.array(panel.item_ids, dtype=object)[:, None]
 
 
-def _summary(errors: pd.DataFrame) -> pd.DataFrame:
-    """The point metrics of :attr:`BacktestResult.summary`."""
-    obs = _scored(errors)
-    rows = []
-    for units, true_col, pred_col in (("original", "y_true", "y_pred"), ("scaled", "y_true_scaled", "y_pred_scaled")):
-        t, p = errors[true_col].to_numpy(), errors[pred_col].to_numpy()
-        for name, fn in (("mse", metrics.mse), ("mae", metrics.mae), ("rmse", metrics.rmse)):
-            rows.append((name, units, fn(t, p, mask=obs)))
-    rows.append(("smape", "scale-free", metrics.smape(errors.y_true.to_numpy(), errors.y_pred.to_numpy(), mask=obs)))
-    rows.append(("mase", "scale-free", _mase(errors)))
-    blind = errors[~errors["forecast"]].groupby(["item_id", "origin"]).ngroups
-    rows.append(("windows_without_forecast", "count", float(blind)))
-    return pd.DataFrame(rows, columns=["metric", "units", "value"])
-
-
-def _scored(errors: pd.DataFrame) -> np.ndarray:
-    """The entries every metric scores: an observed target and a forecast (windows whose context
-    held no observed value get none, and are counted as ``windows_without_forecast``)."""
-    return (errors["observed"] & errors["forecast"]).to_numpy()
-
-
-def _probabilistic_summary(errors: pd.DataFrame, levels: tuple[float, ...]) -> pd.DataFrame:
-    """CRPS (from the quantiles, original and scaled units), ``mean_wQuantileLoss`` and the
-    coverage of each level, over observed entries (empty for a point model)."""
-    rows: list[tuple[str, str, float]] = []
-    if levels:
-        obs = _scored(errors)
-        for units, suffix in (("original", ""), ("scaled", "_scaled")):
-            truth = errors[f"y_true{suffix}"].to_numpy()
-            bands = np.stack([errors[f"y_q{q}{suffix}"].to_numpy() for q in levels], axis=-1)
-            rows.append(("crps", units, metrics.crps_from_quantiles(truth, bands, levels, mask=obs)))
-            if units == "original":
-                rows.append(("mean_wQuantileLoss", "scale-free",
-                             metrics.mean_weighted_quantile_loss(truth, bands, levels, mask=obs)))
-                rows += [(f"coverage_{q}", "fraction", metrics.coverage(truth, bands[..., i], mask=obs))
-                         for i, q in enumerate(levels)]
-    return pd.DataFrame(rows, columns=["metric", "units", "value"])
-
-
-def _mase(errors: pd.DataFrame) -> float:
-    """MASE over the scored ``errors``: each absolute error divided by its series' ``seasonal_error``
-    (NaN when a scored series has none: no more than the season's steps before its first origin)."""
-    scored = _scored(errors)
-    error = np.abs(errors["y_true"].to_numpy() - errors["y_pred"].to_numpy())[scored]
-    if not error.size:
-        return float("nan")
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return float(np.mean(error / errors["seasonal_error"].to_numpy()[scored]))
-
-
-def _seasonal_scale(stacked: _Stacked, first: np.ndarray, m: int) -> np.ndarray:
-    """``[I, C]``: each item's and channel's mean ``|y[t] - y[t - m]|`` over its steps ``t < first[i]``
-    with both values observed (NaN without one, and for an item with no more than ``m`` steps before
-    ``first[i]``), the scale of :func:`tsrec.metrics.mase`. Computed a block of items at a time
-    (:func:`~tsrec.data.scaling.item_blocks`), so its temporaries stay bounded."""
-    channels = stacked.values.shape[1]
-    scale = np.full((len(first), channels), np.nan)
-    for block in item_blocks(stacked.length):
-        lo, hi = block.start, block.stop
-        rows = slice(stacked.start[lo], stacked.start[lo] + stacked.length[lo:hi].sum())  # the block's rows
-        y = np.where(stacked.observed[rows], stacked.values[rows], np.nan)  # [R', C]
-        item = np.repeat(np.arange(hi - lo), stacked.length[lo:hi])  # [R'] item within the block
-        position = np.arange(len(item)) - (stacked.start[lo:hi] - stacked.start[lo])[item]  # [R'] step within its item
-        later = np.flatnonzero((position >= m) & (position < first[lo:hi][item]))  # [K] rows with t - m in the history
-        diffs = np.abs(y[later] - y[later - m])  # [K, C]
-        valid = ~np.isnan(diffs)
-        cell = (item[later, None] * channels + np.arange(channels)).ravel()  # [K * C] the (item, channel) of each diff
-        total = np.bincount(cell, np.where(valid, diffs, 0.0).ravel(), minlength=(hi - lo) * channels)
-        count = np.bincount(cell, valid.ravel(), minlength=(hi - lo) * channels)
-        with np.errstate(invalid="ignore"):
-            scale[lo:hi] = (total / count).reshape(hi - lo, channels)
-    scale[first <= m] = np.nan
-    return scale
-
-
-def step_errors(errors: pd.DataFrame, units: str = "scaled") -> pd.DataFrame:
-    """MSE and MAE per horizon step of backtest ``errors`` (:attr:`BacktestResult.errors`, or a
-    frame with ``step``, ``y_true``/``y_pred`` or their ``_scaled`` twins, optionally ``observed``).
-
-    Returns one row per ``step``: ``step``, ``units``, ``mse``, ``mae``, ``n`` (scored entries).
-    Rows without a true value (NaN, or ``observed`` False) are left out.
-    """
-    if units not in ("original", "scaled"):
-        raise ValueError(f"units must be 'original' or 'scaled', got {units!r}")
-    suffix = "" if units == "original" else "_scaled"
-    true_col, pred_col = f"y_true{suffix}", f"y_pred{suffix}"
-    missing = {"step", true_col, pred_col} - set(errors.columns)
-    if missing:
-        raise ValueError(f"the backtest errors lack columns {sorted(missing)}")
-    true, pred = errors[true_col].to_numpy(dtype=float), errors[pred_col].to_numpy(dtype=float)
-    keep = ~(np.isnan(true) | np.isnan(pred))  # the columns alone, never a copy of the whole frame
-    if "observed" in errors:
-        keep &= errors["observed"].to_numpy(dtype=bool)
-    diff = pred[keep] - true[keep]
-    grouped = pd.DataFrame({"step": errors["step"].to_numpy()[keep], "se": diff**2, "ae": np.abs(diff)}).groupby("step")
-    return pd.DataFrame({"step": grouped.se.mean().index, "units": units, "mse": grouped.se.mean().to_numpy(),
-                         "mae": grouped.ae.mean().to_numpy(), "n": grouped.se.count().to_numpy()})
-
-
-def _by_step(errors: pd.DataFrame) -> pd.DataFrame:
-    return pd.concat([step_errors(errors, units).drop(columns="n") for units in ("original", "scaled")],
-                     ignore_index=True)

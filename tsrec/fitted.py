@@ -47,16 +47,23 @@ from tsrec.settings import ForecasterSettings
 __all__ = ["ConcurrentSaveError", "FittedState", "ForecastResult", "TrainingSummary", "unscale"]
 
 FORMAT = "tsrec-forecaster"
-FORMAT_VERSION = 8
+FORMAT_VERSION = 9
 #: Model formats this tsrec reads: 4 (tsrec 0.1 before whole-model checksums; see
 #: :func:`_verify_checksums`), 5 (the history as three tensors per series), 6 (the history packed
 #: end to end), 7 (every per-series value in ``weights.pt``, :meth:`FittedState._tensors`;
-#: before it ``forecaster.json`` held the ids, starts, scaler rows and static covariates) and 8
+#: before it ``forecaster.json`` held the ids, starts, scaler rows and static covariates), 8
 #: (a conformal calibration, when fitted: ``forecaster.json``'s ``conformal`` and ``weights.pt``'s
-#: ``conformal_*`` tensors, :class:`~tsrec.conformal.Calibration`).
-READABLE_VERSIONS = (4, 5, 6, 7, 8)
+#: ``conformal_*`` tensors, :class:`~tsrec.conformal.Calibration`) and 9 (the statistical models'
+#: fitted parameters in the state dict, ``<module>._extra_state``,
+#: :class:`~tsrec.models.parameters.Parameters`; a model saved before them has none and fits each
+#: window, as it did).
+READABLE_VERSIONS = (4, 5, 6, 7, 8, 9)
 #: The format of a model without a calibration: 7, which a tsrec from before format 8 reads too.
 UNCALIBRATED_VERSION = 7
+#: The format of a calibrated model without fitted parameters.
+CALIBRATED_VERSION = 8
+#: The state dict's entries of a module's extra state (the statistical models' parameters, format 9).
+EXTRA_STATE = "_extra_state"
 CONFIG_FILE = "forecaster.json"
 WEIGHTS_FILE = "weights.pt"
 #: ``forecaster.json``'s entry with the SHA-256 of every file of the model, itself included.
@@ -187,8 +194,10 @@ class FittedState:
         _require_replaceable(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         with _saving.staging_folder(path) as staging:
-            torch.save(self._tensors(), staging / WEIGHTS_FILE)
-            version = UNCALIBRATED_VERSION if self.calibration is None else FORMAT_VERSION
+            tensors = self._tensors()
+            torch.save(tensors, staging / WEIGHTS_FILE)
+            version = FORMAT_VERSION if any(key.endswith(EXTRA_STATE) for key in tensors["state_dict"]) else \
+                UNCALIBRATED_VERSION if self.calibration is None else CALIBRATED_VERSION
             meta = {"format": FORMAT, "format_version": version, "tsrec_version": __version__,
                     **self._content()}
             checksums = {file.name: sha256_of(file) for file in sorted(staging.iterdir())}
@@ -286,6 +295,9 @@ class FittedState:
             _check_tensors(tensors)
         resolved = ForecasterSettings.from_dict(meta["resolved_settings"])
         model = build_model(resolved.model, resolved.network)
+        if meta["format_version"] < 9:  # no fitted parameters yet: the statistical models fit each window, as then
+            tensors["state_dict"] = {**{key: value for key, value in model.state_dict().items()
+                                        if key.endswith(EXTRA_STATE)}, **tensors["state_dict"]}
         mismatches = _state_dict_mismatches(model, tensors["state_dict"])
         if mismatches:
             network = resolved.network
@@ -694,8 +706,8 @@ def _newer_tsrec(meta: dict[str, Any]) -> str | None:
 def _state_dict_mismatches(model: torch.nn.Module, saved: dict[str, torch.Tensor]) -> list[str]:
     """How the tensors ``saved`` differ from ``model``'s parameters and buffers: missing and
     unexpected names, and shapes (at most three of each kind)."""
-    expected = {name: tuple(value.shape) for name, value in model.state_dict().items()}
-    got = {name: tuple(value.shape) for name, value in saved.items()}
+    expected = {name: tuple(getattr(value, "shape", ())) for name, value in model.state_dict().items()}
+    got = {name: tuple(getattr(value, "shape", ())) for name, value in saved.items()}  # extra states: checked at load
     missing = sorted(set(expected) - set(got))
     unexpected = sorted(set(got) - set(expected))
     shapes = [f"{name} is {list(got[name])} in {WEIGHTS_FILE} but {list(shape)} in the network"

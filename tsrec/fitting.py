@@ -10,6 +10,8 @@
       train       Lightning, for the planned budget, early stopping on the validation windows
       refit       prepare again on all the history (no validation), a fresh network trained
                   for as many passes as the validated run needed
+      fit_series  a model that is not trained fits what it keeps of each series on all the
+                  history (the statistical models' parameters, ForecastModel.fit_series)
 
 No Forecaster is involved: ``Forecaster.fit`` reads its data, calls :func:`fit_state` (or
 :func:`tsrec.auto.fit_auto` for ``"auto"``, which ends in it) and keeps what it returns, only when
@@ -238,6 +240,8 @@ def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = No
     elif resume:
         raise ValueError(f"{settings.model!r} needs no training, so there is no run to resume; "
                          "fit without resume=True")
+    elif prefitted is None:  # the statistical models: their parameters, fitted once on all the history
+        model.fit_series([s.values for s in panel.items], [s.observed for s in panel.items])
     summary = TrainingSummary(pd.DataFrame(run.history, columns=list(TrainingSummary.COLUMNS)), run.best_epoch,
                               time.perf_counter() - started, run.best_step, run.budget, refit)
     # The history predict() forecasts from: the context, and a missing tail after it where a network forecasts one.

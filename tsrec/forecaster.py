@@ -296,7 +296,7 @@ class Forecaster:
     def predict(self, df: Source | None = None, *, future_covariates: pd.DataFrame | None = None,
                 quantiles: Sequence[float] | None = None, num_samples: int | None = None,
                 batch_size: int | None = None, levels: Sequence[float] | None = None,
-                intervals: str | None = None) -> pd.DataFrame:
+                intervals: str | None = None, refit: bool = False) -> pd.DataFrame:
         """Forecast the ``prediction_length`` steps after the end of the fitted frame, or of ``df``
         (same columns, or known ids, as the fitted frame; at least ``context_length`` steps).
 
@@ -319,6 +319,12 @@ class Forecaster:
         default), else a probabilistic network's own quantiles; ``intervals="conformal"`` or
         ``"model"`` chooses. ``frame.attrs["intervals"]`` says which gave them (``docs/intervals.md``).
 
+        The statistical models (``ets``, ``theta``, ...; ``auto``'s members) apply the parameters
+        they fitted at ``fit`` to the history given, fitting nothing (statsforecast's ``forward``),
+        except for a series whose history is more than twice the one it was fitted on
+        (:data:`~tsrec.models.parameters.REFIT_GROWTH`); ``refit=True`` fits every series again on the
+        history given (the parameters kept with the model are left as they are; ``docs/models.md``).
+
         Under a process group (DDP, ``torchrun``) every rank must call it; a long ``df`` is split
         by series among the ranks, each reading and forecasting its own, and every rank returns
         the whole forecast (``docs/scale.md``).
@@ -328,7 +334,8 @@ class Forecaster:
         if df is not None and id_col is not None and world()[1] > 1:  # DDP: each rank reads and forecasts its series
             return by_series(df, id_col, functools.partial(self.predict, future_covariates=future_covariates,
                                                           quantiles=quantiles, num_samples=num_samples,
-                                                          batch_size=batch_size, levels=levels, intervals=intervals))
+                                                          batch_size=batch_size, levels=levels, intervals=intervals,
+                                                          refit=refit))
         if df is None:
             panel, values = self.panel, self.fitted.covariate_history
         else:
@@ -344,7 +351,7 @@ class Forecaster:
             panel, values = read.panel.in_order_of(self.panel), read.covariates
         return forecast_next(self.fitted, panel, values, future_covariates=future_covariates, quantiles=quantiles,
                              num_samples=num_samples, batch_size=batch_size, levels=levels,
-                             intervals=intervals).to_frame(panel)
+                             intervals=intervals, refit=refit).to_frame(panel)
 
     # ------------------------------------------------------------------ gates
     def gates(self, *, channels: str = "median") -> pd.DataFrame:

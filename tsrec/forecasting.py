@@ -16,6 +16,7 @@ The device and Lightning arguments are the state's (``settings.trainer.trainer_k
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
@@ -36,6 +37,7 @@ from tsrec.fitted import FittedState, ForecastResult, unscale
 from tsrec.fitting import history_cap, report_far
 from tsrec.models import ForecastModel
 from tsrec.models.base import MISSING_TAIL_AS_MEAN
+from tsrec.models.stats import refitting
 from tsrec.nn.heads import RevIN
 from tsrec.nn.outputs import check_levels
 
@@ -46,11 +48,15 @@ __all__ = ["INTERVAL_METHODS", "context_read", "forecast", "forecast_next", "for
 def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | None = None, *,
                   future_covariates: pd.DataFrame | None = None, quantiles: Sequence[float] | None = None,
                   num_samples: int | None = None, batch_size: int | None = None,
-                  levels: Sequence[float] | None = None, intervals: str | None = None) -> ForecastResult:
+                  levels: Sequence[float] | None = None, intervals: str | None = None,
+                  refit: bool = False) -> ForecastResult:
     """The forecasts of the ``prediction_length`` steps after every series of ``panel`` (known ids
     of the fitted data, read with the fitted schema or built directly), as arrays: what
     ``Forecaster.predict`` returns as a frame. ``values``: ``panel``'s covariates (None for a model
     without covariates); ``future_covariates``: the future covariates' values over the horizon.
+    ``refit``: the statistical models (or an ensemble's) fit each series again on the history
+    given instead of applying the parameters fitted at ``fit`` (:func:`tsrec.models.stats.refitting`;
+    the state is left as it is).
 
     Warns (:class:`~tsrec.data.scaling.OutlierWarning`) naming context values far from their
     series' training distribution, and names the series whose context holds no observation (their
@@ -82,8 +88,9 @@ def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | No
         recent, state.scaler, context, state.settings.window.prediction_length, scaler_rows=rows,
         covariates=_prediction_covariates(state, recent, values.tail(context), future_covariates),
         padded=model.reads_whole_history, dtype=window_dtype(model))
-    result = forecast(state, dataset, rows, np.arange(len(panel.items)), np.diff(panel.offsets), levels=levels,
-                      intervals=bands, method=method, num_samples=num_samples, batch_size=batch_size)
+    with refitting(model) if refit else contextlib.nullcontext():
+        result = forecast(state, dataset, rows, np.arange(len(panel.items)), np.diff(panel.offsets), levels=levels,
+                          intervals=bands, method=method, num_samples=num_samples, batch_size=batch_size)
     _report_blind(state, panel, result.blind, context)
     _report_unfollowed_shifts(state, recent, rows, result)
     return result

@@ -48,6 +48,7 @@ __all__ = [
     "per_step",
     "quantile_loss",
     "rmse",
+    "seasonal_scale",
     "smape",
     "weighted_quantile_loss",
     "winkler_score",
@@ -189,10 +190,7 @@ def mase(
     train = np.asarray(y_train, dtype=np.float64)
     if train.ndim == 0 or train.shape[0] <= m:
         raise ValueError(f"y_train needs more than m={m} steps on axis 0, got shape {train.shape}")
-    diffs = np.abs(train[m:] - train[:-m])
-    valid = ~np.isnan(diffs)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        scale = np.where(valid, diffs, 0.0).sum(axis=0) / valid.sum(axis=0)  # [*V]
+    scale = seasonal_scale(train, m)  # [*V]
     try:
         fits = np.broadcast_shapes(np.shape(scale), t.shape) == t.shape
     except ValueError:
@@ -205,6 +203,57 @@ def mase(
     with np.errstate(invalid="ignore", divide="ignore"):
         scaled = np.abs(t - p) / scale
     return _masked_mean(np.asarray(scaled, dtype=np.float64), w, axis)
+
+
+#: Steps of series laid end to end that :func:`seasonal_scale` differences at a time (its temporaries
+#: stay a few tens of MB however many series there are).
+SCALE_STEPS = 2**21
+
+
+def seasonal_scale(y: ArrayLike, m: int, *, lengths: ArrayLike | None = None,
+                   ends: ArrayLike | None = None) -> FloatArray:
+    """MASE's scale: the mean ``|y[t] - y[t - m]|`` over the steps ``t`` where both values are
+    known (NaN is missing), per variable: the in-sample MAE of the seasonal naive forecast of
+    season ``m`` (``m = 1``: the naive one). The one definition :func:`mase`, the backtest's
+    ``seasonal_error`` (:func:`tsrec.evaluation.backtest`) and conformal calibration's scale
+    (:func:`tsrec.conformal.series_scale`) use.
+
+    y: ``[T, *V]``, time on axis 0: one series -> ``[*V]``; or, with ``lengths`` ``[I]``, ``I``
+       series laid end to end (``T = sum(lengths)``) -> ``[I, *V]``, each series differenced
+       within itself only, a block of series at a time.
+    ends: ``[I]`` only the steps ``t < ends[i]`` of series ``i`` count (e.g. those before its first
+       forecast origin); default all.
+
+    NaN where there is no such pair (a series of no more than ``m`` steps, or every pair missing).
+    """
+    m = check_int("the seasonal period m", m)
+    values = np.asarray(y, dtype=np.float64)
+    single = lengths is None
+    counts = np.array([len(values)] if single else lengths, dtype=np.int64)  # [I]
+    limit = counts if ends is None else np.minimum(np.asarray(ends, dtype=np.int64), counts)  # [I]
+    if counts.sum() != len(values):
+        raise ValueError(f"lengths add up to {int(counts.sum())} steps but y has {len(values)} on axis 0")
+    starts = np.r_[0, np.cumsum(counts)[:-1]]  # [I]
+    out = np.full((len(counts), *values.shape[1:]), np.nan)
+    width = int(np.prod(values.shape[1:], dtype=np.int64))
+    first = 0
+    while first < len(counts):  # blocks of whole series, about SCALE_STEPS steps each
+        last = first + max(1, int(np.searchsorted(np.cumsum(counts[first:]), SCALE_STEPS, side="right")))
+        rows = slice(starts[first], starts[first] + counts[first:last].sum())
+        block = values[rows].reshape(-1, width)  # [R, W]
+        item = np.repeat(np.arange(last - first), counts[first:last])  # [R] the series of each step
+        step = np.arange(len(item)) - (starts[first:last] - starts[first])[item]  # [R] its step in its series
+        later = np.flatnonzero((step >= m) & (step < limit[first:last][item]))  # [K] steps t with t - m in the series
+        diffs = np.abs(block[later] - block[later - m])  # [K, W]
+        known = ~np.isnan(diffs)
+        cell = (item[later, None] * width + np.arange(width)).ravel()  # [K * W] the (series, variable) of each
+        size = (last - first) * width
+        total = np.bincount(cell, np.where(known, diffs, 0.0).ravel(), minlength=size)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[first:last] = (total / np.bincount(cell, known.ravel(), minlength=size)).reshape(
+                last - first, *values.shape[1:])
+        first = last
+    return out[0] if single else out
 
 
 def quantile_loss(

@@ -70,10 +70,12 @@ class WindowDataset(Dataset):
     - ``target_loc``, ``target_scale`` ``[C]`` float64: the scaler's statistics of the window's
       item (original = scaled * scale + loc; only when the dataset was given them)
     - ``item``             int, position of the item in the inputs
+    - ``series``           int, the item's scaler row: which fitted series the window is (``scaler_rows``; the
+      item's position without them), what the statistical models' fitted parameters are kept by
     - ``origin``           int, grid position of the first forecast step
 
     A batch (:meth:`gather`, and what loaders yield with :meth:`collate` or the default collate)
-    stacks these into ``[B, ...]`` tensors (``item``/``origin``: int64 ``[B]``).
+    stacks these into ``[B, ...]`` tensors (``item``/``series``/``origin``: int64 ``[B]``).
     """
 
     def __init__(
@@ -91,6 +93,7 @@ class WindowDataset(Dataset):
         static_cat: np.ndarray | None = None,
         loc: np.ndarray | None = None,
         scale: np.ndarray | None = None,
+        series: np.ndarray | None = None,
         padded: bool = False,
     ) -> None:
         """
@@ -111,6 +114,7 @@ class WindowDataset(Dataset):
         loc, scale: ``[N, C]`` float64, the scaler's statistics of each item (both or neither):
                     windows get them as ``target_loc`` / ``target_scale`` (models that must see
                     original units, such as the statistical ones, unscale with them).
+        series:     ``[N]`` int64, each item's scaler row (the windows' ``series``; default the item's position).
         padded:     origins may start before ``context_length`` (from 1): a window's steps before
                     its item's first step are unobserved (``past_target``, ``past_observed`` and
                     ``past_time_feat`` 0 there), for the models that read whole histories
@@ -135,32 +139,33 @@ class WindowDataset(Dataset):
                     f"item {i}: the observed value {x[bad]} at row {bad[0]}, channel {bad[1]} is not "
                     "finite in float32; pass scaled values (StandardScaler.transform), or mark it unobserved"
                 )
-        series = StoredSeries(
+        stored = StoredSeries(
             target=np.concatenate([np.where(mask, x, 0.0) for x, mask in zip(values, observed)]).astype(np.float32),
             observed=np.concatenate(observed).astype(bool),
             time_feat=np.concatenate(time_feat).astype(np.float32),
             lengths=np.array([len(x) for x in values], dtype=np.int64),
             feature_lengths=np.array([len(feat) for feat in time_feat], dtype=np.int64),
         )
-        self._store(series, context_length, prediction_length, with_future_target=with_future_target,
-                    past_only=past_only, static_cat=static_cat, loc=loc, scale=scale, padded=padded)
+        self._store(stored, context_length, prediction_length, with_future_target=with_future_target,
+                    past_only=past_only, static_cat=static_cat, loc=loc, scale=scale, series=series, padded=padded)
         self._set_origins(origins, check_int("stride", stride, 1))
 
     @classmethod
-    def _of_series(cls, series: StoredSeries, context_length: int, prediction_length: int,
+    def _of_series(cls, stored: StoredSeries, context_length: int, prediction_length: int,
                    origins: Sequence[OriginRange], *, stride: int = 1, **options: object) -> WindowDataset:
         """The windows at ``origins`` of series already laid end to end (the constructor's
         keyword ``options``), stored as they are: no per-item copy and no second check of values
         that :func:`stored_panel` checked."""
         dataset = cls.__new__(cls)
-        dataset._store(series, context_length, prediction_length, **options)
+        dataset._store(stored, context_length, prediction_length, **options)
         dataset._set_origins(origins, check_int("stride", stride, 1))
         return dataset
 
-    def _store(self, series: StoredSeries, context_length: int, prediction_length: int, *,
+    def _store(self, stored: StoredSeries, context_length: int, prediction_length: int, *,
                with_future_target: bool = True, past_only: slice = slice(0, 0), static_cat: np.ndarray | None = None,
-               loc: np.ndarray | None = None, scale: np.ndarray | None = None, padded: bool = False) -> None:
-        """Keep ``series`` and the options of the constructor (checked)."""
+               loc: np.ndarray | None = None, scale: np.ndarray | None = None, series: np.ndarray | None = None,
+               padded: bool = False) -> None:
+        """Keep the series laid end to end, ``stored``, and the options of the constructor (checked)."""
         self.context_length = check_int("context_length", context_length, 1)
         self.prediction_length = check_int("prediction_length", prediction_length, 1)
         self.with_future_target = with_future_target
@@ -171,14 +176,19 @@ class WindowDataset(Dataset):
             raise ValueError("pass both loc and scale, or neither")
         self._loc = None if loc is None else torch.as_tensor(np.asarray(loc, dtype=np.float64))  # [N, C]
         self._scale = None if scale is None else torch.as_tensor(np.asarray(scale, dtype=np.float64))  # [N, C]
-        self._lengths = series.lengths.tolist()  # T_i
-        self._feature_lengths = series.feature_lengths.tolist()  # T_i, or T_i + H
+        self._lengths = stored.lengths.tolist()  # T_i
+        self._feature_lengths = stored.feature_lengths.tolist()  # T_i, or T_i + H
+        rows = np.arange(len(stored.lengths)) if series is None else np.asarray(series, dtype=np.int64)
+        if rows.shape != stored.lengths.shape:
+            raise ValueError(f"got {rows.shape[0] if rows.ndim else rows} series rows for {len(stored.lengths)} items; "
+                             "pass one scaler row per item")
+        self._series = torch.as_tensor(rows, dtype=torch.int64)  # [N]
         # Items end to end: rows first_row[i] .. first_row[i] + T_i - 1 of _target are item i's.
-        self._target = torch.from_numpy(series.target)  # [sum T_i, C]
-        self._observed = torch.from_numpy(series.observed)  # [sum T_i, C] bool
-        self._time_feat = torch.from_numpy(series.time_feat)  # [sum len(time_feat[i]), F]
-        self._first_row = _starts(series.lengths)  # [N]
-        self._first_feat_row = _starts(series.feature_lengths)  # [N]
+        self._target = torch.from_numpy(stored.target)  # [sum T_i, C]
+        self._observed = torch.from_numpy(stored.observed)  # [sum T_i, C] bool
+        self._time_feat = torch.from_numpy(stored.time_feat)  # [sum len(time_feat[i]), F]
+        self._first_row = _starts(stored.lengths)  # [N]
+        self._first_feat_row = _starts(stored.feature_lengths)  # [N]
         self.padded = padded
         if padded:  # rows read before the first item's first step: masked in gather, like any other item's
             pad = self.context_length
@@ -350,7 +360,7 @@ class WindowDataset(Dataset):
             batch["future_observed"] = _blocks(self._observed, row, horizon).float()
         if self._loc is not None:
             batch["target_loc"], batch["target_scale"] = self._loc[item], self._scale[item]
-        batch["item"], batch["origin"] = item, origin
+        batch["item"], batch["series"], batch["origin"] = item, self._series[item], origin
         return batch
 
     def _locate(self, indices: Sequence[int] | Tensor) -> tuple[Tensor, Tensor]:
@@ -385,8 +395,8 @@ class WindowBatch(Sequence[dict[str, Tensor | int]]):
 
     @functools.cached_property
     def _windows(self) -> list[dict[str, Tensor | int]]:
-        """The windows one by one: views of ``tensors``, ``item``/``origin`` as ints."""
-        columns = {key: value.tolist() if key in ("item", "origin") else value.unbind()
+        """The windows one by one: views of ``tensors``, ``item``/``series``/``origin`` as ints."""
+        columns = {key: value.tolist() if key in ("item", "series", "origin") else value.unbind()
                    for key, value in self.tensors.items()}
         return [dict(zip(columns, window)) for window in zip(*columns.values())]
 
@@ -435,9 +445,9 @@ def _covariate_options(panel: Panel, covariates: WindowCovariates | None) -> dic
 
 
 def _statistics(panel: Panel, scaler: StandardScaler, scaler_rows: Sequence[int] | None) -> dict[str, np.ndarray]:
-    """The ``loc`` and ``scale`` arguments of :class:`WindowDataset`: each item's scaler row."""
+    """The ``loc``, ``scale`` and ``series`` arguments of :class:`WindowDataset`: each item's scaler row."""
     rows = np.arange(len(panel.items)) if scaler_rows is None else np.asarray(scaler_rows, dtype=np.int64)
-    return {"loc": scaler.loc[rows], "scale": scaler.scale[rows]}
+    return {"loc": scaler.loc[rows], "scale": scaler.scale[rows], "series": rows}
 
 
 @dataclass(frozen=True)

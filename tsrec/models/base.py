@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Self
+from typing import TYPE_CHECKING, ClassVar, Self
 
 import torch
 from torch import Tensor, nn
@@ -16,6 +17,9 @@ from tsrec.config import FAR_IQRS, FAR_VALUES, Config, DataFacts, RSAConfig, sta
 from tsrec.nn.covariates import CovariateHead, StaticEmbedding
 from tsrec.nn.heads import RevIN
 from tsrec.nn.outputs import OUTPUTS, check_levels, make_output
+
+if TYPE_CHECKING:
+    import numpy as np
 
 DEFAULT_QUANTILE_LEVELS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 
@@ -228,6 +232,14 @@ class ForecastModel(nn.Module, abc.ABC):
         its windows then reach back before a shorter series' first step, padded with unobserved
         steps (``WindowDataset(..., padded=True)``) instead of refused."""
         return any(type(m).whole_history for m in self.modules() if isinstance(m, ForecastModel))
+
+    def fit_series(self, values: Sequence[np.ndarray], observed: Sequence[np.ndarray]) -> None:
+        """Fit what a model that is not trained keeps of each fitted series, once, at ``fit``
+        (:func:`tsrec.fitting.fit_state` calls it on all the history read): ``values[i]``,
+        ``observed[i]`` ``[T_i, C]`` are series ``i``'s (the scaler's row ``i``, a window's
+        ``series``) in the data's units. The statistical models fit their parameters here and
+        apply them to each window's history in :meth:`forward` (:mod:`tsrec.models.stats`); a
+        model that keeps nothing (a network, seasonal naive) does nothing (this default)."""
 
     @property
     def n_params(self) -> int:

@@ -15,6 +15,7 @@ from tsrec.batch import ForecastBatch
 from tsrec.models.base import ForecastModel, ModelConfig
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 __all__ = ["AUTO", "AUTO_CANDIDATES", "EVAL_METRICS", "Ensemble", "EnsembleConfig", "with_members"]
@@ -140,6 +141,12 @@ class Ensemble(ForecastModel):
             out = weight * member(window)  # [B, H, C] or [B, H, C, Q]
             total = out if total is None else total + out
         return total
+
+    def fit_series(self, values: Sequence[np.ndarray], observed: Sequence[np.ndarray]) -> None:
+        """Each member's :meth:`~tsrec.models.base.ForecastModel.fit_series` (the statistical members
+        fit their parameters, which the ensemble's state dict carries, ``members.<i>._extra_state``)."""
+        for member in self.members:
+            member.fit_series(values, observed)
 
     def describe(self) -> list[dict[str, Any]]:
         """One row per member: ``model``, ``weight``, ``context_length``."""

@@ -4,6 +4,21 @@
 statsforecast is an optional extra (``pip install "tsrec[stats]"``), imported only when one of
 these models is built or forecasts. They are what a statsforecast user runs:
 
+- **Fitted once, at fit**: ``fit`` fits each series and channel on all its history
+  (:meth:`StatsModel.fit_series`, one ``StatsForecast.fit`` call for all of them) and keeps only the
+  parameters statsforecast's ``forward`` needs (:class:`~tsrec.models.parameters.Parameters`: ETS
+  its ``m``, components and ``par``; Theta its ``m``, model type, initial level, alpha and theta;
+  CES its ``m``, season type and alphas and betas; MSTL its seasons and its trend's ETS), saved
+  with the model as tensors.
+- **Carried forward**: ``forward(batch)`` applies each window's series' parameters to the window's
+  history (statsforecast's ``forward(y, h)``), so that ``predict`` and a backtest's windows fit
+  nothing: exactly ``StatsForecast.cross_validation(refit=False)``. A window is fitted again (on its
+  own history, all such windows in one statsforecast call) only where the user asks
+  (``predict(refit=True)``, :func:`refitting`), where its history is longer than
+  :data:`~tsrec.models.parameters.REFIT_GROWTH` times the history its series was fitted on
+  (:func:`~tsrec.models.parameters.refits`), or where its series has no parameters (a model saved
+  before they were kept, a series or channel with nothing observed at fit, a window built by hand
+  without ``series``). ``arima`` keeps none and fits every window (:class:`ARIMA` says why).
 - **All the history**: each model reads every series whole (``ForecastModel.whole_history``):
   its context is the longest series, a shorter series' window starts with unobserved steps that
   are not its history and are left out. ``arima`` alone reads at most the last
@@ -12,40 +27,42 @@ these models is built or forecasts. They are what a statsforecast user runs:
 - **The calendar's season** (:func:`tsrec.models.naive.season_for`), confirmed or overruled by the
   data, given up only where the longest history cannot hold two seasons; ``mstl`` takes the
   calendar's several seasons (:func:`tsrec.models.naive.seasons_for`).
-- **One call for all the series** of a batch of windows: ``StatsForecast(models=[model], freq=1,
-  n_jobs=1).forecast`` on a long frame of every window's and channel's history, in the data's
-  original units (the window carries its scaler's statistics, ``target_loc`` and
-  ``target_scale``), so that each forecasts what statsforecast forecasts on the same values.
+- **Original units**: the windows carry their scaler's statistics (``target_loc``,
+  ``target_scale``), with which each history is unscaled before statsforecast sees it.
 - **Missing values**: a history starts at its first observed step; a gap inside it is filled
   with the last observed value before it (statsforecast takes no NaN); a history whose last
   values are missing is forecast from its last observed step, ``gap + H`` steps ahead, and the
   last ``H`` of them are the forecast of the requested steps (``predict`` names such series in
-  a warning).
+  a warning). A history statsforecast cannot fit gets its last value, with a warning at the fit.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import importlib.util
 import sys
 import warnings
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from tsrec._checks import check_int
 from tsrec.batch import ForecastBatch
 from tsrec.config import DataFacts
 from tsrec.models.base import ForecastModel
 from tsrec.models.naive import SeasonalConfig, choose_seasons
+from tsrec.models.parameters import (ETS_WIDTH, FITTED, LAST_VALUE, NONE, Parameters, ets_codes, ets_count, ets_fit,
+                                     ets_valid, refits)
 
 __all__ = ["ARIMA", "CES", "ETS", "MSTL", "STATS_EXTRA", "DynamicTheta", "MSTLConfig", "StatsConfig", "StatsModel",
-           "Theta", "fill_context", "histories", "require_statsforecast", "statsforecast_installed"]
+           "Theta", "fill_context", "histories", "refitting", "require_statsforecast", "statsforecast_installed"]
 
 #: What installs statsforecast with tsrec.
 STATS_EXTRA = 'pip install "tsrec[stats]"'
@@ -141,28 +158,56 @@ def histories(values: np.ndarray, observed: np.ndarray) -> tuple[np.ndarray, np.
     return filled[inside], lengths, np.where(any_seen, values.shape[1] - 1 - last, 0)
 
 
+@contextlib.contextmanager
+def refitting(model: nn.Module) -> Iterator[None]:
+    """Within it, every statistical model of ``model`` (itself, or an ensemble's members) fits
+    each window's history again instead of carrying its fitted parameters forward
+    (``Forecaster.predict(..., refit=True)``); the parameters are left as they are."""
+    stats = [m for m in model.modules() if isinstance(m, StatsModel)]
+    for m in stats:
+        m.refit_all = True
+    try:
+        yield
+    finally:
+        for m in stats:
+            m.refit_all = False
+
+
 class _LastValue:
     """statsforecast's ``fallback_model`` for a history its model cannot fit: the last value; keeps
     the histories it was asked for, so that the model can say which and why."""
 
+    alias = "LastValue"
+
     def __init__(self) -> None:
         self.failed: list[np.ndarray] = []
+
+    def new(self) -> _LastValue:
+        """A copy sharing the list of failures (``StatsForecast.fit`` takes one per series)."""
+        other = type(self).__new__(type(self))
+        other.__dict__.update(self.__dict__)
+        return other
+
+    def fit(self, y: np.ndarray, X: Any = None) -> _LastValue:  # noqa: N803 - statsforecast's argument
+        self.failed.append(np.array(y))
+        return self
 
     def forecast(self, y: np.ndarray, h: int, **_: Any) -> dict[str, np.ndarray]:
         self.failed.append(np.array(y))
         return {"mean": np.full(h, y[-1])}
 
     def __repr__(self) -> str:
-        return "LastValue"
+        return self.alias
 
 
 class StatsModel(ForecastModel):
-    """A statsforecast model fitted on every window's history, all of them in one call; nothing to train.
+    """A statsforecast model fitted once per series and channel and carried forward over windows
+    (see the module); nothing to train.
 
     ``forward(batch) -> [B, H, C]`` in the batch's scaled units: each window's channels are unscaled
     with the window's ``target_loc`` / ``target_scale`` (taken as they are without them), cut to
-    their histories (:func:`histories`), forecast by :meth:`forecast_histories`, and scaled back. A
-    history the model cannot fit gets its last value, with a warning naming why.
+    their histories (:func:`histories`), forecast from their series' :class:`Parameters` (the
+    batch's ``series``) or fitted again (:meth:`forecast_histories`), and scaled back.
     """
 
     config_class = StatsConfig
@@ -173,19 +218,93 @@ class StatsModel(ForecastModel):
                                    "lengthened by the gap, and give the requested steps (the end of that forecast)")
     #: The statsforecast class (``statsforecast.models.<name>``).
     statsforecast_name: ClassVar[str]
+    #: Whether the model keeps its fitted parameters and carries them forward (:class:`ARIMA` does not).
+    carries_parameters: ClassVar[bool] = True
 
     def __init__(self, config: StatsConfig) -> None:
         super().__init__(config)
         self._models = require_statsforecast()
+        self.parameters = Parameters.empty(config.n_channels, self.code_width())
+        #: Set by :func:`refitting`: every window is fitted on its own history.
+        self.refit_all = False
 
     def statsforecast_model(self) -> Any:
         """The statsforecast model fitted on every history."""
         return getattr(self._models, self.statsforecast_name)(season_length=self.config.season_length)
 
+    # ------------------------------------------------------------------ the parameters
+    def code_width(self) -> int:
+        """How many codes (:class:`Parameters`) one fit of this model takes (none: it keeps no
+        parameters; each model that carries them says how it packs them)."""
+        return 0
+
+    def valid_codes(self, codes: np.ndarray) -> np.ndarray:
+        """``[K]`` whether the codes ``[K, J]`` describe a fit of this model."""
+        return np.zeros(len(codes), bool)
+
+    def value_count(self, codes: np.ndarray) -> np.ndarray:
+        """``[K]`` the values a fit with these codes ``[K, J]`` has."""
+        return np.zeros(len(codes), np.int64)
+
+    def encode(self, fitted: Any) -> tuple[list[int], np.ndarray]:
+        """The codes and values of a statsforecast fit of this model."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no fitted parameters")
+
+    def decode(self, codes: np.ndarray, values: np.ndarray) -> Any:
+        """The statsforecast model whose ``forward`` applies the fit of ``codes`` and ``values``."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no fitted parameters")
+
+    def get_extra_state(self) -> dict[str, Tensor]:
+        """The fitted :class:`Parameters` as tensors: what ``state_dict`` saves of them."""
+        return self.parameters.tensors()
+
+    def set_extra_state(self, state: Any) -> None:
+        """Take the parameters ``state`` (:meth:`get_extra_state`'s), checked
+        (:meth:`Parameters.from_tensors`: a ``ValueError`` naming what is wrong)."""
+        self.parameters = Parameters.from_tensors(state, self, self.config.n_channels)
+
+    def fit_series(self, values: Sequence[np.ndarray], observed: Sequence[np.ndarray]) -> None:
+        """Fit every series' channels on their histories (the last ``context_length`` steps of each,
+        cut by :func:`histories`), all in one statsforecast call (:meth:`_fit_groups`), and keep
+        their :class:`Parameters`; a history statsforecast cannot fit is kept as its last value,
+        with a warning naming how many and why."""
+        if not self.carries_parameters:
+            return
+        cap, channels = self.config.context_length, self.config.n_channels
+        parts, lengths, steps = [], [], []
+        for x, seen in zip(values, observed):
+            x, seen = np.asarray(x, dtype=np.float64)[-cap:], np.asarray(seen, dtype=bool)[-cap:]  # [T, C]
+            y, n, _ = histories(x.T, seen.T)  # the channels' histories
+            parts.append(y)
+            lengths.append(n)
+            steps.append(len(x))
+        y, lengths = np.concatenate(parts), np.concatenate(lengths)  # [sum n], [N * C] channel fastest
+        starts = np.r_[0, np.cumsum(lengths)[:-1]]
+        status = np.full(len(lengths), NONE, np.int8)
+        codes = np.zeros((len(lengths), self.code_width()), np.int64)
+        fits: list[np.ndarray] = [np.zeros(0)] * len(lengths)
+        kept = np.flatnonzero(lengths > 0)
+        if kept.size:
+            for k, fitted in zip(kept, self._fit_groups(y, starts[kept], lengths[kept])):
+                if isinstance(fitted, _LastValue) or type(fitted).__name__ == "Naive":  # AutoCES's on a flat one
+                    status[k] = LAST_VALUE
+                else:
+                    code, fits[k] = self.encode(fitted)
+                    status[k], codes[k] = FITTED, code
+        self.parameters = Parameters(status.reshape(-1, channels), np.asarray(steps, np.int64),
+                                     codes.reshape(len(steps), channels, -1), np.concatenate(fits),
+                                     np.cumsum([len(f) for f in fits], dtype=np.int64))
+
+    def _fit_groups(self, y: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> list[Any]:
+        """The statsforecast fits (or :class:`_LastValue`) of the histories (``starts``, ``lengths``
+        ``[K]`` into ``y``), in order."""
+        return self._statsforecast_fit(self.statsforecast_model(), y, starts, lengths)
+
+    # ------------------------------------------------------------------ forecasting
     def forecast(self, past_target: Tensor, past_time_feat: Tensor, future_time_feat: Tensor) -> Tensor:
-        """``[B, Lc, C']`` values, every one observed and taken as they are -> ``[B, H, C', 1]``.
-        The Forecaster calls :meth:`forward`, which also reads the windows' observed masks and
-        scaler statistics."""
+        """``[B, Lc, C']`` values, every one observed and taken as they are -> ``[B, H, C', 1]``
+        (each window fitted on its own history: there is no ``series``). The Forecaster calls
+        :meth:`forward`, which also reads the windows' observed masks, series and scaler statistics."""
         return self.forward({"past_target": past_target}).unsqueeze(-1)
 
     def forward(self, batch: ForecastBatch) -> Tensor:
@@ -201,30 +320,102 @@ class StatsModel(ForecastModel):
         columns = raw.transpose(0, 2, 1).reshape(size * channels, length)  # [B*C, Lc], channel fastest
         seen = observed.transpose(0, 2, 1).reshape(size * channels, length)
         y, lengths, gaps = histories(columns, seen)
-        out = self.forecast_histories(y, lengths, gaps, self.config.prediction_length)  # [B*C, H]
+        rows = batch["series"].cpu().numpy() if "series" in batch else None  # [B]
+        read = np.minimum(batch["origin"].cpu().numpy(), length) if "origin" in batch else np.full(size, length)
+        out = self._forecast_windows(y, lengths, gaps, self._plan(rows, read, channels), rows, channels)  # [B*C, H]
         out = out.reshape(size, channels, -1).transpose(0, 2, 1)  # [B, H, C]
         scaled = (out - loc) / scale
         return torch.from_numpy(scaled).to(batch["past_target"].dtype).to(batch["past_target"].device)
 
-    def forecast_histories(self, y: np.ndarray, lengths: np.ndarray, gaps: np.ndarray, horizon: int) -> np.ndarray:
-        """The forecasts ``[K, horizon]`` of the ``K`` histories laid end to end in ``y``
-        (``lengths`` ``[K]``, NaN rows for the empty ones), each the last ``horizon`` of
-        ``gaps[k] + horizon`` steps after its history: one statsforecast call
-        (:meth:`_forecast_groups` groups them where the model needs to)."""
+    def _plan(self, rows: np.ndarray | None, read: np.ndarray, channels: int) -> np.ndarray:
+        """``[B * C]`` (channel fastest) what each channel of the windows of series ``rows`` ``[B]``
+        (None: a batch without them), which read ``read`` ``[B]`` steps, is forecast from: its
+        series' :data:`FITTED` parameters, its :data:`LAST_VALUE`, or :data:`NONE` (fitted again on
+        the window: asked for, no parameters, or :func:`refits`)."""
+        plan = np.full((len(read), channels), NONE, np.int8)  # [B, C]
+        fitted = self.parameters
+        if self.refit_all or rows is None or not len(fitted.steps):
+            return plan.ravel()
+        carried = (rows >= 0) & (rows < len(fitted.steps))  # [B] series with parameters
+        carried[carried] = ~refits(read[carried], fitted.steps[rows[carried]])
+        plan[carried] = fitted.status[rows[carried]]
+        return plan.ravel()
+
+    def _forecast_windows(self, y: np.ndarray, lengths: np.ndarray, gaps: np.ndarray, plan: np.ndarray,
+                          rows: np.ndarray | None, channels: int) -> np.ndarray:
+        """The forecasts ``[K, H]`` of the ``K = B * C`` histories laid end to end in ``y``
+        (``lengths`` ``[K]``; NaN rows for the empty ones) of the windows of series ``rows`` ``[B]``
+        by ``plan`` (:meth:`_plan`): the fitted parameters' ``forward``, the last value, or one
+        statsforecast fit of all the others; each the last ``H`` of ``gaps[k] + H`` steps after its
+        history. A fit whose ``forward`` fails on a window is fitted again on it, with a warning."""
+        horizon = self.config.prediction_length
         out = np.full((len(lengths), horizon), np.nan)
-        kept = np.flatnonzero(lengths > 0)
-        if not kept.size:
-            return out
         starts = np.r_[0, np.cumsum(lengths)[:-1]]  # [K] each history's first value in y
-        ahead = horizon + int(gaps[kept].max())
-        forecasts = self._forecast_groups(y, starts[kept], lengths[kept], ahead)  # [K', ahead]
-        steps = gaps[kept, None] + np.arange(horizon)  # [K', H] the requested steps of each
-        out[kept] = np.take_along_axis(forecasts, steps, axis=1)
+        kept = lengths > 0
+        last = np.flatnonzero(kept & (plan == LAST_VALUE))
+        out[last] = y[starts[last] + lengths[last] - 1, None]
+        again = kept & (plan == NONE)
+        failed: list[str] = []
+        carried = np.flatnonzero(kept & (plan == FITTED))
+        if carried.size:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore", RuntimeWarning)  # statsforecast's own on flat series
+                for k in carried.tolist():
+                    history, gap = y[starts[k]:starts[k] + lengths[k]], int(gaps[k])
+                    try:
+                        model = self.decode(*self.parameters.entry(int(rows[k // channels]), k % channels))
+                        out[k] = model.forward(y=history, h=gap + horizon)["mean"][gap:]
+                    except Exception as err:  # noqa: BLE001 - statsforecast raises many kinds; fitted again
+                        again[k] = True
+                        failed.append(f"{type(err).__name__}: {err}")
+        if failed:
+            warnings.warn(f"{self.statsforecast_name}'s fitted parameters could not be applied to {len(failed)} "
+                          f"window(s) ({failed[0]}); they were fitted on their own history", UserWarning,
+                          stacklevel=4)
+        if again.any():
+            out[again] = self.forecast_histories(y, starts[again], lengths[again], gaps[again], horizon)
         return out
+
+    def forecast_histories(self, y: np.ndarray, starts: np.ndarray, lengths: np.ndarray, gaps: np.ndarray,
+                           horizon: int) -> np.ndarray:
+        """The forecasts ``[K, horizon]`` of the ``K`` histories (``starts``, ``lengths`` ``[K]`` into
+        ``y``, none empty) fitted on themselves, each the last ``horizon`` of ``gaps[k] + horizon``
+        steps after its history: one statsforecast call (:meth:`_forecast_groups` groups them
+        where the model needs to)."""
+        ahead = horizon + int(gaps.max())
+        forecasts = self._forecast_groups(y, starts, lengths, ahead)  # [K, ahead]
+        steps = gaps[:, None] + np.arange(horizon)  # [K, H] the requested steps of each
+        return np.take_along_axis(forecasts, steps, axis=1)
 
     def _forecast_groups(self, y: np.ndarray, starts: np.ndarray, lengths: np.ndarray, ahead: int) -> np.ndarray:
         """``ahead`` steps after each history (``starts``, ``lengths`` ``[K]`` into ``y``): ``[K, ahead]``."""
         return self._statsforecast(self.statsforecast_model(), y, starts, lengths, ahead)
+
+    # ------------------------------------------------------------------ statsforecast's calls
+    @staticmethod
+    def _long_frame(y: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> Any:
+        """The histories (``starts``, ``lengths`` ``[K]`` into ``y``) as statsforecast's long frame:
+        ``unique_id`` ``0..K-1`` (in order), ``ds`` the step, ``y``."""
+        import pandas as pd
+
+        offsets = np.repeat(np.cumsum(lengths) - lengths, lengths)  # [sum n] each value's history's first place
+        steps = np.arange(int(lengths.sum())) - offsets  # [sum n] the value's step in its history
+        return pd.DataFrame({"unique_id": np.repeat(np.arange(len(lengths)), lengths), "ds": steps,
+                             "y": y[np.repeat(starts, lengths) + steps]})
+
+    def _statsforecast_fit(self, model: Any, y: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> list[Any]:
+        """``StatsForecast(models=[model], freq=1, n_jobs=1).fit`` on the histories: the fitted
+        models, in order (:class:`_LastValue` where statsforecast could not fit, with a warning)."""
+        from statsforecast import StatsForecast
+
+        fallback = _LastValue()
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)
+            fitted = StatsForecast(models=[model], freq=1, n_jobs=1, fallback_model=fallback).fit(
+                df=self._long_frame(y, starts, lengths)).fitted_[:, 0]
+        if fallback.failed:
+            self._report_failed(model, fallback.failed, len(lengths))
+        return list(fitted)
 
     def _statsforecast(self, model: Any, y: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
                        ahead: int) -> np.ndarray:
@@ -232,18 +423,13 @@ class StatsModel(ForecastModel):
         histories (``starts``, ``lengths`` ``[K]`` into ``y``), as a statsforecast user calls it on a
         long frame: ``[K, ahead]``. statsforecast's own numerical warnings (flat series) are kept
         from the user; a history it cannot fit gets its last value and a warning."""
-        import pandas as pd
         from statsforecast import StatsForecast
 
-        rows = np.repeat(starts, lengths) + np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths,
-                                                                                      lengths)
-        frame = pd.DataFrame({"unique_id": np.repeat(np.arange(len(lengths)), lengths),
-                              "ds": rows - np.repeat(starts, lengths), "y": y[rows]})
         fallback = _LastValue()
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore", RuntimeWarning)
-            result = StatsForecast(models=[model], freq=1, n_jobs=1, fallback_model=fallback).forecast(df=frame,
-                                                                                                         h=ahead)
+            result = StatsForecast(models=[model], freq=1, n_jobs=1, fallback_model=fallback).forecast(
+                df=self._long_frame(y, starts, lengths), h=ahead)
         result = result.sort_values(["unique_id", "ds"])
         if fallback.failed:
             self._report_failed(model, fallback.failed, len(lengths))
@@ -261,34 +447,104 @@ class StatsModel(ForecastModel):
         except Exception as err:  # noqa: BLE001 - statsforecast raises many kinds; its message is the reason
             reason = f" ({type(err).__name__}: {err})"
         warnings.warn(f"{repr(model)} could not be fitted on {len(failed)} of {total} histories (the shortest of "
-                      f"{len(shortest)} steps{reason}); they get their last value", UserWarning, stacklevel=4)
+                      f"{len(shortest)} steps{reason}); they get their last value", UserWarning, stacklevel=5)
+
+
+#: statsforecast's Theta model types (``modeltype``) and the parameters ``forward_theta`` reads.
+_THETA_TYPES = ("STM", "OTM", "DSTM", "DOTM")
+_THETA_PAR = ("initial_smoothed", "alpha", "theta")
+#: statsforecast's CES season types (``seasontype``) and the parameters ``forward_ces`` reads.
+_CES_TYPES = ("N", "S", "P", "F")
+_CES_PAR = ("alpha_0", "alpha_1", "beta_0", "beta_1")
 
 
 class ETS(StatsModel):
     """statsforecast's ``AutoETS`` (exponential smoothing, the error, trend and season components
     chosen by AICc; Hyndman et al. 2008). statsforecast fits no seasonal component for a season
-    over 24 steps (weekly data's 52), as R's ``ets``."""
+    over 24 steps (weekly data's 52), as R's ``ets``. Keeps ``m``, the components, ``n_params`` and
+    ``par`` (smoothing parameters and initial states) of each fit."""
 
     statsforecast_name = "AutoETS"
+
+    def code_width(self) -> int:
+        return ETS_WIDTH
+
+    def valid_codes(self, codes: np.ndarray) -> np.ndarray:
+        return ets_valid(codes)
+
+    def value_count(self, codes: np.ndarray) -> np.ndarray:
+        return ets_count(codes)
+
+    def encode(self, fitted: Any) -> tuple[list[int], np.ndarray]:
+        return ets_codes(fitted.model_)
+
+    def decode(self, codes: np.ndarray, values: np.ndarray) -> Any:
+        model = self._models.AutoETS(season_length=int(codes[0]))
+        model.model_ = ets_fit(codes, values)
+        return model
 
 
 class Theta(StatsModel):
     """statsforecast's ``AutoTheta`` (the Theta method's variants chosen by in-sample MSE, with a
-    seasonal decomposition when a seasonality test finds one; Fiorucci et al. 2016)."""
+    seasonal decomposition when a seasonality test finds one; Fiorucci et al. 2016). Keeps ``m``,
+    the model type, the initial level, alpha and theta of each fit (its ``forward`` tests the
+    window for a season again, as statsforecast's does)."""
 
     statsforecast_name = "AutoTheta"
+
+    def code_width(self) -> int:
+        """``m`` and the model type (among statsforecast's four)."""
+        return 2
+
+    def valid_codes(self, codes: np.ndarray) -> np.ndarray:
+        return (codes[:, 0] >= 1) & (codes[:, 1] >= 0) & (codes[:, 1] < len(_THETA_TYPES))
+
+    def value_count(self, codes: np.ndarray) -> np.ndarray:
+        return np.full(len(codes), len(_THETA_PAR))
+
+    def encode(self, fitted: Any) -> tuple[list[int], np.ndarray]:
+        fit = fitted.model_
+        return [int(fit["m"]), _THETA_TYPES.index(fit["modeltype"])], np.array([fit["par"][k] for k in _THETA_PAR])
+
+    def decode(self, codes: np.ndarray, values: np.ndarray) -> Any:
+        model = getattr(self._models, self.statsforecast_name)(season_length=int(codes[0]))
+        model.model_ = {"m": int(codes[0]), "modeltype": _THETA_TYPES[int(codes[1])],
+                        "par": dict(zip(_THETA_PAR, values.tolist()))}
+        return model
 
 
 class CES(StatsModel):
     """statsforecast's ``AutoCES`` (complex exponential smoothing, its seasonal variant chosen by
-    AIC; Svetunkov and Kourentzes 2016)."""
+    AIC; Svetunkov and Kourentzes 2016). Keeps ``m``, the season type and the alphas and betas of
+    each fit (a flat history, which AutoCES fits as its last value, as its last value)."""
 
     statsforecast_name = "AutoCES"
 
+    def code_width(self) -> int:
+        """``m`` and the season type (among statsforecast's four)."""
+        return 2
 
-class DynamicTheta(StatsModel):
+    def valid_codes(self, codes: np.ndarray) -> np.ndarray:
+        return (codes[:, 0] >= 1) & (codes[:, 1] >= 0) & (codes[:, 1] < len(_CES_TYPES))
+
+    def value_count(self, codes: np.ndarray) -> np.ndarray:
+        return np.full(len(codes), len(_CES_PAR))
+
+    def encode(self, fitted: Any) -> tuple[list[int], np.ndarray]:
+        fit = fitted.model_
+        return [int(fit["m"]), _CES_TYPES.index(fit["seasontype"])], np.array([fit["par"][k] for k in _CES_PAR])
+
+    def decode(self, codes: np.ndarray, values: np.ndarray) -> Any:
+        model = self._models.AutoCES(season_length=int(codes[0]))
+        model.model_ = {"m": int(codes[0]), "seasontype": _CES_TYPES[int(codes[1])],
+                        "par": dict(zip(_CES_PAR, values.tolist())), "distribution": "normal"}
+        return model
+
+
+class DynamicTheta(Theta):
     """statsforecast's ``DynamicOptimizedTheta`` (the Theta method with its theta and smoothing
-    optimised and its coefficients updated over time; Fiorucci et al. 2016)."""
+    optimised and its coefficients updated over time; Fiorucci et al. 2016). Keeps what
+    :class:`Theta` keeps."""
 
     statsforecast_name = "DynamicOptimizedTheta"
 
@@ -298,10 +554,18 @@ class ARIMA(StatsModel):
     orders). Its search costs seconds per series: 6.4 and 3.8 CPU-s on one monthly series of 300
     and 1,000 steps with season 12, 32x and 7x AutoETS on the same (one measurement, statsforecast
     2.1.1): it reads at most the last :attr:`max_history` steps of each series, and ``auto``
-    leaves it out unless named."""
+    leaves it out unless named.
+
+    It keeps no parameters and is fitted on every window (``carries_parameters`` False): what
+    statsforecast's ARIMA ``forward`` applies is not a handful of numbers but the fitted series
+    itself (the drift regressor is fitted again from the fit's ``x`` and ``xreg`` by least
+    squares, and the coefficients enter a full likelihood pass over the new series), so carrying
+    it forward would save each series' history beside the model. ``predict`` fits it once per
+    series, as before the other models carried theirs."""
 
     statsforecast_name = "AutoARIMA"
     max_history = 1000
+    carries_parameters = False
 
 
 class MSTL(StatsModel):
@@ -309,7 +573,8 @@ class MSTL(StatsModel):
     remainder; the seasons forecast by seasonal naive, the trend and remainder by ``AutoETS`` of a
     non-seasonal model, statsforecast's default trend forecaster). A history holds the seasons
     of ``season_lengths`` it holds twice (STL's need): a shorter one is fitted with fewer, and
-    one that holds none by the trend forecaster alone."""
+    one that holds none by the trend forecaster alone. Keeps each fit's seasons and its trend's
+    ETS fit (its ``forward`` decomposes the window again, as statsforecast's does)."""
 
     config_class = MSTLConfig
     statsforecast_name = "MSTL"
@@ -320,14 +585,55 @@ class MSTL(StatsModel):
         trend = self._models.AutoETS(model="ZZN")
         return self._models.MSTL(season_length=list(seasons), trend_forecaster=trend) if seasons else trend
 
+    def code_width(self) -> int:
+        """The number of seasons, each season (0 past that number), and the trend's ETS codes."""
+        return 1 + len(self.config.season_lengths) + ETS_WIDTH
+
+    def valid_codes(self, codes: np.ndarray) -> np.ndarray:
+        most = len(self.config.season_lengths)
+        count, seasons = codes[:, 0], codes[:, 1:1 + most]  # [K], [K, S]
+        held = np.arange(most) < count[:, None]  # [K, S]
+        return (count >= 0) & (count <= most) & np.where(held, seasons >= 2, seasons == 0).all(axis=1) \
+            & ets_valid(codes[:, 1 + most:])
+
+    def value_count(self, codes: np.ndarray) -> np.ndarray:
+        return ets_count(codes[:, 1 + len(self.config.season_lengths):])
+
+    def encode(self, fitted: Any) -> tuple[list[int], np.ndarray]:
+        most = len(self.config.season_lengths)
+        seasons = list(fitted.season_length) if isinstance(fitted, self._models.MSTL) else []
+        trend = fitted.trend_forecaster if seasons else fitted
+        codes, values = ets_codes(trend.model_)
+        return [len(seasons), *seasons, *[0] * (most - len(seasons)), *codes], values
+
+    def decode(self, codes: np.ndarray, values: np.ndarray) -> Any:
+        count = int(codes[0])
+        model = self.statsforecast_model(tuple(int(m) for m in codes[1:1 + count]))
+        (model.trend_forecaster if count else model).model_ = ets_fit(codes[1 + len(self.config.season_lengths):],
+                                                                        values)
+        return model
+
+    def _held(self, lengths: np.ndarray) -> np.ndarray:
+        """``[K]`` how many of the shortest seasons each history of ``lengths`` ``[K]`` holds twice."""
+        seasons = np.asarray(self.config.season_lengths, dtype=np.int64)  # [S]
+        return (2 * seasons[None, :] <= lengths[:, None]).sum(axis=1)
+
+    def _fit_groups(self, y: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> list[Any]:
+        """One statsforecast fit per set of seasons the histories hold twice."""
+        held, out = self._held(lengths), [None] * len(lengths)
+        for count in np.unique(held):
+            group = np.flatnonzero(held == count)
+            model = self.statsforecast_model(tuple(int(m) for m in self.config.season_lengths[:count]))
+            for k, fitted in zip(group, self._statsforecast_fit(model, y, starts[group], lengths[group])):
+                out[k] = fitted
+        return out
+
     def _forecast_groups(self, y: np.ndarray, starts: np.ndarray, lengths: np.ndarray, ahead: int) -> np.ndarray:
         """One statsforecast call per set of seasons the histories hold twice (at most one more
         than there are seasons)."""
-        seasons = np.asarray(self.config.season_lengths, dtype=np.int64)  # [S]
-        held = (2 * seasons[None, :] <= lengths[:, None]).sum(axis=1)  # [K] the shortest seasons held
-        out = np.empty((len(lengths), ahead))
+        held, out = self._held(lengths), np.empty((len(lengths), ahead))
         for count in np.unique(held):
             group = np.flatnonzero(held == count)
-            model = self.statsforecast_model(tuple(int(m) for m in seasons[:count]))
+            model = self.statsforecast_model(tuple(int(m) for m in self.config.season_lengths[:count]))
             out[group] = self._statsforecast(model, y, starts[group], lengths[group], ahead)
         return out
