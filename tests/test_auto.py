@@ -465,4 +465,4 @@ def test_mstl_is_a_candidate_where_the_calendar_has_two_seasons_the_history_hold
     assert board.set_index("model").loc["mstl"].notna().val_score
     monthly = pd.DataFrame({"y": np.sin(np.arange(100))}, index=pd.date_range("2015-01-01", periods=100, freq="MS"))
     board = Forecaster("auto", candidates=("mstl", "naive"), prediction_length=12).fit(monthly).leaderboard
-    assert board.set_index("model").loc["mstl", "note"].startswith("skipped: 1 calendar season(s) that 76 steps")
+    assert board.set_index("model").loc["mstl", "note"].startswith("skipped: 1 calendar season(s) that 52 steps")

@@ -42,7 +42,6 @@ from tsrec.forecasting import context_read, forecast_origins, interval_settings,
 from tsrec.metrics import seasonal_scale
 from tsrec.models import model_spec
 from tsrec.models.base import DEFAULT_QUANTILE_LEVELS
-from tsrec.models.registry import model_fitter
 from tsrec.models.parameters import refits
 from tsrec.nn.outputs import check_levels
 from tsrec.scoring import (BASELINES, COVERAGE_TOLERANCE, STATS_BASELINES, BacktestResult, CoverageWarning,
@@ -156,11 +155,9 @@ def backtest(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timest
         forecaster: a fitted Forecaster (or an unfitted one with ``refit_every``).
         df: the frame to backtest on, in the layout the forecaster was fitted with, or long
             Parquet data (a file, a folder of files or a list of files), read once: the refits
-            (``refit_every``) and the baselines are fitted on slices of that read
-            (:meth:`Read.before <tsrec.data.source.Read.before>`; ``auto`` and a model calibrated at
-            fit are still refitted on the rows before the cut, read again, until their fitters take
-            a read); windows read their context from it, so it must hold ``context_length`` steps
-            before the first origin.
+            (``refit_every``, ``auto``'s and calibrated models' included) and the baselines are fitted
+            on slices of that read (:meth:`Read.before <tsrec.data.source.Read.before>`); windows read
+            their context from it, so it must hold ``context_length`` steps before the first origin.
             A forecaster fitted with covariates reads them from it too, the future covariates of
             each window included (a missing value reads as the training mean, as in ``fit``);
             refits use the same covariate columns.
@@ -283,7 +280,7 @@ def _backtest_errors(forecaster: Forecaster, df: Source, *, start: int | str | p
     for done in range(0, n_blocks, block):
         block_first, block_count = first + stride * done, np.clip(count - done, 0, block)  # [I] each
         if refit_every is not None:
-            forecaster = _refitted(forecaster, df, read, _block_ends(stacked, block_first, block_count))
+            forecaster = _refitted(forecaster, read, _block_ends(stacked, block_first, block_count))
         rows = forecaster.panel.check_compatible(panel)
         intervals, method = bands.resolve(forecaster)
         result = forecast_origins(forecaster.fitted, panel, values, block_first, block_count, stride,
@@ -294,25 +291,11 @@ def _backtest_errors(forecaster: Forecaster, df: Source, *, start: int | str | p
     return parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)  # one block: no copy
 
 
-def _refitted(forecaster: Forecaster, df: Source, read: Read, ends: np.ndarray) -> Forecaster:
-    """A copy of ``forecaster`` fitted on each series' first ``ends`` ``[I]`` steps of ``read``
-    (a slice of the arrays read, :meth:`Read.before <tsrec.data.source.Read.before>`).
-
-    ``auto`` (a model with a registry fitter) and a model calibrated at fit (``conformal_windows``)
-    still fit on a frame of the rows before the cut, until their fitters take a ``Read``."""
-    settings = forecaster.settings
-    if model_fitter(settings.model) is None and not settings.conformal.windows:
-        copy = forecaster.unfitted_copy()
-        copy.fitted = fit_state(read.before(ends), settings).state
-        return copy
-    panel, schema = read.panel, read.schema
-    cut = [item.index[int(e)] if e < len(item) else None for item, e in zip(panel.items, ends)]
-    after = [item.index[-1] + pd.Timedelta(1, "ns") for item in panel.items]
-    frame = source.history_before(source.in_memory(df, schema.id_col), schema, panel,
-                                  pd.DatetimeIndex([c if c is not None else a for c, a in zip(cut, after)]))
-    config = schema.covariates
-    return forecaster.unfitted_copy().fit(frame, **schema.columns, past_covariates=config.past,
-                                          future_covariates=config.future, static_covariates=config.static)
+def _refitted(forecaster: Forecaster, read: Read, ends: np.ndarray) -> Forecaster:
+    """A copy of ``forecaster`` fitted, as its ``fit`` fits (calibration and auto's selection
+    included), on each series' first ``ends`` ``[I]`` steps of ``read``: a slice of the arrays read
+    (:meth:`Read.before <tsrec.data.source.Read.before>`), never the rows read again."""
+    return forecaster.unfitted_copy().fit_read(read.before(ends))
 
 
 def _reads_whole_history(forecaster: Forecaster) -> bool:

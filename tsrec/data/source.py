@@ -8,8 +8,9 @@ which kind it is:
   Parquet: :func:`~tsrec.data.parquet.read_parquet`, a chunk of series at a time);
 - :func:`categorical`: which static covariates are categories, from the dtypes alone;
 - :func:`series_ids`, :func:`subset`, :func:`rows_of`: the series of a source, and some of them;
-- :func:`history_before`: the rows before each series' own origin, what ``Forecaster("auto")``
-  validates on and ``backtest(refit_every=...)`` refits on.
+- :meth:`Read.before`: the steps before each series' own origin, a slice of what was read (what
+  ``Forecaster("auto")`` validates on, conformal calibration calibrates on and
+  ``backtest(refit_every=...)`` refits on: the source is never read again for them).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from tsrec.data.covariates import CovariateValues, categorical_statics, read_fra
 from tsrec.data.frame import Panel
 from tsrec.data.schema import Schema
 
-__all__ = ["ParquetSeries", "Read", "Source", "categorical", "conventional", "history_before", "is_parquet", "read",
+__all__ = ["ParquetSeries", "Read", "Source", "categorical", "conventional", "is_parquet", "read",
            "rows_of", "series_ids", "subset"]
 
 
@@ -161,27 +162,6 @@ def rows_of(source: Source, id_col: Hashable, ids: Sequence[Any]) -> pd.DataFram
     from tsrec.data.parquet import read_series
 
     return read_series(_files(source), id_col, ids)
-
-
-def in_memory(source: Source, id_col: Hashable) -> pd.DataFrame:
-    """``source`` as one frame: a DataFrame as it is, of Parquet data every series' rows read, every
-    column. For work that fits several times on parts of the data (``auto``, refitting backtests):
-    the files are read once, not once per fit."""
-    if isinstance(source, pd.DataFrame):
-        return source
-    return rows_of(source, id_col, series_ids(source, id_col))
-
-
-def history_before(frame: pd.DataFrame, schema: Schema, panel: Panel, cut: Sequence[pd.Timestamp]) -> pd.DataFrame:
-    """The rows of ``frame`` strictly before each series' ``cut`` timestamp (``[I]``, one per item
-    of ``panel``, ``frame`` read), in ``frame``'s layout: what is fitted on before an origin (Parquet
-    data is read into a frame first, :func:`in_memory`)."""
-    schema = schema.conventional(frame.columns)
-    times = pd.DatetimeIndex(frame.index if schema.time_col is None else pd.to_datetime(frame[schema.time_col]))
-    if schema.id_col is None:
-        return frame[times < cut[0]]
-    limit = frame[schema.id_col].astype(str).map(dict(zip(panel.item_ids, cut)))
-    return frame[times < pd.DatetimeIndex(limit)]
 
 
 def _files(source: object) -> Any:
