@@ -1,22 +1,33 @@
 """What the default model (``Forecaster(prediction_length=H)``, the auto selection) costs to fit,
-against statsforecast's ensemble (AutoETS + AutoCES + AutoTheta, fit and forecast) on the same data,
-interleaved, in CPU seconds on one thread.
+predict and backtest, against statsforecast on the same data, interleaved, in CPU seconds on one
+thread; and against another checkout of tsrec (``--code DIR``, e.g. an earlier commit's worktree).
 
-    OMP_NUM_THREADS=1 python -m benchmarks.auto_cost [--repeats 2] [--datasets NAME ...] [--out-dir DIR]
+    OMP_NUM_THREADS=1 python -m benchmarks.auto_cost [--repeats 2] [--datasets NAME ...] [--code DIR]
+        [--out-dir DIR]
 
-Datasets (default :data:`DATASETS`): those of ``benchmarks/configs/unseen_like.toml`` (loaded from their PyPI packages, each
-series' first 80%, as the benchmark fits on), and ``monthly_panel``, a synthetic panel of 145
-monthly series of 285 steps (trend, a yearly cycle and noise; the issue-36 shape). Prints one row per
-dataset: observations, tsrec's fit CPU seconds (and its predict's), statsforecast's, their ratio
-(the median over the repeats), and what the default chose (its leaderboard's members and notes);
+Datasets (default :data:`DATASETS`): those of ``benchmarks/configs/unseen_like.toml`` (loaded from
+their PyPI packages, each series' first 80%, as the benchmark fits on), and ``monthly_panel``, a synthetic panel of 145
+monthly series of 285 steps (trend, a yearly cycle and noise; the issue-36 shape).
+
+Per dataset and repeat, one after another: statsforecast's AutoETS + AutoCES + AutoTheta fit and
+forecast (this process); the default fitted, its ``predict`` and a 10-window backtest of it (no
+refit, ``baselines=()``) in a fresh process of this checkout; the same fit and predict in a fresh
+process of ``--code`` (when given); and statsforecast's ``cross_validation(refit=False)`` over the
+same 10 windows of the statistical members the default chose (each process measures its own CPU
+seconds: imports are not counted). Prints one row per dataset (medians over the repeats) and
 writes the table with the command, commit and machine to ``auto_cost.md``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 import tomllib
 import warnings
@@ -63,16 +74,53 @@ def cpu(call):
     return result, time.process_time() - started
 
 
-def fit_tsrec(frame: pd.DataFrame, horizon: int):
+#: statsforecast's class of each statistical candidate of the default.
+STATSFORECAST = {"ets": "AutoETS", "theta": "AutoTheta", "ces": "AutoCES", "dynamic_theta": "DynamicOptimizedTheta"}
+#: The backtest's windows (the issue-45 target: at most 2x statsforecast's refit=False cross-validation).
+BACKTEST_WINDOWS = 10
+
+
+def load(name: str) -> tuple[pd.DataFrame, int, int]:
+    """Dataset ``name``: its frame, horizon and season."""
+    return monthly_panel() if name == "monthly_panel" else unseen_like(name)
+
+
+def worker(path: Path, horizon: int, backtests: bool) -> dict:
+    """The default fitted, in this process, on the frame pickled at ``path``: its fit, predict and
+    (``backtests``) 10-window backtest CPU seconds, what it chose and why. Imports tsrec alone (from
+    whichever checkout is first on the path), no benchmark module."""
+    import torch
+
     from tsrec import Forecaster
 
+    torch.set_num_threads(1)
+    frame = pd.read_pickle(path)
+    columns = dict(id_col="item_id", time_col="timestamp", target_col="target")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        forecaster, seconds = cpu(lambda: Forecaster(prediction_length=horizon, seed=0, trainer_kwargs={
-            "enable_progress_bar": False, "logger": False}).fit(frame, id_col="item_id", time_col="timestamp",
-                                                              target_col="target"))
+        forecaster, fit_seconds = cpu(lambda: Forecaster(prediction_length=horizon, seed=0, trainer_kwargs={
+            "enable_progress_bar": False, "logger": False}).fit(frame, **columns))
         _, predict_seconds = cpu(forecaster.predict)
-    return forecaster, seconds, predict_seconds
+        backtest_seconds = math.nan
+        if backtests:
+            from tsrec.evaluation import backtest
+
+            _, backtest_seconds = cpu(lambda: backtest(forecaster, frame, n_windows=BACKTEST_WINDOWS, baselines=(),
+                                                       **columns))
+    board = forecaster.leaderboard
+    return {"fit": fit_seconds, "predict": predict_seconds, "backtest": backtest_seconds,
+            "chosen": {m: float(w) for m, w in zip(board.model, board.weight) if w > 0},
+            "notes": {m: n for m, n in zip(board.model, board.note) if isinstance(n, str) and n}}
+
+
+def run_worker(code: Path, path: Path, horizon: int, backtests: bool) -> dict:
+    """:func:`worker` in a fresh process that imports tsrec from the checkout ``code`` (this file run
+    as a script from there, with ``code`` alone on ``PYTHONPATH``)."""
+    env = {**os.environ, "PYTHONPATH": str(code), "OMP_NUM_THREADS": "1"}
+    argv = [sys.executable, str(Path(__file__).resolve()), "--worker", str(path), "--horizon", str(horizon)]
+    out = subprocess.run(argv + (["--backtest"] if backtests else []), env=env, capture_output=True, text=True,
+                         check=True, cwd=code)
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def fit_statsforecast(frame: pd.DataFrame, horizon: int, season: int, freq: str) -> float:
@@ -87,44 +135,85 @@ def fit_statsforecast(frame: pd.DataFrame, horizon: int, season: int, freq: str)
     return seconds
 
 
+def cross_validation(frame: pd.DataFrame, horizon: int, season: int, freq: str, members: list[str]) -> float:
+    """statsforecast's ``cross_validation(refit=False)`` over :data:`BACKTEST_WINDOWS` windows one
+    horizon apart of the statistical ``members`` (CPU seconds; NaN without any)."""
+    import statsforecast.models as sf
+    from statsforecast import StatsForecast
+
+    models = [getattr(sf, STATSFORECAST[m])(season_length=season) for m in members if m in STATSFORECAST]
+    if not models:
+        return math.nan
+    df = frame.rename(columns={"item_id": "unique_id", "timestamp": "ds", "target": "y"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _, seconds = cpu(lambda: StatsForecast(models=models, freq=freq, n_jobs=1).cross_validation(
+            df=df, h=horizon, n_windows=BACKTEST_WINDOWS, step_size=horizon, refit=False))
+    return seconds
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--datasets", nargs="+", default=DATASETS)
+    parser.add_argument("--code", type=Path, help="another checkout of tsrec, measured the same way, interleaved")
     parser.add_argument("--out-dir", type=Path, default=Path(__file__).parent / "results")
+    parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--horizon", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--backtest", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if os.environ.get("OMP_NUM_THREADS") != "1":
         parser.error("run with OMP_NUM_THREADS=1 (one thread, as the issue's target is stated)")
-    import torch
-
+    if args.worker:
+        print(json.dumps(worker(args.worker, args.horizon, args.backtest)))
+        return 0
     from benchmarks.common import command_line, git_commit, machine, now
 
-    torch.set_num_threads(1)
-    provenance = (f"Command: `OMP_NUM_THREADS=1 {command_line('benchmarks.auto_cost', sys.argv[1:] if argv is None else argv)}`; "
-                  f"commit {git_commit()}; machine: {machine()}; {now()}; medians of {args.repeats} interleaved runs.")
-    lines = ["# The default's fit against statsforecast's ensemble", "",
-             "CPU seconds on one thread (`benchmarks/auto_cost.py`): the default Forecaster's fit and predict, and "
-             "statsforecast's AutoETS + AutoCES + AutoTheta fit and forecast on the same data, interleaved.", "",
-             "| dataset | series x steps | observations | tsrec fit CPU-s | tsrec predict CPU-s | statsforecast "
-             "CPU-s | fit ratio | chosen | notes |", "|---|---|---|---|---|---|---|---|---|"]
+    here = Path(__file__).resolve().parents[1]
+    command = command_line("benchmarks.auto_cost", sys.argv[1:] if argv is None else argv)
+    provenance = (f"Command: `OMP_NUM_THREADS=1 {command}`; commit {git_commit()}; machine: {machine()}; {now()}; "
+                  f"medians of {args.repeats} interleaved runs.")
+    other = "" if args.code is None else " | earlier fit CPU-s | fit vs earlier | earlier chosen"
+    earlier = "" if args.code is None else f"; `earlier`: the checkout at {args.code}"
+    header = ["dataset", "series x steps", "observations", "fit CPU-s", "predict CPU-s", "predict / fit",
+              "statsforecast CPU-s", "fit ratio", "backtest CPU-s", "sf cross_validation CPU-s", "backtest ratio",
+              "chosen", *([] if args.code is None else ["earlier fit CPU-s", "fit vs earlier", "earlier chosen"]),
+              "notes"]
+    lines = ["# The default's fit, predict and backtest against statsforecast", "",
+             "CPU seconds on one thread (`benchmarks/auto_cost.py`): the default Forecaster's fit, predict and "
+             f"{BACKTEST_WINDOWS}-window backtest, statsforecast's AutoETS + AutoCES + AutoTheta fit and forecast on "
+             "the same data, and statsforecast's cross_validation(refit=False) of the statistical members chosen "
+             f"over the same windows, interleaved{earlier}.", "",
+             "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     print("\n".join(lines[-2:]))
+    folder = Path(tempfile.mkdtemp(prefix="tsrec-auto-cost-"))
     for name in args.datasets:
-        frame, horizon, season = monthly_panel() if name == "monthly_panel" else unseen_like(name)
+        frame, horizon, season = load(name)
+        path = folder / f"{name}.pkl"
+        frame.to_pickle(path)
         freq = pd.infer_freq(frame.loc[frame.item_id == frame.item_id.iloc[0], "timestamp"])
-        ours, theirs, predicts, forecaster = [], [], [], None
-        for _ in range(args.repeats):  # interleaved, so that a busy machine slows both alike
+        runs, before, theirs, validations = [], [], [], []
+        for _ in range(args.repeats):  # interleaved, so that a busy machine slows every side alike
             theirs.append(fit_statsforecast(frame, horizon, season, freq))
-            forecaster, seconds, predict_seconds = fit_tsrec(frame, horizon)
-            ours.append(seconds)
-            predicts.append(predict_seconds)
-        board = forecaster.leaderboard
-        chosen = ", ".join(f"{m} {w:.2f}" for m, w in zip(board.model, board.weight) if w > 0)
-        notes = "; ".join(f"{m}: {n}" for m, n in zip(board.model, board.note) if n)
+            runs.append(run_worker(here, path, horizon, backtests=True))
+            if args.code is not None:
+                before.append(run_worker(args.code, path, horizon, backtests=False))
+            validations.append(cross_validation(frame, horizon, season, freq, list(runs[-1]["chosen"])))
+        fit, predict, backtest = (float(np.median([r[key] for r in runs])) for key in ("fit", "predict", "backtest"))
+        sf, cv = float(np.median(theirs)), float(np.median(validations))
+        chosen = ", ".join(f"{m} {w:.2f}" for m, w in runs[-1]["chosen"].items())
+        notes = "; ".join(f"{m}: {n}" for m, n in runs[-1]["notes"].items())
         series = frame.item_id.nunique()
-        lines.append(f"| {name} | {series} x {len(frame) // series} | {frame.target.notna().sum()} | "
-                     f"{np.median(ours):.1f} | {np.median(predicts):.1f} | {np.median(theirs):.1f} | "
-                     f"{np.median(ours) / np.median(theirs):.2f}x | {chosen} | {notes} |")
+        row = (f"| {name} | {series} x {len(frame) // series} | {frame.target.notna().sum()} | {fit:.1f} | "
+               f"{predict:.2f} | {predict / fit:.3f} | {sf:.1f} | {fit / sf:.2f}x | {backtest:.1f} | {cv:.1f} | "
+               f"{backtest / cv:.2f}x | {chosen}")
+        if args.code is not None:
+            old_fit = float(np.median([r["fit"] for r in before]))
+            row += (f" | {old_fit:.1f} | {fit / old_fit:.2f}x | "
+                    + ", ".join(f"{m} {w:.2f}" for m, w in before[-1]["chosen"].items()))
+        lines.append(row + f" | {notes} |")
         print(lines[-1], flush=True)
+    shutil.rmtree(folder)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     (args.out_dir / "auto_cost.md").write_text("\n".join([*lines, "", provenance, ""]))
     return 0
