@@ -173,7 +173,6 @@ def main(argv: list[str] | None = None) -> int:
     command = command_line("benchmarks.auto_cost", sys.argv[1:] if argv is None else argv)
     provenance = (f"Command: `OMP_NUM_THREADS=1 {command}`; commit {git_commit()}; machine: {machine()}; {now()}; "
                   f"medians of {args.repeats} interleaved runs.")
-    other = "" if args.code is None else " | earlier fit CPU-s | fit vs earlier | earlier chosen"
     earlier = "" if args.code is None else f"; `earlier`: the checkout at {args.code}"
     header = ["dataset", "series x steps", "observations", "fit CPU-s", "predict CPU-s", "predict / fit",
               "statsforecast CPU-s", "fit ratio", "backtest CPU-s", "sf cross_validation CPU-s", "backtest ratio",
