@@ -313,3 +313,24 @@ def test_a_missing_tail_is_named_with_what_the_model_does_about_it(model):
     with pytest.warns(UserWarning, match=rf"1 series end with missing values: .*\(5 steps after .*{what}"):
         forecast = f.predict(recent)
     assert forecast["mean"].notna().all()
+
+
+def test_a_series_never_negative_is_never_forecast_below_zero_unless_asked(tmp_path):
+    """A series whose training values are all at least 0 (a) gets forecasts, bands and quantiles
+    raised to 0, counted in the frame's attrs; one that went negative (b) is left as the model
+    forecasts it; ``nonnegative=False`` leaves both; the floor survives save and load."""
+    pytest.importorskip("statsforecast", reason="the stats extra: pip install 'tsrec[stats]'")
+    t = np.arange(60)
+    df = pd.DataFrame({"a": np.maximum(0, 30 - 0.5 * t) + 0.1 * np.abs(np.sin(t)), "b": 5 - 0.2 * t},
+                      index=pd.date_range("2020-01-01", periods=60, freq="D"))
+    f = Forecaster("ets", prediction_length=14, conformal_windows=5).fit(df)
+    forecast = f.predict(levels=[80])
+    a, b = (forecast[forecast.item_id == c] for c in ("a", "b"))
+    assert a["mean"].min() == 0 and a["0.1"].min() == 0 and b["mean"].min() < -5
+    assert forecast.attrs["floored"] == int((Forecaster("ets", prediction_length=14, nonnegative=False).fit(df)
+                                              .predict().query("item_id == 'a'")["mean"] < 0).sum()) > 0
+    loaded = Forecaster.load(f.save(tmp_path / "m"))
+    pd.testing.assert_frame_equal(loaded.predict(levels=[80]), forecast)
+    assert Forecaster("ets", prediction_length=14, nonnegative=False).fit(df).predict()["mean"].min() < -5
+    with pytest.raises(TypeError, match="nonnegative must be True or False"):
+        Forecaster("ets", prediction_length=14, nonnegative="yes")

@@ -526,6 +526,12 @@ class WindowConfig(Config):
             the scaler's moments, the training windows and the instance normalisation read far
             values as they are (the scaler is then standard whatever ``scaling`` says). The fix
             for real far values that are not a level shift (spikes that happen).
+        nonnegative: ``True`` (default): a series (a wide frame's column) whose observed training
+            values are all at least 0 (counts, sales, load, prices) is never forecast below 0: its
+            forecasts, quantiles, samples and interval bands are raised to 0 where they fall below
+            (:attr:`StandardScaler.floor <tsrec.data.scaling.StandardScaler>`; ``predict``'s frame
+            says how many values it raised, ``attrs["floored"]``). ``False``: forecasts as the model
+            gives them.
     """
 
     prediction_length: int
@@ -536,6 +542,7 @@ class WindowConfig(Config):
     missing_context: str = "nan"
     scaling: str = "robust"
     far_values: str = "missing"
+    nonnegative: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "prediction_length", check_int("prediction_length", self.prediction_length, 1))
@@ -547,6 +554,8 @@ class WindowConfig(Config):
         check_choice("missing_context", self.missing_context, MISSING_CONTEXT_POLICIES)
         check_choice("scaling", self.scaling, SCALINGS)
         check_choice("far_values", self.far_values, FAR_VALUES)
+        if not isinstance(self.nonnegative, bool):
+            raise TypeError(f"nonnegative must be True or False, got {self.nonnegative!r}")
 
     @property
     def robust(self) -> bool:

@@ -47,7 +47,7 @@ from tsrec.settings import ForecasterSettings
 __all__ = ["ConcurrentSaveError", "FittedState", "ForecastResult", "TrainingSummary", "unscale"]
 
 FORMAT = "tsrec-forecaster"
-FORMAT_VERSION = 9
+FORMAT_VERSION = 10
 #: Model formats this tsrec reads: 4 (tsrec 0.1 before whole-model checksums; see
 #: :func:`_verify_checksums`), 5 (the history as three tensors per series), 6 (the history packed
 #: end to end), 7 (every per-series value in ``weights.pt``, :meth:`FittedState._tensors`;
@@ -56,12 +56,15 @@ FORMAT_VERSION = 9
 #: ``conformal_*`` tensors, :class:`~tsrec.conformal.Calibration`) and 9 (the statistical models'
 #: fitted parameters in the state dict, ``<module>._extra_state``,
 #: :class:`~tsrec.models.parameters.Parameters`; a model saved before them has none and fits each
-#: window, as it did).
-READABLE_VERSIONS = (4, 5, 6, 7, 8, 9)
+#: window, as it did) and 10 (``weights.pt``'s ``scaler_floor``: the series never forecast below 0,
+#: :attr:`StandardScaler.floor <tsrec.data.scaling.StandardScaler>`; before it, none is).
+READABLE_VERSIONS = (4, 5, 6, 7, 8, 9, 10)
 #: The format of a model without a calibration: 7, which a tsrec from before format 8 reads too.
 UNCALIBRATED_VERSION = 7
 #: The format of a calibrated model without fitted parameters.
 CALIBRATED_VERSION = 8
+#: The format of a model with fitted parameters and no floor.
+PARAMETERS_VERSION = 9
 #: The state dict's entries of a module's extra state (the statistical models' parameters, format 9).
 EXTRA_STATE = "_extra_state"
 CONFIG_FILE = "forecaster.json"
@@ -71,7 +74,9 @@ CHECKSUMS = "sha256"
 #: ``forecaster.json``'s entries that describe the file, not the model (format 4's ``weights_sha256`` too).
 HEADER = frozenset({"format", "format_version", "tsrec_version", CHECKSUMS, "weights_sha256"})
 #: The scaler's per-series rows (``[N, C]`` each), ``weights.pt``'s ``scaler_<name>`` since format 7.
-SCALER_ROWS = ("loc", "scale", "low", "high")
+SCALER_ROWS = ("loc", "scale", "low", "high", "floor")
+#: The scaler rows a file of an earlier format may lack (its default: no floor).
+LATER_ROWS = {"floor": FORMAT_VERSION}
 #: ``weights.pt``'s tensors beside the state dict in format 7 (:meth:`FittedState._tensors`): dtype
 #: and number of dimensions, checked before they are read (:func:`_check_tensors`).
 SERIES_TENSORS: dict[str, tuple[torch.dtype, int]] = {
@@ -196,7 +201,8 @@ class FittedState:
         with _saving.staging_folder(path) as staging:
             tensors = self._tensors()
             torch.save(tensors, staging / WEIGHTS_FILE)
-            version = FORMAT_VERSION if any(key.endswith(EXTRA_STATE) for key in tensors["state_dict"]) else \
+            version = FORMAT_VERSION if np.isfinite(self.scaler.floor).any() else \
+                PARAMETERS_VERSION if any(key.endswith(EXTRA_STATE) for key in tensors["state_dict"]) else \
                 UNCALIBRATED_VERSION if self.calibration is None else CALIBRATED_VERSION
             meta = {"format": FORMAT, "format_version": version, "tsrec_version": __version__,
                     **self._content()}
@@ -292,7 +298,7 @@ class FittedState:
         _settings_before_scaling(meta)
         tensors = torch.load(io.BytesIO(weights), map_location="cpu", weights_only=True)
         if meta["format_version"] >= 7:
-            _check_tensors(tensors)
+            _check_tensors(tensors, meta["format_version"])
         resolved = ForecasterSettings.from_dict(meta["resolved_settings"])
         model = build_model(resolved.model, resolved.network)
         if meta["format_version"] < 9:  # no fitted parameters yet: the statistical models fit each window, as then
@@ -348,6 +354,8 @@ class ForecastResult:
         interval_method: what gave those bands: ``"conformal"`` (the model's calibration,
             :mod:`tsrec.conformal`) or ``"model"`` (a probabilistic network's own distribution or
             quantiles); None without intervals.
+        floored: the point forecasts raised to their series' floor (a series never negative in
+            its training data is never forecast below 0: ``WindowConfig.nonnegative``).
     """
 
     items: np.ndarray
@@ -360,6 +368,7 @@ class ForecastResult:
     samples: np.ndarray | None = None
     intervals: tuple[float, ...] = ()
     interval_method: str | None = None
+    floored: int = 0
 
     @property
     def blind(self) -> np.ndarray:
@@ -372,7 +381,8 @@ class ForecastResult:
         level (GluonTS's ``QuantileForecast`` keys: ``"0.1"``, ...) and per sample path
         (``sample_0``, ...); rows ordered by window, channel, step (:func:`~tsrec.data.forecast_frame`).
         With intervals, ``frame.attrs["intervals"]`` says what gave their bands (:attr:`interval_method`)
-        and ``frame.attrs["levels"]`` lists their levels."""
+        and ``frame.attrs["levels"]`` lists their levels; ``frame.attrs["floored"]`` counts the point
+        forecasts raised to 0 (:attr:`floored`)."""
         frame = forecast_frame(panel, self.mean, items=self.items, origins=self.origins)
         extra = {str(level): _long_order(self.quantiles[..., i]) for i, level in enumerate(self.levels)}
         if self.samples is not None:
@@ -380,13 +390,16 @@ class ForecastResult:
         frame = pd.concat([frame, pd.DataFrame(extra, index=frame.index)], axis=1) if extra else frame
         if self.interval_method is not None:
             frame.attrs.update(intervals=self.interval_method, levels=list(self.intervals))
+        frame.attrs["floored"] = self.floored
         return frame
 
 
 def unscale(model: ForecastModel, scaler: StandardScaler, outputs: np.ndarray, rows: np.ndarray, items: np.ndarray,
             origins: np.ndarray, *, levels: Sequence[float] = (), num_samples: int | None = None) -> ForecastResult:
     """The forecasts of a network's scaled ``outputs`` in the data's units: the one place where
-    scaling is undone.
+    scaling is undone, and where a series never negative in its training data is kept at or above
+    0 (:attr:`StandardScaler.floor <tsrec.data.scaling.StandardScaler>`: the point forecasts,
+    quantiles and samples alike, in both units).
 
     outputs: ``[N, H, C]`` point forecasts or ``[N, H, C, P]`` a distribution's parameters
              (:func:`tsrec.forecasting.outputs`), in the scaler's units.
@@ -395,17 +408,33 @@ def unscale(model: ForecastModel, scaler: StandardScaler, outputs: np.ndarray, r
     """
     output = model.output
     if not output.probabilistic:
-        return ForecastResult(items, origins, scaler.inverse_transform(outputs, rows), outputs)
+        mean = scaler.inverse_transform(outputs, rows)  # [N, H, C]
+        return ForecastResult(items, origins, scaler.floored(mean, rows), scaler.floored(outputs, rows, scaled=True),
+                              floored=_below(scaler, mean, rows))
     scaled_params = torch.from_numpy(outputs).double()  # [N, H, C, P]
     shift = torch.from_numpy(scaler.loc[rows])[:, None, :]  # [N, 1, C]
     scale = torch.from_numpy(scaler.scale[rows])[:, None, :]
     params = output.affine(scaled_params, shift, scale)  # [N, H, C, P] in the data's units
     levels = tuple(levels)
+    mean = output.mean(params).numpy()  # [N, H, C]
+
+    def floored(values: np.ndarray, scaled: bool, last: bool) -> np.ndarray:  # [..., C] or [..., C, Q] (last)
+        values = np.moveaxis(values, -1, 1) if last else values
+        values = scaler.floored(values, rows, scaled=scaled)
+        return np.moveaxis(values, 1, -1) if last else values
+
     return ForecastResult(
-        items, origins, output.mean(params).numpy(), output.mean(scaled_params).numpy(), levels,
-        quantiles=output.quantiles(params, levels).numpy() if levels else None,
-        scaled_quantiles=output.quantiles(scaled_params, levels).numpy() if levels else None,
-        samples=None if num_samples is None else output.sample(params, num_samples).numpy())
+        items, origins, floored(mean, False, False), floored(output.mean(scaled_params).numpy(), True, False), levels,
+        quantiles=floored(output.quantiles(params, levels).numpy(), False, True) if levels else None,
+        scaled_quantiles=floored(output.quantiles(scaled_params, levels).numpy(), True, True) if levels else None,
+        samples=None if num_samples is None else
+        np.maximum(output.sample(params, num_samples).numpy(), scaler.floor[rows][None, :, None, :]),
+        floored=_below(scaler, mean, rows))
+
+
+def _below(scaler: StandardScaler, mean: np.ndarray, rows: np.ndarray) -> int:
+    """How many of the point forecasts ``mean`` ``[N, H, C]`` (rows ``rows`` ``[N]``) lie below their floor."""
+    return int((mean < scaler.floor[rows][:, None, :]).sum())
 
 
 def _settings_before_scaling(meta: dict[str, Any]) -> None:
@@ -454,8 +483,8 @@ def _per_series(meta: dict[str, Any], tensors: dict[str, Any],
         rows = _SeriesRows(
             _unpack_strings(tensors["item_ids"], tensors["item_id_ends"]),
             firsts if tz is None else firsts.tz_localize("UTC").tz_convert(tz),
-            StandardScaler(**{name: tensors[f"scaler_{name}"].numpy() for name in SCALER_ROWS},
-                           robust=meta["scaler"]["robust"]),
+            StandardScaler(**{name: tensors[f"scaler_{name}"].numpy() for name in SCALER_ROWS
+                              if f"scaler_{name}" in tensors}, robust=meta["scaler"]["robust"]),
             tensors["static_real"].numpy(),
             np.array(categories, dtype=object).reshape(n_series, n_categorical))
         return meta, rows
@@ -471,15 +500,18 @@ def _per_series(meta: dict[str, Any], tensors: dict[str, Any],
     return {**meta, "data": data, "covariates": covariates, "scaler": robust}, rows
 
 
-def _check_tensors(tensors: dict[str, Any]) -> None:
-    """Refuse a format-7 ``weights.pt`` whose per-series tensors are missing, of another dtype or
-    number of dimensions than :data:`SERIES_TENSORS`, a history of another number of steps than
-    ``history_lengths``, and strings whose ends do not cut their bytes (the shapes that depend on
-    ``forecaster.json`` are :func:`_inconsistencies`', the counts of series :func:`_history`'s)."""
+def _check_tensors(tensors: dict[str, Any], version: int) -> None:
+    """Refuse a format-7 (or later, ``version``) ``weights.pt`` whose per-series tensors are
+    missing (but a scaler row of a later format than ``version``, :data:`LATER_ROWS`), of another
+    dtype or number of dimensions than :data:`SERIES_TENSORS`, a history of another number of steps
+    than ``history_lengths``, and strings whose ends do not cut their bytes (the shapes that depend
+    on ``forecaster.json`` are :func:`_inconsistencies`', the counts of series :func:`_history`'s)."""
+    optional = {f"scaler_{name}" for name, since in LATER_ROWS.items() if version < since}
     wrong = [f"{key} is {_described(tensors.get(key))}, not {str(dtype).removeprefix('torch.')} with {ndim} "
              f"dimension{'s' * (ndim > 1)}" for key, (dtype, ndim) in SERIES_TENSORS.items()
-             if not (isinstance(tensors.get(key), torch.Tensor) and tensors[key].dtype == dtype
-                     and tensors[key].ndim == ndim)]
+             if not (key in optional and key not in tensors)
+             and not (isinstance(tensors.get(key), torch.Tensor) and tensors[key].dtype == dtype
+                      and tensors[key].ndim == ndim)]
     if wrong:
         raise _Inconsistent(f"{WEIGHTS_FILE}'s {'; '.join(wrong)}")
     lengths = tensors["history_lengths"]

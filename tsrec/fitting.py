@@ -108,17 +108,17 @@ class Prepared:
 
 
 def prepare(read: Read, val: Read | None, context: int, horizon: int, *, val_windows: int | None, robust: bool,
-            windows: bool) -> Prepared:
+            nonnegative: bool, windows: bool) -> Prepared:
     """Split ``read`` (validation windows from its end, or ``val``'s), fit the target scaler (with
     ``robust``, :attr:`WindowConfig.robust <tsrec.config.WindowConfig.robust>`, isolated far values
-    left out) and the covariate encoding on the training rows of each series, and with ``windows``
+    left out; with ``nonnegative``, the floor of the series never negative) and the covariate encoding on the training rows of each series, and with ``windows``
     build the training and validation :class:`WindowDataset` (isolated far values missing when the
     scaler is robust; a level shift kept, :func:`~tsrec.data.scaling.level_shifts`)."""
     panel = read.panel
     split = split_panel(panel, context, horizon, val_windows=val_windows, val_panel=None if val is None else val.panel)
     _require_observed(panel, split.train_end)
     scaler = StandardScaler.fit([s.values for s in panel.items], [s.observed for s in panel.items], split.train_end,
-                                robust=robust)
+                                robust=robust, nonnegative=nonnegative)
     encoder = CovariateEncoder.fit(read.schema.covariates, read.categorical, read.covariates, panel,
                                    split.train_end)
     if not windows:
@@ -209,7 +209,7 @@ def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = No
     # which needs no context (a shorter series than the context is read padded).
     whole = model_class.whole_history or prefitted is not None
     prepared = prepare(read, val, 1 if whole else context, horizon, val_windows=val_windows,
-                       robust=settings.window.robust, windows=trainable)
+                       robust=settings.window.robust, nonnegative=settings.window.nonnegative, windows=trainable)
     facts = _facts(read, prepared.split, prepared.encoder)
     effective = settings if prefitted is None else dataclasses.replace(settings, network=prefitted.network)
     if prefitted is None:  # RSAConfig(prior="ets"): the ETS fit of the training part the REMs start from
@@ -269,7 +269,7 @@ def _refit(resolved: ForecasterSettings, read: Read, context: int, run: _Run, bu
 
     training = resolved.training
     full = prepare(read, None, context, resolved.window.prediction_length, val_windows=0,
-                   robust=resolved.window.robust, windows=True)
+                   robust=resolved.window.robust, nonnegative=resolved.window.nonnegative, windows=True)
     best_step = run.best_step if run.best_step is not None else run.budget["steps_run"]
     best_epoch = run.best_epoch if run.best_epoch is not None else len(run.history)
     plan = refit_budget(budget, best_step=max(best_step, 1), best_epoch=max(best_epoch, 1),

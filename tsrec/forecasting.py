@@ -133,6 +133,7 @@ def forecast(state: FittedState, dataset: WindowDataset, rows: np.ndarray, items
     if method == "model":
         return dataclasses.replace(result, intervals=tuple(intervals), interval_method=method)
     quantiles, bands = state.calibration.bands(result.mean, rows, intervals)  # [N, H, C, Q]
+    bands = np.moveaxis(state.scaler.floored(np.moveaxis(bands, -1, 1), rows), 1, -1)  # [N, H, C, Q] at the floor
     scaled_bands = np.moveaxis(state.scaler.transform(np.moveaxis(bands, -1, 1), rows), 1, -1)  # [N, H, C, Q]
     return dataclasses.replace(result, levels=quantiles, quantiles=bands, scaled_quantiles=scaled_bands,
                                intervals=tuple(intervals), interval_method=method)

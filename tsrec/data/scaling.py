@@ -75,6 +75,9 @@ class StandardScaler:
            channel; a scaler saved before the fences existed). Default: ``-inf``/``inf``.
     robust: the moments leave out far values, and the windows a model is fitted on treat the
            isolated ones (not a level shift) as missing (``fit(..., robust=True)``).
+    floor: ``[N, C]`` the least value a forecast of the channel takes: 0 for a channel whose observed
+           training values are all at least 0 (``fit(..., nonnegative=True)``: counts, sales, load,
+           prices are never forecast below zero), else ``-inf``. Default: ``-inf``.
     """
 
     loc: np.ndarray
@@ -82,18 +85,22 @@ class StandardScaler:
     low: np.ndarray | None = None
     high: np.ndarray | None = None
     robust: bool = False
+    floor: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "loc", np.asarray(self.loc, dtype=np.float64))
         object.__setattr__(self, "scale", np.asarray(self.scale, dtype=np.float64))
-        for name, unbounded in (("low", -np.inf), ("high", np.inf)):
+        for name, unbounded in (("low", -np.inf), ("high", np.inf), ("floor", -np.inf)):
             value = np.full(self.loc.shape, unbounded) if getattr(self, name) is None else getattr(self, name)
             object.__setattr__(self, name, np.asarray(value, dtype=np.float64))
-        if self.loc.ndim != 2 or not self.loc.shape == self.scale.shape == self.low.shape == self.high.shape:
+        if self.loc.ndim != 2 or not self.loc.shape == self.scale.shape == self.low.shape == self.high.shape \
+                == self.floor.shape:
             raise ValueError(
-                f"loc, scale, low and high must all have shape [N, C], got {self.loc.shape}, "
-                f"{self.scale.shape}, {self.low.shape} and {self.high.shape}"
+                f"loc, scale, low, high and floor must all have shape [N, C], got {self.loc.shape}, "
+                f"{self.scale.shape}, {self.low.shape}, {self.high.shape} and {self.floor.shape}"
             )
+        if not np.isin(self.floor, (0.0, -np.inf)).all():
+            raise ValueError("floor must be 0 or -inf in every entry")
         if not (np.isfinite(self.scale).all() and (self.scale > 0).all()):
             raise ValueError("scale must be finite and positive")
         if not (self.low <= self.high).all():
@@ -107,6 +114,7 @@ class StandardScaler:
         train_end: Sequence[int] | None = None,
         *,
         robust: bool = False,
+        nonnegative: bool = False,
     ) -> StandardScaler:
         """Fit on rows ``[0, train_end[i])`` of each item ``i``, observed entries only.
 
@@ -114,6 +122,7 @@ class StandardScaler:
         observed:  per item ``[T_i, C]`` bool.
         train_end: per item, end (exclusive) of the training part; default the whole series.
         robust:    leave far values out of the moments (see the module docstring).
+        nonnegative: a channel whose observed training values are all at least 0 gets the floor 0.
         """
         ends = [len(v) for v in values] if train_end is None else list(train_end)
         if not len(values) == len(observed) == len(ends):
@@ -128,11 +137,23 @@ class StandardScaler:
             mask = np.concatenate([np.asarray(observed[i][:ends[i]], dtype=bool) for i in block])
             item = np.repeat(np.arange(len(block)), [ends[i] for i in block])  # [M]
             low, high = _fences(x, mask, item, len(block))  # [n, C] each
+            negative = np.zeros((len(block), x.shape[1]), dtype=bool)  # [n, C]
+            np.logical_or.at(negative, item, mask & (x < 0))
+            floor = np.where(negative | (not nonnegative), -np.inf, 0.0)
             if robust:
                 mask = mask & (x >= low[item]) & (x <= high[item])
-            parts.append((*_moments(x, mask, item, len(block)), low, high))
-        loc, scale, low, high = (np.concatenate(column) for column in zip(*parts))
-        return cls(loc=loc, scale=scale, low=low, high=high, robust=robust)
+            parts.append((*_moments(x, mask, item, len(block)), low, high, floor))
+        loc, scale, low, high, floor = (np.concatenate(column) for column in zip(*parts))
+        return cls(loc=loc, scale=scale, low=low, high=high, robust=robust, floor=floor)
+
+    def floored(self, x: np.ndarray, items: Items, *, scaled: bool = False) -> np.ndarray:
+        """``x`` (shaped as for :meth:`transform`; the data's units, or the scaler's with ``scaled``)
+        raised to each channel's :attr:`floor` where it lies below it."""
+        floor, = self._shaped((self.floor,), items, np.ndim(x))
+        if scaled:
+            loc, scale = self._shaped((self.loc, self.scale), items, np.ndim(x))
+            floor = (floor - loc) / scale
+        return np.maximum(x, floor)
 
     def _shaped(self, stats: tuple[np.ndarray, ...], items: Items, ndim: int) -> tuple[np.ndarray, ...]:
         """Rows ``items`` of each ``[N, C]`` array of ``stats``, shaped to broadcast against an
@@ -194,13 +215,13 @@ class StandardScaler:
         (exact float64 round trip; unbounded fences are written as JSON ``Infinity``, as Python's
         ``json`` does)."""
         return {"loc": self.loc.tolist(), "scale": self.scale.tolist(), "low": self.low.tolist(),
-                "high": self.high.tolist(), "robust": self.robust}
+                "high": self.high.tolist(), "floor": self.floor.tolist(), "robust": self.robust}
 
     @classmethod
     def from_dict(cls, state: dict[str, Any]) -> StandardScaler:
         """Inverse of :meth:`to_dict`; a state without fences (saved before they existed) gets
         unbounded ones and is not robust, so it scales as it did."""
-        fences = {name: np.asarray(state[name]) for name in ("low", "high") if name in state}
+        fences = {name: np.asarray(state[name]) for name in ("low", "high", "floor") if name in state}
         return cls(loc=np.asarray(state["loc"]), scale=np.asarray(state["scale"]), **fences,
                    robust=bool(state.get("robust", False)))
 
