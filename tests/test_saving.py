@@ -28,7 +28,7 @@ import torch
 import tsrec
 from tsrec import Forecaster, _saving
 from tsrec.config import DataFacts
-from tsrec.fitted import FORMAT_VERSION, ConcurrentSaveError, FittedState, _pack_strings, _unpack_strings
+from tsrec.fitted import FORMAT_VERSION, SCALER_ROWS, ConcurrentSaveError, FittedState, _pack_strings, _unpack_strings
 from tsrec.models import model_config
 from tests.saved_models import (SERIES_KEYS, edit_weights, read_meta, write_checksummed, write_format_4,
                                  write_format_5, write_format_6)
@@ -80,7 +80,7 @@ def hidden(folder):
 def test_saved_model_records_its_versions_and_every_files_checksum(fitted, tmp_path):
     path = fitted.save(tmp_path / "m")
     meta = read_meta(path)
-    assert meta["format_version"] == 7 and meta["tsrec_version"] == tsrec.__version__
+    assert meta["format_version"] == 10 and meta["tsrec_version"] == tsrec.__version__  # 10: its series' floor
     assert set(meta["sha256"]) == {"forecaster.json", "weights.pt"}
     # nothing per series in the JSON: ids, starts, scaler rows and static covariates are tensors
     assert set(meta["data"]) == {"freq", "layout", "targets", "tz"} and meta["scaler"] == {"robust": True}
@@ -172,8 +172,9 @@ def test_strings_packed_as_bytes_and_ends_read_back_as_they_were():
 
 
 def add_scaler_row(tensors):
-    for name in ("loc", "scale", "low", "high"):
-        tensors[f"scaler_{name}"] = torch.cat([tensors[f"scaler_{name}"], torch.ones(1, 2, dtype=torch.float64)])
+    for name in SCALER_ROWS:
+        row = torch.zeros(1, 2, dtype=torch.float64) if name == "floor" else torch.ones(1, 2, dtype=torch.float64)
+        tensors[f"scaler_{name}"] = torch.cat([tensors[f"scaler_{name}"], row])
 
 
 def shift_scaler(tensors):
