@@ -101,16 +101,21 @@ def worker(path: Path, horizon: int, backtests: bool) -> dict:
         forecaster, fit_seconds = cpu(lambda: Forecaster(prediction_length=horizon, seed=0, trainer_kwargs={
             "enable_progress_bar": False, "logger": False}).fit(frame, **columns))
         _, predict_seconds = cpu(forecaster.predict)
-        backtest_seconds = math.nan
+        backtest_seconds, windows = math.nan, windows_of(frame, horizon)
         if backtests:
             from tsrec.evaluation import backtest
 
-            _, backtest_seconds = cpu(lambda: backtest(forecaster, frame, n_windows=BACKTEST_WINDOWS, baselines=(),
-                                                       **columns))
+            _, backtest_seconds = cpu(lambda: backtest(forecaster, frame, n_windows=windows, baselines=(), **columns))
     board = forecaster.leaderboard
-    return {"fit": fit_seconds, "predict": predict_seconds, "backtest": backtest_seconds,
+    return {"fit": fit_seconds, "predict": predict_seconds, "backtest": backtest_seconds, "windows": windows,
             "chosen": {m: float(w) for m, w in zip(board.model, board.weight) if w > 0},
             "notes": {m: n for m, n in zip(board.model, board.note) if isinstance(n, str) and n}}
+
+
+def windows_of(frame: pd.DataFrame, horizon: int) -> int:
+    """The backtest's windows on ``frame``: :data:`BACKTEST_WINDOWS`, or as many one horizon apart as
+    its shortest series holds after a first step."""
+    return int(min(BACKTEST_WINDOWS, (frame.groupby("item_id").size().min() - 1) // horizon))
 
 
 def run_worker(code: Path, path: Path, horizon: int, backtests: bool) -> dict:
@@ -136,8 +141,9 @@ def fit_statsforecast(frame: pd.DataFrame, horizon: int, season: int, freq: str)
 
 
 def cross_validation(frame: pd.DataFrame, horizon: int, season: int, freq: str, members: list[str]) -> float:
-    """statsforecast's ``cross_validation(refit=False)`` over :data:`BACKTEST_WINDOWS` windows one
-    horizon apart of the statistical ``members`` (CPU seconds; NaN without any)."""
+    """statsforecast's ``cross_validation(refit=False)`` over the backtest's windows
+    (:func:`windows_of`), one horizon apart, of the statistical ``members`` (CPU seconds; NaN
+    without any)."""
     import statsforecast.models as sf
     from statsforecast import StatsForecast
 
@@ -148,7 +154,7 @@ def cross_validation(frame: pd.DataFrame, horizon: int, season: int, freq: str, 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         _, seconds = cpu(lambda: StatsForecast(models=models, freq=freq, n_jobs=1).cross_validation(
-            df=df, h=horizon, n_windows=BACKTEST_WINDOWS, step_size=horizon, refit=False))
+            df=df, h=horizon, n_windows=windows_of(frame, horizon), step_size=horizon, refit=False))
     return seconds
 
 
@@ -180,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
               "notes"]
     lines = ["# The default's fit, predict and backtest against statsforecast", "",
              "CPU seconds on one thread (`benchmarks/auto_cost.py`): the default Forecaster's fit, predict and "
-             f"{BACKTEST_WINDOWS}-window backtest, statsforecast's AutoETS + AutoCES + AutoTheta fit and forecast on "
+             f"{BACKTEST_WINDOWS}-window backtest (fewer where the shortest series holds fewer), statsforecast's AutoETS + AutoCES + AutoTheta fit and forecast on "
              "the same data, and statsforecast's cross_validation(refit=False) of the statistical members chosen "
              f"over the same windows, interleaved{earlier}.", "",
              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
