@@ -186,7 +186,8 @@ def main(argv: list[str] | None = None) -> int:
               "notes"]
     lines = ["# The default's fit, predict and backtest against statsforecast", "",
              "CPU seconds on one thread (`benchmarks/auto_cost.py`): the default Forecaster's fit, predict and "
-             f"{BACKTEST_WINDOWS}-window backtest (fewer where the shortest series holds fewer), statsforecast's AutoETS + AutoCES + AutoTheta fit and forecast on "
+             f"{BACKTEST_WINDOWS}-window backtest (fewer where the shortest series holds fewer), statsforecast's "
+             "AutoETS + AutoCES + AutoTheta fit and forecast on "
              "the same data, and statsforecast's cross_validation(refit=False) of the statistical members chosen "
              f"over the same windows, interleaved{earlier}.", "",
              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
