@@ -129,8 +129,7 @@ def test_the_networks_budget_is_honoured(networks_allowed):
     networks before they start (the bound on seconds is generous: a loaded machine is slow)."""
     assert network_budget(10_000) == pytest.approx(tsrec.auto.BUDGET_SECONDS + 10.0)
     assert network_budget(10 ** 9) == tsrec.auto.MAX_BUDGET_SECONDS and network_budget(10 ** 6, 5.0) == 5.0
-    assert network_budget(10 ** 6, stats_seconds=5.0) == 5.0 * tsrec.auto.STATS_COST_RATIO
-    assert network_budget(10 ** 6, stats_seconds=0.01) == tsrec.auto.BUDGET_SECONDS  # seasonal naive alone: 10 s
+    assert network_budget(10 ** 6, stats_seconds=2.0) == 2.0 * tsrec.auto.STATS_COST_RATIO
     assert network_budget(100, 120.0, stats_seconds=2.0) == 120.0  # the user's time_limit is the budget
     f = Forecaster("auto", candidates=("seasonal_naive", "dlinear"), prediction_length=H, max_steps=100_000,
                    time_limit=1.0, trainer_kwargs=QUIET).fit(hourly())
@@ -466,3 +465,15 @@ def test_mstl_is_a_candidate_where_the_calendar_has_two_seasons_the_history_hold
     monthly = pd.DataFrame({"y": np.sin(np.arange(100))}, index=pd.date_range("2015-01-01", periods=100, freq="MS"))
     board = Forecaster("auto", candidates=("mstl", "naive"), prediction_length=12).fit(monthly).leaderboard
     assert board.set_index("model").loc["mstl", "note"].startswith("skipped: 1 calendar season(s) that 52 steps")
+
+
+def test_without_statsforecast_the_networks_budget_is_not_tied_to_seasonal_naives_cost(networks_allowed,
+                                                                                        monkeypatch):
+    """The budget's bound of 3x what the statistical candidates cost counts statsforecast's models:
+    with only the last value and seasonal naive (the base install) it gave the networks one step."""
+    budgets = []
+    monkeypatch.setattr(tsrec.auto, "network_budget", lambda *args: budgets.append(args) or 1e6)
+    Forecaster("auto", candidates=("seasonal_naive", "naive", "dlinear"), **FAST).fit(hourly())
+    assert budgets[-1][2] is None  # no bound by the statistical candidates' cost
+    Forecaster("auto", candidates=("theta", "naive", "dlinear"), **FAST).fit(hourly())
+    assert budgets[-1][2] > 0  # theta's CPU seconds (not naive's)

@@ -145,14 +145,13 @@ def network_budget(observations: int, time_limit: float | None = None, stats_sec
     """CPU seconds of network training in all for data of ``observations`` observed values: the
     user's ``time_limit`` where set; else :data:`BUDGET_SECONDS` +
     :data:`BUDGET_SECONDS_PER_OBSERVATION` per value, at most :data:`MAX_BUDGET_SECONDS`, and at
-    most :data:`STATS_COST_RATIO` times ``stats_seconds``, the CPU seconds the statistical
-    candidates cost (None: no such bound), but never below :data:`BUDGET_SECONDS` for that bound:
-    without statsforecast the statistical candidates (seasonal naive, the last value) cost almost
-    nothing, and 3x nothing gave the networks one step."""
+    most :data:`STATS_COST_RATIO` times ``stats_seconds``, the CPU seconds the statsforecast
+    candidates cost (None: no such bound, as without statsforecast, where the last value and seasonal
+    naive cost almost nothing and 3x nothing gave the networks one step)."""
     if time_limit is not None:
         return float(time_limit)
     bounds = [MAX_BUDGET_SECONDS, BUDGET_SECONDS + BUDGET_SECONDS_PER_OBSERVATION * observations]
-    bounds += [] if stats_seconds is None else [max(BUDGET_SECONDS, STATS_COST_RATIO * stats_seconds)]
+    bounds += [] if stats_seconds is None else [STATS_COST_RATIO * stats_seconds]
     return min(bounds)
 
 
@@ -613,7 +612,9 @@ def _fit_networks(networks: list[str], rows: dict[str, _Row], validated: dict[st
                                "only on data with at least that many)")
             _progress(_progress_line(rows[name]))
         return
-    stats = sum(row.cpu_seconds for row in rows.values() if row.model not in networks) or None
+    fitted = [row for row in rows.values() if row.model not in networks and not math.isnan(row.val_score)
+              and issubclass(model_spec(row.model).model_class.config_class, StatsConfig)]  # statsforecast's
+    stats = sum(row.cpu_seconds for row in fitted) if fitted else None
     training = settings.training
     budget = network_budget(observations, training.time_limit, stats)
     cap = budget if training.time_limit is not None else MAX_BUDGET_SECONDS  # the later rungs' (see above)
