@@ -115,7 +115,8 @@ def test_scaled_calibration_gives_each_series_its_own_width_and_covers_new_data(
 
 def test_calibration_is_saved_with_the_model_and_loads_back(tmp_path):
     df = noisy()
-    f = Forecaster("seasonal_naive", prediction_length=H, conformal_windows=8).fit(df, **COLS)
+    # nonnegative=False: no floor row, so that the format is the one calibration itself needs (8)
+    f = Forecaster("seasonal_naive", prediction_length=H, conformal_windows=8, nonnegative=False).fit(df, **COLS)
     expected = f.predict(levels=[80, 90])
     f.save(tmp_path / "m")
     meta = json.loads((tmp_path / "m" / "forecaster.json").read_text())
@@ -126,8 +127,8 @@ def test_calibration_is_saved_with_the_model_and_loads_back(tmp_path):
     np.testing.assert_array_equal(loaded.calibration.order, f.calibration.order)
     np.testing.assert_array_equal(loaded.calibration.scale, f.calibration.scale)
     pd.testing.assert_frame_equal(loaded.predict(levels=[80, 90]), expected)
-    assert loaded.predict(levels=[80]).attrs == {"intervals": "conformal", "levels": [80.0]}
-    plain = Forecaster("seasonal_naive", prediction_length=H).fit(df, **COLS)
+    assert loaded.predict(levels=[80]).attrs == {"intervals": "conformal", "levels": [80.0], "floored": 0}
+    plain = Forecaster("seasonal_naive", prediction_length=H, nonnegative=False).fit(df, **COLS)
     plain.save(tmp_path / "p")  # no calibration: the format older tsrec reads
     assert json.loads((tmp_path / "p" / "forecaster.json").read_text())["format_version"] == 7
     assert Forecaster.load(tmp_path / "p").calibration is None

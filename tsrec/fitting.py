@@ -241,7 +241,7 @@ def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = No
         raise ValueError(f"{settings.model!r} needs no training, so there is no run to resume; "
                          "fit without resume=True")
     elif prefitted is None:  # the statistical models: their parameters, fitted once on all the history
-        model.fit_series([s.values for s in panel.items], [s.observed for s in panel.items])
+        model.fit_series([s.values for s in panel.items], _kept(panel, scaler))
     summary = TrainingSummary(pd.DataFrame(run.history, columns=list(TrainingSummary.COLUMNS)), run.best_epoch,
                               time.perf_counter() - started, run.best_step, run.budget, refit)
     # The history predict() forecasts from: the context, and a missing tail after it where a network forecasts one.
@@ -399,6 +399,16 @@ def report_far(state: FittedState, panel: Panel, rows: np.ndarray, when: str, *,
                     f"{FAR_IQRS:g} interquartile ranges beyond its quartiles), apart from any level shift: {named}"
                     f"{more}; {effect}. Check them (a typo, a wrong unit, a placeholder such as -9999?)")
     warnings.warn(". ".join(said), OutlierWarning, stacklevel=stacklevel)
+
+
+def _kept(panel: Panel, scaler: StandardScaler) -> list[np.ndarray]:
+    """Each item's ``observed`` ``[T_i, C]`` less its isolated far values and placeholder runs, as the
+    networks' windows read them (``stored(..., drop_far=True)``): what a statistical model fits on."""
+    if not scaler.robust:
+        return [s.observed for s in panel.items]
+    return [s.observed & ~scaler.far_parts(s.values, s.observed, np.full(len(s.values), i),
+                                           np.zeros(len(s.values), np.int64))[0]
+            for i, s in enumerate(panel.items)]
 
 
 @contextlib.contextmanager
