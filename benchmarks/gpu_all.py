@@ -11,18 +11,19 @@ its deadline:
 2. ``table1``: the RSA paper's Table 1 at d_model 512 (``configs/paper_table_d512.toml``: informer and
    rsa_informer, 16 settings, seed 0, bf16-mixed), ``--jobs`` runs at once on the one GPU, the settings
    with the least training work first and a setting's two models together (``--order cost``); no run
-   starts whose projected end lies past the stage's deadline (``--deadline``), which leaves
-   :data:`SPEED_S` seconds and :data:`MARGIN_S` for the speed table;
-3. ``speed``: ``benchmarks.speed`` on the GPU (informer and rsa_informer, bf16-mixed, eager), at most
-   :data:`SPEED_S` seconds;
-4. ``study_few_shot`` and ``study_lookback``: what the budget leaves, for the RSA study's GPU rows (issue
-   26): few-shot on weather (``configs/few_shot.toml``), then seed 0 of the long look-back grid
-   (``configs/long_lookback.toml``), each with the same order and deadline rules.
+   starts whose projected end lies past the stage's deadline (``--deadline``), which leaves the limits
+   of the speed stages after it and :data:`MARGIN_S`;
+3. ``speed``: ``benchmarks.speed`` on the GPU (:data:`SPEED_MODELS` at :data:`SPEED_LENGTHS`, bf16-mixed,
+   eager, with each step's operator count), at most :data:`SPEED_S` seconds;
+4. ``speed_compiled``: the same with the networks under ``torch.compile``, at most :data:`COMPILED_S`
+   seconds (a length whose compiling would overrun is skipped);
+5. ``study_lookback``: what the budget leaves, for issue 50's pre-registered long look-back study
+   (``configs/long_lookback_five.toml``, seed 0), with the same order and deadline rules.
 
 Every stage writes into a temporary work folder; its result CSVs, this run's log (``gpu_all.log``: every
 stage's command and output) and summary (``gpu_all.json``: per stage its command, seconds and how it
 ended; the GPU; the budget) are copied to ``OUT`` every :data:`COPY_EVERY_S` seconds and at the end:
-six files, within what a device call brings back (8 files, no folders needed). Back here,
+at most eight files, within what a device call brings back (8 files, no folders needed). Back here,
 ``python -m benchmarks.run --merge OUT/paper_table.csv ...`` brings the rows into ``benchmarks/results``.
 
 ``--rehearse`` runs the same stages, code paths and configs on the CPU at toy size: ``--quick`` on
@@ -75,16 +76,22 @@ COPY_EVERY_S = 5.0
 #: cores for the stage runner and the data.
 JOBS = 12
 TABLE1 = "benchmarks/configs/paper_table_d512.toml"
-FEW_SHOT = "benchmarks/configs/few_shot.toml"
-LONG_LOOKBACK = "benchmarks/configs/long_lookback.toml"
-#: The files copied to OUT (at most 8 come back from a device call).
-RESULT_FILES = ("paper_table.csv", "gpu_speed.csv", "speed.csv", "few_shot.csv", "long_lookback.csv")
+LONG_LOOKBACK = "benchmarks/configs/long_lookback_five.toml"
+#: The speed table's models and input lengths (issue 50: every input length, both model pairs).
+SPEED_MODELS = ("informer", "rsa_informer", "patchtst", "rsa_patchtst")
+SPEED_LENGTHS = (48, 96, 336, 720, 1440)
+#: The compiled speed table's own budget: compiling a model at a length takes tens of seconds.
+COMPILED_S = 120.0
+#: The files copied to OUT (at most 8 come back from a device call): a work file -> its name in OUT.
+RESULT_FILES = {"paper_table.csv": "paper_table.csv", "gpu_speed.csv": "gpu_speed.csv", "speed.csv": "speed.csv",
+                "compiled/gpu_speed.csv": "gpu_speed_compiled.csv", "compiled/speed.csv": "speed_compiled.csv",
+                "long_lookback_five.csv": "long_lookback_five.csv"}
 LOG, SUMMARY = "gpu_all.log", "gpu_all.json"
 #: The modules with tests marked ``gpu`` that the stage runs (test_benchmarks' compiled speed run, 1-2 minutes
 #: of compiling, does not fit its minute; the speed stage runs that code path eager).
 GPU_TESTS = ("tests/test_gpu.py", "tests/test_training.py", "tests/test_srupp.py")
 #: The stages of a call, in their order (module docstring); ``--stages`` runs some of them, in its order.
-STAGES = ("gpu_tests", "table1", "speed", "study_few_shot", "study_lookback")
+STAGES = ("gpu_tests", "table1", "speed", "speed_compiled", "study_lookback")
 
 
 @dataclass
@@ -133,7 +140,7 @@ def stages(work: Path, *, jobs: int, threads: int, rehearse: bool, end: float,
     slower = REHEARSAL_SLOWER if rehearse else 1.0
     quick = ["--quick"] if rehearse else []
     device = ["--device", "cpu"] if rehearse else ["--device", "cuda"]
-    limits = {"gpu_tests": TESTS_S * slower, "speed": SPEED_S * slower}
+    limits = {"gpu_tests": TESTS_S * slower, "speed": SPEED_S * slower, "speed_compiled": COMPILED_S * slower}
 
     def reserve(name: str) -> float:
         return MARGIN_S + sum(limits.get(later, 0.0) for later in names[names.index(name) + 1:])
@@ -151,13 +158,14 @@ def stages(work: Path, *, jobs: int, threads: int, rehearse: bool, end: float,
                          limits[name], reserve_s=reserve(name))
         if name == "table1":
             return training(name, TABLE1, ["--seeds", "0"], ["--dataset", "ETTh1", "WTH", "--horizon", "24", "48"])
-        if name == "speed":  # its own budget (which skips a length that would overrun) leaves time for imports
+        if name in ("speed", "speed_compiled"):  # its own budget (which skips a length that would overrun)
+            compiled = name == "speed_compiled"  # leaves time for imports
+            lengths = ["--lengths", *map(str, (48, 96) if rehearse else SPEED_LENGTHS)]
             return Stage(name, [*python, "-m", "benchmarks.speed", *device, "--precision", "bf16-mixed",
-                                "--compile", "off", "--models", "informer", "rsa_informer", "--budget-minutes",
-                                f"{0.75 * limits[name] / 60:.2f}", "--out-dir", str(work), *quick],
+                                "--compile", "on" if compiled else "off", "--models", *SPEED_MODELS, *lengths,
+                                "--budget-minutes", f"{0.75 * limits[name] / 60:.2f}",
+                                "--out-dir", str(work / "compiled" if compiled else work), *quick],
                          limits[name], reserve_s=reserve(name))
-        if name == "study_few_shot":
-            return training(name, FEW_SHOT, ["--dataset", "weather"], ["--horizon", "96", "--seeds", "0"])
         return training(name, LONG_LOOKBACK, ["--seeds", "0"], ["--dataset", "ETTh1", "--horizon", "96"])
 
     return [build(name) for name in names]
@@ -170,12 +178,12 @@ def interpreter() -> list[str]:
 
 def copy_results(work: Path, out: Path) -> None:
     """Copy the result CSVs that exist in ``work`` to ``out`` (each replaced whole, never half-written)."""
-    for name in RESULT_FILES:
+    for name, target in RESULT_FILES.items():
         source = work / name
         if source.is_file():
-            partial = out / f".{name}.part"
+            partial = out / f".{target}.part"
             shutil.copyfile(source, partial)
-            partial.replace(out / name)
+            partial.replace(out / target)
 
 
 def run_stage(stage: Stage, deadline: float, plan: Plan, log: Any) -> Ended:

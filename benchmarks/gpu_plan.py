@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from benchmarks import gpu_all
 from benchmarks.common import ROOT, git_commit, machine, now
@@ -52,22 +51,10 @@ JOBS = gpu_all.JOBS
 TABLE1 = ROOT / gpu_all.TABLE1
 
 
-class OpCounter(TorchDispatchMode):
-    """Counts the ATen operators dispatched while active (a GPU launches at least one kernel each)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.count = 0
-
-    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        self.count += 1
-        return func(*args, **(kwargs or {}))
-
-
 def measure(config: dict[str, Any], dataset: str, horizon: int, model: str) -> dict[str, float]:
     """FLOPs of a training step and of a forward pass at the config's batch, and the operators of a step."""
     from benchmarks.run import model_config_fields
-    from benchmarks.speed import Setting, Stepper, flops
+    from benchmarks.speed import Setting, Stepper, flops, operators
     from tsrec import datasets
     from tsrec.models.presets import paper_options
 
@@ -83,10 +70,7 @@ def measure(config: dict[str, Any], dataset: str, horizon: int, model: str) -> d
     stepper.model.eval()
     with torch.no_grad():
         forward_flops = flops(lambda: stepper.model(stepper.batch)) * batch
-    counter = OpCounter()
-    with counter:
-        stepper.step()
-    return {"step_flops": step_flops, "forward_flops": forward_flops, "ops": counter.count}
+    return {"step_flops": step_flops, "forward_flops": forward_flops, "ops": operators(stepper.step)}
 
 
 def gpu_seconds(row: dict[str, Any], throughput: float, epochs: int) -> float:

@@ -108,6 +108,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
 from benchmarks.common import (
@@ -290,6 +291,27 @@ class Stepper:
         self.optimizer.step()
 
 
+class OpCounter(TorchDispatchMode):
+    """Counts the ATen operators dispatched while active (on a GPU each eager one costs the host a
+    dispatch, and most launch a kernel)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        self.count += 1
+        return func(*args, **(kwargs or {}))
+
+
+def operators(run: Callable[[], object]) -> int:
+    """ATen operators dispatched while ``run()`` runs (views and detaches included)."""
+    counter = OpCounter()
+    with counter:
+        run()
+    return counter.count
+
+
 def flops(run: Callable[[], object]) -> int:
     """FLOPs that ``FlopCounterMode`` counts while ``run()`` runs."""
     counter = FlopCounterMode(display=False)
@@ -369,6 +391,7 @@ def prepare(case: Case, compiled: bool, options: Options) -> Row:
     """Count the FLOPs of ``case``'s first (eager) calls; compile it and time the first call of each kind
     (``first_*_s``, with the graphs and breaks they made); warm it up; on a GPU, measure its peak memory."""
     measured: Row = {f"{kind}_flops": flops(getattr(case, kind)) for kind in TIMED}
+    measured["step_ops"] = operators(case.step)  # eager, after a first step made Adam's state
     if compiled:
         graphs, breaks = dynamo_counts()
         case.compile()
@@ -421,13 +444,13 @@ def time_cases(cases: dict[str, Case], options: Options) -> tuple[Timings, list[
 ROW_KEYS = (
     "model", "length", "label", "horizon", "batch", "channels", "time_features", "d_model", "parameters", "steps",
     *(f"{kind}_{stat}_s" for kind in TIMED for stat in ("q1", "median", "q3")),
-    "rsa_overhead_pct", "train_gflop", "predict_batch_gflop", "predict_window_gflop", "matmul_gflops",
+    "rsa_overhead_pct", "step_ops", "train_gflop", "predict_batch_gflop", "predict_window_gflop", "matmul_gflops",
     "flop_bound_s", "step_over_bound", "predict_peak_mib", "train_peak_mib",
     "device", "precision", "compiled", *(f"first_{kind}_s" for kind in TIMED), "graphs", "graph_breaks",
     "graph_break_reasons", "error",
     "allow_tf32", "float32_matmul_precision", "cudnn_allow_tf32",
 )
-INT_KEYS = {"length", "label", "horizon", "batch", "channels", "time_features", "d_model", "parameters", "steps",
+INT_KEYS = {"length", "label", "horizon", "batch", "channels", "time_features", "d_model", "parameters", "steps", "step_ops",
             "threads", "graphs", "graph_breaks"}
 BOOL_KEYS = {"compiled", "allow_tf32", "cudnn_allow_tf32"}
 TEXT_KEYS = {"model", "device", "precision", "graph_break_reasons", "error", "float32_matmul_precision", "commit",
@@ -670,15 +693,17 @@ def training_lines(good: list[Row], columns: Columns, matmul: str, cuda: bool) -
         "## Training step", "",
         ("Step: `zero_grad` + forward + masked MSE + backward + Adam, median (quartiles) over the timed steps, the "
          "models interleaved. RSA overhead: each rsa_X's median step over X's (same L, both compiled or both not). "
-         "GFLOP: counted by `FlopCounterMode` (matmuls and attention only). Matmul: median "
+         "Ops: ATen operators one eager step dispatches (`TorchDispatchMode`; views included), each a host dispatch "
+         "and most a kernel launch on a GPU. GFLOP: counted by `FlopCounterMode` (matmuls and attention only). "
+         "Matmul: median "
          f"{matmul} square-matmul throughput sampled between the steps. Bound: GFLOP / matmul throughput. "
          + memory_note(cuda, "step")), "",
-        (f"| model | L | label | parameters | steps | step {unit} | RSA overhead | GFLOP | matmul GFLOP/s | "
+        (f"| model | L | label | parameters | steps | step {unit} | RSA overhead | ops | GFLOP | matmul GFLOP/s | "
          f"bound {unit} | step / bound | peak MiB |"),
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         *(f"| {_label(r)} | {r['length']} | {_cell(r['label'], '{}')} | {r['parameters']:,} | {r['steps']} | "
           f"{c.spread(r, 'step', c.step_scale, 'step')} | {_cell(r['rsa_overhead_pct'], '{:+.1f}%')} | "
-          f"{c.fixed(r['train_gflop'], 'train_gflop')} | {c.fixed(r['matmul_gflops'], 'matmul_gflops')} | "
+          f"{_cell(r.get('step_ops'), '{:,}')} | {c.fixed(r['train_gflop'], 'train_gflop')} | {c.fixed(r['matmul_gflops'], 'matmul_gflops')} | "
           f"{c.fixed(r['flop_bound_s'], 'bound', c.step_scale)} | {r['step_over_bound']:.2f}x | "
           f"{c.fixed(r['train_peak_mib'], 'train_peak_mib')} |" for r in good),
     ]

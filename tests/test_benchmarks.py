@@ -138,7 +138,7 @@ def speed_row(**values):
     measured = {f"{kind}_{stat}_s": 0.01 for kind in speed.TIMED for stat in ("q1", "median", "q3")}
     return {**dict.fromkeys(speed.ROW_KEYS), **measured, "model": "informer", "length": 48, "label": 48,
             "horizon": 24, "batch": 32, "channels": 7, "time_features": 4, "d_model": 512, "parameters": 10,
-            "steps": 20, "train_gflop": 90.0, "predict_batch_gflop": 30.0, "predict_window_gflop": 0.9,
+            "steps": 20, "step_ops": 1234, "train_gflop": 90.0, "predict_batch_gflop": 30.0, "predict_window_gflop": 0.9,
             "matmul_gflops": 5e4, "flop_bound_s": 0.0018, "step_over_bound": 5.5, "predict_peak_mib": 60.0,
             "train_peak_mib": 300.0, "device": "NVIDIA H100 80GB HBM3", "precision": "bf16-mixed", "compiled": False,
             "graph_break_reasons": "", "error": "", "allow_tf32": False, "float32_matmul_precision": "highest",
@@ -218,7 +218,7 @@ def test_speed_rows_land_in_files_named_by_their_device_and_read_back_typed(tmp_
     assert (csv_path.name, md_path.name) == ("gpu_speed.csv", "gpu_speed.md")
     assert speed.read_rows(csv_path) == rows
     table = md_path.read_text()
-    assert "| informer | 48 | 48 | 10 | 20 | 10.0 (10.0-10.0) | - | 90.0 | 50000 | 1.80 | 5.50x | 300 |" in table
+    assert "| informer | 48 | 48 | 10 | 20 | 10.0 (10.0-10.0) | - | 1,234 | 90.0 | 50000 | 1.80 | 5.50x | 300 |" in table
     assert "`allow_tf32=False`, `float32_matmul_precision='highest'`, cuDNN `allow_tf32=True`" in table
     assert "device: NVIDIA H100 80GB HBM3; precision: bf16-mixed" in table and "torch's CUDA allocator" in table
     assert "| rsa_informer | 48 | 40.0 | 9.0 | 8.0 | 7 | 0 | - |" in table

@@ -130,10 +130,13 @@ def test_a_stage_past_its_deadline_is_stopped_with_its_children_and_its_results_
 def test_the_gpu_call_runs_the_issues_stages_in_order_within_the_budget():
     end = time.time() + gpu_all.BUDGET_S
     stage_list = gpu_all.stages(Path("/w"), jobs=12, threads=1, rehearse=False, end=end)
-    assert [s.name for s in stage_list] == ["gpu_tests", "table1", "speed", "study_few_shot", "study_lookback"]
-    tests, table1, speed = stage_list[:3]
+    assert [s.name for s in stage_list] == ["gpu_tests", "table1", "speed", "speed_compiled", "study_lookback"]
+    tests, table1, speed, compiled = stage_list[:4]
     assert tests.limit_s == 60 and speed.limit_s == 60 and "--device" in speed.argv and "cuda" in speed.argv
-    assert table1.reserve_s == gpu_all.SPEED_S + gpu_all.MARGIN_S
+    assert compiled.limit_s == gpu_all.COMPILED_S and compiled.argv[compiled.argv.index("--compile") + 1] == "on"
+    lengths = speed.argv[speed.argv.index("--lengths") + 1:speed.argv.index("--budget-minutes")]
+    assert lengths == ["48", "96", "336", "720", "1440"] and "rsa_patchtst" in speed.argv
+    assert table1.reserve_s == gpu_all.SPEED_S + gpu_all.COMPILED_S + gpu_all.MARGIN_S
     argv = table1.argv
     assert argv[argv.index("--deadline") + 1] == f"{end - table1.reserve_s:.0f}"
     assert "--quick" not in argv and argv[argv.index("--precision") + 1] == "bf16-mixed"
@@ -171,15 +174,14 @@ def test_the_whole_call_rehearsed_on_the_cpu_from_a_bundle_installed_offline_in_
     assert (tmp_path / "site" / "gluonts").is_dir()
     summary = json.loads((out / gpu_all.SUMMARY).read_text())
     assert [(s["name"], s["status"]) for s in summary["stages"]] == [
-        ("gpu_tests", "ok"), ("table1", "ok"), ("speed", "ok"), ("study_few_shot", "ok"), ("study_lookback", "ok")]
+        ("gpu_tests", "ok"), ("table1", "ok"), ("speed", "ok"), ("speed_compiled", "ok"), ("study_lookback", "ok")]
     assert summary["rehearse"] and summary["seconds"] <= summary["budget_s"]
     table = list(csv.DictReader((out / "paper_table.csv").open()))
     assert sorted((r["dataset"], r["horizon"], r["model"]) for r in table) == sorted(
         (d, h, m) for d in ("ETTh1", "WTH") for h in ("24", "48") for m in ("informer", "rsa_informer"))
     assert all(r["precision"] == "bf16-mixed" and float(r["mse"]) > 0 for r in table)
-    assert {r["dataset"] for r in csv.DictReader((out / "few_shot.csv").open())} == {"weather"}
-    assert len(list(csv.DictReader((out / "long_lookback.csv").open()))) == 4
-    assert list(csv.DictReader((out / "speed.csv").open()))
+    assert len(list(csv.DictReader((out / "long_lookback_five.csv").open()))) == 4
+    assert list(csv.DictReader((out / "speed.csv").open())) and list(csv.DictReader((out / "speed_compiled.csv").open()))
     assert re.search(r"=+ \d+ skipped, \d+ deselected in ", log)  # the GPU tests collected (they skip on a CPU)
 
 

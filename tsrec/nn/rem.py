@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -261,7 +262,7 @@ def toeplitz_matrix(kernel: Tensor, lag_start: int, query_len: int, key_len: int
     if left < 0 or right < 0:  # kernel reaches beyond the matrix: keep the lags in [lo, hi]
         kernel = kernel[..., max(-left, 0): n - max(-right, 0)]
         left, right = max(left, 0), max(right, 0)
-    full = F.pad(kernel, (left, right))  # [(B,) H, Lq + Lk - 1], lags lo..hi
+    full = F.pad(kernel, (left, right)) if left or right else kernel  # [(B,) H, Lq + Lk - 1], lags lo..hi
     # Reversed, row i of P is the window starting at Lq - 1 - i: unfold gives the rows bottom-up.
     return full.flip(-1).unfold(-1, key_len, 1).flip(-2)  # [(B,) H, Lq, Lk]
 
@@ -347,6 +348,14 @@ class LearnableREM(nn.Module):
         # 0 regular, 1 cos, 2 sin, per head; sin heads are cos heads shifted by -pi/2.
         kind = [0] * k1 + [1] * k2 + [2] * k3 + [0] * k4 + [1] * k5 + [2] * k6
         self.register_buffer("head_kind", torch.tensor(kind, dtype=torch.long), persistent=False)
+        # Each head's place in the scalars laid end to end as [eta, dilated_eta, nu, dilated_nu] (and
+        # theta, dilated_theta in the places of nu, dilated_nu): one gather puts them in head order.
+        reg, cyc, dcyc = list(range(k1)), [k1 + k4 + r for r in range(pairs)], [k1 + k4 + pairs + r for r in range(dil_pairs)]
+        source = reg + cyc[:k2] + cyc[:k3] + [k1 + r for r in range(k4)] + dcyc[:k5] + dcyc[:k6]
+        self.register_buffer("source", torch.tensor(source, dtype=torch.long), persistent=False)
+        #: Constants made once per device and dtype, not state: (device, dtype) -> the heads' shifts,
+        #: (lag_lo, lag_hi, device, dtype) -> the lag tables of :meth:`kernel`.
+        self._constants: dict[tuple[Any, ...], Any] = {}
 
     def _prior_starts(self, prior: SmoothingPrior, k1: int, pairs: int,
                       dilations: list[int]) -> tuple[Tensor, Tensor, Tensor]:
@@ -421,23 +430,56 @@ class LearnableREM(nn.Module):
         """Per-head ``(log_mag, sign, phase, shift)`` in head order, differentiable: each ``[H]``;
         per channel ``[C, H]``, or ``[B, H]`` with ``channel [B]`` (``shift`` stays ``[H]``). A
         shared REM ignores ``channel``."""
-        k1, k2, k3, k4, k5, k6 = self.config.kinds
+        log_mag, lam, theta = self._sources(channel)
+        ones = lam.new_ones((*lam.shape[:-1], theta.shape[-1]))
+        sign = torch.cat([torch.sign(lam), ones], dim=-1).index_select(-1, self.source)
+        phase = torch.cat([torch.zeros_like(lam), theta], dim=-1).index_select(-1, self.source)
+        return log_mag, sign, phase, self._shift(log_mag.dtype)
+
+    def _sources(self, channel: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
+        """``(log_mag [.., H], lam [.., k1 + k4], theta [.., pairs + dilated pairs])``: the heads'
+        log magnitudes in head order, and the regular heads' ``lambda`` and the pairs' ``theta`` as
+        :attr:`source` lays them out."""
         eta, nu, th, deta, dnu, dth = self._parameters_of(channel)
-        lam, dlam = torch.tanh(eta), torch.tanh(deta)
-        log_g, dlog_g = nn.functional.logsigmoid(nu), nn.functional.logsigmoid(dnu)
-        lead = lam.shape[:-1]  # () shared, (C,) or (B,) per channel
+        lam = torch.tanh(torch.cat([eta, deta], dim=-1))
+        log_g = nn.functional.logsigmoid(torch.cat([nu, dnu], dim=-1))
+        log_mag = torch.cat([_safe_log_abs(lam), log_g], dim=-1).index_select(-1, self.source)
+        return log_mag, lam, torch.cat([th, dth], dim=-1)
 
-        def full(n: int, value: float) -> Tensor:
-            return lam.new_full((*lead, n), value)
+    def kernel(self, lag_lo: int, lag_hi: int, channel: Tensor | None = None) -> Tensor:
+        """The REM coefficients at the lags ``lag_lo .. lag_hi``: ``[H, n]`` (``[B, H, n]`` per
+        channel with ``channel [B]``), ``n = lag_hi - lag_lo + 1``; equal to :meth:`entries` (to
+        rounding) in a few operators: the lags' powers and support are constants kept per range, and
+        a negative ``lambda``'s sign ``(-1)^p`` is the phase ``p pi``."""
+        log_mag, lam, theta = self._sources(channel)
+        flipped = torch.cat([(lam < 0).to(lam.dtype) * math.pi, theta], dim=-1).index_select(-1, self.source)
+        power, support = self._lag_table(lag_lo, lag_hi, log_mag.dtype)  # [H, n] each
+        log_magnitude = power * log_mag[..., None]
+        scale = self.log_scale(log_mag)
+        if scale is not None:
+            log_magnitude = log_magnitude + scale[..., None]
+        angle = torch.addcmul(self._shift(log_mag.dtype)[:, None], power, flipped[..., None])
+        return torch.exp(log_magnitude) * torch.cos(angle) * support
 
-        log_mag = torch.cat([_safe_log_abs(lam), log_g[..., :k2], log_g[..., :k3],
-                             _safe_log_abs(dlam), dlog_g[..., :k5], dlog_g[..., :k6]], dim=-1)
-        sign = torch.cat([torch.sign(lam), full(k2 + k3, 1.0), torch.sign(dlam), full(k5 + k6, 1.0)], dim=-1)
-        phase = torch.cat([full(k1, 0.0), th[..., :k2], th[..., :k3], full(k4, 0.0), dth[..., :k5], dth[..., :k6]],
-                          dim=-1)
-        # -pi/2 in the parameters' dtype (a scalar torch.where would round it to float32 first).
-        shift = (self.head_kind == 2).to(log_mag.dtype) * (-math.pi / 2)
-        return log_mag, sign, phase, shift
+    def _lag_table(self, lag_lo: int, lag_hi: int, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+        """``(power, support)`` ``[H, n]`` in ``dtype`` at the lags ``lag_lo .. lag_hi``: ``|l| / d``
+        (0 off the support) and 1 where the REM reaches, else 0 (:func:`_lag_powers`); made once per
+        range, device and dtype."""
+        key = (lag_lo, lag_hi, self.dilation.device, dtype)
+        table = self._constants.get(key)
+        if table is None:
+            lags = torch.arange(lag_lo, lag_hi + 1, device=self.dilation.device).unsqueeze(0)  # [1, n]
+            power, valid = _lag_powers(lags, self.dilation, self.masked, dtype, lag0=False)
+            table = self._constants[key] = (power[:, 0], valid[:, 0].to(dtype))
+        return table
+
+    def _shift(self, dtype: torch.dtype) -> Tensor:
+        """``[H]``: ``-pi/2`` on the sin heads, else 0, rounded once to ``dtype`` (not through float32)."""
+        key = (self.head_kind.device, dtype)
+        shift = self._constants.get(key)
+        if shift is None:
+            shift = self._constants[key] = (self.head_kind == 2).to(dtype) * (-math.pi / 2)
+        return shift
 
     def log_scale(self, log_mag: Tensor) -> Tensor | None:
         """The normalisation of the regular heads under the ETS prior, ``log((1 - |lambda|) /
@@ -540,10 +582,11 @@ class LearnableREM(nn.Module):
         if lag_hi < lag_lo:  # every key lies in the future of every query
             return values.new_zeros(batch, heads, query_len, dim)
         # Every REM entry depends on the lag alone: evaluate each lag once ([(B,) H, n], n <= Lq + Lk - 1).
-        lags = torch.arange(lag_lo, lag_hi + 1, device=values.device).unsqueeze(0)  # [1, n]
-        kernel = self.entries(lags, channel)[..., 0, :]  # [H, n], per channel [B, H, n]
         if method == "fft":
-            return toeplitz_apply(kernel, lag_lo, values, query_len, offset)
+            return toeplitz_apply(self.kernel(lag_lo, lag_hi, channel), lag_lo, values, query_len, offset)
+        # Dense: every lag of the matrix, 0 off the support, so that it is laid out with no padding.
+        lag_lo = offset - (key_len - 1)
+        kernel = self.kernel(lag_lo, lag_hi, channel)  # [H, n], per channel [B, H, n]
         matrix = toeplitz_matrix(kernel.to(values.dtype), lag_lo, query_len, key_len, offset)  # [(B,) H, Lq, Lk]
         if self.per_channel:  # one REM per batch row
             return torch.matmul(matrix, values)  # [B, H, Lq, D]
