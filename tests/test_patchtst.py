@@ -187,6 +187,9 @@ def test_gate_table_marks_heads_made_plain():
     assert table["undilated"].tolist() == [False, True, False, True] and not table["dilated"].any()
     assert (table["dilation"] == 1).all()
     np.testing.assert_allclose(table["period_steps"], [96.0, 48.0, 96.0, 48.0], rtol=1e-5)
+    from tsrec.cli import gate_lines
+
+    assert gate_lines(table)[0].endswith("| 2 dilated heads made plain (dilation longer than the lags seen)")
     kept = gate_table(build_model("rsa_patchtst", data=QUARTER_HOURLY, context_length=336, prediction_length=96,
                                   e_layers=1), "15min")
     assert not kept["undilated"].any() and kept["dilated"].tolist() == [False, False, True, True]
