@@ -220,15 +220,44 @@ def test_a_model_with_unresolved_settings_names_them_and_the_fix():
         build_model("rsa_informer", context_length=LC, prediction_length=H, n_channels=C, n_time_features=F)
 
 
+@pytest.mark.parametrize("context, label, horizon, undilated", [
+    (96, 48, 48, (0, 2, 2)),  # the paper's ETTm1 48: a day (96 steps) is longer than every self-attention
+    (672, 96, 24, (0, 0, 0)),  # the paper's ETTm1 24: decoder self-attention sees 120 steps, the day fits
+])
+def test_informer_dilations_are_bound_by_its_shortest_attention(context, label, horizon, undilated):
+    """One RSA section serves the encoder, decoder and cross-attention: its dilation must fit the
+    shortest of them, else that attention's dilated heads see no lag (zero REM, no gradient)."""
+    facts = DataFacts(season=96, n_channels=1, n_time_features=4)
+    config = model_config("rsa_informer", context_length=context, label_length=label, prediction_length=horizon,
+                          rsa=dict(dilation=96)).resolved(facts)
+    assert config.max_lag == config.rsa.max_lag == min(context, label + horizon) - 1
+    assert config.rsa.undilated == undilated
+    assert config.rsa.kinds == tuple(k + u for k, u in zip((0, 2, 2), undilated)) + \
+        tuple(k - u for k, u in zip((0, 2, 2), undilated))
+    torch.manual_seed(0)
+    model = EncoderDecoderForecaster(config)
+    for _, _, layer in model.rsa_layers():
+        assert int(layer.rsa.rem.dilation.max()) <= config.max_lag
+
+
+def test_sequence_backbones_bind_dilations_by_their_context():
+    facts = DataFacts(season=96, n_channels=1, n_time_features=4)
+    short = model_config("rsa_srupp", context_length=64, prediction_length=16).resolved(facts)
+    assert short.rsa.max_lag == 63 and short.rsa.undilated == (0, 1, 1) and sum(short.rsa.kinds[3:]) == 0
+    long = model_config("rsa_srupp", context_length=192, prediction_length=16).resolved(facts)
+    assert long.rsa.undilated == (0, 0, 0) and long.rsa.kinds[3:] == (0, 1, 1)
+
+
 def test_data_dependent_fields_fill_from_the_data_and_never_replace_a_set_value():
     facts = DataFacts(season=7, sub_daily=False, n_channels=2, n_time_features=3)
     config = model_config("rsa_informer", context_length=28, prediction_length=7, n_heads=4).resolved(facts)
     assert (config.label_length, config.n_channels, config.n_time_features) == (14, 2, 3)
-    assert config.rsa == RSAConfig(kinds=(0, 1, 1, 0, 1, 1), dilation=7, periods=(7.0, 3.5), dilated_periods=(8.0,))
+    assert config.rsa == RSAConfig(kinds=(0, 1, 1, 0, 1, 1), dilation=7, periods=(7.0, 3.5), dilated_periods=(8.0,),
+                                   max_lag=20)  # decoder self-attention: 14 + 7 steps
     mine = RSAConfig(kinds=(4, 0, 0, 0, 0, 0), dilation=2, periods=(5.0,), dilated_periods=(3.0,), per_head_gate=True)
     kept = model_config("rsa_informer", context_length=28, prediction_length=7, n_heads=4, label_length=3,
                         rsa=mine).resolved(facts)
-    assert kept.rsa == mine and kept.label_length == 3
+    assert kept.rsa == dataclasses.replace(mine, max_lag=9) and kept.label_length == 3
     naive = model_config("seasonal_naive", context_length=5, prediction_length=2)
     with pytest.warns(UserWarning, match="no natural cycle and none stood out"):
         assert naive.resolved(facts).season_length == 1  # neither the calendar nor the data have a cycle

@@ -119,7 +119,7 @@ def test_rsa_is_resolved_in_patch_units():
     at periods of 3 and 1.5 patches; the dilated pairs at a week and its half, in days."""
     config = model_config("rsa_patchtst", context_length=96, prediction_length=24).resolved(HOURLY)
     assert config.rsa == RSAConfig(kinds=(0, 1, 1, 0, 1, 1), dilation=3, periods=(3.0, 1.5),
-                                   dilated_periods=(7.0, 3.5), encoder_masked=False)
+                                   dilated_periods=(7.0, 3.5), encoder_masked=False, max_lag=11)
     assert config.unresolved() == []
     mine = model_config("rsa_patchtst", context_length=96, prediction_length=24,
                         rsa={"dilation": 5, "periods": [6.0]}).resolved(HOURLY)
@@ -129,6 +129,70 @@ def test_rsa_is_resolved_in_patch_units():
     assert whole.rsa.encoder_masked  # a config object replaces them whole
     stride4 = model_config("rsa_patchtst", context_length=96, prediction_length=24, stride=4).resolved(HOURLY)
     assert (stride4.rsa.dilation, stride4.rsa.periods) == (6, (6.0, 3.0))
+
+
+#: 15-minute data with a daily cycle (ETTm1/ETTm2): a day is 96 steps, 12 patches of stride 8.
+QUARTER_HOURLY = DataFacts(season=96, periods=(96.0,), n_channels=1, n_time_features=4)
+#: 10-minute data with a daily cycle (weather): a day is 144 steps, 18 patches.
+TEN_MINUTE = DataFacts(season=144, periods=(144.0,), n_channels=1, n_time_features=4)
+
+
+@pytest.mark.parametrize("facts, day", [(QUARTER_HOURLY, 12), (TEN_MINUTE, 18)])
+def test_no_dilated_head_is_longer_than_the_patches_it_sees(facts, day):
+    """Input 96 is 12 patches (lags up to 11): a day-long dilation (12 or 18 patches) would see no
+    lag but 0, so the dilated pair becomes a plain pair, said in the resolved settings; at input
+    336 (42 patches) the day fits and the heads stay dilated."""
+    config = model_config("rsa_patchtst", context_length=96, prediction_length=96).resolved(facts)
+    assert config.n_patches == 12 and config.rsa.max_lag == 11
+    dilated = config.rsa.kinds[3:]
+    assert sum(dilated) == 0 or config.rsa.dilation <= 11
+    assert config.rsa.kinds == (0, 2, 2, 0, 0, 0) and config.rsa.undilated == (0, 1, 1)
+    assert config.rsa.periods == (float(day), day / 2.0)  # the made-plain pair starts at half a day
+    assert config.rsa.undilated_heads() == (False, True, False, True)
+    assert config.resolved(facts) == config  # resolving again changes nothing
+    long = model_config("rsa_patchtst", context_length=336, prediction_length=96).resolved(facts)
+    assert long.rsa.kinds == (0, 1, 1, 0, 1, 1) and long.rsa.dilation == day and long.rsa.undilated == (0, 0, 0)
+    assert long.rsa.max_lag == 41
+    # a dilation the user set is bound too; a per-head one keeps the heads that fit
+    mine = model_config("rsa_patchtst", context_length=96, prediction_length=96,
+                        rsa={"kinds": (0, 0, 0, 2, 1, 1), "dilation": (3, 20, 4, 12)}).resolved(facts)
+    assert mine.rsa.kinds == (1, 0, 1, 1, 1, 0) and mine.rsa.dilation == (3, 4) and mine.rsa.undilated == (1, 0, 1)
+
+
+@pytest.mark.parametrize("mix", ["gate", "bias"])
+def test_every_rem_head_gets_a_gradient_at_input_96(mix):
+    """15-minute data at input 96: every REM scalar (per head and pair, not just per tensor) gets
+    a gradient, before and after one optimizer step (a dilated head of 12 patches got none: its REM
+    was zero at every lag the 12 patches hold), and mix='bias' has a key for every query."""
+    torch.manual_seed(0)
+    model = build_model("rsa_patchtst", data=QUARTER_HOURLY, context_length=96, prediction_length=96, e_layers=2,
+                        rsa={"mix": mix})
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-2)
+    for _ in range(2):
+        optimizer.zero_grad()
+        out = model(batch(4, 96, 96, 1))
+        assert torch.isfinite(out).all()
+        out.pow(2).mean().backward()
+        rem = [(name, p) for name, p in model.named_parameters() if ".rem." in name]
+        assert rem and all(p.grad is not None and bool((p.grad != 0).all()) for _, p in rem), \
+            [name for name, p in rem if p.grad is None or not bool((p.grad != 0).all())]
+        optimizer.step()
+    assert all(int(layer.rsa.rem.dilation.max()) <= 11 for _, _, layer in model.rsa_layers())
+
+
+def test_gate_table_marks_heads_made_plain():
+    torch.manual_seed(0)
+    model = build_model("rsa_patchtst", data=QUARTER_HOURLY, context_length=96, prediction_length=96, e_layers=1)
+    table = gate_table(model, "15min")
+    assert table["undilated"].tolist() == [False, True, False, True] and not table["dilated"].any()
+    assert (table["dilation"] == 1).all()
+    np.testing.assert_allclose(table["period_steps"], [96.0, 48.0, 96.0, 48.0], rtol=1e-5)
+    from tsrec.cli import gate_lines
+
+    assert gate_lines(table)[0].endswith("| 2 dilated heads made plain (dilation longer than the lags seen)")
+    kept = gate_table(build_model("rsa_patchtst", data=QUARTER_HOURLY, context_length=336, prediction_length=96,
+                                  e_layers=1), "15min")
+    assert not kept["undilated"].any() and kept["dilated"].tolist() == [False, False, True, True]
 
 
 def test_gate_table_reports_patch_periods_in_steps():

@@ -280,6 +280,37 @@ def test_bad_option_values_are_named(options, error, match):
         RSAConfig(**options)
 
 
+def test_within_makes_the_heads_longer_than_the_window_plain():
+    """``within(max_lag)``: dilated heads whose dilation exceeds ``max_lag`` join their kind's plain
+    heads (last), the others keep their dilation in order; idempotent; round-trips through JSON."""
+    rsa = RSAConfig(kinds=(1, 1, 1, 2, 1, 1), dilation=(3, 30, 12, 4), periods=(6.0,), dilated_periods=(7.0,))
+    bound = rsa.within(11)
+    assert bound.kinds == (2, 2, 1, 1, 0, 1) and bound.dilation == (3, 4) and bound.undilated == (1, 1, 0)
+    assert bound.max_lag == 11 and bound.within(11) == bound
+    assert bound.undilated_heads() == (False, True, False, True, False, False, False)
+    assert RSAConfig.from_dict(bound.to_dict()) == bound
+    every = RSAConfig(kinds=(0, 0, 0, 0, 2, 2), dilation=24, periods=(24.0,), dilated_periods=(7.0,)).within(23)
+    assert every.kinds == (0, 2, 2, 0, 0, 0) and every.dilation == 24 and every.undilated == (0, 2, 2)
+    fits = RSAConfig(kinds=(0, 0, 0, 0, 2, 2), dilation=24, periods=(24.0,), dilated_periods=(7.0,)).within(24)
+    assert fits.kinds == (0, 0, 0, 0, 2, 2) and fits.undilated == (0, 0, 0)  # lag 24 is seen
+    # resolution applies it: the data's day (24) on a 12-step window
+    resolved = RSAConfig().resolved(4, DataFacts(season=24, periods=(24.0,)), max_lag=11)
+    assert resolved.kinds == (0, 2, 2, 0, 0, 0) and resolved.undilated == (0, 1, 1)
+    with pytest.raises(ValueError, match="needs kinds and dilation"):
+        RSAConfig().within(11)
+
+
+@pytest.mark.parametrize("options, match", [
+    ({"undilated": (1, 0)}, "three non-negative head counts"),
+    ({"undilated": (0, -1, 0)}, "three non-negative head counts"),
+    ({"kinds": (0, 1, 1, 0, 1, 1), "undilated": (1, 0, 0)}, "counts more plain heads than kinds"),
+    ({"max_lag": -1}, "max_lag"),
+])
+def test_bad_dilation_records_are_named(options, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        RSAConfig(**options)
+
+
 def test_a_bias_whose_rem_reaches_no_key_is_refused():
     """Cross-attention whose queries all lie past the keys, a dilation no lag meets: no key left."""
     rsa = RSAConfig(kinds=(0, 0, 0, 1, 0, 0), dilation=7, periods=(4.0,), dilated_periods=(4.0,), mix="bias")

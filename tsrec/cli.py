@@ -140,7 +140,9 @@ def _holdout_scores(forecast: pd.DataFrame, holdout: pd.DataFrame) -> tuple[pd.D
 
 def gate_lines(table: pd.DataFrame) -> list[str]:
     """One line per RSA layer: its gate(s) and its REM heads' cycle periods and decay half-lives, in
-    the data's own unit (:func:`tsrec.inspection.time_unit` of the table's ``attrs["freq"]``, as the figures)."""
+    the data's own unit (:func:`tsrec.inspection.time_unit` of the table's ``attrs["freq"]``, as the figures),
+    and how many dilated heads resolution made plain (the table's ``undilated``: a dilation longer
+    than the lags the attention sees)."""
     from tsrec.inspection import time_unit
 
     unit, per_step = time_unit(table.attrs.get("freq"))
@@ -151,8 +153,10 @@ def gate_lines(table: pd.DataFrame) -> list[str]:
         heads = rows[rows["kind"] != "sin"]  # a sin head shares (gamma, theta) with its cos twin
         periods = [f"{steps * per_step:.1f}" for steps in heads["period_steps"] if math.isfinite(steps)]
         lives = [f"{steps * per_step:.1f}" if math.isfinite(steps) else "inf" for steps in heads["half_life_steps"]]
+        plain = int(rows["undilated"].sum()) if "undilated" in rows else 0
+        note = f" | {plain} dilated heads made plain (dilation longer than the lags seen)" if plain else ""
         lines.append(f"{attention} {layer}: {gate} | REM cycles {' '.join(periods) or '-'} | "
-                     f"half-lives {' '.join(lives)} ({unit})")
+                     f"half-lives {' '.join(lives)} ({unit}){note}")
     return lines
 
 

@@ -315,6 +315,19 @@ class RSAConfig(Config):
             docs/when_rsa_helps.md).
         prior_fit: the fitted :class:`SmoothingPrior` (data-dependent: ``fit`` fills it from the
             training part with ``prior="ets"``; set it to start from another fit).
+        max_lag: the longest lag, in tokens, that the attentions of the network see (filled by
+            the network's config at resolution from its token count: PatchTST's ``n_patches - 1``,
+            the encoder-decoder's shortest attention, ``min(context, label + horizon) - 1``, a
+            sequence backbone's ``context - 1``; None where it is not known). A dilated head whose
+            dilation is longer sees no lag but 0 on its grid: its REM is zero everywhere and gets
+            no gradient. :meth:`resolved` makes every such head a plain head of the same kind
+            (not a capped dilation: a dilation capped to the window would be a lag the data do
+            not cycle at, seen at one lag on each side, where the plain head sees every lag and
+            its cos/sin pairs start at the plain ``periods``, cycles the window holds). This
+            applies to dilations the user set too; ``undilated`` says what was changed.
+        undilated: how many heads of each kind (regular, cos, sin) resolution made plain because
+            their dilation was longer than ``max_lag`` (they are the last heads of their kind's
+            plain group in ``kinds``; :meth:`undilated_heads`). ``(0, 0, 0)`` when none was.
     """
 
     kinds: tuple[int, int, int, int, int, int] | None = None
@@ -329,9 +342,17 @@ class RSAConfig(Config):
     per_channel: bool = False
     prior: Literal["none", "ets"] = "none"
     prior_fit: SmoothingPrior | None = None
+    max_lag: int | None = None
+    undilated: tuple[int, int, int] = (0, 0, 0)
 
     def __post_init__(self) -> None:
         check_choice("rsa mix", self.mix, RSA_MIXES)
+        object.__setattr__(self, "max_lag", check_optional_int("rsa max_lag", self.max_lag, 0))
+        undilated = tuple(self.undilated) if isinstance(self.undilated, (tuple, list)) else ()
+        if len(undilated) != 3 or any(isinstance(u, bool) or not isinstance(u, int) or u < 0 for u in undilated):
+            raise ValueError(f"rsa undilated must be three non-negative head counts (regular, cos, sin), "
+                             f"got {self.undilated!r}")
+        object.__setattr__(self, "undilated", undilated)
         check_choice("rsa prior", self.prior, RSA_PRIORS)
         if self.prior_fit is not None:
             if self.prior != "ets":
@@ -350,6 +371,8 @@ class RSAConfig(Config):
             if sum(kinds) == 0:
                 raise ValueError("rsa kinds must give at least one REM head")
             object.__setattr__(self, "kinds", kinds)
+            if any(u > k for u, k in zip(self.undilated, kinds[:3])):
+                raise ValueError(f"rsa undilated {self.undilated} counts more plain heads than kinds {kinds} has")
         if self.dilation is not None:
             many = isinstance(self.dilation, (tuple, list))
             values = tuple(self.dilation) if many else (self.dilation,)
@@ -376,11 +399,20 @@ class RSAConfig(Config):
         names = ("kinds", "dilation", "periods", "dilated_periods") + (("prior_fit",) if self.prior == "ets" else ())
         return [f"rsa.{name}" for name in names if getattr(self, name) is None]
 
-    def resolved(self, n_heads: int, data: DataFacts, steps_per_token: int = 1) -> RSAConfig:
+    def resolved(self, n_heads: int, data: DataFacts, steps_per_token: int = 1,
+                 max_lag: int | None = None) -> RSAConfig:
         """Fill every ``None`` field from the layer's ``n_heads`` and the data (see the class);
         ``data`` in token units, a token ``steps_per_token`` steps (the ETS prior is mapped onto
         that grid). ``prior_fit`` is not filled here (it needs the data themselves: ``fit`` does
-        it, :func:`tsrec.smoothing_prior.with_smoothing_prior`)."""
+        it, :func:`tsrec.smoothing_prior.with_smoothing_prior`). With ``max_lag`` (the longest lag
+        in tokens the attention sees; else the config's own), dilated heads with a longer dilation
+        become plain heads of their kind (:meth:`within`)."""
+        config = self._filled(n_heads, data, steps_per_token)
+        limit = self.max_lag if max_lag is None else check_int("max_lag", max_lag, 0)
+        return config if limit is None else config.within(limit)
+
+    def _filled(self, n_heads: int, data: DataFacts, steps_per_token: int) -> RSAConfig:
+        """The ``None`` fields filled (:meth:`resolved` without the dilation limit)."""
         prior = None if self.prior_fit is None else self.prior_fit.in_token_units(steps_per_token)
         config = dataclasses.replace(self, prior_fit=prior)
         if self.prior == "ets" and self.kinds is None:
@@ -406,6 +438,40 @@ class RSAConfig(Config):
             periods=self.periods if self.periods is not None else (*(found or (cycle,)), cycle / 2.0),
             dilated_periods=self.dilated_periods if self.dilated_periods is not None else (longer or default_dilated),
         )
+
+    def within(self, max_lag: int) -> RSAConfig:
+        """This (resolved) config for attentions that see lags up to ``max_lag`` tokens, recorded
+        in ``max_lag``: every dilated head whose dilation is longer becomes a plain head of the
+        same kind (appended to its kind's plain heads, counted in ``undilated``); the others keep
+        their dilation (a per-head ``dilation`` keeps theirs, in order). Idempotent."""
+        if self.kinds is None or self.dilation is None:
+            raise ValueError(f"rsa within(max_lag) needs kinds and dilation: resolve them first ({self.unresolved()})")
+        max_lag = check_int("max_lag", max_lag, 0)
+        dilated = self.kinds[3:]
+        per_head = self.dilation if isinstance(self.dilation, tuple) else (self.dilation,) * sum(dilated)
+        starts = (0, dilated[0], dilated[0] + dilated[1])
+        groups = [per_head[start:start + count] for start, count in zip(starts, dilated)]  # regular, cos, sin
+        dead = tuple(sum(d > max_lag for d in group) for group in groups)
+        if not any(dead):
+            return dataclasses.replace(self, max_lag=max_lag)
+        kept = tuple(d for group in groups for d in group if d <= max_lag)
+        if isinstance(self.dilation, tuple):
+            dilation: int | tuple[int, ...] = kept if kept else max(per_head)
+        else:
+            dilation = self.dilation
+        kinds = tuple(k + n for k, n in zip(self.kinds[:3], dead)) + tuple(k - n for k, n in zip(dilated, dead))
+        return dataclasses.replace(self, kinds=kinds, dilation=dilation, max_lag=max_lag,
+                                   undilated=tuple(u + n for u, n in zip(self.undilated, dead)))
+
+    def undilated_heads(self) -> tuple[bool, ...]:
+        """Per head, in the REM's head order (``kinds``): whether it was a dilated head that
+        resolution made plain (:attr:`undilated`, the last heads of each plain kind)."""
+        if self.kinds is None:
+            raise ValueError("rsa undilated_heads() needs kinds: resolve them first")
+        flags: list[bool] = []
+        for count, made_plain in zip(self.kinds[:3], self.undilated):
+            flags += [False] * (count - made_plain) + [True] * made_plain
+        return tuple(flags) + (False,) * sum(self.kinds[3:])
 
     @property
     def n_heads(self) -> int:

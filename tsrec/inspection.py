@@ -15,7 +15,7 @@ from tsrec.data.sessions import session_of
 from tsrec.models.base import ForecastModel, ModelConfig
 
 KIND_NAMES = {0: "regular", 1: "cos", 2: "sin"}
-GATE_COLUMNS = ["layer", "attention", "head", "channel", "kind", "dilated", "mix", "gate", "lambda", "gamma", "theta",
+GATE_COLUMNS = ["layer", "attention", "head", "channel", "kind", "dilated", "undilated", "mix", "gate", "lambda", "gamma", "theta",
                 "dilation", "half_life_steps", "period_steps", "half_life", "period", "steps_per_token",
                 "gate_start", "half_life_start_steps", "period_start_steps", "moved"]
 CHANNEL_VIEWS = ("median", "each")
@@ -101,6 +101,7 @@ def _head_rows(model: ForecastModel, channels: str) -> list[dict]:
     rows = []
     for attention, index, layer in model.rsa_layers():
         gates = layer.rsa.gate.values()
+        made_plain = layer.rsa.config.undilated_heads()
         for channel, params in _channel_views(layer.rsa.rem.head_parameters(), channels):
             for head in range(len(params["kind"])):
                 kind = int(params["kind"][head])
@@ -115,6 +116,7 @@ def _head_rows(model: ForecastModel, channels: str) -> list[dict]:
                     "channel": channel,
                     "kind": KIND_NAMES[kind],
                     "dilated": dilation > 1,
+                    "undilated": made_plain[head],
                     "mix": layer.rsa.config.mix,
                     "gate": float(gates[head if gates.numel() > 1 else 0]),
                     "lambda": float(params["lambda"][head]),
@@ -134,7 +136,9 @@ def gate_table(model: ForecastModel, freq: str | None = None, *, channels: str =
 
     Columns: ``layer`` (index within its attention kind), ``attention`` (``"encoder self"``,
     ``"decoder self"``, ``"cross"``), ``head``, ``channel`` (see below), ``kind`` (regular, cos,
-    sin), ``dilated``, ``mix`` (``RSAConfig.mix``: ``"gate"``, the gate weighs the REM term after
+    sin), ``dilated``, ``undilated`` (a head set as dilated that resolution made plain, because
+    its dilation was longer than the ``RSAConfig.max_lag`` lags the attention sees: its REM would
+    have been zero at every lag, :meth:`tsrec.config.RSAConfig.within`), ``mix`` (``RSAConfig.mix``: ``"gate"``, the gate weighs the REM term after
     the softmax; ``"bias"``, the gate scales the REM's log-envelope bias before it), ``gate``
     (``sigmoid(mu)`` of the layer, or of the head with per-head gates), ``lambda``,
     ``gamma``, ``theta`` (NaN where the head has no such parameter), ``dilation`` (in tokens);

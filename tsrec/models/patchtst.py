@@ -75,7 +75,10 @@ class PatchTSTConfig(ModelConfig):
         rsa: RSA in every encoder attention (an :class:`~tsrec.config.RSAConfig` or a dict of its
             fields); its data-dependent fields are resolved in PATCH units, i.e. from the data's
             facts with the season and periods divided by ``stride`` (hourly data, stride 8: a
-            dilation of 3 patches = one day, initial periods 3 and 1.5 patches). REMs are causal
+            dilation of 3 patches = one day, initial periods 3 and 1.5 patches); a dilation longer
+            than the ``n_patches - 1`` lags the encoder sees (15-minute data at input 96: a day is
+            12 patches, the input 12 patches) makes those heads plain heads of their kind
+            (``rsa.max_lag``, ``rsa.undilated``). REMs are causal
             unless ``rsa.encoder_masked=False`` (the ``rsa_patchtst`` preset). With
             ``rsa.per_channel`` each of the ``n_channels`` channels has its own REM parameters.
 
@@ -121,11 +124,15 @@ class PatchTSTConfig(ModelConfig):
         return patch_count(self.context_length, self.patch_len, self.stride)
 
     def resolved(self, data: DataFacts) -> PatchTSTConfig:
-        """Also fills the RSA section, in patch units (one token = ``stride`` steps)."""
+        """Also fills the RSA section, in patch units (one token = ``stride`` steps); the encoder
+        sees lags up to ``n_patches - 1`` patches, so a longer dilation becomes a plain head
+        (:meth:`~tsrec.config.RSAConfig.within`)."""
         config = super().resolved(data)
         if config.rsa is None:
             return config
-        rsa = config.rsa.resolved(config.n_heads, data.in_token_units(config.stride), steps_per_token=config.stride)
+        max_lag = None if config.context_length is None else config.n_patches - 1
+        rsa = config.rsa.resolved(config.n_heads, data.in_token_units(config.stride), steps_per_token=config.stride,
+                                  max_lag=max_lag)
         return dataclasses.replace(config, rsa=rsa)
 
 

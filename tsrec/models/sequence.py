@@ -55,11 +55,14 @@ class SequenceConfig(ModelConfig):
         self._check_rsa()
 
     def resolved(self, data: DataFacts) -> Self:
-        """Also fills the RSA section from the data (one token = one step)."""
+        """Also fills the RSA section from the data (one token = one step); the attention over
+        the context sees lags up to ``context_length - 1``, so a longer dilation becomes a plain
+        head (:meth:`~tsrec.config.RSAConfig.within`)."""
         config = super().resolved(data)
         if config.rsa is None:
             return config
-        return dataclasses.replace(config, rsa=config.rsa.resolved(config.n_heads, data))
+        max_lag = None if config.context_length is None else config.context_length - 1
+        return dataclasses.replace(config, rsa=config.rsa.resolved(config.n_heads, data, max_lag=max_lag))
 
 
 class SequenceForecaster(ForecastModel):

@@ -71,13 +71,27 @@ class TransformerConfig(ModelConfig):
         return (["label_length"] if self.label_length is None else []) + super().unresolved()
 
     def resolved(self, data: DataFacts) -> TransformerConfig:
-        """Also fills ``label_length`` (half the context) and the RSA section from the data."""
+        """Also fills ``label_length`` (half the context) and the RSA section from the data. One
+        RSA section serves every attention, so its dilations are bound by the shortest sequence
+        an attention sees (:attr:`max_lag`): a longer one would leave that attention's dilated
+        heads without a lag, and they become plain heads (:meth:`~tsrec.config.RSAConfig.within`)."""
         config = super().resolved(data)
         label = config.label_length
         if label is None and config.context_length is not None:
             label = config.context_length // 2
-        rsa = None if config.rsa is None else config.rsa.resolved(config.n_heads, data)
-        return dataclasses.replace(config, label_length=label, rsa=rsa)
+        config = dataclasses.replace(config, label_length=label)
+        rsa = None if config.rsa is None else config.rsa.resolved(config.n_heads, data, max_lag=config.max_lag)
+        return dataclasses.replace(config, rsa=rsa)
+
+    @property
+    def max_lag(self) -> int | None:
+        """The longest lag the shortest-sighted attention sees, in steps: encoder self-attention
+        reads ``context_length`` steps, decoder self-attention ``label_length + prediction_length``
+        (cross-attention reaches further, ``context_length + prediction_length - 1``); None until
+        all three are known."""
+        if self.context_length is None or self.label_length is None or self.prediction_length is None:
+            return None
+        return min(self.context_length, self.label_length + self.prediction_length) - 1
 
 
 class EncoderDecoderForecaster(ForecastModel):
