@@ -279,7 +279,7 @@ def test_predict_batches_leaves_other_precisions_to_the_trainer(fitted_patchtst)
 @pytest.mark.parametrize("precision", ["32-true", "bf16-mixed"])
 def test_predict_batches_on_a_gpu_is_the_trainers_and_moves_the_module_back(fitted_patchtst, precision):
     expected, outputs = _trainer_and_direct_predictions(fitted_patchtst, precision, "cuda", "cuda")
-    assert {out.device.type for out in outputs} == {"cuda"}
+    assert {out.device.type for out in outputs} == {"cpu"}  # computed on the GPU, returned as Trainer.predict does
     _assert_same_batches(outputs, expected)
 
 
@@ -293,3 +293,15 @@ def test_the_shuffled_order_is_streamed_in_chunks_and_unchanged(monkeypatch):
     assert list(sampler) == whole and sorted(whole) == list(range(1000))
     generator = torch.Generator().manual_seed(sharding.epoch_seed(3, 2))
     assert whole == torch.randperm(1000, generator=generator).tolist()
+
+
+def test_a_model_trained_on_a_gpu_predicts_on_the_cpu_where_there_is_none(monkeypatch):
+    """A saved model's trainer_kwargs name the GPU it trained on; loaded on a machine without one, it
+    predicts on the CPU and says so (the GPU call's save-on-CUDA, backtest-on-a-CPU-machine test)."""
+    from tsrec.training import predict_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    for accelerator in ("gpu", "cuda"):
+        with pytest.warns(UserWarning, match="no CUDA device is available here: the model predicts on the CPU"):
+            assert predict_device({"accelerator": accelerator, "devices": [1]}) == torch.device("cpu")
+    assert predict_device({"accelerator": "cpu"}) == torch.device("cpu")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import torch
 from lightning.fabric.utilities.apply_func import move_data_to_device
@@ -24,7 +25,8 @@ def predict_batches(module: ForecastingModule, dataset: WindowDataset, batch_siz
     ``dataset`` (in order, the last partial batch included; under a process group, this rank's
     share of the windows, :class:`~tsrec.training.sharding.ShardSampler`): one
     :meth:`~tsrec.training.module.ForecastingModule.predict_step` output per batch, ``[B, H, C]``
-    (or ``[B, H, C, P]``), on ``device``.
+    (or ``[B, H, C, P]``), computed on ``device`` and returned on the CPU, as ``Trainer.predict``
+    returns them.
 
     ``device`` defaults to the one the module's weights are on. In float32
     (``module.config.precision`` in :data:`FLOAT32_PRECISIONS`) the module runs there directly, in
@@ -44,7 +46,7 @@ def predict_batches(module: ForecastingModule, dataset: WindowDataset, batch_siz
                 return trainer.predict(module, loader)
         module.to(device).eval()
         with torch.inference_mode():
-            return [module.predict_step(move_data_to_device(batch, device), index)
+            return [module.predict_step(move_data_to_device(batch, device), index).cpu()
                     for index, batch in enumerate(loader)]
     finally:
         module.to(home).train(training)
@@ -66,6 +68,11 @@ def predict_device(trainer_kwargs: dict | None) -> torch.device | None:
             return torch.device("cuda", 0)
         return torch.device("mps") if torch.backends.mps.is_available() else torch.device("cpu")
     if accelerator in ("gpu", "cuda"):
+        if not torch.cuda.is_available():  # a model trained on a GPU, loaded where there is none
+            warnings.warn(f"trainer_kwargs name accelerator={accelerator!r}, but no CUDA device is available here: "
+                          "the model predicts on the CPU (pass trainer_kwargs={'accelerator': 'cpu'} to say so)",
+                          UserWarning, stacklevel=3)
+            return torch.device("cpu")
         return torch.device("cuda", index)
     return torch.device(accelerator) if accelerator in ("cpu", "mps") else None
 
