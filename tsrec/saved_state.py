@@ -23,6 +23,7 @@ import torch
 from tsrec.config import DataFacts
 from tsrec.conformal import Calibration
 from tsrec.data import CovariateEncoder, CovariateValues, Panel, Series, StandardScaler
+from tsrec.data.calendar import Calendar
 from tsrec.data.schema import Schema
 from tsrec.data.tails import fills_tails, tail_gaps
 from tsrec.data.time_features import calendar_cycles, data_facts, regular_stamps
@@ -146,7 +147,7 @@ def _from_saved(meta: dict[str, Any], weights: bytes) -> FittedState:
         covariates=encoder,
         covariate_history=CovariateValues(tuple(dynamic), rows.static_real, rows.static_cat),
         # files written before the facts held the calendar's cycles: the frequency's
-        facts=DataFacts(**{"cycles": calendar_cycles(meta["data"]["freq"]), **meta["data_facts"]}),
+        facts=DataFacts(**{"cycles": calendar_cycles(Calendar.of(meta["data"]["freq"])), **meta["data_facts"]}),
         summary=TrainingSummary.from_dict(meta["training_summary"]),
         schema=Schema(**meta["columns"], covariates=encoder.config),
         calibration=_saved_calibration(meta, tensors))
@@ -225,11 +226,12 @@ def _history(data: dict[str, Any], rows: _SeriesRows, values: Sequence[np.ndarra
     _, first_of, grid_of = np.unique(np.stack([rows.firsts.asi8, lengths], axis=1), axis=0, return_index=True,
                                      return_inverse=True)  # [U] a series of each distinct grid, [N] its grid
     grid_lengths = lengths[first_of]  # [U]
-    stamps = regular_stamps(rows.firsts[first_of], grid_lengths, data["freq"])  # [sum over the U grids]
+    calendar = Calendar.of(data["freq"])
+    stamps = regular_stamps(rows.firsts[first_of], grid_lengths, calendar)  # [sum over the U grids]
     starts = np.r_[0, np.cumsum(grid_lengths)[:-1]][grid_of.reshape(-1)]  # [N] each series' first step in stamps
     with _gc_paused():
         items = tuple(map(Series, rows.item_ids, itertools.repeat(stamps), values, observed, starts.tolist()))
-    return Panel(freq=data["freq"], layout=data["layout"], columns=tuple(data["targets"]), items=items)
+    return Panel(calendar=calendar, layout=data["layout"], columns=tuple(data["targets"]), items=items)
 
 
 @contextmanager
@@ -253,7 +255,7 @@ def _inconsistencies(state: FittedState) -> list[str]:
     settings, resolved, facts, history = state.settings, state.resolved, state.facts, state.history
     window, network, encoder, statics = resolved.window, resolved.network, state.covariates, state.covariate_history
     channels = len(history.columns) if history.layout == "wide" else 1
-    expected_facts = data_facts(history.freq, channels, facts.periods, n_covariate_features=encoder.n_features,
+    expected_facts = data_facts(history.calendar, channels, facts.periods, n_covariate_features=encoder.n_features,
                                 static_cardinalities=encoder.cardinalities)
     pairs = [
         ("settings.model", settings.model, "resolved_settings.model", resolved.model),
