@@ -57,7 +57,7 @@ def resolved_on_datasets(model: str, data_dir: str | None) -> pd.DataFrame:
         split = datasets.splits(name, "long_horizon", context_length=CONTEXT, prediction_length=96, n_rows=len(frame))
         panel = canonicalize(frame.iloc[split["train"].start:split["train"].end])
         periods = dominant_periods([s.values for s in panel.items], [s.observed for s in panel.items])
-        facts = data_facts(panel.freq, n_channels=len(panel.columns), periods=periods)
+        facts = data_facts(panel.calendar, n_channels=len(panel.columns), periods=periods)
         rsa = model_config(model, context_length=CONTEXT, prediction_length=96).resolved(facts).rsa
         found = ", ".join(f"{p:.2f}" for p in periods)
         rows.append({"dataset": name, "freq": panel.freq, "periods found (steps)": found,

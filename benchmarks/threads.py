@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 
 from benchmarks.common import ROOT, command_line, git_commit, machine, now
-from tsrec.data import data_facts
+from tsrec.data import Calendar, data_facts
 from tsrec.models import build_model
 from tsrec.training.threads import SMALL_NETWORK_PARAMETERS, torch_threads
 
@@ -33,7 +33,7 @@ CHANNELS, CONTEXT, HORIZON, BATCH = 7, 336, 96, 32
 
 
 def _network(width: int) -> torch.nn.Module:
-    facts = data_facts("h", n_channels=CHANNELS, periods=(24.0,))
+    facts = data_facts(Calendar("h"), n_channels=CHANNELS, periods=(24.0,))
     return build_model("patchtst", data=facts, prediction_length=HORIZON, context_length=CONTEXT, d_model=width,
                        d_ff=min(8 * width, 256), n_heads=4)
 

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from tsrec.fitted import SCALER_ROWS, _json_sha256, _unpack_strings
+from tsrec.saved_format import SCALER_ROWS, json_sha256, unpack_strings
 
 #: ``weights.pt``'s per-series arrays, packed end to end since format 6.
 HISTORY_KEYS = ("history_values", "history_observed", "history_covariates")
@@ -30,7 +30,7 @@ def write_checksummed(path: Path, meta: dict) -> None:
     itself recomputed, as the tsrec that wrote ``meta``'s format computed them."""
     checksums = {**meta["sha256"], "weights.pt": hashlib.sha256((path / "weights.pt").read_bytes()).hexdigest()}
     meta = {**meta, "sha256": checksums}
-    meta["sha256"] = {**checksums, "forecaster.json": _json_sha256(meta)}
+    meta["sha256"] = {**checksums, "forecaster.json": json_sha256(meta)}
     (path / "forecaster.json").write_text(json.dumps(meta, indent=2))
 
 
@@ -55,9 +55,9 @@ def write_format_6(path: Path) -> Path:
     data, covariates, tz = meta["data"], meta["covariates"], meta["data"]["tz"]
     firsts = pd.DatetimeIndex(series["starts"].numpy().view("M8[ns]"))
     firsts = firsts if tz is None else firsts.tz_localize("UTC").tz_convert(tz)
-    categories = np.array(_unpack_strings(series["static_cat"], series["static_cat_ends"]), dtype=object)
+    categories = np.array(unpack_strings(series["static_cat"], series["static_cat_ends"]), dtype=object)
     meta["data"] = {"freq": data["freq"], "layout": data["layout"], "targets": data["targets"],
-                    "item_ids": _unpack_strings(series["item_ids"], series["item_id_ends"]),
+                    "item_ids": unpack_strings(series["item_ids"], series["item_id_ends"]),
                     "starts": [first.isoformat() for first in firsts], "tz": tz}
     meta["scaler"] = {**{name: series[f"scaler_{name}"].tolist() for name in SCALER_ROWS}, **meta["scaler"]}
     n_categorical = len(covariates["encoder"]["categorical"])

@@ -62,7 +62,7 @@ def test_the_calendar_the_rows_were_drawn_at_is_inferred_and_forecast_on(case):
         assert series.index.equals(pd.date_range(rows.ts.iloc[0], rows.ts.iloc[-1], freq=freq))
         assert series.observed.sum() == len(rows)
     lasts = pd.DatetimeIndex([s.index[-1] for s in panel.items])
-    future = future_indexes(lasts, panel.freq, 7)
+    future = future_indexes(lasts, panel.calendar, 7)
     expected = [pd.date_range(last, periods=8, freq=freq)[1:] for last in lasts]
     assert future.equals(expected[0].append(expected[1:]))
     if freq == "B":

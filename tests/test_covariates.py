@@ -11,7 +11,7 @@ import torch
 from tsrec import Forecaster
 from tsrec.cli import main
 from tsrec.config import CovariateConfig
-from tsrec.data import StandardScaler, WindowDataset, time_feature_dim
+from tsrec.data import Calendar, StandardScaler, WindowDataset, time_feature_dim
 from tsrec.data.covariates import CovariateEncoder, read_frame
 from tsrec.evaluation import backtest
 from tsrec.nn.covariates import covariate_parameters
@@ -112,7 +112,7 @@ def test_features_scaled_with_training_statistics_and_past_covariates_hidden_in_
     scaler = StandardScaler.fit([s.values for s in panel.items], [s.observed for s in panel.items], train_end)
     windows = WindowDataset.from_panel(panel, scaler, LC, H, [(50, 51)] * 3, covariates=encoder.encode(panel, values))
     window = windows[1]  # item "b"
-    calendar = time_feature_dim("h")
+    calendar = time_feature_dim(Calendar("h"))
     past, future = window["past_time_feat"][:, calendar:], window["future_time_feat"][:, calendar:]
     rows = long_df[long_df["id"] == "b"]
     expected = (rows[["p", "x"]].to_numpy() - encoder.dynamic.loc) / encoder.dynamic.scale  # [T, 2]
@@ -131,7 +131,7 @@ def test_covariates_are_recorded_in_the_settings_and_reach_the_network(fitted):
     assert fitted.covariates.categorical == ("region",) and fitted.covariates.categories == (("north", "south"),)
     network = fitted.resolved_settings.network
     assert (network.n_covariate_features, network.static_cardinalities) == (5, (2,))  # p, flag, x, size; 1 embedded
-    assert network.n_time_features == time_feature_dim("h") + 5
+    assert network.n_time_features == time_feature_dim(Calendar("h")) + 5
 
 
 def test_the_covariate_path_learns_in_its_own_optimiser_group(fitted):

@@ -14,6 +14,7 @@ from torch.utils.data import ConcatDataset, DataLoader, default_collate
 
 from tsrec.config import TrainingConfig
 from tsrec.data import (
+    Calendar,
     Panel,
     StandardScaler,
     WindowDataset,
@@ -212,11 +213,11 @@ def test_forecast_frame_wide_columns_become_item_ids_and_origins_shift_timestamp
 
 
 def test_future_index():
-    assert list(future_index(pd.Timestamp("2021-01-31"), "ME", 2)) == [
+    assert list(future_index(pd.Timestamp("2021-01-31"), Calendar("ME"), 2)) == [
         pd.Timestamp("2021-02-28"),
         pd.Timestamp("2021-03-31"),
     ]
-    assert future_index(pd.Timestamp("2021-01-01 23:45"), "15min", 2)[0] == pd.Timestamp("2021-01-02")
+    assert future_index(pd.Timestamp("2021-01-01 23:45"), Calendar("15min"), 2)[0] == pd.Timestamp("2021-01-02")
 
 
 def test_check_compatible_returns_positions_and_names_differences():
@@ -336,16 +337,16 @@ def test_scaler_degenerate_channels_and_round_trip():
 @pytest.mark.parametrize("freq", ["h", "15min"])
 def test_time_features_match_gluonts(freq):
     index = pd.date_range("2021-03-01", periods=50, freq=freq)
-    features = time_features(index, freq)
+    features = time_features(index, Calendar(freq))
     functions = time_features_from_frequency_str(freq)
-    assert features.shape == (50, len(functions)) == (50, time_feature_dim(freq))
+    assert features.shape == (50, len(functions)) == (50, time_feature_dim(Calendar(freq)))
     assert features.dtype == np.float32
     for k, function in enumerate(functions):
         np.testing.assert_allclose(features[:, k], function(index), rtol=1e-6)
 
 
 def test_time_features_without_features_and_unsupported_freq():
-    assert time_features(pd.date_range("2000", periods=3, freq="YE"), "YE").shape == (3, 0)
+    assert time_features(pd.date_range("2000", periods=3, freq="YE"), Calendar("YE")).shape == (3, 0)
     with pytest.raises(ValueError, match="no calendar time features"):
         canonicalize(wide_frame(length=5, freq="ms"))
 
@@ -546,8 +547,8 @@ def test_pipeline_from_panel_and_prediction_windows():
     assert window["origin"] == 40 and window["past_target"].shape == (8, 1)
     swapped = WindowDataset.for_prediction(panel, scaler, 8, 4, scaler_rows=[1, 0])  # each window says its scaler row
     assert swapped.gather([0, 1])["series"].tolist() == [1, 0] and predict.gather([0, 1])["series"].tolist() == [0, 1]
-    future = future_index(panel.items[1].index[-1], "h", 4)
-    np.testing.assert_array_equal(window["future_time_feat"], time_features(future, "h"))
+    future = future_index(panel.items[1].index[-1], Calendar("h"), 4)
+    np.testing.assert_array_equal(window["future_time_feat"], time_features(future, Calendar("h")))
     batch = next(iter(DataLoader(predict, batch_size=2)))
     mean = scaler.inverse_transform(batch["past_target"][:, -4:].numpy(), batch["item"].numpy())
     out = forecast_frame(panel, mean, items=batch["item"], origins=batch["origin"])

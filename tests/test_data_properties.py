@@ -18,7 +18,8 @@ import pandas as pd
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from tsrec.data import Panel, StandardScaler, WindowDataset, canonicalize, future_index, seasonality, time_features
+from tsrec.data import (Calendar, Panel, StandardScaler, WindowDataset, canonicalize, future_index, seasonality,
+                        time_features)
 
 SETTINGS = settings(
     max_examples=150, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow]
@@ -161,8 +162,8 @@ def check_windows(panel: Panel, case: Case, fit_fraction: float) -> None:
             window, (target, observed) = predict[item], expected[item]
             assert np.array_equal(window["past_target"].numpy(), target[-context:])
             assert np.array_equal(window["past_observed"].numpy(), observed[-context:])
-            future = future_index(max(case.rows[series.item_id]), panel.freq, horizon)
-            np.testing.assert_array_equal(window["future_time_feat"], time_features(future, panel.freq))
+            future = future_index(max(case.rows[series.item_id]), panel.calendar, horizon)
+            np.testing.assert_array_equal(window["future_time_feat"], time_features(future, panel.calendar))
 
 
 def expected_window_rows(case: Case, panel: Panel, scaler: StandardScaler, item: int) -> tuple[np.ndarray, np.ndarray]:
@@ -203,7 +204,7 @@ def spacing_rule(positions: list[int], freq: str) -> list[str]:
     steps = np.diff(positions)
     if not steps.size:
         return []
-    long = steps - 1 > 7 * seasonality(freq) * np.median(steps)
+    long = steps - 1 > 7 * seasonality(Calendar.of(freq)) * np.median(steps)
     empty = (steps[~long] - 1).sum()
     finer = np.median(steps) >= 2 and len(positions) >= 3
     return ["gap"] * bool(long.any()) + ["empty"] * bool(empty > len(positions) or finer)

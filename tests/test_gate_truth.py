@@ -16,7 +16,7 @@ import torch
 import tsrec.fitting
 from tsrec import Forecaster
 from tsrec.config import RSAConfig
-from tsrec.data import data_facts
+from tsrec.data import Calendar, data_facts
 from tsrec.data.periods import dominant_periods
 from tsrec.datasets.synthetic import recurrent_series
 from tsrec.inspection import MOVED_TOLERANCE, gate_table, initial_network, lag_frequency
@@ -61,7 +61,7 @@ def test_dominant_cycle_heads_start_at_the_data_period_in_steps(model, options, 
     """Each layer's first plain cos/sin pair starts at the period found, reported in steps (PatchTST's
     REMs run over patches of 8 steps: 24 steps are 3 patches, 17 steps 2.125)."""
     periods = found_periods(720, 0, ar=(), cycle=cycle, noise=0.3)
-    facts = data_facts("h", n_channels=1, periods=periods)
+    facts = data_facts(Calendar("h"), n_channels=1, periods=periods)
     torch.manual_seed(0)
     table = gate_table(build_model(model, data=facts, context_length=96, prediction_length=24, **options), "h")
     plain = table[(table["kind"] != "regular") & ~table["dilated"]]
@@ -90,7 +90,7 @@ def test_periods_are_the_cycles_the_rem_shows_at_integer_lags():
 
 
 def test_table_half_lives_and_periods_follow_lambda_gamma_and_theta():
-    facts = data_facts("h", n_channels=1, periods=(24.0,))
+    facts = data_facts(Calendar("h"), n_channels=1, periods=(24.0,))
     torch.manual_seed(0)
     model = build_model("rsa_patchtst", data=facts, context_length=96, prediction_length=24, n_heads=8,
                         rsa={"kinds": (2, 2, 2, 2, 0, 0)})

@@ -117,12 +117,12 @@ def test_panel_time_features_equal_each_item_alone(freq, tz, monkeypatch):
     monkeypatch.setattr(calendar, "BLOCK", 7)  # the gather in many blocks
     panel = canonicalize(_items(np.random.default_rng(2), freq, tz), time_col="time", id_col="id", target_col="y")
     indexes = [s.index for s in panel.items]
-    together = np.split(panel_time_features(panel.stamps, panel.freq), panel.offsets[1:-1])
+    together = np.split(panel_time_features(panel.stamps, panel.calendar), panel.offsets[1:-1])
     for index, features in zip(indexes, together):
-        np.testing.assert_array_equal(features, time_features(index, panel.freq))
+        np.testing.assert_array_equal(features, time_features(index, panel.calendar))
     lasts = pd.DatetimeIndex([s.index[-1] for s in panel.items])
-    expected = [future_index(last, panel.freq, 5) for last in lasts]
-    assert future_indexes(lasts, panel.freq, 5).equals(expected[0].append(expected[1:]))
+    expected = [future_index(last, panel.calendar, 5) for last in lasts]
+    assert future_indexes(lasts, panel.calendar, 5).equals(expected[0].append(expected[1:]))
 
 
 def test_a_covariate_beyond_float32_once_scaled_names_its_item_and_step():

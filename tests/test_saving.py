@@ -28,8 +28,9 @@ import torch
 import tsrec
 from tsrec import Forecaster, _saving
 from tsrec.config import DataFacts
-from tsrec.fitted import FORMAT_VERSION, SCALER_ROWS, ConcurrentSaveError, FittedState, _pack_strings, _unpack_strings
 from tsrec.models import model_config
+from tsrec.saved_format import FORMAT_VERSION, SCALER_ROWS, ConcurrentSaveError, pack_strings, unpack_strings
+from tsrec.saved_state import load_state, save_state
 from tests.saved_models import (SERIES_KEYS, edit_weights, read_meta, write_checksummed, write_format_4,
                                  write_format_5, write_format_6)
 
@@ -165,10 +166,10 @@ def test_an_edit_with_a_recomputed_checksum_is_refused_where_the_json_contradict
 
 def test_strings_packed_as_bytes_and_ends_read_back_as_they_were():
     texts = ["a", "", "köln", "日本", "x" * 300, "bad \udc80 byte", ""]
-    data, ends = _pack_strings(texts)
+    data, ends = pack_strings(texts)
     assert (data.dtype, ends.dtype) == (torch.uint8, torch.int64) and ends.tolist()[-1] == len(data)
-    assert _unpack_strings(data, ends) == texts
-    assert _unpack_strings(*_pack_strings([])) == []
+    assert unpack_strings(data, ends) == texts
+    assert unpack_strings(*pack_strings([])) == []
 
 
 def add_scaler_row(tensors):
@@ -381,11 +382,11 @@ def test_a_missing_or_foreign_listed_file_is_refused(fitted, tmp_path):
 def save_many(source, target, saves, errors, start):
     """Save the models in ``source`` (a list of folders) in turn into ``target``, ``saves`` times,
     from when every saver is ready (``start``)."""
-    states = [FittedState.load(s) for s in source]
+    states = [load_state(s) for s in source]
     start.wait()
     for k in range(saves):
         try:
-            states[k % len(states)].save(target)
+            save_state(states[k % len(states)], target)
         except ConcurrentSaveError:
             pass  # the documented refusal
         except Exception as err:  # noqa: BLE001 - any other error fails the test, with its text
@@ -397,7 +398,7 @@ def load_until(target, stop, levels, errors, loads):
     count = 0
     while not stop.is_set():
         try:
-            level = float(FittedState.load(target).scaler.loc[0, 0])
+            level = float(load_state(target).scaler.loc[0, 0])
             if level not in levels:
                 errors.put(f"load: a model with level {level}, none of {levels}")
             count += 1
@@ -436,7 +437,7 @@ def test_many_processes_saving_to_one_path_while_another_loads_it(fitted, other,
             break
     assert found == []
     assert loads.get(timeout=5) > 0
-    assert float(FittedState.load(target).scaler.loc[0, 0]) in levels
+    assert float(load_state(target).scaler.loc[0, 0]) in levels
     assert hidden(target.parent) == []  # no staging, old or lock file left
 
 
@@ -471,10 +472,10 @@ def test_a_save_waits_for_a_load_in_progress(fitted, other, tmp_path, monkeypatc
         saver.start()
         assert refused.wait(30), "the save never asked for the folder's lock"
         assert saver.is_alive()  # the swap waits for the reader
-        assert float(FittedState.load(path).scaler.loc[0, 0]) == float(fitted.scaler.loc[0, 0])
+        assert float(load_state(path).scaler.loc[0, 0]) == float(fitted.scaler.loc[0, 0])
     saver.join(30)
     assert not saver.is_alive()
-    assert float(FittedState.load(path).scaler.loc[0, 0]) == float(other.scaler.loc[0, 0])
+    assert float(load_state(path).scaler.loc[0, 0]) == float(other.scaler.loc[0, 0])
     assert hidden(tmp_path) == []
 
 
@@ -485,7 +486,7 @@ def crash_while_saving(state, path):
         os._exit(9)
 
     torch.save = die
-    state.save(path)
+    save_state(state, path)
 
 
 @pytest.mark.skipif(not FORK, reason="needs the fork start method (the crashing saver shares the fitted model)")
@@ -505,7 +506,7 @@ def test_the_folders_of_crashed_saves_are_removed_by_the_next_save_and_live_ones
         other.save(path)
         assert hidden(tmp_path) == [live.name]
     assert hidden(tmp_path) == []
-    assert float(FittedState.load(path).scaler.loc[0, 0]) == float(other.scaler.loc[0, 0])
+    assert float(load_state(path).scaler.loc[0, 0]) == float(other.scaler.loc[0, 0])
 
 
 def test_a_model_in_a_read_only_folder_loads_without_a_lock(fitted, tmp_path, monkeypatch):
@@ -530,7 +531,7 @@ def test_a_file_system_without_flock_still_saves_and_loads_whole_models(fitted, 
     monkeypatch.setattr(_saving.fcntl, "flock", unsupported)
     path = fitted.save(tmp_path / "m")
     other.save(path)
-    assert float(FittedState.load(path).scaler.loc[0, 0]) == float(other.scaler.loc[0, 0])
+    assert float(load_state(path).scaler.loc[0, 0]) == float(other.scaler.loc[0, 0])
     assert hidden(tmp_path) == []
 
 

@@ -10,7 +10,7 @@ import pytest
 from pandas.tseries.frequencies import to_offset
 
 from tsrec import Forecaster
-from tsrec.data import canonicalize, normalize_freq, seasonality
+from tsrec.data import Calendar, canonicalize, normalize_freq, seasonality
 from tsrec.data.time_features import calendar_cycles, future_index, step_duration
 from tsrec.evaluation import backtest
 from tsrec.models.naive import season_for
@@ -69,13 +69,14 @@ def test_sessions_are_read_from_the_rows_and_forecast_only_in_open_hours(step, s
 
 def test_the_season_is_a_session_day_for_every_model() -> None:
     freq = "h 06:00-22:00"
-    assert seasonality(freq) == 16 and calendar_cycles(freq) == (16.0, 112.0)
-    assert calendar_cycles("h 09:00-17:00 Mon-Fri") == (8.0, 40.0)
+    calendar = Calendar.of(freq)
+    assert seasonality(calendar) == 16 and calendar_cycles(calendar) == (16.0, 112.0)
+    assert calendar_cycles(Calendar.of("h 09:00-17:00 Mon-Fri")) == (8.0, 40.0)
     assert season_for(freq, (), history_length=24 * 16)[0] == 16
     df = session_frame("h", "06:00", "22:00")
     forecaster = Forecaster("seasonal_naive", prediction_length=16).fit(df)
     assert forecaster.fitted.facts.season == 16 and forecaster.fitted.facts.sub_daily  # steps of an hour
-    assert step_duration(freq) is None  # a step from 21:00 is an hour, from 22:00 the night
+    assert step_duration(calendar) is None  # a step from 21:00 is an hour, from 22:00 the night
     # seasonal naive repeats the last session day, hour for hour
     forecast = forecaster.predict(df)["mean"].to_numpy()
     np.testing.assert_allclose(forecast, df["sales"].to_numpy()[-16:])
@@ -101,8 +102,22 @@ def test_a_session_is_declared_as_freq_or_with_pandas_business_hours() -> None:
     opened = (night.index - pd.Timedelta(hours=18)).dayofweek  # the weekday the night's session opened
     night = night[((night.index.hour >= 18) | (night.index.hour < 2)) & (opened < 5)]
     assert canonicalize(night).freq == "h 18:00-02:00 Mon-Fri"
-    assert list(future_index(pd.Timestamp("2024-01-05 01:00"), "h 18:00-02:00 Mon-Fri", 2)) == \
+    assert list(future_index(pd.Timestamp("2024-01-05 01:00"), Calendar.of("h 18:00-02:00 Mon-Fri"), 2)) == \
         [pd.Timestamp("2024-01-05 18:00"), pd.Timestamp("2024-01-05 19:00")]
+
+
+def test_the_panel_carries_the_calendar_read_once() -> None:
+    """The freq string is read into a Calendar where the frame is read: a session detected from
+    the rows, one declared, and a plain step alike; the string spelling stays the panel's freq."""
+    df = session_frame("h", "09:00", "17:00", weekdays=5)
+    detected, declared = canonicalize(df), canonicalize(df, freq="bh")
+    assert detected.calendar == declared.calendar == Calendar.of("h 09:00-17:00 Mon-Fri")
+    assert detected.calendar.step == "h" and detected.calendar.session.days == (0, 1, 2, 3, 4)
+    assert detected.freq == str(detected.calendar) == "h 09:00-17:00 Mon-Fri"
+    assert canonicalize(df, freq="h", gaps="warn").calendar.session is not None  # the plain step: its session read
+    assert Calendar.of("h 00:00-24:00") == Calendar.of("h") == Calendar("h") and Calendar("h").session is None
+    with pytest.raises(ValueError, match="Calendar.of"):
+        Calendar("5min", Calendar.of("h 09:00-17:00 Mon-Fri").session)  # a step its session does not step at
 
 
 def test_errors_about_session_data_name_the_session() -> None:

@@ -12,7 +12,7 @@ from sklearn.base import clone
 from tsrec import Forecaster
 from tsrec.config import RSAConfig, TrainingConfig, WindowConfig
 from tsrec.evaluation import backtest
-from tsrec.fitted import _json_sha256
+from tsrec.saved_format import json_sha256
 from tsrec.settings import ForecasterSettings
 
 # the naive baselines only: ets and theta would cost a statsforecast fit per series
@@ -162,7 +162,7 @@ def test_load_keeps_the_original_error_as_the_cause(tmp_path):
     f.save(tmp_path / "m")
     meta = json.loads((tmp_path / "m" / "forecaster.json").read_text())
     meta["settings"]["network"]["colour"] = 1
-    meta["sha256"]["forecaster.json"] = _json_sha256(meta)  # an edit that rewrote the checksum too
+    meta["sha256"]["forecaster.json"] = json_sha256(meta)  # an edit that rewrote the checksum too
     (tmp_path / "m" / "forecaster.json").write_text(json.dumps(meta))
     with pytest.raises(ValueError, match="corrupted or was edited after saving.*save the model again") as info:
         Forecaster.load(tmp_path / "m")

@@ -443,7 +443,7 @@ def _unsuited(name: str, before: Panel) -> str | None:
     if name != "mstl":
         return None
     longest = max(len(item) for item in before.items)
-    seasons = choose_seasons(calendar_cycles(before.freq), (), longest, MSTLConfig.SEASONS_NEEDED)
+    seasons = choose_seasons(calendar_cycles(before.calendar), (), longest, MSTLConfig.SEASONS_NEEDED)
     if len(seasons) >= 2:
         return None
     return (f"skipped: {len(seasons)} calendar season(s) that {longest} steps hold twice (MSTL is tried where there "
@@ -533,7 +533,7 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     stride = _stride(horizon, windows, wanted)
     observed = read.before(ends)
     validation = Validation.of(observed.panel, ends, windows, horizon, stride, settings.network.eval_metric,
-                               seasonality(panel.freq))
+                               seasonality(panel.calendar))
     candidates = _Candidates(settings, validation, read.before(validation.first), observed, read.schema.covariates)
     scores = _Scores(validation)
     names = _candidates(settings)

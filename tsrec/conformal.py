@@ -216,7 +216,7 @@ class Calibration:
         order statistic that does not fit the others, a score that is negative, unsorted or not a
         number, a scale that is not positive): an edit, even one given new checksums, is refused
         here instead of failing at ``predict``. Whether it fits the model (its horizon, series and
-        channels) is the loader's check (:mod:`tsrec.fitted`)."""
+        channels) is the loader's check (:mod:`tsrec.saved_state`)."""
         arrays = {}
         for key, (dtype, ndim) in {"conformal_order": (torch.float64, 2), "conformal_counts": (torch.int64, 1),
                                    "conformal_scale": (torch.float64, 2)}.items():

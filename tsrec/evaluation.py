@@ -272,7 +272,8 @@ def _backtest_errors(forecaster: Forecaster, df: Source, *, start: int | str | p
     whole = _reads_whole_history(forecaster)
     first, count = _origins(panel, stacked, context, horizon, start, n_windows, stride, whole_history=whole)  # [I] each
     y = np.where(stacked.observed, stacked.values, np.nan)  # [R, C]
-    scale = seasonal_scale(y, season_length or seasonality(panel.freq), lengths=stacked.length, ends=first)  # [I, C]
+    season = season_length or seasonality(panel.calendar)
+    scale = seasonal_scale(y, season, lengths=stacked.length, ends=first)  # [I, C]
     scores = _baselines(baselines, read, first, count, stride, horizon, baselines_refit_every)
     n_blocks = int(count.max())
     block = refit_every or n_blocks

@@ -152,7 +152,7 @@ def context_for(settings: ForecasterSettings, panel: Panel, val: Panel | None) -
     if window.context_length is not None:
         return window.context_length
     horizon = window.prediction_length
-    wanted = model_class.default_context(horizon, seasonality(panel.freq))
+    wanted = model_class.default_context(horizon, seasonality(panel.calendar))
     if wanted <= 2 * horizon:
         return wanted
     shortest = min(len(item) for item in panel.items)
@@ -184,7 +184,7 @@ def _facts(read: Read, split: Split, encoder: CovariateEncoder) -> DataFacts:
     panel = read.panel
     periods = dominant_periods([s.values[:end] for s, end in zip(panel.items, split.train_end)],
                                [s.observed[:end] for s, end in zip(panel.items, split.train_end)])
-    return data_facts(panel.freq, n_channels=len(panel.columns) if panel.layout == "wide" else 1, periods=periods,
+    return data_facts(panel.calendar, n_channels=len(panel.columns) if panel.layout == "wide" else 1, periods=periods,
                       n_covariate_features=encoder.n_features, static_cardinalities=encoder.cardinalities)
 
 

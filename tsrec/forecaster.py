@@ -25,6 +25,7 @@ from tsrec.fitting import fit_state
 from tsrec.forecasting import forecast_next, steps_read
 from tsrec.models import ForecastModel, model_spec
 from tsrec.models.ensemble import AUTO
+from tsrec.saved_state import load_state, save_state
 from tsrec.settings import ForecasterSettings
 
 __all__ = ["DEFAULT_MODEL", "Forecaster"]
@@ -371,7 +372,7 @@ class Forecaster:
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | os.PathLike) -> Path:
-        """Write the fitted model into the directory ``path`` (:meth:`tsrec.fitted.FittedState.save`:
+        """Write the fitted model into the directory ``path`` (:func:`tsrec.saved_state.save_state`:
         ``forecaster.json`` with the settings, data description, scaler and every file's SHA-256,
         and ``weights.pt``, tensors only; crash-safe and safe under concurrent saves and loads,
         never a partial pair). Returns ``path``. Under an initialized process group (DDP) rank 0
@@ -379,18 +380,18 @@ class Forecaster:
         could not write it: all must call it."""
         self._require_fitted()
         rank = world()[0]
-        gather_parts(lambda: self.fitted.save(path) if rank == 0 else None)  # the others wait for rank 0's save
+        gather_parts(lambda: save_state(self.fitted, path) if rank == 0 else None)  # the others wait for rank 0's save
         return Path(path)
 
     @classmethod
     def load(cls, path: str | os.PathLike, *, trainer_kwargs: dict[str, Any] | None = None) -> Forecaster:
         """Load a directory written by :meth:`save`. Reads JSON and tensors only (no unpickling of
         arbitrary objects); a missing, foreign, corrupted or edited directory, or one saved by a
-        newer tsrec, raises ``ValueError`` (:meth:`tsrec.fitted.FittedState.load`).
+        newer tsrec, raises ``ValueError`` (:func:`tsrec.saved_state.load_state`).
 
         ``trainer_kwargs``: Lightning arguments over the saved ones (another ``accelerator``, the
         callbacks and loggers a save does not keep), for this model's forecasts and refits."""
-        state = FittedState.load(path)
+        state = load_state(path)
         if trainer_kwargs:
             trainer = dataclasses.replace(state.settings.trainer,
                                           trainer_kwargs={**state.settings.trainer.trainer_kwargs, **trainer_kwargs})

@@ -248,7 +248,7 @@ def _prediction_covariates(state: FittedState, panel: Panel, values: CovariateVa
         raise ValueError(f"{name} was fitted without future covariates, so it reads no "
                          "future_covariates; leave them out, or refit with future_covariates=[<columns>]")
     if future_covariates is None and config.future:
-        steps = future_index(panel.items[0].index[-1], panel.freq, horizon)
+        steps = future_index(panel.items[0].index[-1], panel.calendar, horizon)
         raise ValueError(f"{name} was fitted with the future covariates {list(config.future)}: pass "
                          f"predict(future_covariates=<frame>) with their values at the {horizon} forecast steps "
                          f"of every series ({steps[0]} .. {steps[-1]} for {panel.item_label(0)})")

@@ -11,7 +11,7 @@ import torch
 from pandas.tseries.frequencies import to_offset
 
 from tsrec.data import step_duration
-from tsrec.data.sessions import session_of
+from tsrec.data.calendar import Calendar
 from tsrec.models.base import ForecastModel, ModelConfig
 
 KIND_NAMES = {0: "regular", 1: "cos", 2: "sin"}
@@ -37,10 +37,11 @@ def time_unit(freq: str | None) -> tuple[str, float]:
     2 hours a step), the calendar's for calendar steps (weeks, months, quarters, years, business
     days), else ``("steps", 1.0)`` (a session, whose steps skip its closed hours, or no ``freq``).
     The console (``tsrec``'s gate lines) and the figures (:func:`tsrec.plotting.plot_gates`) use it alike."""
-    if freq is None or session_of(freq) is not None:
+    calendar = None if freq is None else Calendar.of(freq)
+    if calendar is None or calendar.session is not None:
         return "steps", 1.0
-    offset = to_offset(freq)
-    step = step_duration(freq)
+    offset = to_offset(calendar.step)
+    step = step_duration(calendar)
     if step is not None:
         name, unit = next(((name, unit) for name, unit in _FIXED_UNITS if step >= unit), _FIXED_UNITS[-1])
         return name, step / unit
@@ -168,7 +169,7 @@ def gate_table(model: ForecastModel, freq: str | None = None, *, channels: str =
     """
     if channels not in CHANNEL_VIEWS:
         raise ValueError(f"channels must be one of {CHANNEL_VIEWS}, got {channels!r}")
-    step = None if freq is None else step_duration(freq)
+    step = None if freq is None else step_duration(Calendar.of(freq))
     rows = _head_rows(model, channels)
     if start is not None:
         initial = _head_rows(start, channels)

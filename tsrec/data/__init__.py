@@ -6,6 +6,7 @@ training part -> ``WindowDataset.from_panel`` / ``WindowDataset.for_prediction``
 (:mod:`tsrec.data.covariates`).
 """
 
+from tsrec.data.calendar import Calendar
 from tsrec.data.covariates import CovariateEncoder, CovariateValues
 from tsrec.data.frame import Panel, Series, canonicalize, forecast_frame
 from tsrec.data.scaling import StandardScaler
@@ -24,6 +25,7 @@ from tsrec.data.time_features import (
 from tsrec.data.windows import WindowCovariates, WindowDataset
 
 __all__ = [
+    "Calendar",
     "Read",
     "Schema",
     "Source",

@@ -160,7 +160,7 @@ def read_future(frame: Any, panel: Panel, config: CovariateConfig, horizon: int,
         raise ValueError(f"future_covariates has several rows for {panel.item_label(item[known][k])} at "
                          f"{times[known][k]}; pass one row per series and forecast step")
     lasts = panel.stamps[panel.offsets[1:] - 1]  # [N] each item's last step
-    steps = future_indexes(lasts, panel.freq, horizon)  # [N * H]
+    steps = future_indexes(lasts, panel.calendar, horizon)  # [N * H]
     cells = pd.MultiIndex.from_arrays([np.repeat(np.arange(len(panel.items)), horizon), steps])
     at = cells.get_indexer(rows)  # [R'] forecast step of each row of a known id, -1 outside the horizon
     ahead = np.full((len(cells), len(config.future)), np.nan)  # [N * H, Kf]
@@ -274,7 +274,7 @@ class CovariateEncoder:
             position = int(np.searchsorted(np.cumsum(lengths), t, side="right"))
             step = t - int(lengths[:position].sum())
             item = panel.items[position]
-            stamps = item.index.append(future_index(item.index[-1], panel.freq, int(lengths[position]) - len(item)))
+            stamps = item.index.append(future_index(item.index[-1], panel.calendar, int(lengths[position]) - len(item)))
             raise ValueError(f"covariate {self.config.dynamic[k]!r} of {panel.item_label(position)} at {stamps[step]}: "
                              f"the value {dynamic[t, k]:.6g} scales to {scaled[t, k]:.6g} with the training "
                              "statistics, beyond float32's range; check the value (a wrong unit or a typo?)")

@@ -59,6 +59,7 @@ from pandas.tseries.frequencies import to_offset
 
 from tsrec.config import GAP_POLICIES
 from tsrec.data import sessions
+from tsrec.data.calendar import Calendar
 from tsrec.data.schema import Schema
 from tsrec.data.time_features import (
     BUSINESS_WEEKENDS,
@@ -117,18 +118,25 @@ def split_at(array: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, ...]:
 
 @dataclass(frozen=True)
 class Panel:
-    """Canonical form of a user frame: regular series sharing ``freq`` and ``columns``.
+    """Canonical form of a user frame: regular series sharing ``calendar`` and ``columns``.
 
-    freq:    pandas offset alias, e.g. ``"h"``, ``"15min"``.
+    calendar: the series' grid: a step (``"h"``, ``"15min"``) and, for data of opening hours only,
+             its session (:class:`~tsrec.data.calendar.Calendar`); :attr:`freq` spells it.
     layout:  ``"wide"`` (one item, C = len(columns)) or ``"long"`` (one item per id, C = 1).
     columns: target variable names (the wide frame's columns, or the long frame's target column).
     items:   the series, wide: one with ``item_id`` ``"0"``; long: sorted by ``item_id``.
     """
 
-    freq: str
+    calendar: Calendar
     layout: Layout
     columns: tuple[str, ...]
     items: tuple[Series, ...]
+
+    @property
+    def freq(self) -> str:
+        """tsrec's spelling of :attr:`calendar` (``"h"``, ``"h 09:00-17:00 Mon-Fri"``): what
+        settings, messages and saved models hold."""
+        return self.calendar.freq
 
     @property
     def item_ids(self) -> tuple[str, ...]:
@@ -364,12 +372,13 @@ def read_targets(
     where = ["the frame"] if layout == "wide" else [f"item {i!r}" for i in item_ids]
     _require_unique(stamps, item, where, grouping)
     # pandas infers business hours ('bh') loosely: the session is read from the rows at its step
-    freq = normalize_freq(freq) if freq is not None else sessions.base_step(_infer_freq(stamps, first, where))
-    detected = sessions.session_of(freq) is None and (session := sessions.detect(stamps, first, freq)) is not None
+    calendar = Calendar.of(normalize_freq(freq)) if freq is not None else \
+        Calendar(Calendar.of(_infer_freq(stamps, first, where)).step)
+    detected = calendar.session is None and (session := sessions.detect(stamps, first, calendar.step)) is not None
     if detected:
-        freq = session.alias  # rows only in some hours or on some weekdays: their session's open steps
-    positions = _positions(stamps, item, first, where, freq, gaps, detected=detected)  # [R]
-    if (session := sessions.session_of(freq)) is not None:
+        calendar = Calendar.of(session.alias)  # rows only in some hours or on some weekdays: their open steps
+    positions = _positions(stamps, item, first, where, calendar, gaps, detected=detected)  # [R]
+    if (session := calendar.session) is not None:
         for said in sessions.closed_early(session, stamps, first, where):  # stacklevel 4: canonicalize's caller
             warnings.warn(said, stacklevel=4)
     lengths = positions[np.r_[first[1:], len(rows)] - 1] + 1  # [N] grid steps of each item
@@ -379,10 +388,10 @@ def read_targets(
     grid = placement.on_grid(values)  # [sum T_i, C]
     observed = np.isfinite(grid)
     grid[~observed] = np.nan
-    index = regular_stamps(stamps[first], lengths, freq)  # [sum T_i]
+    index = regular_stamps(stamps[first], lengths, calendar)  # [sum T_i]
     items = tuple(Series(item_id, index, x, mask, start) for item_id, x, mask, start in
                   zip(item_ids, placement.per_item(grid), placement.per_item(observed), offsets[:-1].tolist()))
-    return Panel(freq=freq, layout=layout, columns=tuple(str(t) for t in targets), items=items), placement
+    return Panel(calendar=calendar, layout=layout, columns=tuple(str(t) for t in targets), items=items), placement
 
 
 def block_frame(names: Sequence[Hashable], block: np.ndarray, others: Mapping[Hashable, Any]) -> pd.DataFrame:
@@ -429,7 +438,7 @@ def forecast_frame(
         raise ValueError(f"origin {origin[n]} of {label} is outside [1, {lengths[n]}]")
     horizon, channels = mean.shape[1], mean.shape[2]
     lasts = panel.stamps[panel.offsets[positions] + origin - 1]  # [N] the step before each forecast
-    stamps = future_indexes(lasts, panel.freq, horizon)  # [N * H]
+    stamps = future_indexes(lasts, panel.calendar, horizon)  # [N * H]
     names = np.array(panel.columns if panel.layout == "wide" else panel.item_ids, dtype=object)
     name = names[np.arange(channels)] if panel.layout == "wide" else names[positions][:, None]  # [C] or [N, 1]
     at = np.broadcast_to(np.arange(n_rows * horizon).reshape(n_rows, 1, horizon), (n_rows, channels, horizon))
@@ -666,18 +675,18 @@ def _infer_freq(stamps: pd.DatetimeIndex, first: np.ndarray, where: Sequence[str
     return normalize_freq(to_offset(pd.Timedelta(int(unique[counts.argmax()]))).freqstr)
 
 
-def _positions(stamps: pd.DatetimeIndex, item: np.ndarray, first: np.ndarray, where: Sequence[str], freq: str,
-               gaps: str, *, detected: bool = False) -> np.ndarray:
+def _positions(stamps: pd.DatetimeIndex, item: np.ndarray, first: np.ndarray, where: Sequence[str],
+               calendar: Calendar, gaps: str, *, detected: bool = False) -> np.ndarray:
     """``[R]`` int64 grid position of each row (``stamps`` ``[R]`` sorted by item, then time, item
-    ``i`` from row ``first[i]``) on its item's ``freq`` grid, which starts at its first row
-    (``detected``: ``freq`` is a session read from the rows, :func:`tsrec.data.sessions.detect`).
+    ``i`` from row ``first[i]``) on its item's ``calendar`` grid, which starts at its first row
+    (``detected``: the calendar's session was read from the rows, :func:`tsrec.data.sessions.detect`).
 
     Off-grid rows are a ``ValueError``; long gaps and mostly empty grids (module docstring) are one
     too, or with ``gaps="warn"`` a warning. Items whose rows are all one step apart pass unseen.
     """
     ends = np.r_[first[1:], len(stamps)]  # [N]
-    nanos = fixed_step_nanos(freq, stamps.tz)
-    session = sessions.session_of(freq)
+    nanos = fixed_step_nanos(calendar, stamps.tz)
+    session = calendar.session
     if session is not None:
         steps, off_grid = session.positions(stamps)  # [R], [R] on the session's open steps
         positions = steps - steps[first][item]
@@ -689,7 +698,7 @@ def _positions(stamps: pd.DatetimeIndex, item: np.ndarray, first: np.ndarray, wh
         positions = np.empty(len(stamps), dtype=np.int64)
         off_grid = np.zeros(len(stamps), dtype=bool)
         for i, (a, b) in enumerate(zip(first, ends)):
-            positions[a:b], off_grid[a:b] = _grid_positions(stamps[a:b], freq)
+            positions[a:b], off_grid[a:b] = _grid_positions(stamps[a:b], calendar.step)
     irregular = np.flatnonzero(np.diff(positions) != 1) + 1  # [K] rows not one step after the previous
     irregular = irregular[item[irregular] == item[irregular - 1]]
     for i in np.unique(np.r_[item[off_grid], item[irregular]]):
@@ -697,8 +706,8 @@ def _positions(stamps: pd.DatetimeIndex, item: np.ndarray, first: np.ndarray, wh
         if off_grid[rows].any():
             # The grid most rows follow: off it are the rows to fix (the first row may be one of them).
             off = off_grid[rows] if nanos is None else remainder[rows] != most_common(remainder[rows])
-            raise _off_grid(where[i], stamps[rows], off, freq, detected)
-        for problem, fix in _spacing_problems(where[i], stamps[rows], positions[rows], freq):
+            raise _off_grid(where[i], stamps[rows], off, calendar, detected)
+        for problem, fix in _spacing_problems(where[i], stamps[rows], positions[rows], calendar):
             if gaps == "raise":
                 raise ValueError(
                     f"{problem}; {fix}, or pass gaps='warn' to keep the data as they are (the empty steps "
@@ -709,11 +718,13 @@ def _positions(stamps: pd.DatetimeIndex, item: np.ndarray, first: np.ndarray, wh
     return positions
 
 
-def _off_grid(place: str, index: pd.DatetimeIndex, off: np.ndarray, freq: str, detected: bool = False) -> ValueError:
+def _off_grid(place: str, index: pd.DatetimeIndex, off: np.ndarray, calendar: Calendar,
+              detected: bool = False) -> ValueError:
     """The error naming the rows of one item (``index`` ``[n]``) that ``off`` ``[n]`` marks off the
-    ``freq`` grid that its other rows follow (``detected``: a session read from the rows)."""
+    ``calendar`` grid that its other rows follow (``detected``: a session read from the rows)."""
     shown = ", ".join(str(t) for t in index[off][:3]) + (" ..." if off.sum() > 3 else "")
-    if (session := sessions.session_of(freq)) is not None and detected:
+    freq = calendar.freq
+    if (session := calendar.session) is not None and detected:
         return ValueError(
             f"timestamp {index[off][0]} in {place} lies outside the session the other rows follow, {freq!r} "
             f"({session.describe()}, read from the rows): {int(off.sum())} of {len(index)} rows are outside it "
@@ -735,15 +746,15 @@ def _off_grid(place: str, index: pd.DatetimeIndex, off: np.ndarray, freq: str, d
     )
 
 
-def _grid_positions(index: pd.DatetimeIndex, freq: str) -> tuple[np.ndarray, np.ndarray]:
-    """``[n]`` int64 position of each timestamp of the sorted unique ``index`` on the calendar
-    ``freq`` grid that starts at ``index[0]`` (``pd.date_range``), and ``[n]`` bool: off that grid."""
-    positions = pd.date_range(index[0], index[-1], freq=to_offset(freq)).get_indexer(index)  # [n], -1 off the grid
+def _grid_positions(index: pd.DatetimeIndex, step: str) -> tuple[np.ndarray, np.ndarray]:
+    """``[n]`` int64 position of each timestamp of the sorted unique ``index`` on the grid of the
+    calendar ``step`` that starts at ``index[0]`` (``pd.date_range``), and ``[n]`` bool: off that grid."""
+    positions = pd.date_range(index[0], index[-1], freq=to_offset(step)).get_indexer(index)  # [n], -1 off the grid
     return positions.astype(np.int64), positions < 0
 
 
 def _spacing_problems(
-    place: str, index: pd.DatetimeIndex, positions: np.ndarray, freq: str
+    place: str, index: pd.DatetimeIndex, positions: np.ndarray, calendar: Calendar
 ) -> list[tuple[str, str]]:
     """``(problem, fix)`` messages for a long gap, a mostly empty grid and a freq the weekdays
     contradict (module docstring) of one item: sorted unique ``index`` ``[n]`` at grid
@@ -752,27 +763,28 @@ def _spacing_problems(
     if steps.size == 0:
         return []
     usual = float(np.median(steps))
-    found = [problem for problem in (_long_gap(place, index, steps, usual, freq),
-                                     _mostly_empty(place, index, steps, usual, freq), _weekends_empty(place, index, freq))
+    found = [problem for problem in (_long_gap(place, index, steps, usual, calendar),
+                                     _mostly_empty(place, index, steps, usual, calendar),
+                                     _weekends_empty(place, index, calendar))
              if problem is not None]
-    if found and (session := sessions.suggest(index, freq)) is not None:  # rows only in some hours or weekdays
+    if found and (session := sessions.suggest(index, calendar.freq)) is not None:  # rows only in some hours or weekdays
         found = [(problem, f"if the rows are a session (opening or trading hours), declare it: freq={session!r} "
                            f"(docs/data.md#sessions); otherwise {fix}") for problem, fix in found]
     return found
 
 
-def _gap_limit(usual: float, freq: str) -> float:
-    """Missing steps in a row beyond which a gap is long: ``LONG_GAP_SEASONS`` seasons of ``freq``
+def _gap_limit(usual: float, calendar: Calendar) -> float:
+    """Missing steps in a row beyond which a gap is long: ``LONG_GAP_SEASONS`` seasons of ``calendar``
     times the usual (median) step ``usual`` between rows."""
-    return LONG_GAP_SEASONS * seasonality(freq) * usual
+    return LONG_GAP_SEASONS * seasonality(calendar) * usual
 
 
 def _long_gap(
-    place: str, index: pd.DatetimeIndex, steps: np.ndarray, usual: float, freq: str
+    place: str, index: pd.DatetimeIndex, steps: np.ndarray, usual: float, calendar: Calendar
 ) -> tuple[str, str] | None:
     """``(problem, fix)`` naming the first long gap of one item (``index`` ``[n]``, ``steps``
     ``[n - 1]`` grid steps between its rows, median ``usual``); None without one."""
-    limit = _gap_limit(usual, freq)
+    limit = _gap_limit(usual, calendar)
     gaps = np.flatnonzero(steps - 1 > limit)
     if not gaps.size:
         return None
@@ -780,9 +792,9 @@ def _long_gap(
     first = f" (the first of {gaps.size} such gaps)" if gaps.size > 1 else ""
     suspect = index[k + 1] if len(index) - (k + 1) <= k + 1 else index[k]  # a typo isolates few rows
     problem = (
-        f"{place} has a gap{first} of {steps[k] - 1:,} missing {freq!r} steps between its rows at "
+        f"{place} has a gap{first} of {steps[k] - 1:,} missing {calendar.freq!r} steps between its rows at "
         f"{index[k]} and {index[k + 1]}, far longer than its usual spacing of {usual:g} step(s) (the "
-        f"limit is {LONG_GAP_SEASONS} seasons of {seasonality(freq)} usual steps: {limit:,.0f} steps)"
+        f"limit is {LONG_GAP_SEASONS} seasons of {seasonality(calendar)} usual steps: {limit:,.0f} steps)"
     )
     fix = (
         f"fix the timestamp {suspect} if it is a typo, or split the series at the gap (e.g. keep the "
@@ -792,43 +804,43 @@ def _long_gap(
 
 
 def _mostly_empty(
-    place: str, index: pd.DatetimeIndex, steps: np.ndarray, usual: float, freq: str
+    place: str, index: pd.DatetimeIndex, steps: np.ndarray, usual: float, calendar: Calendar
 ) -> tuple[str, str] | None:
     """``(problem, fix)`` when one item (``index`` ``[n]``, ``steps`` ``[n - 1]`` grid steps between
     its rows, median ``usual``) leaves more than half of its grid without a row, its long gaps aside,
-    or has its rows usually two or more steps apart (``freq`` finer than the data's, at least two
+    or has its rows usually two or more steps apart (``calendar`` finer than the data's, at least two
     steps of them); None otherwise. The long gaps are left out so that a single mistyped timestamp
     is reported once, as a gap."""
-    kept = steps[steps - 1 <= _gap_limit(usual, freq)]
+    kept = steps[steps - 1 <= _gap_limit(usual, calendar)]
     rows, empty = len(steps) + 1, int((kept - 1).sum())
     finer = usual >= 2 and rows >= 3
     if empty <= rows and not finer:
         return None
     length = empty + rows
     problem = (
-        f"freq {freq!r} leaves {empty / length:.1%} of the grid of {place} empty ({empty:,} of "
+        f"freq {calendar.freq!r} leaves {empty / length:.1%} of the grid of {place} empty ({empty:,} of "
         f"{length:,} steps have no row); its rows are usually {usual:g} step(s) apart"
     )
     resample = "resample the rows onto one regular freq first, e.g. df.resample({!r}).mean() (per id for a long frame)"
-    if sessions.session_of(freq) is not None:  # resampling fills the closed hours: drop those bins again
+    if calendar.session is not None:  # resampling fills the closed hours: drop those bins again
         resample = ("resample the rows onto one regular freq first, e.g. df.resample({!r}).mean().dropna() (per id "
                     "for a long frame; dropna drops the closed hours' empty bins)")
     if round(usual) > 1:
-        looks = _multiple(freq, round(usual))
-        looks = looks if sessions.session_of(freq) is not None else _looks_like(place, index, looks)
+        looks = _multiple(calendar, round(usual))
+        looks = looks if calendar.session is not None else _looks_like(place, index, looks)
         shown = ", ".join(str(t) for t in index[:3])
         return (f"{problem} (freq {looks!r}), e.g. the rows at {shown}",
-                f"pass freq={looks!r}, or {resample.format(sessions.base_step(looks))}")
-    coarser = _multiple(freq, round(length / rows))  # a freq the rows would about fill
-    return f"{problem} but come in bursts", f"{resample.format(sessions.base_step(coarser))}, or drop the sparse part"
+                f"pass freq={looks!r}, or {resample.format(Calendar.of(looks).step)}")
+    coarser = _multiple(calendar, round(length / rows))  # a freq the rows would about fill
+    return f"{problem} but come in bursts", f"{resample.format(Calendar.of(coarser).step)}, or drop the sparse part"
 
 
-def _weekends_empty(place: str, index: pd.DatetimeIndex, freq: str) -> tuple[str, str] | None:
-    """``(problem, fix)`` when calendar days (``freq`` ``"D"``) are contradicted by the weekdays of
+def _weekends_empty(place: str, index: pd.DatetimeIndex, calendar: Calendar) -> tuple[str, str] | None:
+    """``(problem, fix)`` when calendar days (``calendar`` ``"D"``) are contradicted by the weekdays of
     one item's rows (``index`` ``[n]``): none on a Saturday or Sunday, and at least
     ``BUSINESS_WEEKENDS`` steps from a Friday to the next Monday: business days, ``"B"``. None
     otherwise."""
-    if freq != "D" or (index.dayofweek >= 5).any():  # freq is normalised: calendar days are spelt "D"
+    if calendar != Calendar("D") or (index.dayofweek >= 5).any():  # normalised: calendar days are spelt "D"
         return None
     skips = np.flatnonzero(weekends_skipped(index if index.tz is None else index.tz_localize(None)))  # [K]
     if skips.size < BUSINESS_WEEKENDS:
@@ -850,12 +862,12 @@ def _looks_like(place: str, index: pd.DatetimeIndex, otherwise: str) -> str:
         return otherwise
 
 
-def _multiple(freq: str, k: int) -> str:
-    """The alias of ``k`` steps of ``freq`` (``("h", 24)`` -> ``"D"``, ``("MS", 3)`` -> ``"3MS"``; a
+def _multiple(calendar: Calendar, k: int) -> str:
+    """The alias of ``k`` steps of ``calendar`` (``("h", 24)`` -> ``"D"``, ``("MS", 3)`` -> ``"3MS"``; a
     session at ``k`` steps where its hours hold them: ``("5min 09:30-16:00", 2)`` -> ``"10min 09:30-16:00"``)."""
-    offset = to_offset(sessions.base_step(freq)) * k
+    offset = to_offset(calendar.step) * k
     alias = to_offset(pd.Timedelta(offset)).freqstr if isinstance(offset, pd.offsets.Tick) else offset.freqstr
-    session = sessions.session_of(freq)
+    session = calendar.session
     if session is None or session.length % pd.Timedelta(offset):
         return alias
     return dataclasses.replace(session, step=alias).alias  # a session at k steps (its hours hold them)

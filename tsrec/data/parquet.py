@@ -223,7 +223,7 @@ def _inferred_alike(read: Callable[..., tuple[Panel, CovariateValues]], first: P
         if str(error).startswith("cannot infer the frequency"):
             return read(freq=first.freq)
         raise
-    if panel.freq != first.freq:
+    if panel.calendar != first.calendar:
         raise ValueError(f"the series have different frequencies ({first.freq!r} in {first.item_label(0)}, "
                          f"{panel.freq!r} in {panel.item_label(0)}); resample them to one frequency and pass freq=...")
     return panel, values
@@ -516,7 +516,7 @@ def _joined(parts: Sequence[tuple[Panel, CovariateValues]]) -> tuple[Panel, Cova
     """The chunks' panels and covariates (``parts``, in id order) as one panel and its covariates."""
     panels, values = zip(*parts)
     first = panels[0]
-    panel = Panel(freq=first.freq, layout=first.layout, columns=first.columns,
+    panel = Panel(calendar=first.calendar, layout=first.layout, columns=first.columns,
                   items=tuple(item for part in panels for item in part.items))
     covariates = CovariateValues(dynamic=tuple(d for part in values for d in part.dynamic),
                                  static_real=np.concatenate([part.static_real for part in values]),

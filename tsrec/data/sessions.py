@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 from pandas.tseries.frequencies import to_offset
 
-__all__ = ["Session", "session_of", "detect", "suggest", "holding", "closed_early", "base_step", "wall_clock",
+__all__ = ["Session", "session_of", "detect", "suggest", "holding", "closed_early", "wall_clock",
            "SESSION_EVIDENCE"]
 
 DAY = pd.Timedelta(days=1)
@@ -289,12 +289,6 @@ def _from_business_hour(offset: pd.offsets.BusinessHour) -> Session:
     if not days or (end - start) % DAY % pd.Timedelta(hours=1):
         raise ValueError(f"freq {offset!r} has no open weekday or hours that are no whole number of hours")
     return Session("h", start, end, days)
-
-
-def base_step(freq: str) -> str:
-    """The step of ``freq``: a session's step, or ``freq`` itself."""
-    session = session_of(freq)
-    return freq if session is None else session.step
 
 
 def detect(stamps: pd.DatetimeIndex, first: np.ndarray, step: str) -> Session | None:

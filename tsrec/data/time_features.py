@@ -2,7 +2,8 @@
 
 Calendar frequencies are read from the dates themselves where ``pd.infer_freq`` cannot help
 because rows are missing (:func:`calendar_freq`): quarter anchors are spelt one way
-(:func:`normalize_freq`), so that equal grids have equal names.
+(:func:`normalize_freq`), so that equal grids have equal names. Everything after the read takes a
+:class:`~tsrec.data.calendar.Calendar` (the step and the session, if any), not the string.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import pandas as pd
 from pandas.tseries.frequencies import to_offset
 
 from tsrec.config import DataFacts
-from tsrec.data.sessions import WEEKDAYS, Session, base_step, session_of, wall_clock
+from tsrec.data.calendar import Calendar
+from tsrec.data.sessions import WEEKDAYS, Session, session_of, wall_clock
 
 #: Time steps handled at once when gathering a panel's calendar features (bounds the temporaries).
 BLOCK = 2**20
@@ -27,14 +29,15 @@ _DAY_NANOS = 86_400 * 10**9
 BUSINESS_WEEKENDS = 2
 
 
-def _feature_functions(freq: str) -> list[Callable[[pd.DatetimeIndex], np.ndarray]]:
+def _feature_functions(step: str) -> list[Callable[[pd.DatetimeIndex], np.ndarray]]:
+    """GluonTS's calendar features of steps of ``step`` (a session's: its step's)."""
     from gluonts.time_feature import time_features_from_frequency_str
 
     try:
-        return time_features_from_frequency_str(base_step(freq))  # a session: its step's features
+        return time_features_from_frequency_str(step)
     except RuntimeError:
         raise ValueError(
-            f"freq {freq!r} has no calendar time features in GluonTS; use one of {_GLUONTS_FREQS}"
+            f"freq {step!r} has no calendar time features in GluonTS; use one of {_GLUONTS_FREQS}"
         ) from None
 
 
@@ -148,23 +151,24 @@ def _most(values: np.ndarray, value: object = None) -> bool:
     return 2 * int((values == value).sum()) > len(values)
 
 
-def time_feature_dim(freq: str) -> int:
-    """Number ``F`` of time features for ``freq`` (0 for yearly data)."""
-    return len(_feature_functions(freq))
+def time_feature_dim(calendar: Calendar) -> int:
+    """Number ``F`` of time features for ``calendar`` (0 for yearly data)."""
+    return len(_feature_functions(calendar.step))
 
 
-def time_features(index: pd.DatetimeIndex, freq: str) -> np.ndarray:
+def time_features(index: pd.DatetimeIndex, calendar: Calendar) -> np.ndarray:
     """Calendar features of ``index`` (``gluonts.time_feature.time_features_from_frequency_str``).
 
     Returns ``[T, F]`` float32, each feature in ``[-0.5, 0.5]``, columns in GluonTS order.
     """
-    functions = _feature_functions(freq)
+    functions = _feature_functions(calendar.step)
     if not functions:
         return np.zeros((len(index), 0), dtype=np.float32)
     return np.stack([f(index) for f in functions], axis=1).astype(np.float32)  # [T, F]
 
 
-def panel_time_features(stamps: pd.DatetimeIndex, freq: str, *, out: np.ndarray | None = None) -> np.ndarray:
+def panel_time_features(stamps: pd.DatetimeIndex, calendar: Calendar, *,
+                        out: np.ndarray | None = None) -> np.ndarray:
     """:func:`time_features` of ``stamps`` ``[S]`` (e.g. every item's timestamps laid end to end),
     computed once per distinct timestamp: ``[S, F]`` float32, written into ``out`` when given (e.g.
     the leading columns of a larger table).
@@ -175,19 +179,19 @@ def panel_time_features(stamps: pd.DatetimeIndex, freq: str, *, out: np.ndarray 
     """
     times = stamps.as_unit("ns").asi8  # [S], UTC for a named zone
     if out is None:
-        out = np.empty((len(times), time_feature_dim(freq)), dtype=np.float32)
-    nanos = fixed_step_nanos(freq, stamps.tz)
+        out = np.empty((len(times), time_feature_dim(calendar)), dtype=np.float32)
+    nanos = fixed_step_nanos(calendar, stamps.tz)
     if nanos is not None and len(times):
         first, last = int(times.argmin()), int(times.argmax())
         span = (int(times[last]) - int(times[first])) // nanos + 1  # grid steps from the earliest to the latest
         if span < 2 * len(times) and _on_one_grid(times, int(times[first]), nanos):  # a gather from it: no sort
-            grid = time_features(regular_stamps(stamps[[first]], np.array([span]), freq), freq)  # [span, F]
+            grid = time_features(regular_stamps(stamps[[first]], np.array([span]), calendar), calendar)  # [span, F]
             for block in range(0, len(times), BLOCK):  # in blocks: the temporaries stay small
                 out[block:block + BLOCK] = grid[(times[block:block + BLOCK] - times[first]) // nanos]
             return out
     distinct, inverse = np.unique(times, return_inverse=True)  # [U], [S]
     unique = pd.DatetimeIndex(distinct.view("M8[ns]"))
-    table = time_features(unique if stamps.tz is None else unique.tz_localize("UTC").tz_convert(stamps.tz), freq)
+    table = time_features(unique if stamps.tz is None else unique.tz_localize("UTC").tz_convert(stamps.tz), calendar)
     out[:] = table[inverse]  # [U, F] gathered
     return out
 
@@ -197,37 +201,38 @@ def _on_one_grid(times: np.ndarray, origin: int, nanos: int) -> bool:
     return all(not ((times[block:block + BLOCK] - origin) % nanos).any() for block in range(0, len(times), BLOCK))
 
 
-def future_index(last_timestamp: pd.Timestamp, freq: str, n: int) -> pd.DatetimeIndex:
-    """The ``n`` timestamps after ``last_timestamp`` at ``freq``: ``[last + 1 step, ..., + n]``
+def future_index(last_timestamp: pd.Timestamp, calendar: Calendar, n: int) -> pd.DatetimeIndex:
+    """The ``n`` timestamps after ``last_timestamp`` on ``calendar``: ``[last + 1 step, ..., + n]``
     (a session's next open steps)."""
-    if session_of(freq) is not None:
-        return future_indexes(pd.DatetimeIndex([pd.Timestamp(last_timestamp)]), freq, n)
-    offset = to_offset(freq)
+    if calendar.session is not None:
+        return future_indexes(pd.DatetimeIndex([pd.Timestamp(last_timestamp)]), calendar, n)
+    offset = to_offset(calendar.step)
     return pd.date_range(pd.Timestamp(last_timestamp) + offset, periods=n, freq=offset)
 
 
-def future_indexes(last_timestamps: pd.DatetimeIndex, freq: str, n: int) -> pd.DatetimeIndex:
+def future_indexes(last_timestamps: pd.DatetimeIndex, calendar: Calendar, n: int) -> pd.DatetimeIndex:
     """:func:`future_index` of each of ``last_timestamps`` ``[N]``, laid end to end: ``[N * n]``.
     Every future timestamp of tsrec (predict, backtest, covariates, plots, GluonTS) comes from here
     or :func:`regular_stamps`: a session's skip its closed hours and days."""
-    if (session := session_of(freq)) is not None:
+    if (session := calendar.session) is not None:
         after = session.positions(last_timestamps)[0] + 1  # [N] the next open step of each
         return session.stamps((after[:, None] + np.arange(n)).ravel(), last_timestamps.tz)
-    return regular_stamps(last_timestamps + to_offset(freq), np.full(len(last_timestamps), n), freq)
+    return regular_stamps(last_timestamps + to_offset(calendar.step), np.full(len(last_timestamps), n), calendar)
 
 
-def regular_stamps(firsts: pd.DatetimeIndex, lengths: np.ndarray, freq: str) -> pd.DatetimeIndex:
-    """Grids of ``lengths[i]`` steps of ``freq`` from ``firsts[i]`` (``[N]`` each), laid end to end:
+def regular_stamps(firsts: pd.DatetimeIndex, lengths: np.ndarray, calendar: Calendar) -> pd.DatetimeIndex:
+    """Grids of ``lengths[i]`` steps of ``calendar`` from ``firsts[i]`` (``[N]`` each), laid end to end:
     ``[sum lengths]`` in the firsts' time zone. As ``pd.date_range`` of each, computed at once for
     steps of a fixed duration (:func:`fixed_step_nanos`); a session's grids hold its open steps alone."""
-    if (session := session_of(freq)) is not None:
+    if (session := calendar.session) is not None:
         lengths = np.asarray(lengths, dtype=np.int64)
         starts = np.r_[0, np.cumsum(lengths)[:-1]]  # [N] each grid's first position
         step = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(starts, lengths)  # [sum lengths]
         return session.stamps(np.repeat(session.positions(firsts)[0], lengths) + step, firsts.tz)
-    nanos = fixed_step_nanos(freq, firsts.tz)
+    nanos = fixed_step_nanos(calendar, firsts.tz)
     if nanos is None:
-        grids = [pd.date_range(first, periods=int(length), freq=freq) for first, length in zip(firsts, lengths)]
+        grids = [pd.date_range(first, periods=int(length), freq=calendar.step)
+                 for first, length in zip(firsts, lengths)]
         return grids[0].append(grids[1:]) if grids else pd.DatetimeIndex([], tz=firsts.tz)
     lengths = np.asarray(lengths, dtype=np.int64)
     starts = np.r_[0, np.cumsum(lengths)[:-1]]  # [N] each grid's first position
@@ -237,38 +242,41 @@ def regular_stamps(firsts: pd.DatetimeIndex, lengths: np.ndarray, freq: str) -> 
     return index if firsts.tz is None else index.tz_localize("UTC").tz_convert(firsts.tz)
 
 
-def fixed_step_nanos(freq: str, tz: object = None) -> int | None:
-    """Nanoseconds of one step of ``freq`` when its grid's steps are one fixed duration (steps
+def fixed_step_nanos(calendar: Calendar, tz: object = None) -> int | None:
+    """Nanoseconds of one step of ``calendar`` when its grid's steps are one fixed duration (steps
     shorter than a day, or days without a time zone); None for wall-clock and calendar steps
     (days in a time zone with daylight saving, weeks, months, business days, sessions, ...)."""
-    if session_of(freq) is not None:
+    if calendar.session is not None:
         return None
-    offset = to_offset(freq)
+    offset = to_offset(calendar.step)
     if isinstance(offset, pd.offsets.Tick) and (not isinstance(offset, pd.offsets.Day) or tz is None):
         return int(offset.nanos)
     return None
 
 
-def step_duration(freq: str) -> pd.Timedelta | None:
-    """Duration of one step of a fixed-length ``freq`` (``"h"`` -> 1 hour); None for calendar
+def step_duration(calendar: Calendar) -> pd.Timedelta | None:
+    """Duration of one step of a fixed-length ``calendar`` (``"h"`` -> 1 hour); None for calendar
     frequencies whose steps vary (months, quarters, years, business days, sessions: a session's
     step after its last open hour is the night)."""
-    if session_of(freq) is not None:
-        return None
-    offset = to_offset(freq)
+    return None if calendar.session is not None else _tick(calendar.step)
+
+
+def _tick(step: str) -> pd.Timedelta | None:
+    """Duration of one ``step`` of a fixed length, else None."""
+    offset = to_offset(step)
     return pd.Timedelta(offset) if isinstance(offset, pd.offsets.Tick) else None
 
 
-def seasonality(freq: str) -> int:
-    """Steps per natural season of ``freq``: a day for sub-daily data (24 hourly, 96 for
+def seasonality(calendar: Calendar) -> int:
+    """Steps per natural season of ``calendar``: a day for sub-daily data (24 hourly, 96 for
     15-minute data), a week for daily data, a year for weekly, monthly and quarterly data, a
     session day for a session (16 hourly steps for ``'h 06:00-22:00'``; its week where a session
     day is one step); at least 2."""
     from gluonts.time_feature import get_seasonality
 
-    if (session := session_of(freq)) is not None:
+    if (session := calendar.session) is not None:
         return int(next(iter(_session_cycles(session)), 2))  # its day, or its week (of at least 2 steps)
-    offset = to_offset(freq)
+    offset = to_offset(calendar.step)
     if isinstance(offset, pd.offsets.Day):
         return max(7 // offset.n, 2)
     if isinstance(offset, pd.offsets.Week):
@@ -280,17 +288,17 @@ def seasonality(freq: str) -> int:
 DAYS_PER_YEAR = 365.25
 
 
-def calendar_cycles(freq: str) -> tuple[float, ...]:
-    """The natural cycles of ``freq`` in steps, shortest first (not rounded): a day and a week
+def calendar_cycles(calendar: Calendar) -> tuple[float, ...]:
+    """The natural cycles of ``calendar`` in steps, shortest first (not rounded): a day and a week
     for sub-daily data (24 and 168 hourly, 144 and 1008 for 10-minute data; for steps of an hour
     or longer that do not divide a day, none), a week and a year for daily data (7, 365.25), a
     year for weekly (52.18), monthly (12) and quarterly (4) data, the week (5) for business
     days; a session day and a session week for a session (16 and 112 for ``'h 06:00-22:00'``, 8 and
     40 for ``'h 09:00-17:00 Mon-Fri'``); none for yearly data. A cycle of fewer than 2 steps is left out."""
-    if (session := session_of(freq)) is not None:
+    if (session := calendar.session) is not None:
         return _session_cycles(session)
-    offset = to_offset(freq)
-    step = step_duration(freq)
+    offset = to_offset(calendar.step)
+    step = _tick(calendar.step)
     if step is not None:  # fixed steps: sub-daily, daily or multi-day
         days = step / pd.Timedelta(days=1)
         whole = tuple(float(c) for c in (1 / days, 7 / days) if c >= 2 and float(c).is_integer())  # day, week
@@ -319,15 +327,15 @@ def _at_least_two(cycle: float) -> tuple[float, ...]:
     return (float(cycle),) if cycle >= 2 else ()
 
 
-def data_facts(freq: str, n_channels: int, periods: tuple[float, ...] = (), *, n_covariate_features: int = 0,
+def data_facts(calendar: Calendar, n_channels: int, periods: tuple[float, ...] = (), *, n_covariate_features: int = 0,
                static_cardinalities: tuple[int, ...] = ()) -> DataFacts:
-    """What the settings resolver needs to know of data at ``freq`` with ``n_channels`` channels
+    """What the settings resolver needs to know of data on ``calendar`` with ``n_channels`` channels
     per window: the season, whether one step is shorter than a day, the feature counts (the
     calendar's and the ``n_covariate_features`` of the covariates, with ``static_cardinalities``:
     :attr:`tsrec.data.covariates.CovariateEncoder.n_features` and ``.cardinalities``), and the
     dominant ``periods`` found in the training part (:func:`tsrec.data.periods.dominant_periods`)."""
-    step = step_duration(base_step(freq))  # a session's open steps are sub-daily
-    return DataFacts(season=seasonality(freq), sub_daily=step is not None and step < pd.Timedelta(days=1),
-                     n_channels=n_channels, n_time_features=time_feature_dim(freq) + n_covariate_features,
+    step = _tick(calendar.step)  # a session's open steps are sub-daily
+    return DataFacts(season=seasonality(calendar), sub_daily=step is not None and step < pd.Timedelta(days=1),
+                     n_channels=n_channels, n_time_features=time_feature_dim(calendar) + n_covariate_features,
                      periods=periods, n_covariate_features=n_covariate_features,
-                     static_cardinalities=static_cardinalities, cycles=calendar_cycles(freq))
+                     static_cardinalities=static_cardinalities, cycles=calendar_cycles(calendar))

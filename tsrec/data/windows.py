@@ -425,7 +425,7 @@ def _with_future(panel: Panel, horizon: int) -> tuple[pd.DatetimeIndex, np.ndarr
     """Every item's timestamps followed by its ``horizon`` forecast steps, items laid end to end:
     ``[sum (T_i + H)]``, and the ``[N]`` lengths ``T_i + H``."""
     lengths = np.diff(panel.offsets)  # [N]
-    future = future_indexes(panel.stamps[panel.offsets[1:] - 1], panel.freq, horizon)  # [N * H]
+    future = future_indexes(panel.stamps[panel.offsets[1:] - 1], panel.calendar, horizon)  # [N * H]
     total = lengths + horizon
     start = np.r_[0, np.cumsum(total)[:-1]]  # [N] each item's first row in the result
     past = np.repeat(start - panel.offsets[:-1], lengths) + np.arange(len(panel.stamps))  # [sum T_i] rows of history
@@ -440,8 +440,8 @@ def _covariate_options(panel: Panel, covariates: WindowCovariates | None) -> dic
     """The ``past_only`` and ``static_cat`` arguments of :class:`WindowDataset` for ``covariates``."""
     if covariates is None:
         return {}
-    calendar = time_feature_dim(panel.freq)
-    return {"past_only": slice(calendar, calendar + covariates.past_only), "static_cat": covariates.static_cat}
+    features = time_feature_dim(panel.calendar)  # the calendar's, before the covariates'
+    return {"past_only": slice(features, features + covariates.past_only), "static_cat": covariates.static_cat}
 
 
 def _statistics(panel: Panel, scaler: StandardScaler, scaler_rows: Sequence[int] | None) -> dict[str, np.ndarray]:
@@ -496,8 +496,8 @@ def stored_panel(
     lengths = np.diff(panel.offsets)  # [N]
     stamps, feature_lengths = steps
     n_covariates = 0 if covariates is None else covariates.features.shape[1]
-    time_feat = np.empty((len(stamps), time_feature_dim(panel.freq) + n_covariates), dtype=np.float32)
-    panel_time_features(stamps, panel.freq, out=time_feat[:, :time_feat.shape[1] - n_covariates])
+    time_feat = np.empty((len(stamps), time_feature_dim(panel.calendar) + n_covariates), dtype=np.float32)
+    panel_time_features(stamps, panel.calendar, out=time_feat[:, :time_feat.shape[1] - n_covariates])
     if n_covariates:
         time_feat[:, -n_covariates:] = covariates.features
     target = np.empty((len(panel.stamps), len(panel.columns)), dtype=dtype)  # [sum T_i, C]

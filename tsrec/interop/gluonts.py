@@ -39,7 +39,7 @@ from pandas.tseries.frequencies import to_offset
 from tsrec.config import DEFAULT_MODEL
 from tsrec.conformal import band_ends
 from tsrec.data.frame import Panel, Series, canonicalize
-from tsrec.data.sessions import session_of
+from tsrec.data.calendar import Calendar
 from tsrec.data.time_features import MONTHS, future_index, normalize_freq
 from tsrec._optional import quiet_gluonts_import
 from tsrec.fitted import ForecastResult
@@ -137,7 +137,7 @@ def from_tsrec_frame(
     column names: pass them back as ``to_tsrec_frame(dataset, columns=...)``.
     """
     panel = canonicalize(df, freq=freq, time_col=time_col, id_col=id_col, target_col=target_col)
-    period_freq = _period_freq(panel.freq)
+    period_freq = _period_freq(panel.calendar)
     entries = [
         {
             "start": pd.Period(series.index[0], freq=period_freq),
@@ -150,13 +150,13 @@ def from_tsrec_frame(
     return ListDataset(entries, freq=entries[0]["start"].freq, one_dim_target=panel.layout == "long")
 
 
-def _period_freq(freq: str) -> str:
-    """The ``pd.Period`` frequency whose periods each hold one step of the offset alias ``freq``, of
+def _period_freq(calendar: Calendar) -> str:
+    """The ``pd.Period`` frequency whose periods each hold one step of ``calendar`` (no session), of
     the same span: ``'MS'``, ``'ME'`` -> ``'M'``; ``'QS-DEC'`` (quarters from December) -> ``'Q-NOV'``;
     ``'YS-JUL'`` -> ``'Y-JUN'``; ``'W-SUN'`` -> ``'W-SUN'`` (the week ending on Sunday); ``'h'`` -> ``'h'``.
     Quarters are named on the ending month among October to December (as :func:`normalize_freq`)."""
-    _require_no_session(freq)
-    offset = to_offset(freq)
+    _require_no_session(calendar)
+    offset = to_offset(calendar.step)
     if offset.n == 1 and isinstance(offset, (pd.offsets.QuarterBegin, pd.offsets.QuarterEnd)):
         last = offset.startingMonth - (1 if isinstance(offset, pd.offsets.QuarterBegin) else 0)  # the ending month
         return f"Q-{MONTHS[(last - 1) % 3 + 9]}"
@@ -167,12 +167,12 @@ def _period_freq(freq: str) -> str:
     return pd.date_range("2000-01-01", periods=1, freq=offset).to_period().freqstr
 
 
-def _require_no_session(freq: str) -> None:
-    """``ValueError`` for a session freq (:mod:`tsrec.data.sessions`): GluonTS has none."""
-    if session_of(freq) is not None:
+def _require_no_session(calendar: Calendar) -> None:
+    """``ValueError`` for a session calendar (:mod:`tsrec.data.sessions`): GluonTS has none."""
+    if calendar.session is not None:
         raise ValueError(
-            f"freq {freq!r} is a session (open hours only); a GluonTS dataset's periods follow each other without "
-            "closed hours, so sessions do not convert: forecast session data with tsrec's Forecaster on a frame "
+            f"freq {calendar.freq!r} is a session (open hours only); a GluonTS dataset's periods follow each other "
+            "without closed hours, so sessions do not convert: forecast session data with tsrec's Forecaster on a frame "
             "(docs/data.md#sessions), or give GluonTS every step (closed hours as NaN) at the plain step"
         )
 
@@ -196,7 +196,7 @@ def _read_dataset(dataset: Iterable[Mapping[str, Any]], freq: str | None) -> lis
         raise TypeError(f"expected a GluonTS dataset (an iterable of entries), got {type(dataset).__name__}")
     freq = None if freq is None else normalize_freq(freq)
     if freq is not None:
-        _require_no_session(freq)
+        _require_no_session(Calendar.of(freq))
     items = [_read_entry(position, entry, freq) for position, entry in enumerate(dataset)]
     if not items:
         raise ValueError("the dataset has no entries; pass at least one series")
@@ -242,7 +242,7 @@ def _timestamps(label: str, start: object, length: int, freq: str | None) -> pd.
         if not (stamps.to_period(start.freq) == pd.period_range(start, periods=length, freq=start.freq)).all():
             raise ValueError(
                 f"{label} has periods of frequency {start.freqstr!r}, which freq={freq!r} does not match "
-                f"(its periods are {_period_freq(freq)!r}); pass a freq of the same period, or freq=None"
+                f"(its periods are {_period_freq(Calendar.of(freq))!r}); pass a freq of the same period, or freq=None"
             )
         return stamps
     if freq is None:
@@ -344,7 +344,7 @@ class TsrecEstimator(Estimator):
             forecaster.set_params(output="quantile")  # a network's own quantiles, where nothing calibrates it
         _require_quantiles(forecaster)
         if forecaster.freq is not None:
-            _require_no_session(forecaster.freq)
+            _require_no_session(Calendar.of(forecaster.freq))
         self.forecaster = forecaster
         self.quantiles = _check_quantiles(quantiles)
         self.prediction_length = forecaster.prediction_length
@@ -405,7 +405,7 @@ class TsrecPredictor(Predictor):
                 "univariate series: fit on a long frame (id_col, time_col, target_col), as TsrecEstimator does"
             )
         _require_quantiles(forecaster)
-        _require_no_session(forecaster.freq)
+        _require_no_session(forecaster.panel.calendar)
         super().__init__(prediction_length=forecaster.prediction_length)
         self.forecaster = forecaster
         self.quantiles = _check_quantiles(quantiles)
@@ -486,14 +486,16 @@ class TsrecPredictor(Predictor):
         for item in series:
             values = np.where(np.isfinite(item.target), item.target, np.nan)[:, None]  # [T, 1]
             items.append(Series(item.item_id, item.index, values, np.isfinite(values)))
-        return Panel(freq=self.freq, layout="long", columns=self.forecaster.panel.columns, items=tuple(items))
+        fitted = self.forecaster.panel
+        return Panel(calendar=fitted.calendar, layout="long", columns=fitted.columns, items=tuple(items))
 
     def _to_forecast(self, result: ForecastResult, k: int, last: pd.Timestamp, request: _Request) -> Forecast:
         """Window ``k`` of ``result`` (its series' last step ``last``) as a GluonTS ``Forecast`` of
         ``request``: ``start_date`` a period of the entry's own period frequency (the fitted one's
         for an entry with a timestamp start)."""
-        period = request.series.period or _period_freq(self.freq)
-        start = pd.Period(future_index(last, self.freq, 1)[0], freq=period)
+        calendar = self.forecaster.panel.calendar
+        period = request.series.period or _period_freq(calendar)
+        start = pd.Period(future_index(last, calendar, 1)[0], freq=period)
         item_id = request.item_id
         if result.samples is not None:
             return SampleForecast(result.samples[:, k, :, 0], start_date=start, item_id=item_id)  # [S, H]

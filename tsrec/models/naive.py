@@ -67,9 +67,10 @@ def season_for(freq: str, periods: Sequence[float], history_length: int, seasons
     frequency's :func:`~tsrec.data.time_features.calendar_cycles`. ``seasons_needed``: whole
     seasons the history must hold (2 for the statistical models, statsforecast's own rule; 1
     for seasonal naive)."""
-    from tsrec.data.time_features import calendar_cycles  # pandas: loaded when asked
+    from tsrec.data.calendar import Calendar  # pandas: loaded when asked
+    from tsrec.data.time_features import calendar_cycles
 
-    return choose_season(calendar_cycles(freq), periods, history_length, seasons_needed)
+    return choose_season(calendar_cycles(Calendar.of(freq)), periods, history_length, seasons_needed)
 
 
 def seasons_for(freq: str, periods: Sequence[float], history_length: int, seasons_needed: int = 2) -> tuple[int, ...]:
@@ -77,9 +78,10 @@ def seasons_for(freq: str, periods: Sequence[float], history_length: int, season
     season of :func:`season_for` and every longer calendar cycle the history holds
     ``seasons_needed`` times (hourly data over two weeks: 24 and 168; daily data over two
     years: 7 and 365), shortest first; empty where there is no season."""
-    from tsrec.data.time_features import calendar_cycles  # pandas: loaded when asked
+    from tsrec.data.calendar import Calendar  # pandas: loaded when asked
+    from tsrec.data.time_features import calendar_cycles
 
-    return choose_seasons(calendar_cycles(freq), periods, history_length, seasons_needed)
+    return choose_seasons(calendar_cycles(Calendar.of(freq)), periods, history_length, seasons_needed)
 
 
 def choose_season(cycles: Sequence[float], periods: Sequence[float], history_length: int,
