@@ -1,5 +1,6 @@
 """statsforecast's automatic models as tsrec models: ``ets``, ``theta``, ``ces``, ``dynamic_theta``,
-``arima`` and ``mstl``.
+``arima`` and ``mstl`` (and, on this base, the intermittent-demand models of
+:mod:`tsrec.models.intermittent`).
 
 statsforecast is an optional extra (``pip install "tsrec[stats]"``), imported only when one of
 these models is built or forecasts. They are what a statsforecast user runs:
@@ -67,7 +68,7 @@ __all__ = ["ARIMA", "CES", "ETS", "MSTL", "STATS_EXTRA", "DynamicTheta", "MSTLCo
 #: What installs statsforecast with tsrec.
 STATS_EXTRA = 'pip install "tsrec[stats]"'
 #: The registered models statsforecast fits.
-STATS_MODELS = ("ets", "theta", "ces", "dynamic_theta", "arima", "mstl")
+STATS_MODELS = ("ets", "theta", "ces", "dynamic_theta", "arima", "mstl", "croston", "adida", "imapa", "tsb")
 
 
 def statsforecast_installed() -> bool:
@@ -286,6 +287,8 @@ class StatsModel(ForecastModel):
         kept = np.flatnonzero(lengths > 0)
         if kept.size:
             for k, fitted in zip(kept, self._fit_groups(y, starts[kept], lengths[kept])):
+                if fitted is None:  # nothing to keep of this history: each window is fitted on its own
+                    continue
                 if isinstance(fitted, _LastValue) or type(fitted).__name__ == "Naive":  # AutoCES's on a flat one
                     status[k] = LAST_VALUE
                 else:
@@ -296,7 +299,8 @@ class StatsModel(ForecastModel):
                                      np.cumsum([len(f) for f in fits], dtype=np.int64))
 
     def _fit_groups(self, y: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> list[Any]:
-        """The statsforecast fits (or :class:`_LastValue`) of the histories (``starts``, ``lengths``
+        """The statsforecast fits (or :class:`_LastValue`, or None where the model keeps nothing of a
+        history: its windows are fitted on their own) of the histories (``starts``, ``lengths``
         ``[K]`` into ``y``), in order."""
         return self._statsforecast_fit(self.statsforecast_model(), y, starts, lengths)
 
