@@ -29,7 +29,8 @@ these models is built or forecasts. They are what a statsforecast user runs:
   data, given up only where the longest history cannot hold two seasons; ``mstl`` takes the
   calendar's several seasons (:func:`tsrec.models.naive.seasons_for`).
 - **Original units**: the windows carry their scaler's statistics (``target_loc``,
-  ``target_scale``), with which each history is unscaled before statsforecast sees it.
+  ``target_scale``), with which each history is unscaled before statsforecast sees it (a zero
+  comes back as a zero, not as the round trip's 1e-16: :func:`unscaled`).
 - **Missing values**: a history starts at its first observed step; a gap inside it is filled
   with the last observed value before it (statsforecast takes no NaN); a history whose last
   values are missing is forecast from its last observed step, ``gap + H`` steps ahead, and the
@@ -63,7 +64,8 @@ from tsrec.models.parameters import (ETS_WIDTH, FITTED, LAST_VALUE, NONE, Parame
                                      ets_valid, refits)
 
 __all__ = ["ARIMA", "CES", "ETS", "MSTL", "STATS_EXTRA", "DynamicTheta", "MSTLConfig", "StatsConfig", "StatsModel",
-           "Theta", "fill_context", "histories", "refitting", "require_statsforecast", "statsforecast_installed"]
+           "Theta", "fill_context", "histories", "refitting", "require_statsforecast", "statsforecast_installed",
+           "unscaled"]
 
 #: What installs statsforecast with tsrec.
 STATS_EXTRA = 'pip install "tsrec[stats]"'
@@ -157,6 +159,20 @@ def histories(values: np.ndarray, observed: np.ndarray) -> tuple[np.ndarray, np.
     filled = np.take_along_axis(values, np.maximum(last_seen, 0), axis=1)  # [K, L]
     lengths = inside.sum(axis=1)
     return filled[inside], lengths, np.where(any_seen, values.shape[1] - 1 - last, 0)
+
+
+#: Unscaled values within this many units in the last place of the round trip's terms of 0 are 0.
+ROUND_TRIP_ULPS = 16
+
+
+def unscaled(scaled: np.ndarray, loc: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """``scaled * scale + loc`` (float64, broadcast), with the values the scaler's round trip left a
+    few units in the last place from 0 (:data:`ROUND_TRIP_ULPS` of ``|scaled * scale| + |loc|``) set to
+    0 again: a zero demand must stay a zero for the intermittent-demand models, which count them."""
+    spread = scaled * scale
+    raw = spread + loc
+    noise = ROUND_TRIP_ULPS * np.finfo(np.float64).eps * (np.abs(spread) + np.abs(loc))
+    return np.where(np.abs(raw) <= noise, 0.0, raw)
 
 
 @contextlib.contextmanager
@@ -320,7 +336,7 @@ class StatsModel(ForecastModel):
             scale = batch["target_scale"].double().cpu().numpy()[:, None, :]
         else:  # a batch built by hand: its values as they are
             loc, scale = np.zeros((size, 1, channels)), np.ones((size, 1, channels))
-        raw = past * scale + loc  # [B, Lc, C]
+        raw = unscaled(past, loc, scale)  # [B, Lc, C]
         columns = raw.transpose(0, 2, 1).reshape(size * channels, length)  # [B*C, Lc], channel fastest
         seen = observed.transpose(0, 2, 1).reshape(size * channels, length)
         y, lengths, gaps = histories(columns, seen)
