@@ -17,6 +17,7 @@ from tsrec import Forecaster
 from tsrec.auto import Validation, _Scores, greedy_weights, network_budget, series_scales, shrunk_weights, validation_windows
 from tsrec.config import DEFAULT_MODEL
 from tsrec.data import canonicalize
+from tsrec.models.intermittent import INTERMITTENT_MODELS
 
 QUIET = {"enable_progress_bar": False, "logger": False}
 H = 6
@@ -88,8 +89,11 @@ def test_the_default_on_short_data_scores_the_statistical_models_and_skips_the_n
     assert networks.note.str.fullmatch(r"skipped: \d+ training windows < 1000 \(networks are tried only on data "
                                        r"with at least that many\)").all()
     assert scored == ["ets", "theta", "ces", "dynamic_theta", "seasonal_naive", "naive", "drift"]
-    stats = board[~board.model.isin([*networks.model, "mstl"])]
+    stats = board[~board.model.isin([*networks.model, "mstl", *INTERMITTENT_MODELS])]
     assert board.set_index("model").note["mstl"].startswith("skipped: 1 calendar season(s)")  # a day, not a week
+    intermittent = board.set_index("model").loc[list(INTERMITTENT_MODELS)]
+    assert intermittent.note.str.startswith("skipped: the data are not intermittent").all()
+    assert intermittent.val_score.isna().all()
     assert stats.val_score.notna().all() and (stats.cpu_seconds > 0).all() and board.weight.sum() == pytest.approx(1)
 
 

@@ -21,11 +21,15 @@ read again, no Forecaster is built::
    on each series' steps before its held-out ones (:meth:`Read.before
    <tsrec.data.source.Read.before>`, a slice of the arrays read) and forecasts them
    (:func:`~tsrec.forecasting.forecast_origins`).
-2. **Scores** on ``eval_metric`` (:data:`~tsrec.models.ensemble.EVAL_METRICS`, default ``"mase"``),
-   each series' errors divided by its scale over its history before the validation windows
+2. **Scores** on ``eval_metric`` (:data:`~tsrec.models.ensemble.EVAL_METRICS`; not named,
+   :func:`eval_metric_for`: ``"rmsse"`` for intermittent data, ``"mase"`` for any other), each
+   series' errors divided by its scale over its history before the validation windows
    (:func:`series_scales`), over the entries every candidate forecast (:func:`entry_losses`).
 3. **Statistical candidates first** (those with nothing to train: ``ets``, ``theta``, ``ces``,
-   ``dynamic_theta``, ``seasonal_naive``, ``naive``): each is the registered model, fitted once per
+   ``dynamic_theta``, ``mstl`` where the calendar has two seasons, the intermittent-demand models
+   ``croston``, ``adida``, ``imapa`` and ``tsb`` where the data are intermittent
+   (:func:`~tsrec.models.intermittent.intermittency`, said in their notes), ``seasonal_naive``,
+   ``naive``, ``drift``): each is the registered model, fitted once per
    series on its history before the validation windows and carried forward over them
    (statsforecast's ``cross_validation(refit=False)``, :mod:`tsrec.models.stats`); the members
    chosen are fitted once on all the history, and ``predict`` carries them forward in turn. The
