@@ -83,7 +83,7 @@ Protocol, per dataset (a long frame: ``item_id``, ``timestamp``, ``target``; all
   stricter than the fit alone).
 - **Validation against test** (``--render``): per default run, its candidates' validation scores
   ranked against the same candidates' test scores run alone (MASE for ``eval_metric`` ``mase``, MSE
-  for ``mse``, MAE for ``mae``): Spearman's rank correlation, whether validation's best is the test's
+  for ``mse`` and ``rmsse``, MAE for ``mae``): Spearman's rank correlation, whether validation's best is the test's
   best, and the test score of validation's best over the test's best.
 
 One tidy row per (dataset, model, seed) is appended to the CSV as soon as the run ends (runs already
@@ -998,8 +998,10 @@ AHEAD_SHARE, GEOMEAN_BEST_FREE, BEATEN_BY = 2 / 3, 0.95, 0.05
 #: The results row of a selection's candidate run alone, where its name is a baseline's: tsrec's own
 #: naive and seasonal naive run as the config's variants of these names.
 CANDIDATE_ROWS = {"naive": "tsrec_naive", "seasonal_naive": "tsrec_seasonal_naive"}
-#: The test score that matches each ``eval_metric`` the validation ranked by (MASE for any other).
-TEST_METRIC = {"mase": "mase", "mse": "mse", "mae": "mae"}
+#: The test score that matches each ``eval_metric`` the validation ranked by (MASE for any other):
+#: ``rmsse`` (squared errors over a per-series scale, auto's metric on intermittent data) by the
+#: test's MSE, which ranks as it does on one series and differs only in the per-series scale on more.
+TEST_METRIC = {"mase": "mase", "mse": "mse", "mae": "mae", "rmsse": "mse"}
 
 
 @dataclass(frozen=True)

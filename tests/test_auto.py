@@ -17,6 +17,7 @@ from tsrec import Forecaster
 from tsrec.auto import Validation, _Scores, greedy_weights, network_budget, series_scales, shrunk_weights, validation_windows
 from tsrec.config import DEFAULT_MODEL
 from tsrec.data import canonicalize
+from tsrec.models.intermittent import INTERMITTENT_MODELS
 
 QUIET = {"enable_progress_bar": False, "logger": False}
 H = 6
@@ -87,9 +88,12 @@ def test_the_default_on_short_data_scores_the_statistical_models_and_skips_the_n
     assert len(networks) == 3 and networks.val_score.isna().all() and (networks.weight == 0).all()
     assert networks.note.str.fullmatch(r"skipped: \d+ training windows < 1000 \(networks are tried only on data "
                                        r"with at least that many\)").all()
-    assert scored == ["ets", "theta", "ces", "dynamic_theta", "seasonal_naive", "naive"]
-    stats = board[~board.model.isin([*networks.model, "mstl"])]
+    assert scored == ["ets", "theta", "ces", "dynamic_theta", "seasonal_naive", "naive", "drift"]
+    stats = board[~board.model.isin([*networks.model, "mstl", *INTERMITTENT_MODELS])]
     assert board.set_index("model").note["mstl"].startswith("skipped: 1 calendar season(s)")  # a day, not a week
+    intermittent = board.set_index("model").loc[list(INTERMITTENT_MODELS)]
+    assert intermittent.note.str.startswith("skipped: the data are not intermittent").all()
+    assert intermittent.val_score.isna().all()
     assert stats.val_score.notna().all() and (stats.cpu_seconds > 0).all() and board.weight.sum() == pytest.approx(1)
 
 
@@ -427,7 +431,7 @@ def test_the_eval_metric_scores_selects_and_is_saved(tmp_path):
     assert not np.allclose(g.leaderboard.val_score, f.leaderboard.val_score)
     g.save(tmp_path / "m")
     assert Forecaster.load(tmp_path / "m").leaderboard.attrs["eval_metric"] == "smape"
-    with pytest.raises(ValueError, match=r"eval_metric must be one of \('mase', 'mae', 'mse', 'smape'\)"):
+    with pytest.raises(ValueError, match=r"eval_metric must be one of \('mase', 'rmsse', 'mae', 'mse', 'smape'\)"):
         Forecaster("auto", eval_metric="rmse", **FAST)
 
 

@@ -44,7 +44,7 @@ def on_gpu(model: str, log: DeviceLog | None = None, **options) -> Forecaster:
 
 @pytest.mark.parametrize("model", list_models())
 def test_every_model_fits_and_predicts_on_cuda(model):
-    if model_spec(model).model_class.__module__ == "tsrec.models.stats":
+    if model_spec(model).model_class.__module__ in ("tsrec.models.stats", "tsrec.models.intermittent"):
         pytest.importorskip("statsforecast", reason=f"{model} needs statsforecast (tsrec[stats])")
     log = DeviceLog()
     forecaster = on_gpu(model, log).fit(wide_frame())

@@ -33,7 +33,7 @@ def tiny_options(name, **extra):
         options.update(label_length=LABEL, d_model=16, n_heads=8, d_ff=32, mix=False)
         if spec_fields["rsa"] is not None:
             options["rsa"] = RSAConfig(kinds=(1, 2, 2, 1, 1, 1), dilation=4)
-    if "season_length" in spec_fields:
+    if "season_length" in spec_fields and spec_fields["season_length"] is None:  # not preset (naive's 1, croston's)
         options["season_length"] = 4
     if "alpha_init" in spec_fields:
         # Zero-initialised residual scales (SRU++'s alpha, StarSaber's ReZero) would leave the

@@ -21,11 +21,15 @@ read again, no Forecaster is built::
    on each series' steps before its held-out ones (:meth:`Read.before
    <tsrec.data.source.Read.before>`, a slice of the arrays read) and forecasts them
    (:func:`~tsrec.forecasting.forecast_origins`).
-2. **Scores** on ``eval_metric`` (:data:`~tsrec.models.ensemble.EVAL_METRICS`, default ``"mase"``),
-   each series' errors divided by its scale over its history before the validation windows
+2. **Scores** on ``eval_metric`` (:data:`~tsrec.models.ensemble.EVAL_METRICS`; not named,
+   :func:`eval_metric_for`: ``"rmsse"`` for intermittent data, ``"mase"`` for any other), each
+   series' errors divided by its scale over its history before the validation windows
    (:func:`series_scales`), over the entries every candidate forecast (:func:`entry_losses`).
 3. **Statistical candidates first** (those with nothing to train: ``ets``, ``theta``, ``ces``,
-   ``dynamic_theta``, ``seasonal_naive``, ``naive``): each is the registered model, fitted once per
+   ``dynamic_theta``, ``mstl`` where the calendar has two seasons, the intermittent-demand models
+   ``croston``, ``adida``, ``imapa`` and ``tsb`` where the data are intermittent
+   (:func:`~tsrec.models.intermittent.intermittency`, said in their notes), ``seasonal_naive``,
+   ``naive``, ``drift``): each is the registered model, fitted once per
    series on its history before the validation windows and carried forward over them
    (statsforecast's ``cross_validation(refit=False)``, :mod:`tsrec.models.stats`); the members
    chosen are fitted once on all the history, and ``predict`` carries them forward in turn. The
@@ -88,6 +92,7 @@ from tsrec.fitted import FittedState, ForecastResult
 from tsrec.fitting import Fit, Prefitted, fit_state
 from tsrec.forecasting import forecast_origins, window_origins
 from tsrec.models.ensemble import AUTO, with_members
+from tsrec.models.intermittent import INTERMITTENT_MODELS, Intermittency, intermittency
 from tsrec.models.naive import choose_seasons
 from tsrec.models.registry import model_spec
 from tsrec.models.stats import STATS_EXTRA, MSTLConfig, StatsConfig, statsforecast_installed
@@ -95,7 +100,7 @@ from tsrec.settings import ForecasterSettings
 from tsrec.training.budget import plan_budget
 
 __all__ = ["AUTO", "HALVING_FACTOR", "LEADERBOARD_COLUMNS", "MIN_NETWORK_WINDOWS", "ROUNDS", "RUNGS", "Validation",
-           "fit_auto", "greedy_weights", "network_budget", "validation_windows"]
+           "eval_metric_for", "fit_auto", "greedy_weights", "network_budget", "validation_windows"]
 
 #: Rounds of greedy ensemble selection (weights are multiples of 1 / ROUNDS).
 ROUNDS = 20
@@ -134,6 +139,16 @@ MIN_VAL_WINDOWS = 2
 LEADERBOARD_COLUMNS = ["model", "val_score", "weight", "fit_seconds", "cpu_seconds", "note", "covariates"]
 
 
+def eval_metric_for(named: str | None, found: Intermittency) -> str:
+    """The metric auto scores by: the one the user ``named``; else ``"rmsse"`` for intermittent data
+    (``found``, :func:`~tsrec.models.intermittent.intermittency`: absolute errors reward forecasting
+    the zeros that most steps hold, squared ones the mean demand, which is what stock is planned
+    from; the M5 competition's point metric), ``"mase"`` for any other."""
+    if named is not None:
+        return named
+    return "rmsse" if found.detected else "mase"
+
+
 def validation_windows(n_series: int, shortest: int, horizon: int) -> int:
     """Validation windows per series: 5 under 20 series, 3 under 100, else 2 (AutoGluon-TimeSeries's
     rule), as many as half of the ``shortest`` series holds, and at least one."""
@@ -157,11 +172,11 @@ def network_budget(observations: int, time_limit: float | None = None, stats_sec
 
 def entry_losses(metric: str, forecast: np.ndarray, truth: np.ndarray) -> np.ndarray:
     """The per-entry losses of ``forecast`` ``[..., E]`` against ``truth`` ``[E]``, both divided by
-    their series' scale (:attr:`Validation.scale`): squared errors for ``"mse"``, absolute errors
-    for ``"mae"`` and ``"mase"``, and sMAPE's ``200 |f - y| / (|f| + |y|)`` for ``"smape"`` (which no
+    their series' scale (:attr:`Validation.scale`): squared errors for ``"mse"`` and ``"rmsse"``,
+    absolute errors for ``"mae"`` and ``"mase"``, and sMAPE's ``200 |f - y| / (|f| + |y|)`` for ``"smape"`` (which no
     positive per-series scale changes; 0 where both are 0)."""
     error = forecast - truth
-    if metric == "mse":
+    if metric in ("mse", "rmsse"):
         return error ** 2
     if metric == "smape":
         total = np.abs(forecast) + np.abs(truth)
@@ -221,9 +236,10 @@ class Validation:
         truth: ``[W, H, C]`` float64, the held-out values (NaN where unobserved).
         metric: the ``eval_metric`` (:data:`~tsrec.models.ensemble.EVAL_METRICS`).
         scale: ``[I, C]`` float64, what each series' errors are divided by
-            (:func:`series_scales`): its in-sample seasonal naive MAE for ``"mase"``, its standard
-            deviation for ``"mse"`` and ``"mae"``, both over its history before ``first`` (the scale
-            the field's test scores use); ones for ``"smape"``.
+            (:func:`series_scales`): its in-sample seasonal naive MAE for ``"mase"``, the root mean
+            square of its one-step changes for ``"rmsse"``, its standard deviation for ``"mse"`` and
+            ``"mae"``, each over its history before ``first`` (the scale the field's test scores
+            use); ones for ``"smape"``.
     """
 
     first: np.ndarray
@@ -266,8 +282,10 @@ class Validation:
 def series_scales(panel: Panel, first: np.ndarray, metric: str, season: int) -> np.ndarray:
     """``[I, C]`` each series' and channel's scale over its observed steps before ``first`` ``[I]``:
     for ``"mase"`` the mean ``|y[t] - y[t - m]|`` at ``m = season`` (at 1 where the history holds no
-    more than a season), for ``"mse"`` and ``"mae"`` the population standard deviation; ones for
-    ``"smape"``; 1 wherever the scale is 0 or undefined."""
+    more than a season), for ``"rmsse"`` the root of the mean ``(y[t] - y[t - 1]) ** 2`` from the
+    series' first nonzero value on (the M5 competition's scale: the zeros before a product's first
+    sale are no history of its demand), for ``"mse"`` and ``"mae"`` the population standard
+    deviation; ones for ``"smape"``; 1 wherever the scale is 0 or undefined."""
     channels = len(panel.columns) if panel.layout == "wide" else 1
     scale = np.ones((len(panel.items), channels))
     if metric == "smape":
@@ -279,6 +297,10 @@ def series_scales(panel: Panel, first: np.ndarray, metric: str, season: int) -> 
             if metric == "mase":
                 m = season if end > season else 1
                 value = np.nanmean(np.abs(y[m:] - y[:-m]), axis=0) if end > m else np.full(channels, np.nan)
+            elif metric == "rmsse":
+                started = np.maximum.accumulate(np.nan_to_num(y) != 0, axis=0)  # [T, C] from the first nonzero value
+                changes = np.where(started[1:] & started[:-1], y[1:] - y[:-1], np.nan)  # [T - 1, C]
+                value = np.sqrt(np.nanmean(changes ** 2, axis=0)) if end > 1 else np.full(channels, np.nan)
             else:
                 value = np.nanstd(y, axis=0)
         scale[i] = np.where(np.isfinite(value) & (value > 0), value, 1.0)
@@ -301,7 +323,7 @@ class _Scores:
 
     def add(self, name: str, result: ForecastResult) -> float:
         """Keep ``result`` (the candidate's forecasts of the validation windows) under ``name``;
-        returns its score (the mean loss over the entries it forecast)."""
+        returns its score (the mean loss over the entries it forecast; for ``"rmsse"`` its root)."""
         validation = self.validation
         if not (np.array_equal(result.items, validation.items) and np.array_equal(result.origins, validation.origins)):
             raise RuntimeError(f"auto: {name}'s validation windows differ from the other candidates'")
@@ -310,7 +332,8 @@ class _Scores:
         entries = np.isfinite(self.truth) & np.isfinite(forecast)
         if not entries.any():
             return math.nan
-        return float(entry_losses(validation.metric, forecast[entries], self.truth[entries]).mean())
+        score = float(entry_losses(validation.metric, forecast[entries], self.truth[entries]).mean())
+        return math.sqrt(score) if validation.metric == "rmsse" else score
 
     def drop(self, name: str) -> None:
         self.means.pop(name, None)
@@ -435,11 +458,15 @@ def _warn_missing_tails(panel: Panel, ends: np.ndarray) -> None:
                   "last observation", UserWarning, stacklevel=5)
 
 
-def _unsuited(name: str, before: Panel) -> str | None:
+def _unsuited(name: str, before: Panel, found: Intermittency) -> str | None:
     """Why candidate ``name`` is not tried on data whose history before the validation windows is
-    ``before`` (the leaderboard's note), or None: ``mstl`` needs two calendar seasons that the
-    longest history holds twice (a day and a week of hourly data; with one season it is a
-    seasonal decomposition that ``ets`` and ``theta`` already are)."""
+    ``before`` and whose intermittency is ``found`` (the leaderboard's note), or None: ``mstl``
+    needs two calendar seasons that the longest history holds twice (a day and a week of hourly
+    data; with one season it is a seasonal decomposition that ``ets`` and ``theta`` already are);
+    the intermittent-demand models (:data:`~tsrec.models.intermittent.INTERMITTENT_MODELS`) need
+    intermittent data (:func:`~tsrec.models.intermittent.intermittency`)."""
+    if name in INTERMITTENT_MODELS:
+        return None if found.detected else f"skipped: the data are {found.describe()}"
     if name != "mstl":
         return None
     longest = max(len(item) for item in before.items)
@@ -532,8 +559,10 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     wanted = settings.conformal.windows or default_windows(len(panel.items) * channels)
     stride = _stride(horizon, windows, wanted)
     observed = read.before(ends)
-    validation = Validation.of(observed.panel, ends, windows, horizon, stride, settings.network.eval_metric,
-                               seasonality(panel.calendar))
+    found = intermittency([item.values for item in panel.items], [item.observed for item in panel.items])
+    metric = eval_metric_for(settings.network.eval_metric, found)
+    settings = dataclasses.replace(settings, network=dataclasses.replace(settings.network, eval_metric=metric))
+    validation = Validation.of(observed.panel, ends, windows, horizon, stride, metric, seasonality(panel.calendar))
     candidates = _Candidates(settings, validation, read.before(validation.first), observed, read.schema.covariates)
     scores = _Scores(validation)
     names = _candidates(settings)
@@ -541,10 +570,12 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     statistical = [name for name in names if not model_spec(name).model_class.trainable]
     for name in statistical:
         rows[name].covariates = candidates.unused
-        if (why := _unsuited(name, candidates.before.panel)) is not None:
+        if (why := _unsuited(name, candidates.before.panel, found)) is not None:
             rows[name].note = why
             _progress(_progress_line(rows[name]))
             continue
+        if name in INTERMITTENT_MODELS:
+            rows[name].note = f"tried: the data are {found.describe()}"
         clock = _Clock()
         try:
             rows[name].val_score = candidates.fit_and_score(name, scores)[1]
@@ -573,7 +604,8 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
                                  "weight": float(weight_of.get(r.model, 0.0)), "fit_seconds": r.fit_seconds,
                                  "cpu_seconds": r.cpu_seconds, "note": r.note, "covariates": r.covariates}
                                 for r in rows.values()], columns=LEADERBOARD_COLUMNS)
-    leaderboard.attrs["eval_metric"] = settings.network.eval_metric
+    leaderboard.attrs["eval_metric"] = metric
+    leaderboard.attrs["intermittency"] = found.describe()
     network = with_members(settings.network, [(name, member.resolved.network) for (name, _), member in
                                               zip(chosen, members)],
                            [w for _, w in chosen], [rows[name].val_score if name in rows else math.nan

@@ -25,17 +25,20 @@ AUTO = "auto"
 
 #: The models ``Forecaster("auto")`` (the default model) scores: the statistical ones first (they
 #: cost seconds), statsforecast's AutoETS, AutoTheta, AutoCES, DynamicOptimizedTheta and MSTL (when
-#: the stats extra is installed; MSTL where the calendar has two seasons the history holds twice),
-#: seasonal naive and the last value, then the networks RSA in PatchTST, PatchTST and DLinear (all
+#: the stats extra is installed; MSTL where the calendar has two seasons the history holds twice;
+#: CrostonOptimized, ADIDA, IMAPA and TSB where the data are intermittent), seasonal naive, the last
+#: value and the random walk with drift, then the networks RSA in PatchTST, PatchTST and DLinear (all
 #: with RevIN), tried only on data with the windows for them (:mod:`tsrec.auto`). The one list to extend with new
 #: candidates; auto scores those with nothing to train before the trainable ones, whatever the order.
-AUTO_CANDIDATES = ("ets", "theta", "ces", "dynamic_theta", "mstl", "seasonal_naive", "naive", "rsa_patchtst",
-                   "patchtst", "dlinear")
+AUTO_CANDIDATES = ("ets", "theta", "ces", "dynamic_theta", "mstl", "croston", "adida", "imapa", "tsb", "seasonal_naive",
+                   "naive", "drift", "rsa_patchtst", "patchtst", "dlinear")
 #: What ``Forecaster("auto")`` selects and weights its candidates by (``eval_metric``), each scale-free
 #: (:mod:`tsrec.auto`): ``"mase"`` (absolute errors over each series' in-sample seasonal naive error),
-#: ``"mae"`` and ``"mse"`` (absolute and squared errors over each series' standard deviation) and
-#: ``"smape"``.
-EVAL_METRICS = ("mase", "mae", "mse", "smape")
+#: ``"rmsse"`` (the root of the squared errors over each series' in-sample squared one-step change,
+#: the M5 competition's point metric), ``"mae"`` and ``"mse"`` (absolute and squared errors over each
+#: series' standard deviation) and ``"smape"``. Not named: ``"rmsse"`` for intermittent data, else
+#: ``"mase"`` (:func:`tsrec.auto.eval_metric_for`).
+EVAL_METRICS = ("mase", "rmsse", "mae", "mse", "smape")
 #: The outputs an ensemble can average: points, and quantiles (a weighted average of each level's
 #: forecasts keeps them ordered); distributions' parameters do not average into their mixture.
 ENSEMBLE_OUTPUTS = ("point", "quantile")
@@ -48,14 +51,15 @@ class EnsembleConfig(ModelConfig):
     Attributes:
         candidates: the models scored on the validation windows.
         eval_metric: what the candidates are scored, selected and weighted by (:data:`EVAL_METRICS`;
-            default ``"mase"``).
+            None, the default: chosen by the data at ``fit``, ``"rmsse"`` for intermittent data and
+            ``"mase"`` for any other, and saved).
         scores: each candidate's validation score (``eval_metric``; NaN where it failed).
         members: the models of the ensemble (filled at ``fit``), with their resolved network settings
             ``member_configs`` (``ModelConfig.to_dict()``) and their ``weights`` (summing to 1).
     """
 
     candidates: tuple[str, ...] = AUTO_CANDIDATES
-    eval_metric: str = "mase"
+    eval_metric: str | None = None
     scores: tuple[float, ...] = ()
     members: tuple[str, ...] = ()
     member_configs: tuple[dict[str, Any], ...] = ()
@@ -68,7 +72,7 @@ class EnsembleConfig(ModelConfig):
         if not candidates or not all(isinstance(c, str) for c in candidates) or "auto" in candidates:
             raise ValueError(f"candidates must name registered models (not 'auto'), got {self.candidates!r}")
         object.__setattr__(self, "candidates", candidates)
-        if self.eval_metric not in EVAL_METRICS:
+        if self.eval_metric is not None and self.eval_metric not in EVAL_METRICS:
             raise ValueError(f"eval_metric must be one of {EVAL_METRICS}, got {self.eval_metric!r}")
         if self.output not in ENSEMBLE_OUTPUTS:
             raise ValueError(f"an ensemble averages its members' forecasts, which works for output='point' or "

@@ -1,4 +1,5 @@
-"""Seasonal naive: repeat the last observed season; and the season rule the untrained models share."""
+"""Seasonal naive (repeat the last observed season), the random walk with drift (extend the line
+from a series' first observation through its last), and the season rule the untrained models share."""
 
 from __future__ import annotations
 
@@ -182,3 +183,54 @@ class SeasonalNaive(ForecastModel):
         last = length - 1 - observed.flip(1).to(torch.uint8).argmax(dim=1)  # [B, C] the last observed step
         naive = past.gather(1, last.unsqueeze(1)).expand(-1, horizon, -1)  # [B, H, C]
         return torch.where(seen.any(dim=1), repeated, naive)
+
+
+@dataclass(frozen=True)
+class DriftConfig(ModelConfig):
+    """The random walk with drift has no setting of its own: it reads every series whole."""
+
+    revin: bool = False  # nothing is learnt: the model reads the values as they are
+
+
+class Drift(ForecastModel):
+    """The random walk with drift (Hyndman and Athanasopoulos, *Forecasting: principles and
+    practice*, 5.2): the last observed value plus the average change over the series' history,
+    ``y[t_last] + (h + t - t_last) * (y[t_last] - y[t_first]) / (t_last - t_first)`` at step ``t + h``
+    after a window of ``t`` steps whose first and last observed steps are ``t_first`` and ``t_last``:
+    the line through the series' first and last observations, statsforecast's
+    ``RandomWalkWithDrift`` on the same history. Nothing to train or keep: it reads every series
+    whole (``whole_history``, as the statistical models do: the drift is the whole history's, not
+    the last few steps'), and missing values inside it are never read. A history with one
+    observation has no drift: its value is repeated (statsforecast's slope is then 0 / 0).
+
+    The forecast is affine in the values, so the scaler's units (the windows' scaled values) give
+    the forecast in those units."""
+
+    config_class = DriftConfig
+    trainable = False
+    whole_history = True
+    missing_tail = ("drift extends the line from each series' first observed value through its last observed one, "
+                    "over the missing steps and the requested ones")
+
+    def forecast(self, past_target: Tensor, past_time_feat: Tensor, future_time_feat: Tensor) -> Tensor:
+        """``[B, Lc, C']`` values, every one observed -> ``[B, H, C', 1]``."""
+        return self._extend(past_target, torch.ones_like(past_target, dtype=torch.bool)).unsqueeze(-1)
+
+    def forward(self, batch: ForecastBatch) -> Tensor:
+        past = batch["past_target"]  # [B, Lc, C]
+        observed = batch["past_observed"] > 0 if "past_observed" in batch else torch.ones_like(past, dtype=torch.bool)
+        return self._extend(past, observed)
+
+    def _extend(self, past: Tensor, observed: Tensor) -> Tensor:
+        """``past``, ``observed`` ``[B, Lc, C]`` -> ``[B, H, C]`` (see the class; a channel with nothing
+        observed gets its window's last value, as seasonal naive gives it)."""
+        length, horizon = past.shape[1], self.config.prediction_length
+        seen = observed.to(torch.uint8)
+        first = seen.argmax(dim=1)  # [B, C] the first observed step (0 where none is)
+        last = length - 1 - seen.flip(1).argmax(dim=1)  # [B, C] the last observed step
+        start, end = past.gather(1, first.unsqueeze(1)), past.gather(1, last.unsqueeze(1))  # [B, 1, C] each
+        span = (last - first).unsqueeze(1).to(past.dtype)  # [B, 1, C]
+        drifts = (span > 0) & observed.any(dim=1, keepdim=True)  # [B, 1, C] two observations or more
+        slope = torch.where(drifts, (end - start) / span.clamp(min=1), torch.zeros_like(span))  # [B, 1, C]
+        ahead = length - last.unsqueeze(1) + torch.arange(horizon, device=past.device)[None, :, None]  # [B, H, C]
+        return end + slope * ahead.to(past.dtype)

@@ -9,8 +9,9 @@ from typing import Any
 from tsrec.config import Config, DataFacts, RSAConfig, TrainingConfig
 from tsrec.models.base import ForecastModel, ModelConfig
 from tsrec.models.dlinear import DLinear
+from tsrec.models.intermittent import ADIDA, IMAPA, TSB, Croston
 from tsrec.models.ensemble import AUTO, Ensemble, EnsembleConfig
-from tsrec.models.naive import SeasonalNaive
+from tsrec.models.naive import Drift, SeasonalNaive
 from tsrec.models.patchtst import PatchTST
 from tsrec.models.relevancy import RelevancyRNN
 from tsrec.models.srupp import SRUpp
@@ -110,6 +111,7 @@ for _attention, _base in (("prob", "informer"), ("logsparse", "logsparse"), ("fu
 register("dlinear", DLinear, "DLinear: moving-average decomposition + two linear maps")
 register("seasonal_naive", SeasonalNaive, "repeat the last season")
 register("naive", SeasonalNaive, "repeat the last value", season_length=1)
+register("drift", Drift, "the random walk with drift: the line through each series' first and last values, extended")
 # statsforecast's automatic models, fitted on every series' whole history with the calendar's
 # season, all series in one call (the optional extra tsrec[stats]; docs/models.md)
 register("ets", ETS, "statsforecast's AutoETS: exponential smoothing chosen by AICc, on the whole history")
@@ -121,6 +123,16 @@ register("arima", ARIMA, "statsforecast's AutoARIMA: stepwise seasonal ARIMA sea
          "slow (seconds per series), so auto leaves it out unless named")
 register("mstl", MSTL, "statsforecast's MSTL: the calendar's several seasons (a day and a week for sub-daily "
          "data) by STL, the trend by AutoETS, on the whole history")
+# statsforecast's intermittent-demand models (series of many zeros; auto tries them where the data are
+# intermittent: tsrec.models.intermittent.intermittency)
+register("croston", Croston, "statsforecast's CrostonOptimized: smoothed nonzero demands over smoothed intervals "
+         "between them, for intermittent demand")
+register("adida", ADIDA, "statsforecast's ADIDA: smoothed sums over blocks of the mean demand interval, spread "
+         "over the block, for intermittent demand")
+register("imapa", IMAPA, "statsforecast's IMAPA: ADIDA's forecasts at every block length up to the mean demand "
+         "interval, averaged, for intermittent demand")
+register("tsb", TSB, "statsforecast's TSB: smoothed nonzero demands times the smoothed probability of a demand "
+         "(alpha_d, alpha_p set, 0.2 each), for intermittent demand")
 register("patchtst", PatchTST, "PatchTST: channel-independent patches, RevIN, Transformer encoder")
 # Bidirectional REMs: every patch lies in the forecast's past, so a causal REM would only hide
 # from each patch its later neighbours, which the encoder's full attention sees anyway.

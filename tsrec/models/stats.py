@@ -1,5 +1,6 @@
 """statsforecast's automatic models as tsrec models: ``ets``, ``theta``, ``ces``, ``dynamic_theta``,
-``arima`` and ``mstl``.
+``arima`` and ``mstl`` (and, on this base, the intermittent-demand models of
+:mod:`tsrec.models.intermittent`).
 
 statsforecast is an optional extra (``pip install "tsrec[stats]"``), imported only when one of
 these models is built or forecasts. They are what a statsforecast user runs:
@@ -28,7 +29,8 @@ these models is built or forecasts. They are what a statsforecast user runs:
   data, given up only where the longest history cannot hold two seasons; ``mstl`` takes the
   calendar's several seasons (:func:`tsrec.models.naive.seasons_for`).
 - **Original units**: the windows carry their scaler's statistics (``target_loc``,
-  ``target_scale``), with which each history is unscaled before statsforecast sees it.
+  ``target_scale``), with which each history is unscaled before statsforecast sees it (a zero
+  comes back as a zero, not as the round trip's 1e-16: :func:`unscaled`).
 - **Missing values**: a history starts at its first observed step; a gap inside it is filled
   with the last observed value before it (statsforecast takes no NaN); a history whose last
   values are missing is forecast from its last observed step, ``gap + H`` steps ahead, and the
@@ -62,12 +64,13 @@ from tsrec.models.parameters import (ETS_WIDTH, FITTED, LAST_VALUE, NONE, Parame
                                      ets_valid, refits)
 
 __all__ = ["ARIMA", "CES", "ETS", "MSTL", "STATS_EXTRA", "DynamicTheta", "MSTLConfig", "StatsConfig", "StatsModel",
-           "Theta", "fill_context", "histories", "refitting", "require_statsforecast", "statsforecast_installed"]
+           "Theta", "fill_context", "histories", "refitting", "require_statsforecast", "statsforecast_installed",
+           "unscaled"]
 
 #: What installs statsforecast with tsrec.
 STATS_EXTRA = 'pip install "tsrec[stats]"'
 #: The registered models statsforecast fits.
-STATS_MODELS = ("ets", "theta", "ces", "dynamic_theta", "arima", "mstl")
+STATS_MODELS = ("ets", "theta", "ces", "dynamic_theta", "arima", "mstl", "croston", "adida", "imapa", "tsb")
 
 
 def statsforecast_installed() -> bool:
@@ -156,6 +159,20 @@ def histories(values: np.ndarray, observed: np.ndarray) -> tuple[np.ndarray, np.
     filled = np.take_along_axis(values, np.maximum(last_seen, 0), axis=1)  # [K, L]
     lengths = inside.sum(axis=1)
     return filled[inside], lengths, np.where(any_seen, values.shape[1] - 1 - last, 0)
+
+
+#: Unscaled values within this many units in the last place of the round trip's terms of 0 are 0.
+ROUND_TRIP_ULPS = 16
+
+
+def unscaled(scaled: np.ndarray, loc: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """``scaled * scale + loc`` (float64, broadcast), with the values the scaler's round trip left a
+    few units in the last place from 0 (:data:`ROUND_TRIP_ULPS` of ``|scaled * scale| + |loc|``) set to
+    0 again: a zero demand must stay a zero for the intermittent-demand models, which count them."""
+    spread = scaled * scale
+    raw = spread + loc
+    noise = ROUND_TRIP_ULPS * np.finfo(np.float64).eps * (np.abs(spread) + np.abs(loc))
+    return np.where(np.abs(raw) <= noise, 0.0, raw)
 
 
 @contextlib.contextmanager
@@ -286,6 +303,8 @@ class StatsModel(ForecastModel):
         kept = np.flatnonzero(lengths > 0)
         if kept.size:
             for k, fitted in zip(kept, self._fit_groups(y, starts[kept], lengths[kept])):
+                if fitted is None:  # nothing to keep of this history: each window is fitted on its own
+                    continue
                 if isinstance(fitted, _LastValue) or type(fitted).__name__ == "Naive":  # AutoCES's on a flat one
                     status[k] = LAST_VALUE
                 else:
@@ -296,7 +315,8 @@ class StatsModel(ForecastModel):
                                      np.cumsum([len(f) for f in fits], dtype=np.int64))
 
     def _fit_groups(self, y: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> list[Any]:
-        """The statsforecast fits (or :class:`_LastValue`) of the histories (``starts``, ``lengths``
+        """The statsforecast fits (or :class:`_LastValue`, or None where the model keeps nothing of a
+        history: its windows are fitted on their own) of the histories (``starts``, ``lengths``
         ``[K]`` into ``y``), in order."""
         return self._statsforecast_fit(self.statsforecast_model(), y, starts, lengths)
 
@@ -316,7 +336,7 @@ class StatsModel(ForecastModel):
             scale = batch["target_scale"].double().cpu().numpy()[:, None, :]
         else:  # a batch built by hand: its values as they are
             loc, scale = np.zeros((size, 1, channels)), np.ones((size, 1, channels))
-        raw = past * scale + loc  # [B, Lc, C]
+        raw = unscaled(past, loc, scale)  # [B, Lc, C]
         columns = raw.transpose(0, 2, 1).reshape(size * channels, length)  # [B*C, Lc], channel fastest
         seen = observed.transpose(0, 2, 1).reshape(size * channels, length)
         y, lengths, gaps = histories(columns, seen)
