@@ -119,14 +119,15 @@ def test_calibration_is_saved_with_the_model_and_loads_back(tmp_path):
     expected = f.predict(levels=[80, 90])
     f.save(tmp_path / "m")
     meta = json.loads((tmp_path / "m" / "forecaster.json").read_text())
-    assert meta["format_version"] == 8 and meta["conformal"]["windows"] == 8
+    # 10: the series are never negative (their floor); a calibration that neither pools nor learns adds nothing
+    assert meta["format_version"] == 10 and meta["conformal"]["windows"] == 8
     assert meta["settings"]["conformal"] == {"windows": 8, "scores": "scaled"}
     loaded = Forecaster.load(tmp_path / "m")
     assert loaded.settings.conformal == ConformalConfig(windows=8)
     np.testing.assert_array_equal(loaded.calibration.order, f.calibration.order)
     np.testing.assert_array_equal(loaded.calibration.scale, f.calibration.scale)
     pd.testing.assert_frame_equal(loaded.predict(levels=[80, 90]), expected)
-    assert loaded.predict(levels=[80]).attrs == {"intervals": "conformal", "levels": [80.0]}
+    assert loaded.predict(levels=[80]).attrs == {"intervals": "conformal", "levels": [80.0], "floored": 0}
     plain = Forecaster("seasonal_naive", prediction_length=H).fit(df, **COLS)
     plain.save(tmp_path / "p")  # no calibration: the format older tsrec reads
     assert json.loads((tmp_path / "p" / "forecaster.json").read_text())["format_version"] == 7
@@ -172,8 +173,10 @@ def test_auto_calibrates_its_ensemble_by_default_at_the_cost_of_forecasts_only()
     df = noisy(n=24 * 10)
     f = Forecaster(prediction_length=H, candidates=("theta", "seasonal_naive"), trainer_kwargs=QUIET).fit(df, **COLS)
     calibration = f.calibration
-    # 3 series -> 5 validation windows of 6 steps: origins one step apart over them (25 per series)
-    assert (calibration.windows, calibration.stride) == (25, 1) and calibration.counts.tolist() == [75] * H
+    # 3 series -> 5 validation windows of 6 steps: origins one step apart over them (25 per series), the
+    # scores of the 6 steps pooled (75 each) and learning after the fit
+    assert (calibration.windows, calibration.stride) == (25, 1) and calibration.counts.tolist() == [450] * H
+    assert calibration.profile.shape == (H,) and calibration.update == "rolling" and calibration.rolling == 100
     forecast = f.predict(levels=[80, 95])
     assert forecast.attrs["intervals"] == "conformal"
     assert (forecast["0.025"] < forecast["0.1"]).all() and (forecast["0.9"] < forecast["0.975"]).all()

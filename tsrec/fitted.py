@@ -47,7 +47,7 @@ from tsrec.settings import ForecasterSettings
 __all__ = ["ConcurrentSaveError", "FittedState", "ForecastResult", "TrainingSummary", "unscale"]
 
 FORMAT = "tsrec-forecaster"
-FORMAT_VERSION = 10
+FORMAT_VERSION = 11
 #: Model formats this tsrec reads: 4 (tsrec 0.1 before whole-model checksums; see
 #: :func:`_verify_checksums`), 5 (the history as three tensors per series), 6 (the history packed
 #: end to end), 7 (every per-series value in ``weights.pt``, :meth:`FittedState._tensors`;
@@ -57,14 +57,19 @@ FORMAT_VERSION = 10
 #: fitted parameters in the state dict, ``<module>._extra_state``,
 #: :class:`~tsrec.models.parameters.Parameters`; a model saved before them has none and fits each
 #: window, as it did) and 10 (``weights.pt``'s ``scaler_floor``: the series never forecast below 0,
-#: :attr:`StandardScaler.floor <tsrec.data.scaling.StandardScaler>`; before it, none is).
-READABLE_VERSIONS = (4, 5, 6, 7, 8, 9, 10)
+#: :attr:`StandardScaler.floor <tsrec.data.scaling.StandardScaler>`; before it, none is) and 11 (a
+#: calibration that pools its steps or learns after the fit: ``weights.pt``'s ``conformal_profile``
+#: and the ``conformal`` entry's ``update`` and ``rolling``, :class:`~tsrec.conformal.Calibration`;
+#: a calibration saved before them reads as one that neither pools nor learns, as it was).
+READABLE_VERSIONS = (4, 5, 6, 7, 8, 9, 10, 11)
 #: The format of a model without a calibration: 7, which a tsrec from before format 8 reads too.
 UNCALIBRATED_VERSION = 7
 #: The format of a calibrated model without fitted parameters.
 CALIBRATED_VERSION = 8
 #: The format of a model with fitted parameters and no floor.
 PARAMETERS_VERSION = 9
+#: The format of a model with a floor and no calibration that pools steps or learns.
+FLOOR_VERSION = 10
 #: The state dict's entries of a module's extra state (the statistical models' parameters, format 9).
 EXTRA_STATE = "_extra_state"
 CONFIG_FILE = "forecaster.json"
@@ -76,7 +81,7 @@ HEADER = frozenset({"format", "format_version", "tsrec_version", CHECKSUMS, "wei
 #: The scaler's per-series rows (``[N, C]`` each), ``weights.pt``'s ``scaler_<name>`` since format 7.
 SCALER_ROWS = ("loc", "scale", "low", "high", "floor")
 #: The scaler rows a file of an earlier format may lack (its default: no floor).
-LATER_ROWS = {"floor": FORMAT_VERSION}
+LATER_ROWS = {"floor": FLOOR_VERSION}
 #: ``weights.pt``'s tensors beside the state dict in format 7 (:meth:`FittedState._tensors`): dtype
 #: and number of dimensions, checked before they are read (:func:`_check_tensors`).
 SERIES_TENSORS: dict[str, tuple[torch.dtype, int]] = {
@@ -201,7 +206,8 @@ class FittedState:
         with _saving.staging_folder(path) as staging:
             tensors = self._tensors()
             torch.save(tensors, staging / WEIGHTS_FILE)
-            version = FORMAT_VERSION if np.isfinite(self.scaler.floor).any() else \
+            learns = self.calibration is not None and self.calibration.learns_or_pools
+            version = FORMAT_VERSION if learns else FLOOR_VERSION if np.isfinite(self.scaler.floor).any() else \
                 PARAMETERS_VERSION if any(key.endswith(EXTRA_STATE) for key in tensors["state_dict"]) else \
                 UNCALIBRATED_VERSION if self.calibration is None else CALIBRATED_VERSION
             meta = {"format": FORMAT, "format_version": version, "tsrec_version": __version__,
