@@ -128,8 +128,8 @@ def test_calibration_is_saved_with_the_model_and_loads_back(tmp_path):
     np.testing.assert_array_equal(loaded.calibration.scale, f.calibration.scale)
     pd.testing.assert_frame_equal(loaded.predict(levels=[80, 90]), expected)
     assert loaded.predict(levels=[80]).attrs == {"intervals": "conformal", "levels": [80.0], "floored": 0}
-    plain = Forecaster("seasonal_naive", prediction_length=H).fit(df, **COLS)
-    plain.save(tmp_path / "p")  # no calibration: the format older tsrec reads
+    plain = Forecaster("seasonal_naive", prediction_length=H, nonnegative=False).fit(df, **COLS)
+    plain.save(tmp_path / "p")  # no calibration and no floor: the format older tsrec reads
     assert json.loads((tmp_path / "p" / "forecaster.json").read_text())["format_version"] == 7
     assert Forecaster.load(tmp_path / "p").calibration is None
 
