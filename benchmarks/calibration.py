@@ -28,6 +28,11 @@ Protocol, per dataset (``unseen_like``'s windows and inputs, ``benchmarks/unseen
   ``coverage_se``: the binomial standard error of the coverage with each (series, window) counted
   as one draw (the steps of one window miss together). ``cpu_seconds``: the process's CPU time for
   the fit and every window's forecast (one thread).
+- **Learning after the fit** (issue 47): ``default`` is the default as users get it, its bands
+  learning from the windows the backtest forecast after the fit (a rolling window of scores,
+  ``docs/intervals.md``); ``default_no_update`` is the same fit with its bands frozen at ``fit``.
+- **Long single-series tests** (``LONG``): co2 fitted once on its first half (1958-1980) and
+  forecast over the 21 years after it (``co2_half``), beside ``co2`` (fit on the first 80%).
 - **Seeds**: the default runs every ``--seeds`` seed where its first seed's fit trained a network,
   else the first only (statistical candidates do not depend on the seed); an interrupted command
   run again goes on from the rows its CSV holds.
@@ -38,6 +43,7 @@ Protocol, per dataset (``unseen_like``'s windows and inputs, ``benchmarks/unseen
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import sys
 import time
@@ -66,8 +72,13 @@ WITHIN_POINTS = 3.0
 ETT_SLICES = {"ETTh1_last2880": dict(file="ETTh1.csv", freq="h", steps=2880, horizon=24, season=24),
               "ETTm1_last2880": dict(file="ETTm1.csv", freq="15min", steps=2880, horizon=96, season=96)}
 COLUMNS = ["dataset", "model", "seed", "level", "status", "coverage", "coverage_se", "width", "winkler", "entries",
-           "windows", "cpu_seconds", "note", "commit", "machine", "date", "command"]
-MODELS = ("default", "sf_autoets_conformal")
+           "windows", "cpu_seconds", "calibration_cpu_seconds", "note", "commit", "machine", "date", "command"]
+#: ``default``: the default as users get it (bands that learn after the fit, issue 47);
+#: ``default_no_update``: the same fit, its bands frozen at ``fit`` (``Calibration.update="off"``).
+MODELS = ("default", "default_no_update", "sf_autoets_conformal")
+#: Long single-series tests (issue 47): ``unseen_like``'s dataset ``source`` with its test part the
+#: last ``fraction`` of the series, so that one fit forecasts years past it.
+LONG = {"co2_half": dict(source="co2", fraction=0.5)}
 #: The default's trainable candidates (a run that trained one depends on the seed).
 NETWORKS = ("rsa_patchtst", "patchtst", "dlinear")
 
@@ -101,10 +112,12 @@ def scores(table: pd.DataFrame, lower: dict[int, np.ndarray], upper: dict[int, n
     return out
 
 
-def run_default(task: Task, seed: int) -> tuple[pd.DataFrame, float, str]:
-    """The default's bands of every window (``window_table`` rows with ``lo_<L>``/``hi_<L>``)."""
+def run_default(task: Task, seed: int) -> dict[str, tuple[pd.DataFrame, float, float, str]]:
+    """The default's bands of every window (``window_table`` rows with ``lo_<L>``/``hi_<L>``), as
+    users get them (``"default"``: learning after the fit) and frozen at ``fit``
+    (``"default_no_update"``), from one fit: per model its bands, CPU seconds (the fit and that
+    backtest), the calibration's CPU seconds and a note."""
     from tsrec import Forecaster
-    from tsrec.evaluation import backtest
 
     columns = dict(id_col=ID, time_col=TIME, target_col=TARGET)
     started = time.process_time()
@@ -112,20 +125,50 @@ def run_default(task: Task, seed: int) -> tuple[pd.DataFrame, float, str]:
         warnings.simplefilter("ignore")
         f = Forecaster(prediction_length=task.windows.horizon, seed=seed,
                        trainer_kwargs={"enable_progress_bar": False}).fit(task.train, **columns)
-        errors = backtest(f, task.inputs, start=task.first_origin, stride=task.windows.stride, baselines=("naive",),
-                          levels=list(LEVELS), **columns).errors
-    cpu = time.process_time() - started
-    bands = errors[[ID, "timestamp", "origin"]].rename(columns={"timestamp": TIME}).copy()
-    for level in LEVELS:
-        low, high = band_ends(level)
-        bands[f"lo_{level}"], bands[f"hi_{level}"] = errors[f"y_q{low}"].to_numpy(), errors[f"y_q{high}"].to_numpy()
+    fit_cpu = time.process_time() - started
+    calibration = f.calibration
     board = f.leaderboard
     members = board[board.weight > 0]
     trained = board[board.model.isin(NETWORKS) & board.val_score.notna()]
     note = "members " + ", ".join(f"{r.model} {r.weight:.2f}" for r in members.itertuples()) + \
-        f"; calibration {f.calibration.windows} origins x {f.calibration.stride} apart" + \
+        f"; calibration {calibration.windows} origins x {calibration.stride} apart, {int(calibration.counts[0])} " \
+        f"pooled scores, rolling window {calibration.rolling}" + \
         (f"; networks tried: {', '.join(trained.model)}" if len(trained) else "; no network tried")
-    return bands, cpu, note
+    out = {}
+    for model, update in (("default", calibration.update), ("default_no_update", "off")):
+        started = time.process_time()
+        bands = default_bands(task, frozen(f, update), columns)
+        out[model] = (bands, fit_cpu + time.process_time() - started, calibration.cpu_seconds, note)
+    return out
+
+
+def frozen(forecaster: Any, update: str) -> Any:
+    """``forecaster`` with its calibration's ``update`` set to ``update`` (a shallow copy: the
+    fitted model is shared)."""
+    import copy
+    import dataclasses
+
+    if forecaster.fitted.calibration.update == update:
+        return forecaster
+    other = copy.copy(forecaster)
+    other.fitted = dataclasses.replace(forecaster.fitted, calibration=dataclasses.replace(
+        forecaster.fitted.calibration, update=update))
+    return other
+
+
+def default_bands(task: Task, f: Any, columns: dict[str, str]) -> pd.DataFrame:
+    """``f``'s bands of every window of ``task`` (its backtest, each window from its own context)."""
+    from tsrec.evaluation import backtest
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        errors = backtest(f, task.inputs, start=task.first_origin, stride=task.windows.stride, baselines=("naive",),
+                          levels=list(LEVELS), **columns).errors
+    bands = errors[[ID, "timestamp", "origin"]].rename(columns={"timestamp": TIME}).copy()
+    for level in LEVELS:
+        low, high = band_ends(level)
+        bands[f"lo_{level}"], bands[f"hi_{level}"] = errors[f"y_q{low}"].to_numpy(), errors[f"y_q{high}"].to_numpy()
+    return bands
 
 
 def run_statsforecast(task: Task) -> tuple[pd.DataFrame, float, str]:
@@ -151,6 +194,22 @@ def run_statsforecast(task: Task) -> tuple[pd.DataFrame, float, str]:
     return bands, cpu, "ConformalIntervals(h=H, n_windows=2), refit at every origin"
 
 
+def _statsforecast_runs(task: Task) -> dict[str, tuple[pd.DataFrame, float, float, str]]:
+    """:func:`run_statsforecast` as the run loop reads a run (no calibration CPU of its own)."""
+    bands, cpu, note = run_statsforecast(task)
+    return {"sf_autoets_conformal": (bands, cpu, math.nan, note)}
+
+
+def long_task(name: str, spec: dict[str, Any], config: dict[str, Any]) -> Task:
+    """A long single-series test (:data:`LONG`): ``unseen_like``'s dataset with its last
+    ``fraction`` as the test part."""
+    source = prepare_task(spec["source"], config["datasets"][spec["source"]], config.get("test_fraction", 0.2))
+    length = int(source.truth.groupby(ID).size().max())
+    windows = rolling_windows(length, source.windows.horizon, source.windows.stride, spec["fraction"])
+    return dataclasses.replace(source, name=name, windows=windows,
+                               stats=training_stats(source.truth, windows, source.season))
+
+
 def score_run(task: Task, bands: pd.DataFrame) -> dict[int, dict[str, float]]:
     """:func:`scores` of ``bands`` on the task's windows (every window row must have its band)."""
     table = window_table(task.truth, task.windows)
@@ -171,6 +230,7 @@ def tasks(names: list[str] | None, data_dir: Path) -> list[tuple[str, Any]]:
     fraction = config.get("test_fraction", 0.2)
     plan = [(name, lambda n=name, s=spec: prepare_task(n, s, fraction)) for name, spec in config["datasets"].items()]
     plan += [(name, lambda n=name, s=spec: ett_task(n, s, data_dir)) for name, spec in ETT_SLICES.items()]
+    plan += [(name, lambda n=name, s=spec: long_task(n, s, config)) for name, spec in LONG.items()]
     return [(name, make) for name, make in plan if names is None or name in names]
 
 
@@ -184,24 +244,26 @@ def run(args: argparse.Namespace, argv: list[str]) -> list[dict[str, Any]]:
     done = {(r["dataset"], r["model"], None if pd.isna(r["seed"]) else int(r["seed"])) for r in rows}
     for name, make in tasks(args.dataset, args.data_dir):
         runs = [("default", seed, lambda t, s=seed: run_default(t, s)) for seed in args.seeds] + \
-            [("sf_autoets_conformal", None, lambda t: run_statsforecast(t))]
-        runs = [run for run in runs if (name, run[0], run[1]) not in done]
+            [("sf_autoets_conformal", None, _statsforecast_runs)]
+        runs = [run for run in runs if (name, run[0], run[1]) not in done and args.models in (None, run[0])]
         task = make() if runs else None
         for model, seed, go in runs:
             if model == "default" and seed != args.seeds[0] and not _tried_networks(rows, name, args.seeds[0]):
                 continue
             try:
-                bands, cpu, note = go(task)
-                result, status = score_run(task, bands), "ok"
+                results = {key: (score_run(task, bands), cpu, calibration, note, "ok")
+                           for key, (bands, cpu, calibration, note) in go(task).items()}
             except Exception as err:  # a failed run is a row that says why, never a missing one
-                result, cpu, note, status = {L: {} for L in LEVELS}, math.nan, f"{type(err).__name__}: {err}", "failed"
-            for level in LEVELS:
-                rows.append({"dataset": name, "model": model, "seed": seed, "level": level, "status": status,
-                             **{k: result[level].get(k, math.nan) for k in ("coverage", "coverage_se", "width",
-                                                                             "winkler", "entries", "windows")},
-                             "cpu_seconds": cpu, "note": note, **stamp})
-            print(f"{name} {model} seed={seed}: {status} {cpu:.1f} CPU-s "
-                  + " ".join(f"{L}%:{result[L].get('coverage', math.nan):.3f}" for L in LEVELS), flush=True)
+                results = {model: ({L: {} for L in LEVELS}, math.nan, math.nan, f"{type(err).__name__}: {err}",
+                                   "failed")}
+            for key, (result, cpu, calibration, note, status) in results.items():
+                for level in LEVELS:
+                    rows.append({"dataset": name, "model": key, "seed": seed, "level": level, "status": status,
+                                 **{k: result[level].get(k, math.nan) for k in ("coverage", "coverage_se", "width",
+                                                                                 "winkler", "entries", "windows")},
+                                 "cpu_seconds": cpu, "calibration_cpu_seconds": calibration, "note": note, **stamp})
+                print(f"{name} {key} seed={seed}: {status} {cpu:.1f} CPU-s "
+                      + " ".join(f"{L}%:{result[L].get('coverage', math.nan):.3f}" for L in LEVELS), flush=True)
             write(rows, args.out)
     return rows
 
@@ -229,13 +291,15 @@ def render(frame: pd.DataFrame, where: Path) -> str:
         windows=("windows", "mean"), width=("width", "mean"), winkler=("winkler", "mean"),
         winkler_sd=("winkler", "std"), seeds=("seed", "nunique"), cpu=("cpu_seconds", "mean"))
     sf = ok[ok.model == "sf_autoets_conformal"].set_index(["dataset", "level"])
+    frozen_runs = ok[ok.model == "default_no_update"].groupby(["dataset", "level"]).agg(
+        coverage=("coverage", "mean"), winkler=("winkler", "mean"))
     order = list(dict.fromkeys(frame.dataset))
     lines, table = [], []
     within_all, wins, compared = True, 0, 0
     for name in order:
         for level in LEVELS:
             if (name, level) not in default.index:
-                table.append([name, level, "failed", "", "", "", "", "", ""])
+                table.append([name, level, "failed", "", "", "", "", "", "", "", ""])
                 within_all = False
                 continue
             d = default.loc[(name, level)]
@@ -246,17 +310,21 @@ def render(frame: pd.DataFrame, where: Path) -> str:
             se = math.sqrt(level / 100 * (1 - level / 100) / d.windows)  # binomial, at the level, windows as draws
             mark = "" if within else " ✗" if off <= 200 * se else " ✗✗"
             spread = f" ({int(d.seeds)} seeds: {100 * d.cov_min:.1f}-{100 * d.cov_max:.1f})" if d.seeds > 1 else ""
+            u = frozen_runs.loc[(name, level)] if (name, level) in frozen_runs.index else None
             table.append([name, level, f"{100 * d.coverage:.1f}{spread} ± {100 * se:.1f}{mark}",
+                          "" if u is None else f"{100 * u.coverage:.1f}",
                           "" if s is None else f"{100 * s.coverage:.1f} ± {100 * s.coverage_se:.1f}",
                           f"{d.width:.3f}", "" if s is None else f"{s.width:.3f}",
                           f"{d.winkler:.3f}" + (f" ± {d.winkler_sd:.3f}" if d.seeds > 1 else ""),
+                          "" if u is None else f"{u.winkler:.3f}",
                           "" if s is None else f"{s.winkler:.3f}",
                           "" if s is None else f"{d.winkler / s.winkler:.2f}"])
         if all((name, L) in default.index and (name, L) in sf.index for L in LEVELS):
             compared += 1
             wins += int(np.mean([default.loc[(name, L)].winkler <= sf.loc[(name, L)].winkler for L in LEVELS]) > 0.5)
-    head = ["dataset", "level %", "default coverage % (seeds: range) ± s.e. at the level", "statsforecast coverage %",
-            "default width", "sf width", "default Winkler", "sf Winkler", "Winkler ratio"]
+    head = ["dataset", "level %", "default coverage % (seeds: range) ± s.e. at the level",
+            "without update coverage %", "statsforecast coverage %", "default width", "sf width", "default Winkler",
+            "without update Winkler", "sf Winkler", "Winkler ratio"]
     stamp = frame.iloc[0]
     lines += ["# Calibration: the default's conformal intervals vs statsforecast's conformal AutoETS", "",
               "Command: " + ", then ".join(f"`{c}`" for c in dict.fromkeys(frame.command))
@@ -273,7 +341,10 @@ def render(frame: pd.DataFrame, where: Path) -> str:
               "`benchmarks/calibration.py`.", "",
               markdown_table(pd.DataFrame(table, columns=head)), ""]
     cpu = ok.groupby(["dataset", "model"])["cpu_seconds"].mean().unstack()
-    lines += ["CPU seconds per run (fit and every window's forecast, one thread):", "",
+    if "calibration_cpu_seconds" in ok:
+        cpu["default calibration"] = ok[ok.model == "default"].groupby("dataset")["calibration_cpu_seconds"].mean()
+    lines += ["CPU seconds per run (fit and every window's forecast, one thread; the default's calibration: "
+              "`f.calibration.cpu_seconds`, its whole fit, which selection and calibration share):", "",
               markdown_table(cpu.reset_index(), ".1f"), ""]
     lines += ["## Targets", "",
               f"- Coverage within {WITHIN_POINTS:g} points of 80, 90 and 95% on every dataset: "
@@ -283,6 +354,9 @@ def render(frame: pd.DataFrame, where: Path) -> str:
               + ("(**met**)" if compared and wins > compared / 2 else "(**not met**)")
               + ".", "",
               f"`python -m benchmarks.calibration --render {where}` redraws this table.", ""]
+    notes = Path(where).with_name(Path(where).stem + "_notes.md")
+    if notes.exists():  # what the table cannot say (the run's scope, costs against an earlier run)
+        lines += [notes.read_text()]
     return "\n".join(lines)
 
 
@@ -291,6 +365,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.calibration", description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", nargs="*", help="only these datasets (default: all)")
     parser.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2])
+    parser.add_argument("--models", choices=("default", "sf_autoets_conformal"),
+                        help="only this model's runs (default: both)")
     parser.add_argument("--out", type=Path, default=RESULTS / "calibration.csv")
     parser.add_argument("--data-dir", type=Path, default=Path(__import__("os").environ.get(
         "TSREC_DATA_DIR", ROOT.parent / "shared" / "datasets")))

@@ -3,6 +3,7 @@ fit and its save/load, ``predict(levels=...)`` on every kind of model, and auto 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -33,12 +34,12 @@ def noisy(n=24 * 12, sigmas=(0.5, 2.0, 8.0), seed=0):
 COLS = dict(id_col="id", time_col="ds", target_col="y")
 
 
-def _calibration(scores: np.ndarray, scorer: str = "absolute"):
+def _calibration(scores: np.ndarray, scorer: str = "absolute", stride: int = 1, **config):
     """The calibration of ``scores`` ``[H, n]`` as the residuals of a zero forecast of one series."""
     n_steps, n = scores.shape
     truth = scores.T[:, :, None]  # [W=n, H, 1]
-    return calibrate(np.zeros_like(truth), truth, np.ones(truth.shape, bool), np.ones((n, 1)), np.ones((1, 1)), n, 1,
-                     ConformalConfig(scores=scorer), 0.0)
+    return calibrate(np.zeros_like(truth), truth, np.ones(truth.shape, bool), np.ones((n, 1)), np.ones((1, 1)), n,
+                     stride, ConformalConfig(scores=scorer, **config), 0.0)
 
 
 def test_the_band_is_the_finite_sample_rank_not_the_empirical_quantile():
@@ -129,7 +130,7 @@ def test_calibration_is_saved_with_the_model_and_loads_back(tmp_path):
     pd.testing.assert_frame_equal(loaded.predict(levels=[80, 90]), expected)
     assert loaded.predict(levels=[80]).attrs == {"intervals": "conformal", "levels": [80.0], "floored": 0}
     plain = Forecaster("seasonal_naive", prediction_length=H, nonnegative=False).fit(df, **COLS)
-    plain.save(tmp_path / "p")  # no calibration: the format older tsrec reads
+    plain.save(tmp_path / "p")  # no calibration and no floor: the format older tsrec reads
     assert json.loads((tmp_path / "p" / "forecaster.json").read_text())["format_version"] == 7
     assert Forecaster.load(tmp_path / "p").calibration is None
 
@@ -173,8 +174,10 @@ def test_auto_calibrates_its_ensemble_by_default_at_the_cost_of_forecasts_only()
     df = noisy(n=24 * 10)
     f = Forecaster(prediction_length=H, candidates=("theta", "seasonal_naive"), trainer_kwargs=QUIET).fit(df, **COLS)
     calibration = f.calibration
-    # 3 series -> 5 validation windows of 6 steps: origins one step apart over them (25 per series)
-    assert (calibration.windows, calibration.stride) == (25, 1) and calibration.counts.tolist() == [75] * H
+    # 3 series -> 5 validation windows of 6 steps: origins one step apart over them (25 per series), the
+    # scores of the 6 steps pooled (75 each) and learning after the fit
+    assert (calibration.windows, calibration.stride) == (25, 1) and calibration.counts.tolist() == [450] * H
+    assert calibration.profile.shape == (H,) and calibration.update == "rolling" and calibration.rolling == 100
     forecast = f.predict(levels=[80, 95])
     assert forecast.attrs["intervals"] == "conformal"
     assert (forecast["0.025"] < forecast["0.1"]).all() and (forecast["0.9"] < forecast["0.975"]).all()
@@ -207,3 +210,107 @@ def test_auto_gives_covariates_to_the_candidates_that_take_them(monkeypatch):
     forecast = f.predict(future_covariates=future[["id", "ds", "promo"]], levels=[80])
     assert np.abs(forecast["mean"].to_numpy() - future["y"].to_numpy()).mean() < 1.0  # the covariate's effect: 3
     assert forecast.attrs["intervals"] == "conformal"
+
+
+def test_pooled_steps_read_every_steps_tail_at_their_own_profile():
+    """Step 2's residuals are twice step 1's: pooled over their profile (mean), each step's band is
+    the finite-sample rank of all 2n pooled scores times its own mean (a naive loop's answer)."""
+    rng = np.random.default_rng(1)
+    first = np.abs(rng.standard_normal(30))
+    scores = np.stack([first, 2 * first[::-1]])  # [H=2, n=30]
+    pooled = _calibration(scores, "absolute", pooling="steps")
+    assert pooled.counts.tolist() == [60, 60] and pooled.profile == pytest.approx([first.mean(), 2 * first.mean()])
+    naive = np.sort(np.concatenate([scores[0] / scores[0].mean(), scores[1] / scores[1].mean()]))
+    for level in (80, 90, 95):
+        k = math.ceil(61 * level / 100)
+        assert pooled.width(level) == pytest.approx(naive[k - 1] * pooled.profile)
+    assert _calibration(scores, "absolute").profile is None  # pooling="none": each step its own, as before
+
+
+def _rolling(scores: np.ndarray, stride: int = 1):
+    """A pooled calibration that learns, of ``scores`` ``[H, n]`` (one series, unit scale)."""
+    return _calibration(scores, "absolute", pooling="steps", update="rolling", stride=stride)
+
+
+def test_the_rolling_window_moves_the_band_to_new_errors_and_only_after_they_are_seen():
+    from tsrec.conformal_update import Evidence, learned_widths
+
+    rng = np.random.default_rng(2)
+    calibration = _rolling(np.abs(rng.standard_normal((3, 200))))  # [H=3] 600 pooled scores
+    assert calibration.rolling == 200  # 600 scores one step apart over 3 steps: 200 independent ones
+    horizon = 3
+    windows = 120  # new windows, each of 3 steps, errors 3x the calibration's
+    mean = np.zeros((windows, horizon, 1))
+    truth = 3 * np.abs(rng.standard_normal((windows, horizon, 1)))
+    ends = np.arange(windows, dtype=np.int64) * 10
+    evidence = Evidence.of(calibration, mean, truth, np.ones_like(truth, bool), np.zeros(windows, np.int64), ends,
+                           np.ones(windows, bool))
+    cutoffs = np.array([0, 5, 301, 10_000], dtype=np.int64)  # none seen, 1 window, 30 windows (90 scores), all
+    for level in (80, 90, 95):
+        widths = learned_widths(calibration, evidence, cutoffs, level)  # [4, H]
+        np.testing.assert_array_equal(widths[0], calibration.width(level))  # nothing seen yet: the calibration's
+        assert (widths[1] >= widths[0]).all() and (widths[2] > widths[1]).all() and (widths[3] > widths[2]).all()
+        # all seen: the newest 200 scores alone, their finite-sample rank, at each step's profile
+        newest = np.sort(evidence.scores[-200:])
+        assert widths[3] == pytest.approx(newest[math.ceil(201 * level / 100) - 1] * calibration.profile)
+    # a window the fit saw (not eligible) teaches nothing
+    unseen = Evidence.of(calibration, mean, truth, np.ones_like(truth, bool), np.zeros(windows, np.int64), ends,
+                         np.zeros(windows, bool))
+    np.testing.assert_array_equal(learned_widths(calibration, unseen, cutoffs, 90)[3], calibration.width(90))
+
+
+def test_rolling_needs_pooled_steps_and_says_so():
+    with pytest.raises(ValueError, match="conformal_update='rolling' learns from the scores of every horizon step"):
+        Forecaster("seasonal_naive", prediction_length=H, conformal_windows=5, conformal_update="rolling",
+                   conformal_pooling="none")
+    assert ConformalConfig().resolved_for(auto=True) == ConformalConfig(pooling="steps", update="rolling")
+    assert ConformalConfig().resolved_for(auto=False) == ConformalConfig(pooling="none", update="off")
+    assert ConformalConfig(update="rolling").resolved_for(auto=False).pooling == "steps"
+
+
+def _noisier_after(n_fit: int, n_after: int, factor: float) -> pd.DataFrame:
+    """Three hourly series whose noise is ``factor`` times larger after their first ``n_fit`` steps."""
+    df = noisy(n=n_fit + n_after)
+    step = df.groupby("id").cumcount()
+    base = noisy(n=n_fit + n_after, sigmas=(0.0, 0.0, 0.0))
+    df["y"] = base["y"] + np.where(step >= n_fit, factor, 1.0) * (df["y"] - base["y"])
+    return df
+
+
+def test_auto_bands_learn_from_the_data_predict_and_backtest_see_and_are_saved(tmp_path):
+    n_fit = 24 * 10
+    df = _noisier_after(n_fit, 24 * 8, factor=3.0)
+    fit_part = df.groupby("id").head(n_fit)
+    f = Forecaster(prediction_length=H, candidates=("seasonal_naive",), trainer_kwargs=QUIET).fit(fit_part, **COLS)
+    assert f.calibration.update == "rolling"
+    width = lambda frame: float((frame["0.95"] - frame["0.05"]).mean())  # noqa: E731
+    at_fit, after = width(f.predict(levels=[90])), width(f.predict(df, levels=[90]))
+    assert after > 2 * at_fit  # the noise tripled after the fit: the band learnt it
+    frozen = dataclasses.replace(f.fitted.calibration, update="off")
+    still = Forecaster.load(f.save(tmp_path / "m"))
+    assert json.loads((tmp_path / "m" / "forecaster.json").read_text())["format_version"] == 11
+    pd.testing.assert_frame_equal(still.predict(df, levels=[90]), f.predict(df, levels=[90]))
+    learnt = backtest(f, df, start=n_fit, stride=H, baselines=("naive",), levels=[90], **COLS)
+    f.fitted = dataclasses.replace(f.fitted, calibration=frozen)
+    assert width(f.predict(df, levels=[90])) == pytest.approx(at_fit)
+    fixed = backtest(f, df, start=n_fit, stride=H, baselines=("naive",), levels=[90], **COLS)
+    coverage = {name: r.metric("interval_coverage_90", "fraction") for name, r in (("learnt", learnt),
+                                                                                    ("fixed", fixed))}
+    assert coverage["fixed"] < 0.75 and abs(coverage["learnt"] - 0.9) < abs(coverage["fixed"] - 0.9) - 0.05, coverage
+
+
+def test_a_calibration_saved_before_format_11_loads_and_keeps_its_bands(tmp_path):
+    from tests.saved_models import edit_weights, read_meta, write_checksummed
+
+    n_fit = 24 * 10
+    df = _noisier_after(n_fit, 24 * 4, factor=3.0)
+    f = Forecaster(prediction_length=H, candidates=("seasonal_naive",), trainer_kwargs=QUIET)
+    f.fit(df.groupby("id").head(n_fit), **COLS).save(tmp_path / "m")
+    edit_weights(tmp_path / "m", lambda tensors: tensors.pop("conformal_profile"), rehash=False)
+    meta = read_meta(tmp_path / "m")
+    meta["conformal"] = {k: v for k, v in meta["conformal"].items() if k not in ("update", "rolling")}
+    write_checksummed(tmp_path / "m", {**meta, "format_version": 10})
+    old = Forecaster.load(tmp_path / "m")
+    assert old.calibration.profile is None and old.calibration.update == "off"
+    f.fitted = dataclasses.replace(f.fitted, calibration=dataclasses.replace(f.fitted.calibration, update="off"))
+    pd.testing.assert_frame_equal(old.predict(df, levels=[80, 90]), f.predict(df, levels=[80, 90]))

@@ -41,7 +41,7 @@ LAYERS = (
     ("settings leaves", ("tsrec.config",)),
     ("tensors", ("tsrec.nn.*",)),
     ("networks and data", ("tsrec.models.*", "tsrec.data.*", "tsrec.smoothing_prior", "tsrec.conformal",
-                           "tsrec.scoring", "tsrec.saved_format")),
+                           "tsrec.conformal_update", "tsrec.scoring", "tsrec.saved_format")),
     ("process group", ("tsrec.collective",)),
     ("training", ("tsrec.training.*", "tsrec.settings", "tsrec.inspection")),
     ("fitted value", ("tsrec.fitted",)),

@@ -618,7 +618,7 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
         return fit
     mean = sum(weight * scores.means[name] for name, weight in chosen)  # [W, H, C] the ensemble's
     calibration = calibration_of(fit.state, panel, validation.items, validation.origins, mean, validation.windows,
-                                 stride, settings.conformal, time.process_time() - started)
+                                 stride, settings.conformal.resolved_for(auto=True), time.process_time() - started)
     return dataclasses.replace(fit, state=dataclasses.replace(fit.state, calibration=calibration))
 
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from tsrec.config import ConformalConfig
 from tsrec.conformal import Calibration, calibrate, observed_ends, origins_before_end, series_scale
+from tsrec.conformal_update import window_values
 from tsrec.data import Panel
 from tsrec.data.source import Read
 from tsrec.fitted import FittedState
@@ -58,7 +59,7 @@ def calibrated(read: Read, settings: ForecasterSettings, fit: Fit) -> Fit:
     before = fit_state(read.before(first), quiet).state
     result = forecast_origins(before, read.panel, read.covariates, first, count, stride)
     calibration = calibration_of(fit.state, read.panel, result.items, result.origins, result.mean, int(count.max()),
-                                 stride, settings.conformal, time.process_time() - started)
+                                 stride, settings.conformal.resolved_for(auto=False), time.process_time() - started)
     return dataclasses.replace(fit, state=dataclasses.replace(fit.state, calibration=calibration))
 
 
@@ -71,15 +72,6 @@ def calibration_of(state: FittedState, panel: Panel, items: np.ndarray, origins:
     truth, seen = window_values(panel, items, origins, mean.shape[1])  # [W, H, C] each
     rows, fitted_scale = fitted_scales(state, panel)
     return calibrate(mean, truth, seen, fitted_scale[rows[items]], fitted_scale, windows, stride, config, cpu_seconds)
-
-
-def window_values(panel: Panel, items: np.ndarray, origins: np.ndarray, horizon: int) -> tuple[np.ndarray, np.ndarray]:
-    """The values and observed masks ``[W, H, C]`` of the ``horizon`` steps from ``origins`` ``[W]``
-    of ``panel``'s ``items`` ``[W]`` (one gather from the items laid end to end)."""
-    values = np.concatenate([item.values for item in panel.items])  # [R, C]
-    observed = np.concatenate([item.observed for item in panel.items])
-    rows = panel.offsets[:-1][items, None] + origins[:, None] + np.arange(horizon)  # [W, H]
-    return values[rows], observed[rows]
 
 
 def fitted_scales(state: FittedState, panel: Panel) -> tuple[np.ndarray, np.ndarray]:

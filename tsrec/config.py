@@ -792,6 +792,10 @@ class TrainingConfig(Config):
 
 #: How conformal calibration scores a residual (:class:`ConformalConfig`).
 CONFORMAL_SCORES = ("scaled", "absolute")
+#: How conformal calibration pools the scores of the horizon steps (:class:`ConformalConfig`).
+CONFORMAL_POOLING = ("steps", "none")
+#: Whether the conformal scores learn from the data ``predict`` and a backtest see after the fit.
+CONFORMAL_UPDATES = ("rolling", "off")
 
 
 @dataclass(frozen=True)
@@ -814,11 +818,44 @@ class ConformalConfig(Config):
             (its mean absolute one-step change over the fit data), so that series of different
             sizes share one calibration and each gets a band of its own width; ``"absolute"``:
             residuals in the data's units, one band width for every series.
+        pooling: ``"steps"``: each step's scores are divided by the step's profile (their mean) and
+            pooled over the steps, so that every step's band reads the tail of all of them, at the
+            width of its own profile (:func:`tsrec.conformal.calibrate`); ``"none"``: each step reads
+            its own scores only. None: ``"steps"`` for ``auto`` (and wherever ``update`` is on),
+            else ``"none"``.
+        update: ``"rolling"``: ``predict`` and a backtest learn from the observations after the fit:
+            the forecasts the model would have made there replace the oldest scores of a rolling
+            window (:mod:`tsrec.conformal_update`, ``docs/intervals.md``); ``"off"``: the scores stay
+            those of ``fit``. None: ``"rolling"`` for ``auto``, else ``"off"``.
     """
 
     windows: int | None = None
     scores: str = "scaled"
+    pooling: str | None = None
+    update: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "windows", check_optional_int("conformal_windows", self.windows, 0))
         check_choice("conformal_scores", self.scores, CONFORMAL_SCORES)
+        if self.pooling is not None:
+            check_choice("conformal_pooling", self.pooling, CONFORMAL_POOLING)
+        if self.update is not None:
+            check_choice("conformal_update", self.update, CONFORMAL_UPDATES)
+        if self.update == "rolling" and self.pooling == "none":
+            raise ValueError("conformal_update='rolling' learns from the scores of every horizon step pooled "
+                             "(conformal_pooling='steps'); pass conformal_pooling='steps' (or leave it unset), or "
+                             "conformal_update='off'")
+
+    def resolved_for(self, auto: bool) -> ConformalConfig:
+        """This config with ``pooling`` and ``update`` set: unset ones are ``"steps"`` and
+        ``"rolling"`` for ``auto`` (``auto=True``), else ``"none"`` and ``"off"`` (every other model's
+        calibration as before they existed), where ``update`` needs ``pooling``."""
+        update = self.update or ("rolling" if auto else "off")
+        pooling = self.pooling or ("steps" if auto or update == "rolling" else "none")
+        return dataclasses.replace(self, pooling=pooling, update=update)
+
+    def to_dict(self) -> dict[str, Any]:
+        """As :meth:`Config.to_dict`, without ``pooling`` and ``update`` where unset (the files of
+        settings that leave them unset read as before they existed)."""
+        return {key: value for key, value in super().to_dict().items()
+                if value is not None or key not in ("pooling", "update")}

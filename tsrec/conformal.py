@@ -24,20 +24,22 @@ once more; ``auto`` reuses its members' validation runs, :func:`tsrec.auto.fit_a
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
-from tsrec.config import CONFORMAL_SCORES, ConformalConfig
+from tsrec.config import CONFORMAL_SCORES, CONFORMAL_UPDATES, ConformalConfig
 from tsrec.data import Panel
 from tsrec.data.scaling import StandardScaler
 from tsrec.metrics import seasonal_scale
 
 __all__ = ["DEFAULT_LEVELS", "MAX_KEPT", "Calibration", "band_ends", "band_quantiles", "calibrate",
-           "check_interval_levels", "default_windows", "observed_ends", "origins_before_end", "series_scale"]
+           "check_interval_levels", "default_windows", "observed_ends", "origins_before_end", "rolling_size",
+           "series_scale", "step_profile"]
 
 #: The interval levels a backtest scores for a calibrated model when none are named (percent).
 DEFAULT_LEVELS = (80.0, 90.0, 95.0)
@@ -147,6 +149,12 @@ class Calibration:
             (:func:`series_scale`; ones for ``"absolute"``), in the fitted series' order.
         windows: calibration origins per series; ``stride``: steps between them.
         cpu_seconds: what the calibration cost (the fit before the origins and their forecasts).
+        profile: ``[H]`` float64, each step's mean score where the steps' scores are pooled
+            (``ConformalConfig.pooling="steps"``: ``order[h]`` is ``profile[h]`` times the pooled
+            scores' ranks); None where each step reads its own.
+        update: ``"rolling"``: the scores learn from the data after the fit
+            (:mod:`tsrec.conformal_update`); ``"off"``: they stay these.
+        rolling: the rolling window's size in pooled scores (:func:`rolling_size`); 0 without update.
     """
 
     scores: str
@@ -156,6 +164,9 @@ class Calibration:
     windows: int
     stride: int
     cpu_seconds: float
+    profile: np.ndarray | None = None
+    update: str = "off"
+    rolling: int = 0
 
     @property
     def kept(self) -> np.ndarray:
@@ -183,16 +194,19 @@ class Calibration:
         j = np.ceil(k * kept / n - 1e-9).astype(np.int64)  # [H] the kept rank at or above k
         return self.order[np.arange(len(n)), j - 1]
 
-    def bands(self, mean: np.ndarray, rows: np.ndarray,
-              levels: Sequence[float]) -> tuple[tuple[float, ...], np.ndarray]:
+    def bands(self, mean: np.ndarray, rows: np.ndarray, levels: Sequence[float],
+              widths: Mapping[float, np.ndarray] | None = None) -> tuple[tuple[float, ...], np.ndarray]:
         """The bands of ``levels`` (percent) around ``mean`` ``[N, H, C]`` of windows whose series
         are the fitted rows ``rows`` ``[N]``: the quantile levels (:func:`band_quantiles`) and
-        ``[N, H, C, Q]`` their values, lower bands ascending then upper bands."""
+        ``[N, H, C, Q]`` their values, lower bands ascending then upper bands. ``widths``: each
+        level's half-widths ``[N, H]`` per window in score units (learned after the fit,
+        :func:`tsrec.conformal_update.learned_widths`); else :meth:`width`'s for every window."""
         quantiles = band_quantiles(levels)
         out = np.empty(mean.shape + (len(quantiles),))
         scale = self.scale[np.asarray(rows)][:, None, :]  # [N, 1, C]
         for level in levels:
-            half = self.width(level)[None, :, None] * scale  # [N, H, C]
+            width = self.width(level)[None, :] if widths is None else widths[level]  # [N or 1, H]
+            half = width[:, :, None] * scale  # [N, H, C]
             low, high = band_ends(level)
             out[..., quantiles.index(low)] = mean - half
             out[..., quantiles.index(high)] = mean + half
@@ -201,13 +215,22 @@ class Calibration:
     # ------------------------------------------------------------------ saving
     def to_dict(self) -> dict[str, Any]:
         """``forecaster.json``'s ``conformal`` entry (the arrays are :meth:`tensors`)."""
+        learned = {} if not self.learns_or_pools else {"update": self.update, "rolling": self.rolling}
         return {"scores": self.scores, "windows": self.windows, "stride": self.stride,
-                "cpu_seconds": self.cpu_seconds}
+                "cpu_seconds": self.cpu_seconds, **learned}
+
+    @property
+    def learns_or_pools(self) -> bool:
+        """Whether the calibration pools steps or learns after the fit (saved as model format 11;
+        one that does neither is written as before, in a format older tsrec reads)."""
+        return self.profile is not None or self.update != "off"
 
     def tensors(self) -> dict[str, torch.Tensor]:
+        profile = {} if self.profile is None else \
+            {"conformal_profile": torch.from_numpy(np.ascontiguousarray(self.profile, dtype=np.float64))}
         return {"conformal_order": torch.from_numpy(np.ascontiguousarray(self.order, dtype=np.float64)),
                 "conformal_counts": torch.from_numpy(np.ascontiguousarray(self.counts, dtype=np.int64)),
-                "conformal_scale": torch.from_numpy(np.ascontiguousarray(self.scale, dtype=np.float64))}
+                "conformal_scale": torch.from_numpy(np.ascontiguousarray(self.scale, dtype=np.float64)), **profile}
 
     @classmethod
     def from_saved(cls, data: dict[str, Any], tensors: dict[str, Any]) -> Calibration:
@@ -243,8 +266,25 @@ class Calibration:
         for key in ("windows", "stride"):
             if not (isinstance(data.get(key), int) and not isinstance(data.get(key), bool) and data[key] >= 1):
                 raise ValueError(f"the saved calibration's {key} is {data.get(key)!r}, not an integer >= 1")
+        profile = tensors.get("conformal_profile")  # model format 11: pooled steps
+        if profile is not None:
+            if not (isinstance(profile, torch.Tensor) and profile.dtype == torch.float64 and profile.ndim == 1
+                    and len(profile) == len(order)):
+                raise ValueError("the saved calibration's conformal_profile is not float64 with one value per step")
+            profile = profile.numpy()
+            if not (np.isfinite(profile).all() and (profile > 0).all()):
+                raise ValueError("the saved calibration's conformal_profile is not finite and positive everywhere")
+        update, rolling = data.get("update", "off"), data.get("rolling", 0)
+        if update not in CONFORMAL_UPDATES or (update == "rolling" and profile is None):
+            raise ValueError(f"the saved calibration's update is {update!r}: one of {CONFORMAL_UPDATES}, and "
+                             "'rolling' only with pooled steps (a conformal_profile)")
+        if not (isinstance(rolling, int) and not isinstance(rolling, bool)
+                and (update == "off" or 1 <= rolling <= int(counts.min()))):
+            raise ValueError(f"the saved calibration's rolling window is {rolling!r}, not an integer from 1 to its "
+                             "scores' count")
         return cls(scores=data["scores"], order=order, counts=counts, scale=scale,
-                   windows=data["windows"], stride=data["stride"], cpu_seconds=float(data["cpu_seconds"]))
+                   windows=data["windows"], stride=data["stride"], cpu_seconds=float(data["cpu_seconds"]),
+                   profile=profile, update=update, rolling=rolling)
 
 
 def calibrate(mean: np.ndarray, truth: np.ndarray, observed: np.ndarray, scale: np.ndarray, fitted_scale: np.ndarray,
@@ -264,14 +304,52 @@ def calibrate(mean: np.ndarray, truth: np.ndarray, observed: np.ndarray, scale: 
         raise ValueError(f"conformal calibration: horizon step {int(np.argmin(counts)) + 1} has no observed value "
                          "with a forecast in the calibration windows; pass data with observations at the end of "
                          "the series, or more calibration windows (conformal_windows=...)")
-    ordered = np.sort(score, axis=1)  # [H, W*C] NaN last
-    kept = min(MAX_KEPT, int(counts.max()))
-    order = np.full((horizon, kept), np.nan)
-    for h, n in enumerate(counts.tolist()):
-        ranks = np.arange(1, n + 1) if n <= kept else np.ceil(np.arange(1, kept + 1) * n / kept).astype(np.int64)
-        order[h, :len(ranks)] = ordered[h, ranks - 1]
+    profile = None
+    if config.pooling == "steps":  # every step reads the pooled scores, at its own profile
+        profile = step_profile(score)  # [H]
+        pooled = (score / profile[:, None]).ravel()  # [H*W*C]
+        pooled = np.sort(pooled[np.isfinite(pooled)])  # [n]
+        counts = np.full(horizon, pooled.size, dtype=np.int64)
+        order = profile[:, None] * kept_ranks(pooled[None, :], counts[:1])  # [H, K]
+    else:
+        order = kept_ranks(np.sort(score, axis=1), counts)  # [H, K]
+    update = config.update or "off"
     return Calibration(config.scores, order, counts.astype(np.int64),
                        fitted_scale if config.scores == "scaled" else np.ones_like(fitted_scale), windows, stride,
-                       cpu_seconds)
+                       cpu_seconds, profile=profile, update=update,
+                       rolling=rolling_size(int(counts.min()), horizon, stride) if update == "rolling" else 0)
+
+
+def kept_ranks(ordered: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``[S, K]`` the order statistics kept of ``ordered`` ``[S, n]`` (each row's ``counts[s]``
+    ascending scores, NaN after them): all of them up to :data:`MAX_KEPT`, else that many ranks
+    spread over them; NaN after a row's kept ranks."""
+    kept = min(MAX_KEPT, int(counts.max()))
+    order = np.full((len(counts), kept), np.nan)
+    for s, n in enumerate(counts.tolist()):
+        ranks = np.arange(1, n + 1) if n <= kept else np.ceil(np.arange(1, kept + 1) * n / kept).astype(np.int64)
+        order[s, :len(ranks)] = ordered[s, ranks - 1]
+    return order
+
+
+def step_profile(score: np.ndarray) -> np.ndarray:
+    """``[H]`` each step's mean of its scores ``score`` ``[H, n]`` (NaN: none), the width shape of a
+    pooled calibration; a step whose mean is 0 (every residual 0) takes the smallest positive mean
+    of the others (1 where none is positive), so that no step divides by 0."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        profile = np.nanmean(score, axis=1)  # [H]
+    positive = profile[np.isfinite(profile) & (profile > 0)]
+    floor = positive.min() if positive.size else 1.0
+    return np.where(np.isfinite(profile) & (profile > 0), profile, floor)
+
+
+def rolling_size(count: int, horizon: int, stride: int) -> int:
+    """The rolling window's size in pooled scores (:mod:`tsrec.conformal_update`): as many
+    independent scores as the calibration holds, ``count`` pooled scores of windows ``stride`` steps
+    apart whose ``horizon`` steps overlap counted ``stride / horizon`` each, and at least
+    :data:`TARGET_RESIDUALS` (never more than ``count``). A rule fixed before any benchmark."""
+    independent = math.ceil(count * min(1.0, stride / horizon))
+    return int(min(count, max(TARGET_RESIDUALS, independent)))
 
 

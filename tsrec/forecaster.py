@@ -343,6 +343,10 @@ class Forecaster:
             # The forecasts read each series' last context_length steps: its earlier rows are not read
             # (all of them for a model that reads whole histories, or an ensemble with such members, up to its cap).
             last = steps_read(self.fitted)
+            calibration = self.fitted.calibration
+            if levels is not None and intervals in (None, "conformal") and calibration is not None \
+                    and calibration.update == "rolling":
+                last = None  # conformal bands that learn read the windows after the fit too
             options = dict(categorical=self.covariates.categorical, freq=self.freq, gaps=self.settings.window.gaps,
                            layout=self.panel.columns)
             read = source.read(df, self.fitted.schema, last=last, **options)

@@ -29,6 +29,7 @@ import torch
 
 from tsrec._checks import check_optional_int
 from tsrec.conformal import band_quantiles, check_interval_levels
+from tsrec.conformal_update import Evidence, learned_widths, window_values
 from tsrec.data import CovariateValues, Panel, WindowCovariates, WindowDataset, future_index
 from tsrec.data.covariates import check_context, read_future
 from tsrec.data.scaling import OutlierWarning, item_blocks
@@ -42,7 +43,7 @@ from tsrec.nn.heads import RevIN
 from tsrec.nn.outputs import check_levels
 
 __all__ = ["INTERVAL_METHODS", "context_read", "forecast", "forecast_next", "forecast_origins", "interval_settings",
-           "outputs", "point_model_fix", "steps_read", "window_dtype", "window_origins"]
+           "outputs", "point_model_fix", "steps_read", "window_dtype", "window_origins", "with_intervals"]
 
 
 def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | None = None, *,
@@ -88,9 +89,13 @@ def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | No
         recent, state.scaler, context, state.settings.window.prediction_length, scaler_rows=rows,
         covariates=_prediction_covariates(state, recent, values.tail(context), future_covariates),
         padded=model.reads_whole_history, dtype=window_dtype(model))
+    learning = bands and method == "conformal" and state.calibration.update == "rolling"
+    evidence = _evidence_after_fit(state, panel, values, rows, bands, batch_size) if learning else None
+    cutoffs = np.full(len(panel.items), np.iinfo(np.int64).max) if evidence is not None else None
     with refitting(model) if refit else contextlib.nullcontext():
         result = forecast(state, dataset, rows, np.arange(len(panel.items)), np.diff(panel.offsets), levels=levels,
-                          intervals=bands, method=method, num_samples=num_samples, batch_size=batch_size)
+                          intervals=bands, method=method, num_samples=num_samples, batch_size=batch_size,
+                          evidence=evidence, cutoffs=cutoffs)
     _report_blind(state, panel, result.blind, context)
     _report_unfollowed_shifts(state, recent, rows, result)
     return result
@@ -112,7 +117,8 @@ def _forecast_cut(state: FittedState, rows: np.ndarray, batch_size: int | None, 
 
 def forecast(state: FittedState, dataset: WindowDataset, rows: np.ndarray, items: np.ndarray, origins: np.ndarray,
              *, levels: Sequence[float] = (), intervals: Sequence[float] = (), method: str | None = None,
-             num_samples: int | None = None, batch_size: int | None = None) -> ForecastResult:
+             num_samples: int | None = None, batch_size: int | None = None, evidence: Evidence | None = None,
+             cutoffs: np.ndarray | None = None) -> ForecastResult:
     """The forecasts of every window of ``dataset`` in the data's units (:func:`~tsrec.fitted.unscale`).
 
     rows:    ``[N]`` each window's scaler row; ``items``, ``origins`` ``[N]``: its series'
@@ -121,6 +127,7 @@ def forecast(state: FittedState, dataset: WindowDataset, rows: np.ndarray, items
     intervals, method: interval levels (percent, checked by :func:`interval_settings`) and what
              gives their bands: ``"conformal"`` (the state's calibration, around the mean; then no
              other ``levels``) or ``"model"`` (the network's own quantiles at the bands' levels).
+    evidence, cutoffs: what conformal bands learn from after the fit (:func:`with_intervals`).
     """
     scaled = outputs(state, dataset, batch_size=batch_size)
     rows = np.asarray(rows)
@@ -128,11 +135,24 @@ def forecast(state: FittedState, dataset: WindowDataset, rows: np.ndarray, items
         levels = tuple(sorted({*levels, *band_quantiles(intervals)}))
     result = unscale(state.model, state.scaler, scaled, rows, np.asarray(items), np.asarray(origins),
                      levels=levels, num_samples=num_samples)
+    return with_intervals(state, result, rows, intervals, method, evidence=evidence, cutoffs=cutoffs)
+
+
+def with_intervals(state: FittedState, result: ForecastResult, rows: np.ndarray, intervals: Sequence[float],
+                   method: str | None, *, evidence: Evidence | None = None,
+                   cutoffs: np.ndarray | None = None) -> ForecastResult:
+    """``result`` (forecasts of windows of the fitted series ``rows`` ``[N]``) with the bands of
+    ``intervals`` by ``method`` (:func:`forecast`); conformal bands learn from ``evidence`` (scores
+    after the fit) known before each window's cutoff ``cutoffs`` ``[N]`` (int64 ns) where the
+    calibration updates (:func:`~tsrec.conformal_update.learned_widths`)."""
     if not intervals:
         return result
     if method == "model":
         return dataclasses.replace(result, intervals=tuple(intervals), interval_method=method)
-    quantiles, bands = state.calibration.bands(result.mean, rows, intervals)  # [N, H, C, Q]
+    widths = None
+    if evidence is not None and cutoffs is not None and state.calibration.update == "rolling":
+        widths = {level: learned_widths(state.calibration, evidence, cutoffs, level) for level in intervals}
+    quantiles, bands = state.calibration.bands(result.mean, rows, intervals, widths)  # [N, H, C, Q]
     bands = np.moveaxis(state.scaler.floored(np.moveaxis(bands, -1, 1), rows), 1, -1)  # [N, H, C, Q] at the floor
     scaled_bands = np.moveaxis(state.scaler.transform(np.moveaxis(bands, -1, 1), rows), 1, -1)  # [N, H, C, Q]
     return dataclasses.replace(result, levels=quantiles, quantiles=bands, scaled_quantiles=scaled_bands,
@@ -436,8 +456,59 @@ def forecast_origins(state: FittedState, panel: Panel, values: CovariateValues, 
                                        scaler_rows=rows, covariates=state.covariates.encode(panel, values),
                                        padded=state.model.reads_whole_history, dtype=window_dtype(state.model))
     items, origins = window_origins(first, count, stride)  # [W] each
-    return forecast(state, dataset, rows[items], items, origins, levels=levels, intervals=intervals, method=method,
-                    batch_size=batch_size)
+    if not (intervals and method == "conformal" and state.calibration.update == "rolling"):
+        return forecast(state, dataset, rows[items], items, origins, levels=levels, intervals=intervals,
+                        method=method, batch_size=batch_size)
+    # bands that learn: each window's from the windows before it that were forecast after the fit
+    result = forecast(state, dataset, rows[items], items, origins, levels=levels, batch_size=batch_size)
+    stamps = _stamps(panel, items, origins)  # [W] each window's origin
+    evidence = _evidence(state, panel, rows, result, stamps)
+    return with_intervals(state, result, rows[items], intervals, method, evidence=evidence, cutoffs=stamps)
+
+
+def _stamps(panel: Panel, items: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    """``[W]`` int64 ns: the timestamps of the steps ``steps`` ``[W]`` of ``panel``'s items ``items``."""
+    return panel.stamps.asi8[panel.offsets[:-1][items] + steps]
+
+
+def _fitted_ends(state: FittedState) -> np.ndarray:
+    """``[N]`` int64 ns: the last fitted timestamp of every fitted series."""
+    history = state.history
+    return history.stamps.asi8[history.offsets[1:] - 1]
+
+
+def _evidence(state: FittedState, panel: Panel, rows: np.ndarray, result: ForecastResult,
+              stamps: np.ndarray) -> Evidence:
+    """The :class:`~tsrec.conformal_update.Evidence` of ``result``'s windows of ``panel`` (whose items
+    are the fitted series ``rows`` ``[I]``) forecast after the fit (their origins' timestamps
+    ``stamps`` ``[W]`` past their series' fitted end)."""
+    horizon = state.settings.window.prediction_length
+    truth, observed = window_values(panel, result.items, result.origins, horizon)  # [W, H, C] each
+    ends = _stamps(panel, result.items, result.origins + horizon - 1)  # [W]
+    eligible = stamps > _fitted_ends(state)[rows[result.items]]
+    return Evidence.of(state.calibration, result.mean, truth, observed, rows[result.items], ends, eligible)
+
+
+def _evidence_after_fit(state: FittedState, panel: Panel, values: CovariateValues, rows: np.ndarray,
+                        levels: Sequence[float], batch_size: int | None) -> Evidence | None:
+    """What ``predict`` learns from: the windows ``H`` steps apart that end at each series' end of
+    ``panel`` and start after its fitted end, as many as fill the rolling window (pooled over the
+    series; about the calibration's independent windows per series), or None where no series of
+    ``panel`` holds a whole window after its fitted end."""
+    calibration, horizon = state.calibration, state.settings.window.prediction_length
+    lengths = np.diff(panel.offsets)  # [I]
+    fitted = _fitted_ends(state)[rows]  # [I]
+    after = np.array([np.searchsorted(item.index.asi8, end, side="right") for item, end in
+                      zip(panel.items, fitted.tolist())], dtype=np.int64)  # [I] the first step past the fit
+    size = max(calibration.rolling, max(math.ceil(level / (100.0 - level) - 1e-9) for level in levels))
+    channels = calibration.scale.shape[1]
+    wanted = math.ceil(size / (horizon * channels * len(panel.items))) + 1
+    count = np.minimum((lengths - after) // horizon, wanted).clip(min=0)  # [I]
+    if not count.any():
+        return None
+    first = lengths - horizon * count  # [I]
+    result = forecast_origins(state, panel, values, first, count, horizon, batch_size=batch_size)
+    return _evidence(state, panel, rows, result, _stamps(panel, result.items, result.origins))
 
 
 def window_origins(first: np.ndarray, count: np.ndarray, stride: int) -> tuple[np.ndarray, np.ndarray]:

@@ -39,7 +39,7 @@ __all__ = ["CONFIG_FILE", "EXTRA_STATE", "FORMAT_VERSION", "HEADER", "READABLE_V
 _T = TypeVar("_T")
 
 FORMAT = "tsrec-forecaster"
-FORMAT_VERSION = 10
+FORMAT_VERSION = 11
 #: Model formats this tsrec reads: 4 (tsrec 0.1 before whole-model checksums; see
 #: :func:`_verify_checksums`), 5 (the history as three tensors per series), 6 (the history packed
 #: end to end), 7 (every per-series value in ``weights.pt``, :func:`tsrec.saved_state._tensors`;
@@ -49,14 +49,19 @@ FORMAT_VERSION = 10
 #: fitted parameters in the state dict, ``<module>._extra_state``,
 #: :class:`~tsrec.models.parameters.Parameters`; a model saved before them has none and fits each
 #: window, as it did) and 10 (``weights.pt``'s ``scaler_floor``: the series never forecast below 0,
-#: :attr:`StandardScaler.floor <tsrec.data.scaling.StandardScaler>`; before it, none is).
-READABLE_VERSIONS = (4, 5, 6, 7, 8, 9, 10)
+#: :attr:`StandardScaler.floor <tsrec.data.scaling.StandardScaler>`; before it, none is) and 11 (a
+#: calibration that pools its steps or learns after the fit: ``weights.pt``'s ``conformal_profile``
+#: and the ``conformal`` entry's ``update`` and ``rolling``, :class:`~tsrec.conformal.Calibration`;
+#: a calibration saved before them reads as one that neither pools nor learns, as it was).
+READABLE_VERSIONS = (4, 5, 6, 7, 8, 9, 10, 11)
 #: The format of a model without a calibration: 7, which a tsrec from before format 8 reads too.
 UNCALIBRATED_VERSION = 7
 #: The format of a calibrated model without fitted parameters.
 CALIBRATED_VERSION = 8
 #: The format of a model with fitted parameters and no floor.
 PARAMETERS_VERSION = 9
+#: The format of a model with a floor and no calibration that pools steps or learns.
+FLOOR_VERSION = 10
 #: The state dict's entries of a module's extra state (the statistical models' parameters, format 9).
 EXTRA_STATE = "_extra_state"
 CONFIG_FILE = "forecaster.json"
@@ -68,7 +73,7 @@ HEADER = frozenset({"format", "format_version", "tsrec_version", CHECKSUMS, "wei
 #: The scaler's per-series rows (``[N, C]`` each), ``weights.pt``'s ``scaler_<name>`` since format 7.
 SCALER_ROWS = ("loc", "scale", "low", "high", "floor")
 #: The scaler rows a file of an earlier format may lack (its default: no floor).
-LATER_ROWS = {"floor": FORMAT_VERSION}
+LATER_ROWS = {"floor": FLOOR_VERSION}
 #: ``weights.pt``'s tensors beside the state dict in format 7 (:func:`tsrec.saved_state._tensors`): dtype
 #: and number of dimensions, checked before they are read (:func:`_check_tensors`).
 SERIES_TENSORS: dict[str, tuple[torch.dtype, int]] = {
@@ -109,11 +114,14 @@ def write_model(path: str | os.PathLike, tensors: dict[str, Any], content: dict[
 
 def format_version(tensors: dict[str, Any], content: dict[str, Any]) -> int:
     """The oldest format that holds a model of ``weights.pt``'s ``tensors`` and ``forecaster.json``'s
-    ``content``, so that older tsrecs read what they can: :data:`FORMAT_VERSION` with a scaler
+    ``content``, so that older tsrecs read what they can: :data:`FORMAT_VERSION` with a calibration
+    that pools its steps or learns (its ``conformal_profile``), :data:`FLOOR_VERSION` with a scaler
     floor, :data:`PARAMETERS_VERSION` with fitted parameters (extra states), else
     :data:`CALIBRATED_VERSION` with a conformal calibration and :data:`UNCALIBRATED_VERSION` without."""
-    if bool(torch.isfinite(tensors["scaler_floor"]).any()):
+    if "conformal_profile" in tensors:
         return FORMAT_VERSION
+    if bool(torch.isfinite(tensors["scaler_floor"]).any()):
+        return FLOOR_VERSION
     if any(key.endswith(EXTRA_STATE) for key in tensors["state_dict"]):
         return PARAMETERS_VERSION
     return CALIBRATED_VERSION if "conformal" in content else UNCALIBRATED_VERSION
