@@ -162,6 +162,16 @@ def typos_of_1e9_do_not_move_a_statistical_forecast(tmp_path):
 
 
 @case("placeholders")
+def the_default_validates_its_candidates_before_a_placeholder_tail(tmp_path):
+    forecaster, _ = caught(lambda: Forecaster(prediction_length=12).fit(hourly(tail=[-9999] * 4), **COLUMNS))
+    board = forecaster.leaderboard
+    assert board["val_score"].min() < 2  # before: every candidate scored about 170 on the -9999s
+    forecast, messages = caught(forecaster.predict)
+    assert np.abs(of(forecast, "b") - 10).max() < 8
+    said(messages, "placeholder", "4 values from 2024-01-13 08:00:00 (-9999)")
+
+
+@case("placeholders")
 def a_shift_kept_with_far_values_keep_and_not_followed_is_named(tmp_path):
     df = hourly(shift=(12, 200.0))
     forecaster, _ = caught(lambda: dlinear().fit(df, **COLUMNS))

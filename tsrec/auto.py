@@ -86,6 +86,7 @@ from tsrec.calibrating import calibration_of, window_values
 from tsrec.config import CovariateConfig
 from tsrec.conformal import default_windows, observed_ends
 from tsrec.data.frame import Panel
+from tsrec.data.scaling import StandardScaler
 from tsrec.data.time_features import calendar_cycles, seasonality
 from tsrec.data.source import Read
 from tsrec.fitted import FittedState, ForecastResult
@@ -538,6 +539,24 @@ def _network_windows(lengths: np.ndarray, channels: int, horizon: int, windows: 
     return channels * int(np.maximum(0, lengths - windows * horizon - 3 * horizon + 1).sum())
 
 
+def _ends_before_placeholders(panel: Panel, robust: bool) -> np.ndarray:
+    """``[I]``: each series' length up to its last observed step that is not in a run of placeholder
+    values at its end (``-9999``, a repeated far value: read as missing with ``far_values="missing"``,
+    :meth:`~tsrec.data.scaling.StandardScaler.placeholders`), so that no validation window scores the
+    candidates on them; :func:`~tsrec.conformal.observed_ends` where the scaler keeps far values."""
+    ends = observed_ends(panel)
+    if not robust:
+        return ends
+    scaler = StandardScaler.fit([s.values for s in panel.items], [s.observed for s in panel.items], robust=True)
+    for i, item in enumerate(panel.items):
+        steps = len(item.values)
+        placeholders = scaler.placeholders(item.values, item.observed, np.full(steps, i), np.zeros(steps, np.int64))
+        if placeholders.any():
+            seen = np.flatnonzero((item.observed & ~placeholders).any(axis=1))
+            ends[i] = int(seen[-1]) + 1 if len(seen) else 0
+    return ends
+
+
 def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = None, resume: bool = False) -> Fit:
     """The fitted ensemble of ``settings`` (an auto model's) on ``read``: its candidates scored on
     the end of every series, the weights chosen, the members put together and calibrated (see the
@@ -548,7 +567,7 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
                          "end of the fit frame; fit a model by name for these")
     started = time.process_time()
     panel, horizon = read.panel, settings.window.prediction_length
-    ends = observed_ends(panel)  # [I]
+    ends = _ends_before_placeholders(panel, settings.window.robust)  # [I]
     if (empty := np.flatnonzero(ends == 0)).size:
         raise ValueError(f"{panel.item_label(int(empty[0]))} has no observed value: drop it, or fit on a frame "
                          "where it has data")
