@@ -16,8 +16,8 @@ from tsrec.models.base import ForecastModel, ModelConfig
 
 KIND_NAMES = {0: "regular", 1: "cos", 2: "sin"}
 GATE_COLUMNS = ["layer", "attention", "head", "channel", "kind", "dilated", "undilated", "mix", "gate", "lambda",
-                "gamma", "theta", "dilation", "half_life_steps", "period_steps", "half_life", "period", "steps_per_token",
-                "gate_start", "half_life_start_steps", "period_start_steps", "moved"]
+                "gamma", "theta", "dilation", "half_life_steps", "period_steps", "half_life", "period",
+                "steps_per_token", "gate_start", "half_life_start_steps", "period_start_steps", "moved"]
 CHANNEL_VIEWS = ("median", "each")
 #: Relative change of a head's timescale (its cycle period, or the half-life of a regular head) or
 #: of its gate beyond which ``gate_table`` counts the head as moved by training.
