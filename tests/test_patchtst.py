@@ -275,6 +275,24 @@ def test_fit_predict_save_load_end_to_end(tmp_path):
     pd.testing.assert_frame_equal(loaded.gates(), gates)
 
 
+def test_the_fit_says_which_heads_were_made_plain(tmp_path):
+    """15-minute data with a daily cycle at input 96: the resolved settings and the gate table say
+    that the day-long dilated pair (12 patches, the input holds lags 0-11) became a plain pair,
+    and a saved model loads with the same heads."""
+    t = np.arange(96 * 40)
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"y": 10 + np.sin(2 * np.pi * t / 96) + 0.1 * rng.standard_normal(t.size)},
+                      index=pd.date_range("2024-01-01", periods=t.size, freq="15min"))
+    f = tsrec.Forecaster("rsa_patchtst", prediction_length=24, context_length=96, e_layers=1, max_steps=2,
+                         trainer_kwargs={"enable_progress_bar": False, "logger": False}).fit(df)
+    rsa = f.resolved_settings.network.rsa
+    assert (rsa.max_lag, rsa.kinds, rsa.dilation, rsa.undilated) == (11, (0, 2, 2, 0, 0, 0), 12, (0, 1, 1))
+    assert f.gates()["undilated"].tolist() == [False, True, False, True]
+    loaded = tsrec.Forecaster.load(f.save(tmp_path / "model"))
+    assert loaded.resolved_settings.network.rsa == rsa
+    pd.testing.assert_frame_equal(loaded.gates(), f.gates())
+
+
 def test_a_short_horizon_gets_a_context_of_two_patches():
     """2 x a horizon of 7 would not hold one 16-step patch: the default context is two patches."""
     t = np.arange(200)

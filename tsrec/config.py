@@ -323,8 +323,9 @@ class RSAConfig(Config):
             no gradient. :meth:`resolved` makes every such head a plain head of the same kind
             (not a capped dilation: a dilation capped to the window would be a lag the data do
             not cycle at, seen at one lag on each side, where the plain head sees every lag and
-            its cos/sin pairs start at the plain ``periods``, cycles the window holds). This
-            applies to dilations the user set too; ``undilated`` says what was changed.
+            its cos/sin pair starts at the next plain period in turn: half the day where the day
+            was the dilation). This applies to dilations the user set too; ``undilated`` says
+            what was changed.
         undilated: how many heads of each kind (regular, cos, sin) resolution made plain because
             their dilation was longer than ``max_lag`` (they are the last heads of their kind's
             plain group in ``kinds``; :meth:`undilated_heads`). ``(0, 0, 0)`` when none was.
@@ -408,7 +409,7 @@ class RSAConfig(Config):
         in tokens the attention sees; else the config's own), dilated heads with a longer dilation
         become plain heads of their kind (:meth:`within`)."""
         config = self._filled(n_heads, data, steps_per_token)
-        limit = self.max_lag if max_lag is None else check_int("max_lag", max_lag, 0)
+        limit = self.max_lag if max_lag is None else check_int("rsa max_lag", max_lag, 0)
         return config if limit is None else config.within(limit)
 
     def _filled(self, n_heads: int, data: DataFacts, steps_per_token: int) -> RSAConfig:
@@ -443,10 +444,12 @@ class RSAConfig(Config):
         """This (resolved) config for attentions that see lags up to ``max_lag`` tokens, recorded
         in ``max_lag``: every dilated head whose dilation is longer becomes a plain head of the
         same kind (appended to its kind's plain heads, counted in ``undilated``); the others keep
-        their dilation (a per-head ``dilation`` keeps theirs, in order). Idempotent."""
+        their dilation (a per-head ``dilation`` keeps theirs, in order). Where none stays dilated,
+        ``dilation`` keeps the value that was too long (the longest, of a per-head one), as the
+        record of what ``undilated`` replaced. Idempotent."""
         if self.kinds is None or self.dilation is None:
             raise ValueError(f"rsa within(max_lag) needs kinds and dilation: resolve them first ({self.unresolved()})")
-        max_lag = check_int("max_lag", max_lag, 0)
+        max_lag = check_int("rsa max_lag", max_lag, 0)
         dilated = self.kinds[3:]
         per_head = self.dilation if isinstance(self.dilation, tuple) else (self.dilation,) * sum(dilated)
         starts = (0, dilated[0], dilated[0] + dilated[1])

@@ -15,9 +15,9 @@ from tsrec.data.calendar import Calendar
 from tsrec.models.base import ForecastModel, ModelConfig
 
 KIND_NAMES = {0: "regular", 1: "cos", 2: "sin"}
-GATE_COLUMNS = ["layer", "attention", "head", "channel", "kind", "dilated", "undilated", "mix", "gate", "lambda", "gamma", "theta",
-                "dilation", "half_life_steps", "period_steps", "half_life", "period", "steps_per_token",
-                "gate_start", "half_life_start_steps", "period_start_steps", "moved"]
+GATE_COLUMNS = ["layer", "attention", "head", "channel", "kind", "dilated", "undilated", "mix", "gate", "lambda",
+                "gamma", "theta", "dilation", "half_life_steps", "period_steps", "half_life", "period",
+                "steps_per_token", "gate_start", "half_life_start_steps", "period_start_steps", "moved"]
 CHANNEL_VIEWS = ("median", "each")
 #: Relative change of a head's timescale (its cycle period, or the half-life of a regular head) or
 #: of its gate beyond which ``gate_table`` counts the head as moved by training.
@@ -139,8 +139,9 @@ def gate_table(model: ForecastModel, freq: str | None = None, *, channels: str =
     ``"decoder self"``, ``"cross"``), ``head``, ``channel`` (see below), ``kind`` (regular, cos,
     sin), ``dilated``, ``undilated`` (a head set as dilated that resolution made plain, because
     its dilation was longer than the ``RSAConfig.max_lag`` lags the attention sees: its REM would
-    have been zero at every lag, :meth:`tsrec.config.RSAConfig.within`), ``mix`` (``RSAConfig.mix``: ``"gate"``, the gate weighs the REM term after
-    the softmax; ``"bias"``, the gate scales the REM's log-envelope bias before it), ``gate``
+    have been zero at every lag, :meth:`tsrec.config.RSAConfig.within`), ``mix``
+    (``RSAConfig.mix``: ``"gate"``, the gate weighs the REM term after the softmax; ``"bias"``, the
+    gate scales the REM's log-envelope bias before it), ``gate``
     (``sigmoid(mu)`` of the layer, or of the head with per-head gates), ``lambda``,
     ``gamma``, ``theta`` (NaN where the head has no such parameter), ``dilation`` (in tokens);
     the decay half-life ``ln(1/2) / ln|lambda or gamma| * dilation * steps_per_token`` and the
