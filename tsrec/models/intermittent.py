@@ -33,6 +33,8 @@ under :data:`~tsrec.models.parameters.REFIT_GROWTH` (:mod:`tsrec.models.stats`).
 
 from __future__ import annotations
 
+import abc
+
 import numbers
 from dataclasses import dataclass
 from typing import Any
@@ -141,14 +143,18 @@ class _Carried:
 
 
 class Intermittent(StatsModel):
-    """An intermittent-demand model of statsforecast (see the module): fitted per history by the
-    steps statsforecast's fit takes (its own functions: ``_optimized_ses_forecast`` chooses the
-    smoothing), what it chooses kept as codes and values, applied to each window by :meth:`apply`."""
+    """An intermittent-demand model of statsforecast (see the module), with no season."""
 
     config_class = IntermittentConfig
 
     def statsforecast_model(self) -> Any:
         return getattr(self._models, self.statsforecast_name)()
+
+
+class CarriedIntermittent(Intermittent):
+    """An intermittent-demand model fitted per history by the steps statsforecast's fit takes (its
+    own functions: ``_optimized_ses_forecast`` chooses the smoothing), what it chooses kept as codes
+    and values, applied to each window by :meth:`apply`."""
 
     def valid_codes(self, codes: np.ndarray) -> np.ndarray:
         return np.ones(len(codes), bool)
@@ -165,13 +171,13 @@ class Intermittent(StatsModel):
         return [self.fit_one(y[start:start + n]) if (y[start:start + n] > 0).any() else None
                 for start, n in zip(starts.tolist(), lengths.tolist())]
 
+    @abc.abstractmethod
     def fit_one(self, y: np.ndarray) -> tuple[list[int], list[float]]:
         """The codes and values statsforecast's fit of ``y`` (with a positive value) chooses."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def apply(self, codes: np.ndarray, values: np.ndarray, y: np.ndarray) -> float:
         """The forecast (one value per step) of the history ``y`` by the fit ``codes``, ``values``."""
-        raise NotImplementedError
 
     def _own(self, y: np.ndarray) -> float:
         """statsforecast's forecast of ``y`` fitted on itself."""
@@ -195,7 +201,7 @@ class Intermittent(StatsModel):
         return round(self._models._intervals(y).mean())
 
 
-class Croston(Intermittent):
+class Croston(CarriedIntermittent):
     """statsforecast's ``CrostonOptimized``: keeps the smoothing of the demands and of the intervals."""
 
     statsforecast_name = "CrostonOptimized"
@@ -216,10 +222,8 @@ class Croston(Intermittent):
         return size / interval if interval != 0.0 else size
 
 
-class ADIDA(Intermittent):
-    """statsforecast's ``ADIDA``: keeps the block length and the smoothing of the block sums."""
-
-    statsforecast_name = "ADIDA"
+class Blocked(CarriedIntermittent):
+    """A model of block sums (ADIDA, IMAPA): its one code is a block length (at least 1)."""
 
     def code_width(self) -> int:
         """The block length."""
@@ -227,6 +231,12 @@ class ADIDA(Intermittent):
 
     def valid_codes(self, codes: np.ndarray) -> np.ndarray:
         return codes[:, 0] >= 1
+
+
+class ADIDA(Blocked):
+    """statsforecast's ``ADIDA``: keeps the block length and the smoothing of the block sums."""
+
+    statsforecast_name = "ADIDA"
 
     def value_count(self, codes: np.ndarray) -> np.ndarray:
         return np.ones(len(codes), np.int64)
@@ -243,17 +253,11 @@ class ADIDA(Intermittent):
         return self._ses(sums, float(values[0])) / size if sums.size else self._own(y)
 
 
-class IMAPA(Intermittent):
-    """statsforecast's ``IMAPA``: keeps the largest block length and the smoothing of each's sums."""
+class IMAPA(Blocked):
+    """statsforecast's ``IMAPA``: keeps the largest block length (its code) and the smoothing of the
+    sums of each block length up to it."""
 
     statsforecast_name = "IMAPA"
-
-    def code_width(self) -> int:
-        """The largest block length (one smoothing parameter per block length up to it)."""
-        return 1
-
-    def valid_codes(self, codes: np.ndarray) -> np.ndarray:
-        return codes[:, 0] >= 1
 
     def value_count(self, codes: np.ndarray) -> np.ndarray:
         return codes[:, 0].astype(np.int64)

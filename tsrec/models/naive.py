@@ -3,6 +3,7 @@ from a series' first observation through its last), and the season rule the untr
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import warnings
 from collections.abc import Sequence
@@ -137,18 +138,38 @@ def choose_seasons(cycles: Sequence[float], periods: Sequence[float], history_le
     return tuple(sorted({season} | longer))
 
 
+class WindowRule(ForecastModel):
+    """An untrained model that is a rule on each window: its values and which of them are observed,
+    ``past``, ``observed`` ``[B, Lc, C]`` -> ``[B, H, C]`` (:meth:`rule`); the scaled values in, the
+    forecast in the same units out."""
+
+    trainable = False
+
+    def forecast(self, past_target: Tensor, past_time_feat: Tensor, future_time_feat: Tensor) -> Tensor:
+        """``[B, Lc, C']`` values, every one observed -> ``[B, H, C', 1]``."""
+        return self.rule(past_target, torch.ones_like(past_target, dtype=torch.bool)).unsqueeze(-1)
+
+    def forward(self, batch: ForecastBatch) -> Tensor:
+        past = batch["past_target"]  # [B, Lc, C]
+        observed = batch["past_observed"] > 0 if "past_observed" in batch else torch.ones_like(past, dtype=torch.bool)
+        return self.rule(past, observed)
+
+    @abc.abstractmethod
+    def rule(self, past: Tensor, observed: Tensor) -> Tensor:
+        """``past``, ``observed`` ``[B, Lc, C]`` -> the forecast ``[B, H, C]``."""
+
+
 @dataclass(frozen=True)
 class SeasonalNaiveConfig(SeasonalConfig):
     """``season_length``: steps per season (1 gives the plain naive forecast); see :class:`SeasonalConfig`."""
 
 
-class SeasonalNaive(ForecastModel):
+class SeasonalNaive(WindowRule):
     """``y[T + h] = y[T + h - m * ceil((h + 1) / m)]`` for ``h = 0..H-1``; nothing to train. Where
     that value is missing, the same phase of the latest earlier season that has it; where no season
     of the context has it, the context's last observed value. Missing values are never read as data."""
 
     config_class = SeasonalNaiveConfig
-    trainable = False
     missing_tail = ("seasonal naive repeats each phase's latest observed value (the last observed value where "
                     "the context has none at that phase)")
 
@@ -158,16 +179,7 @@ class SeasonalNaive(ForecastModel):
         data), so that a short default context never drops the season."""
         return max(2 * prediction_length, season)
 
-    def forecast(self, past_target: Tensor, past_time_feat: Tensor, future_time_feat: Tensor) -> Tensor:
-        """``[B, Lc, C']`` values, every one observed -> ``[B, H, C', 1]``."""
-        return self._repeat(past_target, torch.ones_like(past_target, dtype=torch.bool)).unsqueeze(-1)
-
-    def forward(self, batch: ForecastBatch) -> Tensor:
-        past = batch["past_target"]  # [B, Lc, C]
-        observed = batch["past_observed"] > 0 if "past_observed" in batch else torch.ones_like(past, dtype=torch.bool)
-        return self._repeat(past, observed)
-
-    def _repeat(self, past: Tensor, observed: Tensor) -> Tensor:
+    def rule(self, past: Tensor, observed: Tensor) -> Tensor:
         """``past``, ``observed`` ``[B, Lc, C]`` -> ``[B, H, C]`` (see the class)."""
         m, horizon, length = self.config.season_length, self.config.prediction_length, past.shape[1]
         steps = torch.arange(horizon, device=past.device)
@@ -192,7 +204,7 @@ class DriftConfig(ModelConfig):
     revin: bool = False  # nothing is learnt: the model reads the values as they are
 
 
-class Drift(ForecastModel):
+class Drift(WindowRule):
     """The random walk with drift (Hyndman and Athanasopoulos, *Forecasting: principles and
     practice*, 5.2): the last observed value plus the average change over the series' history,
     ``y[t_last] + (h + t - t_last) * (y[t_last] - y[t_first]) / (t_last - t_first)`` at step ``t + h``
@@ -207,21 +219,11 @@ class Drift(ForecastModel):
     the forecast in those units."""
 
     config_class = DriftConfig
-    trainable = False
     whole_history = True
     missing_tail = ("drift extends the line from each series' first observed value through its last observed one, "
                     "over the missing steps and the requested ones")
 
-    def forecast(self, past_target: Tensor, past_time_feat: Tensor, future_time_feat: Tensor) -> Tensor:
-        """``[B, Lc, C']`` values, every one observed -> ``[B, H, C', 1]``."""
-        return self._extend(past_target, torch.ones_like(past_target, dtype=torch.bool)).unsqueeze(-1)
-
-    def forward(self, batch: ForecastBatch) -> Tensor:
-        past = batch["past_target"]  # [B, Lc, C]
-        observed = batch["past_observed"] > 0 if "past_observed" in batch else torch.ones_like(past, dtype=torch.bool)
-        return self._extend(past, observed)
-
-    def _extend(self, past: Tensor, observed: Tensor) -> Tensor:
+    def rule(self, past: Tensor, observed: Tensor) -> Tensor:
         """``past``, ``observed`` ``[B, Lc, C]`` -> ``[B, H, C]`` (see the class; a channel with nothing
         observed gets its window's last value, as seasonal naive gives it)."""
         length, horizon = past.shape[1], self.config.prediction_length
