@@ -457,7 +457,8 @@ def test_a_network_within_reach_of_the_leader_is_not_stopped_for_the_budget_alon
 
 
 def test_mstl_is_a_candidate_where_the_calendar_has_two_seasons_the_history_holds():
-    """Hourly data over several weeks (a day and a week, each held twice): MSTL is scored; monthly
+    """Hourly data over several weeks with a daily and a weekly cycle: MSTL is scored; the same
+    hours with a daily cycle only (the week a calendar season the data do not show), or monthly
     data (one season): it is skipped, and the note says why."""
     pytest.importorskip("statsforecast", reason="the stats extra: pip install 'tsrec[stats]'")
     n = 24 * 7 * 5
@@ -466,6 +467,11 @@ def test_mstl_is_a_candidate_where_the_calendar_has_two_seasons_the_history_hold
                       index=pd.date_range("2024-01-01", periods=n, freq="h"))
     board = Forecaster("auto", candidates=("mstl", "naive"), prediction_length=24).fit(df).leaderboard
     assert board.set_index("model").loc["mstl"].notna().val_score
+    daily = df.assign(y=10 + 2 * np.sin(2 * np.pi * t / 24) + 0.1 * np.random.default_rng(0).standard_normal(n))
+    board = Forecaster("auto", candidates=("mstl", "naive"), prediction_length=24).fit(daily).leaderboard
+    note = board.set_index("model").loc["mstl", "note"]
+    assert note.startswith("skipped: the data show no cycle at the longer calendar season(s) 168 (their spectrum's "
+                           "lines, in steps: 24"), note
     monthly = pd.DataFrame({"y": np.sin(np.arange(100))}, index=pd.date_range("2015-01-01", periods=100, freq="MS"))
     board = Forecaster("auto", candidates=("mstl", "naive"), prediction_length=12).fit(monthly).leaderboard
     assert board.set_index("model").loc["mstl", "note"].startswith("skipped: 1 calendar season(s) that 52 steps")

@@ -86,6 +86,7 @@ from tsrec.calibrating import calibration_of, window_values
 from tsrec.config import CovariateConfig
 from tsrec.conformal import default_windows, observed_ends
 from tsrec.data.frame import Panel
+from tsrec.data.periods import dominant_periods
 from tsrec.data.scaling import StandardScaler
 from tsrec.data.time_features import calendar_cycles, seasonality
 from tsrec.data.source import Read
@@ -94,7 +95,7 @@ from tsrec.fitting import Fit, Prefitted, fit_state
 from tsrec.forecasting import forecast_origins, window_origins
 from tsrec.models.ensemble import AUTO, with_members
 from tsrec.models.intermittent import INTERMITTENT_MODELS, Intermittency, intermittency
-from tsrec.models.naive import choose_seasons
+from tsrec.models.naive import MATCH_TOLERANCE, choose_seasons
 from tsrec.models.registry import model_spec
 from tsrec.models.stats import STATS_EXTRA, MSTLConfig, StatsConfig, statsforecast_installed
 from tsrec.settings import ForecasterSettings
@@ -462,20 +463,30 @@ def _warn_missing_tails(panel: Panel, ends: np.ndarray) -> None:
 def _unsuited(name: str, before: Panel, found: Intermittency) -> str | None:
     """Why candidate ``name`` is not tried on data whose history before the validation windows is
     ``before`` and whose intermittency is ``found`` (the leaderboard's note), or None: ``mstl``
-    needs two calendar seasons that the longest history holds twice (a day and a week of hourly
-    data; with one season it is a seasonal decomposition that ``ets`` and ``theta`` already are);
-    the intermittent-demand models (:data:`~tsrec.models.intermittent.INTERMITTENT_MODELS`) need
-    intermittent data (:func:`~tsrec.models.intermittent.intermittency`)."""
+    needs a second season, a longer calendar season than the shortest that the longest history
+    holds twice and that the data show (a line of their spectrum, :func:`dominant_periods`, at it:
+    a week of hourly data with a weekly cycle). With one season it is a seasonal decomposition that
+    ``ets`` and ``theta`` already are, and a second season the data do not show is noise that
+    costs MSTL's decompositions (its validation windows cost more than all of auto's networks on
+    the quickstart's hourly data, which have a daily cycle only). The intermittent-demand models
+    (:data:`~tsrec.models.intermittent.INTERMITTENT_MODELS`) need intermittent data
+    (:func:`~tsrec.models.intermittent.intermittency`)."""
     if name in INTERMITTENT_MODELS:
         return None if found.detected else f"skipped: the data are {found.describe()}"
     if name != "mstl":
         return None
     longest = max(len(item) for item in before.items)
     seasons = choose_seasons(calendar_cycles(before.calendar), (), longest, MSTLConfig.SEASONS_NEEDED)
-    if len(seasons) >= 2:
+    if len(seasons) < 2:
+        return (f"skipped: {len(seasons)} calendar season(s) that {longest} steps hold twice (MSTL is tried where "
+                "there are two, e.g. a day and a week of hourly data)")
+    periods = dominant_periods([item.values for item in before.items], [item.observed for item in before.items])
+    if any(abs(period - season) <= MATCH_TOLERANCE * season for season in seasons[1:] for period in periods):
         return None
-    return (f"skipped: {len(seasons)} calendar season(s) that {longest} steps hold twice (MSTL is tried where there "
-            "are two, e.g. a day and a week of hourly data)")
+    lines = ", ".join(f"{period:g}" for period in periods) or "none"
+    return (f"skipped: the data show no cycle at the longer calendar season(s) {', '.join(map(str, seasons[1:]))} "
+            f"(their spectrum's lines, in steps: {lines}); MSTL is tried where they show a second season, e.g. a "
+            "weekly cycle of hourly data")
 
 
 def _warn_unread_covariates(candidates: _Candidates, chosen: list[str], rows: dict[str, _Row]) -> None:
