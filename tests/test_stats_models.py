@@ -20,7 +20,7 @@ from tsrec.models import list_models
 from tsrec.models.ensemble import AUTO_CANDIDATES
 from tsrec.models.naive import choose_season, season_for, seasons_for
 from tsrec.models.parameters import FITTED, LAST_VALUE, REFIT_GROWTH, refits
-from tsrec.models.stats import STATS_MODELS, fill_context, histories
+from tsrec.models.stats import STATS_MODELS, diverges, fill_context, histories
 from tests.saved_models import edit_weights, read_meta, write_checksummed
 
 statsforecast = pytest.importorskip("statsforecast.models", reason="the stats extra: pip install 'tsrec[stats]'")
@@ -440,6 +440,32 @@ def test_each_channel_of_a_wide_frame_is_fitted_once_and_carried_forward():
         expected = np.concatenate([model.forward(y=y[:len(y) - (4 - k) * H], h=H)["mean"] for k in range(4)])
         got = result.errors[result.errors.item_id == column].sort_values(["origin", "step"]).y_pred
         np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+def test_diverges_is_a_forecast_leaving_its_history_faster_than_it_ever_moved():
+    history = np.array([0.0, 10.0, 4.0, 6.0])  # range 0-10, largest one-step change 10
+    assert not diverges(history, np.array([19.0, 29.0, 39.0]), gap=0)  # 9, 19, 29 beyond: within 10 a step
+    assert diverges(history, np.array([19.0, 31.0, 39.0]), gap=0)  # 21 beyond 2 steps ahead
+    assert not diverges(history, np.array([29.0]), gap=1)  # the step after a gap of one
+    assert diverges(history, np.array([-11.0]), gap=0) and diverges(history, np.array([np.nan]), gap=0)
+    assert not diverges(np.full(5, 3.0), np.full(2, 3.0 + 1e-9), gap=0)  # a flat history: rounding is no move
+
+
+def test_a_carried_forecast_that_diverges_is_fitted_again_on_its_window(monkeypatch):
+    """statsforecast's AutoCES carried weeks past its fit can forecast thousands on a history of
+    0-128 (seattle weekly precipitation): a window whose carried forecast leaves its history faster
+    than the history ever moved (:func:`diverges`) is fitted on its own history, with a warning."""
+    df = positive_seasonal(channels=("a",))
+    f = Forecaster("ets", prediction_length=H).fit(df.iloc[:-2 * H])
+    forward = statsforecast.AutoETS.forward
+    monkeypatch.setattr(statsforecast.AutoETS, "forward",
+                        lambda self, y, h, **kw: {"mean": forward(self, y=y, h=h, **kw)["mean"] * 1e3})
+    with pytest.warns(UserWarning, match=r"forecast 2 window\(s\) away from their history faster than it ever moved"):
+        result = backtest(f, df, n_windows=2, baselines=("naive",))
+    y = df["a"].to_numpy()
+    expected = np.concatenate([statsforecast.AutoETS(season_length=24).forecast(y=y[:len(y) - (2 - k) * H], h=H)["mean"]
+                               for k in range(2)])
+    np.testing.assert_allclose(result.errors.sort_values(["origin", "step"]).y_pred, expected, rtol=1e-6)
 
 
 def test_mstl_carries_its_seasons_and_trend_forward():

@@ -17,7 +17,8 @@ these models is built or forecasts. They are what a statsforecast user runs:
   own history, all such windows in one statsforecast call) only where the user asks
   (``predict(refit=True)``, :func:`refitting`), where its history is longer than
   :data:`~tsrec.models.parameters.REFIT_GROWTH` times the history its series was fitted on
-  (:func:`~tsrec.models.parameters.refits`), or where its series has no parameters (a model saved
+  (:func:`~tsrec.models.parameters.refits`), where the carried forecast leaves the history faster
+  than it ever moved (:func:`diverges`, with a warning), or where its series has no parameters (a model saved
   before they were kept, a series or channel with nothing observed at fit, a window built by hand
   without ``series``). ``arima`` keeps none and fits every window (:class:`ARIMA` says why).
 - **All the history**: each model reads every series whole (``ForecastModel.whole_history``):
@@ -63,7 +64,7 @@ from tsrec.models.naive import SeasonalConfig, choose_seasons
 from tsrec.models.parameters import (ETS_WIDTH, FITTED, LAST_VALUE, NONE, Parameters, ets_codes, ets_count, ets_fit,
                                      ets_valid, refits)
 
-__all__ = ["ARIMA", "CES", "ETS", "MSTL", "STATS_EXTRA", "DynamicTheta", "MSTLConfig", "StatsConfig", "StatsModel",
+__all__ = ["ARIMA", "CES", "ETS", "MSTL", "STATS_EXTRA", "DynamicTheta", "diverges", "MSTLConfig", "StatsConfig", "StatsModel",
            "Theta", "fill_context", "histories", "refitting", "require_statsforecast", "statsforecast_installed",
            "unscaled"]
 
@@ -159,6 +160,22 @@ def histories(values: np.ndarray, observed: np.ndarray) -> tuple[np.ndarray, np.
     filled = np.take_along_axis(values, np.maximum(last_seen, 0), axis=1)  # [K, L]
     lengths = inside.sum(axis=1)
     return filled[inside], lengths, np.where(any_seen, values.shape[1] - 1 - last, 0)
+
+
+def diverges(history: np.ndarray, forecast: np.ndarray, gap: int) -> bool:
+    """Whether ``forecast`` ``[H]`` (the steps ``gap + 1 .. gap + H`` after ``history`` ``[n]``)
+    leaves the history faster than it ever moved: a value that is not finite, or one ``h`` steps
+    ahead beyond the history's range by more than ``h`` times its largest one-step change. Parameters
+    fitted on a shorter history and carried forward can do this where a fit of the window's own
+    history does not (statsforecast's AutoCES carried 39 weeks past its fit on weekly
+    precipitation of range 0-128 forecast 5,871, then -16,314; fitted on those windows, 9-43)."""
+    if not np.isfinite(forecast).all():
+        return True
+    low, high = history.min(), history.max()
+    move = np.abs(np.diff(history)).max() if len(history) > 1 else 0.0
+    move = max(move, 1e-6 * max(abs(low), abs(high), 1.0))  # a flat history: rounding is not a move
+    reach = move * (gap + 1 + np.arange(len(forecast)))  # [H]
+    return bool(((forecast < low - reach) | (forecast > high + reach)).any())
 
 
 #: Unscaled values within this many units in the last place of the round trip's terms of 0 are 0.
@@ -376,6 +393,7 @@ class StatsModel(ForecastModel):
         out[last] = y[starts[last] + lengths[last] - 1, None]
         again = kept & (plan == NONE)
         failed: list[str] = []
+        diverged: list[float] = []
         carried = np.flatnonzero(kept & (plan == FITTED))
         if carried.size:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -388,10 +406,18 @@ class StatsModel(ForecastModel):
                     except Exception as err:  # noqa: BLE001 - statsforecast raises many kinds; fitted again
                         again[k] = True
                         failed.append(f"{type(err).__name__}: {err}")
+                        continue
+                    if diverges(history, out[k], gap):
+                        again[k] = True
+                        diverged.append(float(np.max(np.abs(out[k]))))
         if failed:
             warnings.warn(f"{self.statsforecast_name}'s fitted parameters could not be applied to {len(failed)} "
                           f"window(s) ({failed[0]}); they were fitted on their own history", UserWarning,
                           stacklevel=4)
+        if diverged:
+            warnings.warn(f"{self.statsforecast_name}'s fitted parameters forecast {len(diverged)} window(s) away from "
+                          f"their history faster than it ever moved (up to {max(diverged):.4g} in absolute value); "
+                          "they were fitted on their own history", UserWarning, stacklevel=4)
         if again.any():
             out[again] = self.forecast_histories(y, starts[again], lengths[again], gaps[again], horizon)
         return out
