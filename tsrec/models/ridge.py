@@ -6,10 +6,11 @@ channel), fitted on the training windows by ridge regression with no gradient st
 
 - **Features** of a window (each normalised by its own context, as RevIN: the observed context
   values' mean and standard deviation, the target forecast in those units and scaled back): the
-  last ``context_length`` values (``[Lc * C']``), the window's future time features flattened
-  (``[H * F']``: the calendar's, then the known-future covariates'; past-only covariates are 0
-  there) and one indicator per category of each categorical static covariate, these divided by
-  the window's scale (so that their effects are in the series' units, whatever the window's
+  last ``context_length`` values (``[Lc * C']``), the covariates over the context (``[Lc * K]``:
+  past and known-future ones, what drove the values read), the window's future time features
+  flattened (``[H * F']``: the calendar's, then the known-future covariates'; past-only covariates
+  are 0 there) and one indicator per category of each categorical static covariate, these
+  exogenous features divided by the window's scale (so that their effects are in the series' units, whatever the window's
   spread: :meth:`LagRidge.features`), the window's mean and 1 over its scale, and an intercept.
   A missing context value reads as the window's mean (0 in normalised units).
 - **Fit** (:meth:`LagRidge.fit_windows`): one pass over the training windows accumulates the
@@ -101,11 +102,15 @@ class LagRidge(ForecastModel):
         c = config
         #: future time features the batch holds (the categorical statics' embeddings are not among them)
         self.batch_features = c.n_time_features - c.embedding_width
-        self.n_features = (c.context_length * self.core_channels + c.prediction_length * self.batch_features
-                           + sum(c.static_cardinalities) + 2 * self.core_channels)
+        #: the covariates' columns among them (the last), read over the context too
+        self.past_covariates = c.n_covariate_features - c.embedding_width
+        self.n_features = (c.context_length * (self.core_channels + self.past_covariates)
+                           + c.prediction_length * self.batch_features + sum(c.static_cardinalities)
+                           + 2 * self.core_channels)
         if self.n_features > MAX_FEATURES:
             raise ValueError(f"ridge would read {self.n_features} features per window (context_length "
-                             f"{c.context_length} x {self.core_channels} channel(s) + prediction_length "
+                             f"{c.context_length} x ({self.core_channels} channel(s) + {self.past_covariates} "
+                             f"covariate features) + prediction_length "
                              f"{c.prediction_length} x {self.batch_features} time features), more than "
                              f"{MAX_FEATURES}: use a shorter context_length, or channel_independent=True")
         outputs = c.prediction_length * self.core_channels
@@ -132,7 +137,8 @@ class LagRidge(ForecastModel):
         else:
             x, loc, scale = past, torch.zeros_like(past[:, :1]), torch.ones_like(past[:, :1])
         x = torch.where(seen, x, 0.0)  # [B, Lc, C] a missing value reads as the window's mean
-        features = self.features(x, loc, scale, batch["future_time_feat"], batch.get("static_cat"))
+        features = self.features(x, loc, scale, batch["past_time_feat"], batch["future_time_feat"],
+                                 batch.get("static_cat"))
         usable = seen.any(1)  # [B, C]
         target = batch.get("future_target")
         if target is not None:
@@ -147,22 +153,26 @@ class LagRidge(ForecastModel):
             target = None if target is None else target.flatten(1)  # [B, H * C]
         return features, target, usable, (loc, scale)
 
-    def features(self, x: Tensor, loc: Tensor, scale: Tensor, future_time_feat: Tensor,
+    def features(self, x: Tensor, loc: Tensor, scale: Tensor, past_time_feat: Tensor, future_time_feat: Tensor,
                  static_cat: Tensor | None) -> Tensor:
         """The features ``[B', D]`` of windows of normalised values ``x`` ``[B, Lc, C]`` (0 where
-        missing) with statistics ``loc``, ``scale`` ``[B, 1, C]``, future time features
-        ``[B, H, F' or more]`` and categorical static codes ``[B, Kc]`` (None: none given):
-        ``[x (Lc * C'), exogenous / s (H * F' + sum(cardinalities)), loc / scale (C'), 1 / scale (C')]``,
-        where ``s`` is the row's scale (the mean of the channels' where they are read jointly).
+        missing) with statistics ``loc``, ``scale`` ``[B, 1, C]``, past and future time features
+        ``[B, Lc, F' or more]``, ``[B, H, F' or more]`` and categorical static codes ``[B, Kc]``
+        (None: none given): ``[x (Lc * C'), exogenous / s (Lc * K + H * F' + sum(cardinalities)),
+        loc / scale (C'), 1 / scale (C')]``, the exogenous features being the covariates' ``K``
+        columns over the context (what drove the values read), the future time features and the
+        static indicators, and ``s`` the row's scale (the mean of the channels' where they are read jointly).
         Dividing the exogenous features by the scale gives their effects in the series' units
         (the scaler's) once the forecast is scaled back: a covariate that adds ``b x`` to a series
         adds it to every window, whatever the window's own spread; ``loc / scale`` and ``1 / scale``
         let the forecast's level and constant be set in those units too."""
         size, _, channels = x.shape
         future = future_time_feat[..., :self.batch_features].flatten(1).to(x.dtype)  # [B, H * F']
+        first = self.batch_features - self.past_covariates
+        past = past_time_feat[..., first:self.batch_features].flatten(1).to(x.dtype)  # [B, Lc * K]
         statics = [torch.nn.functional.one_hot(static_cat[:, k], n).to(x.dtype) if static_cat is not None
                    else x.new_zeros(size, n) for k, n in enumerate(self.config.static_cardinalities)]  # [B, n] each
-        exogenous = torch.cat([future, *statics], dim=1)  # [B, E]
+        exogenous = torch.cat([past, future, *statics], dim=1)  # [B, E]
         if self.core_channels == 1:
             x = x.transpose(1, 2).reshape(size * channels, -1)  # [B*C, Lc]
             loc, scale = loc.transpose(1, 2).reshape(-1, 1), scale.transpose(1, 2).reshape(-1, 1)  # [B*C, 1] each
@@ -189,7 +199,8 @@ class LagRidge(ForecastModel):
         no static covariate)."""
         size, _, channels = past_target.shape
         zero = past_target.new_zeros(size, 1, channels)
-        y = self._linear(self.features(past_target, zero, zero + 1.0, future_time_feat, None))  # [B, H * C']
+        y = self._linear(self.features(past_target, zero, zero + 1.0, past_time_feat, future_time_feat,
+                                       None))  # [B, H * C']
         return y.reshape(size, -1, channels).unsqueeze(-1) if channels > 1 else y.reshape(size, -1, 1, 1)
 
     def _linear(self, features: Tensor) -> Tensor:
