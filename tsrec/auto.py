@@ -33,7 +33,10 @@ read again, no Forecaster is built::
    series on its history before the validation windows and carried forward over them
    (statsforecast's ``cross_validation(refit=False)``, :mod:`tsrec.models.stats`); the members
    chosen are fitted once on all the history, and ``predict`` carries them forward in turn. The
-   model scored is the model that forecasts.
+   model scored is the model that forecasts. With them, whatever the data's size, ``ridge``: one
+   ridge regression shared by every series on each window's lags and known-future features
+   (:mod:`tsrec.models.ridge`), fitted in closed form on the windows before the validation ones,
+   and on all of them when chosen.
 4. **Networks** (the trainable candidates), only when the steps before the validation windows hold
    at least :data:`MIN_NETWORK_WINDOWS` training windows (counted at a context of twice the
    horizon), by successive halving: every network trains for the first rung's share of its step
@@ -58,8 +61,8 @@ read again, no Forecaster is built::
 6. **Intervals.** The chosen ensemble's weighted forecast of every validation origin calibrates
    its conformal intervals through the one calibration path,
    :func:`tsrec.calibrating.calibration_of` (``conformal_windows=0``: none). Nothing is fitted again.
-7. **Covariates.** The candidates that read covariates (the networks) are fitted and scored with
-   those given to ``fit``; the statistical ones on the targets alone
+7. **Covariates.** The candidates that read covariates (the networks and ``ridge``) are fitted and
+   scored with those given to ``fit``; the statistical ones on the targets alone
    (:meth:`Read.targets <tsrec.data.source.Read.targets>`). A network member with covariates is
    refitted on all the history. Covariates no chosen member reads are named in a warning.
 
@@ -394,8 +397,9 @@ class _Candidates:
         return ForecasterSettings.from_options(name, **{**options, **overrides})
 
     def reads(self, name: str) -> bool:
-        """Whether candidate ``name`` reads the covariates (the trainable ones)."""
-        return bool(self.covariates.columns) and model_spec(name).model_class.trainable
+        """Whether candidate ``name`` reads the covariates (the networks and the ridge,
+        :meth:`~tsrec.models.base.ForecastModel.reads_covariates`)."""
+        return bool(self.covariates.columns) and model_spec(name).model_class.reads_covariates()
 
     def fit_and_score(self, name: str, scores: _Scores, *, resume: bool = False, **overrides: Any) -> tuple[Fit, float]:
         """Candidate ``name`` (its settings with ``overrides``) fitted on the history before the
@@ -501,11 +505,12 @@ def _warn_unread_covariates(candidates: _Candidates, chosen: list[str], rows: di
     elif all(row.note.startswith("skipped") for row in readers):
         why = f"the networks, which read them, were skipped ({readers[0].note})"
     else:
-        why = "the networks that read them scored worse on validation (see the leaderboard)"
+        why = "the candidates that read them scored worse on validation (see the leaderboard)"
     warnings.warn(f"auto: the covariates {columns} are read by none of the members chosen ({', '.join(chosen)}): "
                   f"{why}. The forecast does not depend on them (predict still takes their values, as the fitted "
                   "schema names them). To forecast from them, fit a network by name, e.g. "
-                  "Forecaster('rsa_patchtst', ...), or name candidates that read them", UserWarning, stacklevel=5)
+                  "Forecaster('rsa_patchtst', ...), or the ridge (Forecaster('ridge', ...)), or name candidates "
+                  "that read them", UserWarning, stacklevel=5)
 
 
 def _stride(horizon: int, windows: int, wanted: int) -> int:
@@ -599,7 +604,7 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     rows = {name: _Row(name) for name in names}
     statistical = [name for name in names if not model_spec(name).model_class.trainable]
     for name in statistical:
-        rows[name].covariates = candidates.unused
+        rows[name].covariates = candidates.described if candidates.reads(name) else candidates.unused
         if (why := _unsuited(name, candidates.before.panel, found)) is not None:
             rows[name].note = why
             _progress(_progress_line(rows[name]))
@@ -784,11 +789,12 @@ def _halve(alive: list[str], rows: dict[str, _Row], rung: int) -> list[str]:
 
 def _member(name: str, validated: FittedState | None, candidates: _Candidates, read: Read, row: _Row) -> FittedState:
     """The fitted member ``name``: a statistical model fitted on all of ``read``'s targets (one fit
-    per series, which ``predict`` carries forward), a network's validated run (RevIN makes it
-    indifferent to the ensemble's scaler), or a network without RevIN, or with covariates, refitted
-    on all of ``read`` (its seconds added to ``row``): a network's covariates are scaled with the
-    statistics of its own training part, which must be the ensemble's (fitted on all of ``read``)."""
-    reads = candidates.reads(name) and validated is not None
+    per series, which ``predict`` carries forward), the ridge fitted on all of ``read`` (with its
+    covariates), a network's validated run (RevIN makes it indifferent to the ensemble's scaler),
+    or a network without RevIN, or with covariates, refitted on all of ``read`` (its seconds added
+    to ``row``): a network's covariates are scaled with the statistics of its own training part,
+    which must be the ensemble's (fitted on all of ``read``)."""
+    reads = candidates.reads(name)
     if validated is not None and getattr(validated.resolved.network, "revin", False) and not reads:
         return validated
     clock = _Clock()

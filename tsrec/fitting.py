@@ -12,6 +12,8 @@
                   for as many passes as the validated run needed
       fit_series  a model that is not trained fits what it keeps of each series on all the
                   history (the statistical models' parameters, ForecastModel.fit_series)
+      fit_windows or on every window of all the history, covariates included, at once (the
+                  ridge's closed form, ForecastModel.fit_windows)
 
 No Forecaster is involved: ``Forecaster.fit`` reads its data, calls :func:`fit_state` (or
 :func:`tsrec.auto.fit_auto` for ``"auto"``, which ends in it) and keeps what it returns, only when
@@ -97,8 +99,8 @@ class _Run:
 
 @dataclass(frozen=True)
 class Prepared:
-    """The split of a read, the scaling fitted on its training rows and, for a trainable model, the
-    windows: the sequence :func:`fit_state` runs for the validated run and again for the refit."""
+    """The split of a read, the scaling fitted on its training rows and, for a trainable model (or
+    one fitted on windows), the windows: the sequence :func:`fit_state` runs for the validated run and again for the refit."""
 
     split: Split
     scaler: StandardScaler
@@ -201,15 +203,16 @@ def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = No
         else prefitted.context_length
     model_class = model_spec(settings.model).model_class
     trainable = model_class.trainable
-    # A model that is not trained (statistical, seasonal naive, an ensemble of members fitted already) has
-    # nothing to validate: its scaler and the data's cycles come from all the history.
+    # A model that is not trained (statistical, seasonal naive, the ridge, an ensemble of members fitted
+    # already) has nothing to validate: its scaler and the data's cycles come from all the history.
     val_windows = settings.window.val_windows if trainable or val is not None else 0
     # A model that reads whole histories, or an ensemble of members fitted already, has no windows
     # to split: the split sets the training part the scaler and the data's cycles are taken from,
     # which needs no context (a shorter series than the context is read padded).
     whole = model_class.whole_history or prefitted is not None
     prepared = prepare(read, val, 1 if whole else context, horizon, val_windows=val_windows,
-                       robust=settings.window.robust, nonnegative=settings.window.nonnegative, windows=trainable)
+                       robust=settings.window.robust, nonnegative=settings.window.nonnegative,
+                       windows=trainable or (model_class.fits_windows and prefitted is None))
     facts = _facts(read, prepared.split, prepared.encoder)
     effective = settings if prefitted is None else dataclasses.replace(settings, network=prefitted.network)
     if prefitted is None:  # RSAConfig(prior="ets"): the ETS fit of the training part the REMs start from
@@ -240,6 +243,8 @@ def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = No
     elif resume:
         raise ValueError(f"{settings.model!r} needs no training, so there is no run to resume; "
                          "fit without resume=True")
+    elif prefitted is None and model_class.fits_windows:  # the ridge: in closed form on every window
+        model.fit_windows(prepared.train_set)
     elif prefitted is None:  # the statistical models: their parameters, fitted once on all the history
         model.fit_series([s.values for s in panel.items], _kept(panel, scaler))
     summary = TrainingSummary(pd.DataFrame(run.history, columns=list(TrainingSummary.COLUMNS)), run.best_epoch,

@@ -14,6 +14,7 @@ from tsrec.models.ensemble import AUTO, Ensemble, EnsembleConfig
 from tsrec.models.naive import Drift, SeasonalNaive
 from tsrec.models.patchtst import PatchTST
 from tsrec.models.relevancy import RelevancyRNN
+from tsrec.models.ridge import LagRidge
 from tsrec.models.srupp import SRUpp
 from tsrec.models.starsaber import StarSaber
 from tsrec.models.stats import ARIMA, CES, ETS, MSTL, DynamicTheta, Theta
@@ -133,6 +134,8 @@ register("imapa", IMAPA, "statsforecast's IMAPA: ADIDA's forecasts at every bloc
          "interval, averaged, for intermittent demand")
 register("tsb", TSB, "statsforecast's TSB: smoothed nonzero demands times the smoothed probability of a demand "
          "(alpha_d, alpha_p set, 0.2 each), for intermittent demand")
+register("ridge", LagRidge, "a global ridge regression on each window's lags and known-future features, every step "
+         "of the horizon at once, fitted in closed form (its penalty by generalized cross-validation)")
 register("patchtst", PatchTST, "PatchTST: channel-independent patches, RevIN, Transformer encoder")
 # Bidirectional REMs: every patch lies in the forecast's past, so a causal REM would only hide
 # from each patch its later neighbours, which the encoder's full attention sees anyway.
