@@ -86,6 +86,23 @@ def test_revin_reads_a_window_that_ends_in_a_level_shift_at_its_new_level(k):
     assert y[0, -k:].std() > 0.1 if k > 3 else True  # the new level's cycle reaches the network
 
 
+def test_revin_compiles_without_a_graph_break_and_normalises_as_it_does_eagerly():
+    """Under ``torch.compile`` RevIN reads every window instead of selecting those that can hold a far
+    value or a level shift (a data-dependent shape splits the graph): no graph break, the same
+    values. A batch of a clean window, a shifted one and one with a typo."""
+    x = torch.cat([window(0), window(12), window(0)])  # [3, L, 1]
+    x[2, 5, 0] = 1e9
+    revin = RevIN(1, affine=False).double()
+    explained = torch._dynamo.explain(revin.normalize)(x)
+    assert explained.graph_break_count == 0, explained.break_reasons
+    torch._dynamo.reset()
+    compiled = torch.compile(revin.normalize, backend="aot_eager", fullgraph=True)
+    (y, (loc, scale)), (y_eager, (loc_eager, scale_eager)) = compiled(x), revin.normalize(x)
+    for got, expected in ((y, y_eager), (loc, loc_eager), (scale, scale_eager)):
+        torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-12)
+    torch._dynamo.reset()
+
+
 @pytest.mark.parametrize("values", [[1e9], [1e9, 1e9], [-1e9, 1e9, -1e9]])
 def test_one_or_two_far_values_at_the_end_are_still_far_for_revin(values):
     x = window(0)

@@ -71,7 +71,7 @@ class RevIN(nn.Module):
             run &= run.sum(1, keepdim=True) >= SHIFT_STEPS
             earlier = ss & ~run
             moved = run.any(1, keepdim=True) & earlier.any(1, keepdim=True)  # [B', 1, C]
-            shifted = moved.flatten(1).any(1).nonzero().squeeze(1)  # [B''] the windows moved (the medians' sorts)
+            shifted = _positions(moved.flatten(1).any(1))  # [B''] the windows moved (the medians' sorts)
             if not len(shifted):
                 return x
             xs, run, earlier, moved = xs[shifted], run[shifted], earlier[shifted], moved[shifted]
@@ -84,7 +84,7 @@ class RevIN(nn.Module):
         the only ones that can hold a far value or a level shift (their fences are at least
         ``far_iqrs`` beyond quartiles that lie within the span)."""
         span = torch.where(seen, x, -torch.inf).amax(1) - torch.where(seen, x, torch.inf).amin(1)  # [B, C]
-        return (span > self.far_iqrs).any(1).nonzero().squeeze(1)
+        return _positions((span > self.far_iqrs).any(1))
 
     def far(self, x: Tensor, seen: Tensor, rows: Tensor | None = None) -> Tensor:
         """``[B, L, C]`` bool: the observed steps (``seen [B, L, C]`` bool) of ``x [B, L, C]`` outside
@@ -134,6 +134,15 @@ class RevIN(nn.Module):
             return loc, scale
         scale = scale / (self.weight + self.eps)
         return loc - self.bias * scale, scale
+
+
+def _positions(mask: Tensor) -> Tensor:
+    """``[K]`` the positions of the true entries of ``mask`` ``[B]``, or all ``B`` positions under
+    ``torch.compile``: a shape that depends on the data splits the compiled graph (a graph break
+    per call), and the windows it would leave out are those no rule changes (the result is the same)."""
+    if torch.compiler.is_compiling():
+        return torch.arange(mask.shape[0], device=mask.device)
+    return mask.nonzero().squeeze(1)
 
 
 def _quantiles(x: Tensor, seen: Tensor, levels: tuple[float, ...]) -> list[Tensor]:
