@@ -88,7 +88,7 @@ def test_the_default_on_short_data_scores_the_statistical_models_and_skips_the_n
     assert len(networks) == 3 and networks.val_score.isna().all() and (networks.weight == 0).all()
     assert networks.note.str.fullmatch(r"skipped: \d+ training windows < 1000 \(networks are tried only on data "
                                        r"with at least that many\)").all()
-    assert scored == ["ets", "theta", "ces", "dynamic_theta", "seasonal_naive", "naive", "drift", "ridge"]
+    assert scored == ["ets", "theta", "ces", "dynamic_theta", "seasonal_naive", "naive", "drift", "ridge", "gbm"]
     stats = board[~board.model.isin([*networks.model, "mstl", *INTERMITTENT_MODELS])]
     assert board.set_index("model").note["mstl"].startswith("skipped: 1 calendar season(s)")  # a day, not a week
     intermittent = board.set_index("model").loc[list(INTERMITTENT_MODELS)]

@@ -36,7 +36,8 @@ read again, no Forecaster is built::
    model scored is the model that forecasts. With them, whatever the data's size, ``ridge``: one
    ridge regression shared by every series on each window's lags and known-future features
    (:mod:`tsrec.models.ridge`), fitted in closed form on the windows before the validation ones,
-   and on all of them when chosen.
+   and on all of them when chosen, and ``gbm``, gradient-boosted trees shared by every series on
+   each window's lags and covariates (:mod:`tsrec.models.gbm`), fitted on the same windows.
 4. **Networks** (the trainable candidates), only when the steps before the validation windows hold
    at least :data:`MIN_NETWORK_WINDOWS` training windows (counted at a context of twice the
    horizon), by successive halving: every network trains for the first rung's share of its step
@@ -61,7 +62,7 @@ read again, no Forecaster is built::
 6. **Intervals.** The chosen ensemble's weighted forecast of every validation origin calibrates
    its conformal intervals through the one calibration path,
    :func:`tsrec.calibrating.calibration_of` (``conformal_windows=0``: none). Nothing is fitted again.
-7. **Covariates.** The candidates that read covariates (the networks and ``ridge``) are fitted and
+7. **Covariates.** The candidates that read covariates (the networks, ``ridge`` and ``gbm``) are fitted and
    scored with those given to ``fit``; the statistical ones on the targets alone
    (:meth:`Read.targets <tsrec.data.source.Read.targets>`). A network member with covariates is
    refitted on all the history. Covariates no chosen member reads are named in a warning.
@@ -397,7 +398,7 @@ class _Candidates:
         return ForecasterSettings.from_options(name, **{**options, **overrides})
 
     def reads(self, name: str) -> bool:
-        """Whether candidate ``name`` reads the covariates (the networks and the ridge,
+        """Whether candidate ``name`` reads the covariates (the networks, the ridge and the trees,
         :meth:`~tsrec.models.base.ForecastModel.reads_covariates`)."""
         return bool(self.covariates.columns) and model_spec(name).model_class.reads_covariates()
 
@@ -509,7 +510,8 @@ def _warn_unread_covariates(candidates: _Candidates, chosen: list[str], rows: di
     warnings.warn(f"auto: the covariates {columns} are read by none of the members chosen ({', '.join(chosen)}): "
                   f"{why}. The forecast does not depend on them (predict still takes their values, as the fitted "
                   "schema names them). To forecast from them, fit a network by name, e.g. "
-                  "Forecaster('rsa_patchtst', ...), or the ridge (Forecaster('ridge', ...)), or name candidates "
+                  "Forecaster('rsa_patchtst', ...), or the ridge or the trees (Forecaster('ridge', ...), "
+                  "Forecaster('gbm', ...)), or name candidates "
                   "that read them", UserWarning, stacklevel=5)
 
 
@@ -789,8 +791,8 @@ def _halve(alive: list[str], rows: dict[str, _Row], rung: int) -> list[str]:
 
 def _member(name: str, validated: FittedState | None, candidates: _Candidates, read: Read, row: _Row) -> FittedState:
     """The fitted member ``name``: a statistical model fitted on all of ``read``'s targets (one fit
-    per series, which ``predict`` carries forward), the ridge fitted on all of ``read`` (with its
-    covariates), a network's validated run (RevIN makes it indifferent to the ensemble's scaler),
+    per series, which ``predict`` carries forward), the ridge or the trees fitted on all of ``read``
+    (with its covariates), a network's validated run (RevIN makes it indifferent to the ensemble's scaler),
     or a network without RevIN, or with covariates, refitted on all of ``read`` (its seconds added
     to ``row``): a network's covariates are scaled with the statistics of its own training part,
     which must be the ensemble's (fitted on all of ``read``)."""

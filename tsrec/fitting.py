@@ -13,7 +13,7 @@
       fit_series  a model that is not trained fits what it keeps of each series on all the
                   history (the statistical models' parameters, ForecastModel.fit_series)
       fit_windows or on every window of all the history, covariates included, at once (the
-                  ridge's closed form, ForecastModel.fit_windows)
+                  ridge's closed form, the gradient-boosted trees; ForecastModel.fit_windows)
 
 No Forecaster is involved: ``Forecaster.fit`` reads its data, calls :func:`fit_state` (or
 :func:`tsrec.auto.fit_auto` for ``"auto"``, which ends in it) and keeps what it returns, only when
@@ -243,8 +243,8 @@ def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = No
     elif resume:
         raise ValueError(f"{settings.model!r} needs no training, so there is no run to resume; "
                          "fit without resume=True")
-    elif prefitted is None and model_class.fits_windows:  # the ridge: in closed form on every window
-        model.fit_windows(prepared.train_set)
+    elif prefitted is None and model_class.fits_windows:  # the ridge, the trees: at once on every window
+        model.fit_windows(prepared.train_set, seed=training.seed)
     elif prefitted is None:  # the statistical models: their parameters, fitted once on all the history
         model.fit_series([s.values for s in panel.items], _kept(panel, scaler))
     summary = TrainingSummary(pd.DataFrame(run.history, columns=list(TrainingSummary.COLUMNS)), run.best_epoch,

@@ -180,7 +180,8 @@ class ForecastModel(nn.Module, abc.ABC):
     per_channel_rsa: ClassVar[bool] = False
     #: The model is fitted on the training windows at once (:meth:`fit_windows`: a closed form, no
     #: gradient step), not trained: it reads the covariates as the networks do, but has nothing to
-    #: validate, no budget and no minimum of windows (the ridge, :mod:`tsrec.models.ridge`).
+    #: validate, no budget and no minimum of windows (the ridge and the gradient-boosted trees,
+    #: :mod:`tsrec.models.windowed`).
     fits_windows: ClassVar[bool] = False
     #: The outputs a model that is not trained can give.
     untrained_outputs: ClassVar[tuple[str, ...]] = ("point",)
@@ -247,10 +248,11 @@ class ForecastModel(nn.Module, abc.ABC):
         apply them to each window's history in :meth:`forward` (:mod:`tsrec.models.stats`); a
         model that keeps nothing (a network, seasonal naive) does nothing (this default)."""
 
-    def fit_windows(self, windows: WindowDataset) -> None:
+    def fit_windows(self, windows: WindowDataset, seed: int = 0) -> None:
         """Fit the model on every training window of ``windows`` (with its ``future_target``),
         once, at ``fit`` (:func:`tsrec.fitting.fit_state` calls it for a model with
-        :attr:`fits_windows`, on all the history, with the covariates)."""
+        :attr:`fits_windows`, on all the history, with the covariates); ``seed``: the training
+        settings' seed, for whatever the fit draws (the trees' subsamples)."""
         raise NotImplementedError(f"{type(self).__name__} is not fitted on windows (fits_windows is False)")
 
     @classmethod

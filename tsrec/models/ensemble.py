@@ -28,11 +28,12 @@ AUTO = "auto"
 #: the stats extra is installed; MSTL where the calendar has two seasons the history holds twice;
 #: CrostonOptimized, ADIDA, IMAPA and TSB where the data are intermittent), seasonal naive, the last
 #: value and the random walk with drift, the global ridge on lags and known-future features (fitted
-#: in closed form, it reads the covariates), then the networks RSA in PatchTST, PatchTST and DLinear (all
-#: with RevIN), tried only on data with the windows for them (:mod:`tsrec.auto`). The one list to extend with new
-#: candidates; auto scores those with nothing to train before the trainable ones, whatever the order.
+#: in closed form) and the global gradient-boosted trees on lags (both read the covariates), then
+#: the networks RSA in PatchTST, PatchTST and DLinear (all with RevIN), tried only on data with the
+#: windows for them (:mod:`tsrec.auto`). The one list to extend with new candidates; auto scores
+#: those with nothing to train before the trainable ones, whatever the order.
 AUTO_CANDIDATES = ("ets", "theta", "ces", "dynamic_theta", "mstl", "croston", "adida", "imapa", "tsb", "seasonal_naive",
-                   "naive", "drift", "ridge", "rsa_patchtst", "patchtst", "dlinear")
+                   "naive", "drift", "ridge", "gbm", "rsa_patchtst", "patchtst", "dlinear")
 #: What ``Forecaster("auto")`` selects and weights its candidates by (``eval_metric``), each scale-free
 #: (:mod:`tsrec.auto`): ``"mase"`` (absolute errors over each series' in-sample seasonal naive error),
 #: ``"rmsse"`` (the root of the squared errors over each series' in-sample squared one-step change,

@@ -11,6 +11,7 @@ from tsrec.models.base import ForecastModel, ModelConfig
 from tsrec.models.dlinear import DLinear
 from tsrec.models.intermittent import ADIDA, IMAPA, TSB, Croston
 from tsrec.models.ensemble import AUTO, Ensemble, EnsembleConfig
+from tsrec.models.gbm import GradientBoosting
 from tsrec.models.naive import Drift, SeasonalNaive
 from tsrec.models.patchtst import PatchTST
 from tsrec.models.relevancy import RelevancyRNN
@@ -136,6 +137,8 @@ register("tsb", TSB, "statsforecast's TSB: smoothed nonzero demands times the sm
          "(alpha_d, alpha_p set, 0.2 each), for intermittent demand")
 register("ridge", LagRidge, "a global ridge regression on each window's lags and known-future features, every step "
          "of the horizon at once, fitted in closed form (its penalty by generalized cross-validation)")
+register("gbm", GradientBoosting, "global gradient-boosted trees (scikit-learn's HistGradientBoostingRegressor) on "
+         "each window's lags, seasonal lags, rolling means, calendar, covariates and static codes")
 register("patchtst", PatchTST, "PatchTST: channel-independent patches, RevIN, Transformer encoder")
 # Bidirectional REMs: every patch lies in the forecast's past, so a causal REM would only hide
 # from each patch its later neighbours, which the encoder's full attention sees anyway.

@@ -35,14 +35,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from torch import Tensor
 
 from tsrec.batch import ForecastBatch
-from tsrec.models.base import ForecastModel, ModelConfig
+from tsrec.models.base import ModelConfig
+from tsrec.models.windowed import WindowFit, window_batches
 
 if TYPE_CHECKING:
     from tsrec.data import WindowDataset
@@ -53,12 +54,6 @@ __all__ = ["ALPHAS", "LagRidge", "MAX_FEATURES", "RidgeConfig"]
 ALPHAS = tuple(10.0 ** (k / 2) for k in range(-12, 7))
 #: The most features a window may have: the Gram matrix is ``[D, D]`` in float64 (8,192: 0.5 GB).
 MAX_FEATURES = 8_192
-#: The smallest window scale the features are divided by, in the scaler's units (1: a series'
-#: training standard deviation): a flat context would otherwise turn the next step's change into
-#: a value of hundreds, and such windows would set the fit.
-MIN_SCALE = 1e-2
-#: Windows gathered at a time while the statistics accumulate.
-FIT_BATCH = 4_096
 
 
 @dataclass(frozen=True)
@@ -86,14 +81,12 @@ class RidgeConfig(ModelConfig):
                              f"got output={self.output!r}")
 
 
-class LagRidge(ForecastModel):
+class LagRidge(WindowFit):
     """``y = features(window) @ coef`` (the module): fitted in closed form (:meth:`fit_windows`),
     not trained. Buffers: ``coef`` ``[D + 1, H * C']`` (the intercept last), in the normalised
     units of :meth:`design`, and ``alpha``, the penalty used (NaN before the fit)."""
 
     config_class = RidgeConfig
-    trainable = False
-    fits_windows = True
     missing_tail = ("ridge reads each missing step as its window's mean and forecasts the requested dates; drop the "
                     "missing rows to forecast from the last observation instead")
 
@@ -117,34 +110,21 @@ class LagRidge(ForecastModel):
         self.register_buffer("coef", torch.zeros(self.n_features + 1, outputs, dtype=torch.float64))
         self.register_buffer("alpha", torch.tensor(math.nan, dtype=torch.float64))
 
-    @classmethod
-    def default_context(cls, prediction_length: int, season: int) -> int:
-        """Twice the horizon, and at least two seasons of the calendar (the lags of the same phase)."""
-        return max(2 * prediction_length, 2 * season)
-
     def design(self, batch: ForecastBatch) -> tuple[Tensor, Tensor | None, Tensor, tuple[Tensor, Tensor]]:
         """A batch of ``B`` windows -> ``(features [B', D], target [B', H * C'] or None, usable [B'],
         (loc, scale) [B, 1, C] each)`` with ``B' = B * C`` rows where channel-independent (channel
         fastest), else ``B``: the features (:meth:`features`), the normalised future target where the
         batch has one, which rows the fit may use (an observed context, a fully observed horizon),
         and the window statistics that undo the normalisation."""
-        past = batch["past_target"]  # [B, Lc, C]
-        seen = batch["past_observed"] > 0 if "past_observed" in batch else torch.ones_like(past, dtype=torch.bool)
-        if self.revin is not None:
-            x, (loc, scale) = self.revin.normalize(past, seen.to(past.dtype))
-            floored = scale.clamp_min(MIN_SCALE)
-            x, scale = x * (scale / floored), floored
-        else:
-            x, loc, scale = past, torch.zeros_like(past[:, :1]), torch.ones_like(past[:, :1])
-        x = torch.where(seen, x, 0.0)  # [B, Lc, C] a missing value reads as the window's mean
+        n = self.normalised(batch)
+        loc, scale = n.loc, n.scale
+        x = torch.where(n.seen, n.x, 0.0)  # [B, Lc, C] a missing value reads as the window's mean
         features = self.features(x, loc, scale, batch["past_time_feat"], batch["future_time_feat"],
                                  batch.get("static_cat"))
-        usable = seen.any(1)  # [B, C]
-        target = batch.get("future_target")
+        usable = n.seen.any(1)  # [B, C]
+        target = n.target
         if target is not None:
-            target = (target - loc) / scale  # [B, H, C]
-            if "future_observed" in batch:
-                usable = usable & (batch["future_observed"] > 0).all(1)
+            usable = usable & n.observed.all(1)
         if self.core_channels == 1:
             usable = usable.reshape(-1)  # [B*C]
             target = None if target is None else target.transpose(1, 2).reshape(len(features), -1)  # [B*C, H]
@@ -208,14 +188,14 @@ class LagRidge(ForecastModel):
         coef = self.coef
         return features.to(coef.dtype) @ coef[:-1] + coef[-1]
 
-    def fit_windows(self, windows: WindowDataset) -> None:
+    def fit_windows(self, windows: WindowDataset, seed: int = 0) -> None:
         """Fit the map on every window of ``windows`` (each with its ``future_target``): the
-        sufficient statistics in one pass of :data:`FIT_BATCH` windows at a time, then the closed
-        form (the module). ``ValueError`` where no window is usable."""
+        sufficient statistics in one pass of :data:`~tsrec.models.windowed.FIT_BATCH` windows at a
+        time, then the closed form (the module; ``seed`` is not used: nothing is drawn). ``ValueError``
+        where no window is usable."""
         stats = _Moments()
         with torch.no_grad():
-            for start in range(0, len(windows), FIT_BATCH):
-                batch = windows.gather(range(start, min(start + FIT_BATCH, len(windows))))
+            for batch in window_batches(windows):
                 features, target, usable, _ = self.design(batch)
                 stats.add(features[usable], target[usable])
         if stats.count == 0:
