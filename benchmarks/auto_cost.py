@@ -6,14 +6,15 @@ thread; and against another checkout of tsrec (``--code DIR``, e.g. an earlier c
         [--out-dir DIR]
 
 Datasets (default :data:`DATASETS`): those of ``benchmarks/configs/unseen_like.toml`` (loaded from
-their PyPI packages, each series' first 80%, as the benchmark fits on), and ``monthly_panel``, a synthetic panel of 145
-monthly series of 285 steps (trend, a yearly cycle and noise; the issue-36 shape).
+their PyPI packages, each series' first 80%, as the benchmark fits on), ``monthly_panel``, a synthetic panel of 145
+monthly series of 285 steps (trend, a yearly cycle and noise; the issue-36 shape), and ``daily_panel``, 8
+synthetic daily series of 6,000 days (issue 46's backtest target: ``--backtest-windows 60``).
 
 Per dataset and repeat, one after another: statsforecast's AutoETS + AutoCES + AutoTheta fit and
-forecast (this process); the default fitted, its ``predict`` and a 10-window backtest of it (no
+forecast (this process); the default fitted, its ``predict`` and a 10-window (``--backtest-windows``) backtest of it (no
 refit, ``baselines=()``) in a fresh process of this checkout; the same fit and predict in a fresh
 process of ``--code`` (when given); and statsforecast's ``cross_validation(refit=False)`` over the
-same 10 windows of the statistical members the default chose (each process measures its own CPU
+same windows of the statistical members the default chose (each process measures its own CPU
 seconds: imports are not counted). Prints one row per dataset (medians over the repeats) and
 writes the table with the command, commit and machine to ``auto_cost.md``.
 """
@@ -55,6 +56,21 @@ def monthly_panel(series: int = 145, steps: int = 285, seed: int = 0) -> tuple[p
     return pd.concat(frames, ignore_index=True), 18, 12
 
 
+def daily_panel(series: int = 8, steps: int = 6000, seed: int = 0) -> tuple[pd.DataFrame, int, int]:
+    """A long frame of ``series`` daily series of ``steps`` days (a random-walk level, a weekly and a
+    yearly cycle, noise; issue 46's 8 x 6,000 daily panel), horizon 14, season 7."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(steps)
+    frames = []
+    for i in range(series):
+        weekly, yearly = rng.normal(0, 3, 7), rng.uniform(5, 20)
+        y = rng.uniform(50, 150) + weekly[t % 7] + yearly * np.sin(2 * np.pi * (t + rng.integers(365)) / 365.25) \
+            + np.cumsum(rng.normal(0, 0.3, steps)) + rng.normal(0, 2, steps)
+        frames.append(pd.DataFrame({"item_id": f"d{i}", "timestamp": pd.date_range("2000-01-01", periods=steps,
+                                                                                    freq="D"), "target": y}))
+    return pd.concat(frames, ignore_index=True), 14, 7
+
+
 def unseen_like(name: str) -> tuple[pd.DataFrame, int, int]:
     """Dataset ``name`` of the unseen_like config: its first 80% per series (missing values carried
     forward, as the benchmark's models read them), its horizon and season."""
@@ -76,18 +92,21 @@ def cpu(call):
 
 #: statsforecast's class of each statistical candidate of the default.
 STATSFORECAST = {"ets": "AutoETS", "theta": "AutoTheta", "ces": "AutoCES", "dynamic_theta": "DynamicOptimizedTheta"}
-#: The backtest's windows (the issue-45 target: at most 2x statsforecast's refit=False cross-validation).
+#: The backtest's windows by default (the issue-45 target: at most 2x statsforecast's refit=False
+#: cross-validation; issue 46's is 60 windows of the 8 x 6,000 daily panel, ``--backtest-windows 60``).
 BACKTEST_WINDOWS = 10
+#: The synthetic datasets, by name.
+SYNTHETIC = {"monthly_panel": monthly_panel, "daily_panel": daily_panel}
 
 
 def load(name: str) -> tuple[pd.DataFrame, int, int]:
     """Dataset ``name``: its frame, horizon and season."""
-    return monthly_panel() if name == "monthly_panel" else unseen_like(name)
+    return SYNTHETIC[name]() if name in SYNTHETIC else unseen_like(name)
 
 
-def worker(path: Path, horizon: int, backtests: bool) -> dict:
+def worker(path: Path, horizon: int, backtests: bool, wanted: int = BACKTEST_WINDOWS) -> dict:
     """The default fitted, in this process, on the frame pickled at ``path``: its fit, predict and
-    (``backtests``) 10-window backtest CPU seconds, what it chose and why. Imports tsrec alone (from
+    (``backtests``) ``wanted``-window backtest CPU seconds, what it chose and why. Imports tsrec alone (from
     whichever checkout is first on the path), no benchmark module."""
     import torch
 
@@ -101,7 +120,7 @@ def worker(path: Path, horizon: int, backtests: bool) -> dict:
         forecaster, fit_seconds = cpu(lambda: Forecaster(prediction_length=horizon, seed=0, trainer_kwargs={
             "enable_progress_bar": False, "logger": False}).fit(frame, **columns))
         _, predict_seconds = cpu(forecaster.predict)
-        backtest_seconds, windows = math.nan, windows_of(frame, horizon)
+        backtest_seconds, windows = math.nan, windows_of(frame, horizon, wanted)
         if backtests:
             from tsrec.evaluation import backtest
 
@@ -112,17 +131,18 @@ def worker(path: Path, horizon: int, backtests: bool) -> dict:
             "notes": {m: n for m, n in zip(board.model, board.note) if isinstance(n, str) and n}}
 
 
-def windows_of(frame: pd.DataFrame, horizon: int) -> int:
-    """The backtest's windows on ``frame``: :data:`BACKTEST_WINDOWS`, or as many one horizon apart as
-    its shortest series holds after a first step."""
-    return int(min(BACKTEST_WINDOWS, (frame.groupby("item_id").size().min() - 1) // horizon))
+def windows_of(frame: pd.DataFrame, horizon: int, wanted: int) -> int:
+    """The backtest's windows on ``frame``: ``wanted``, or as many one horizon apart as its shortest
+    series holds after a first step."""
+    return int(min(wanted, (frame.groupby("item_id").size().min() - 1) // horizon))
 
 
-def run_worker(code: Path, path: Path, horizon: int, backtests: bool) -> dict:
+def run_worker(code: Path, path: Path, horizon: int, backtests: bool, wanted: int = BACKTEST_WINDOWS) -> dict:
     """:func:`worker` in a fresh process that imports tsrec from the checkout ``code`` (this file run
     as a script from there, with ``code`` alone on ``PYTHONPATH``)."""
     env = {**os.environ, "PYTHONPATH": str(code), "OMP_NUM_THREADS": "1"}
-    argv = [sys.executable, str(Path(__file__).resolve()), "--worker", str(path), "--horizon", str(horizon)]
+    argv = [sys.executable, str(Path(__file__).resolve()), "--worker", str(path), "--horizon", str(horizon),
+            "--backtest-windows", str(wanted)]
     out = subprocess.run(argv + (["--backtest"] if backtests else []), env=env, capture_output=True, text=True,
                          check=True, cwd=code)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -140,7 +160,8 @@ def fit_statsforecast(frame: pd.DataFrame, horizon: int, season: int, freq: str)
     return seconds
 
 
-def cross_validation(frame: pd.DataFrame, horizon: int, season: int, freq: str, members: list[str]) -> float:
+def cross_validation(frame: pd.DataFrame, horizon: int, season: int, freq: str, members: list[str],
+                     wanted: int = BACKTEST_WINDOWS) -> float:
     """statsforecast's ``cross_validation(refit=False)`` over the backtest's windows
     (:func:`windows_of`), one horizon apart, of the statistical ``members`` (CPU seconds; NaN
     without any)."""
@@ -154,7 +175,7 @@ def cross_validation(frame: pd.DataFrame, horizon: int, season: int, freq: str, 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         _, seconds = cpu(lambda: StatsForecast(models=models, freq=freq, n_jobs=1).cross_validation(
-            df=df, h=horizon, n_windows=windows_of(frame, horizon), step_size=horizon, refit=False))
+            df=df, h=horizon, n_windows=windows_of(frame, horizon, wanted), step_size=horizon, refit=False))
     return seconds
 
 
@@ -164,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--datasets", nargs="+", default=DATASETS)
     parser.add_argument("--code", type=Path, help="another checkout of tsrec, measured the same way, interleaved")
     parser.add_argument("--out-dir", type=Path, default=Path(__file__).parent / "results")
+    parser.add_argument("--backtest-windows", type=int, default=BACKTEST_WINDOWS,
+                        help="the backtest's windows, one horizon apart (fewer where the shortest series holds fewer)")
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--horizon", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--backtest", action="store_true", help=argparse.SUPPRESS)
@@ -171,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     if os.environ.get("OMP_NUM_THREADS") != "1":
         parser.error("run with OMP_NUM_THREADS=1 (one thread, as the issue's target is stated)")
     if args.worker:
-        print(json.dumps(worker(args.worker, args.horizon, args.backtest)))
+        print(json.dumps(worker(args.worker, args.horizon, args.backtest, args.backtest_windows)))
         return 0
     from benchmarks.common import command_line, git_commit, machine, now
 
@@ -186,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
               "notes"]
     lines = ["# The default's fit, predict and backtest against statsforecast", "",
              "CPU seconds on one thread (`benchmarks/auto_cost.py`): the default Forecaster's fit, predict and "
-             f"{BACKTEST_WINDOWS}-window backtest (fewer where the shortest series holds fewer), statsforecast's "
+             f"{args.backtest_windows}-window backtest (fewer where the shortest series holds fewer), statsforecast's "
              "AutoETS + AutoCES + AutoTheta fit and forecast on "
              "the same data, and statsforecast's cross_validation(refit=False) of the statistical members chosen "
              f"over the same windows, interleaved{earlier}.", "",
@@ -201,10 +224,11 @@ def main(argv: list[str] | None = None) -> int:
         runs, before, theirs, validations = [], [], [], []
         for _ in range(args.repeats):  # interleaved, so that a busy machine slows every side alike
             theirs.append(fit_statsforecast(frame, horizon, season, freq))
-            runs.append(run_worker(here, path, horizon, backtests=True))
+            runs.append(run_worker(here, path, horizon, backtests=True, wanted=args.backtest_windows))
             if args.code is not None:
                 before.append(run_worker(args.code, path, horizon, backtests=False))
-            validations.append(cross_validation(frame, horizon, season, freq, list(runs[-1]["chosen"])))
+            validations.append(cross_validation(frame, horizon, season, freq, list(runs[-1]["chosen"]),
+                                                args.backtest_windows))
         fit, predict, backtest = (float(np.median([r[key] for r in runs])) for key in ("fit", "predict", "backtest"))
         sf, cv = float(np.median(theirs)), float(np.median(validations))
         chosen = ", ".join(f"{m} {w:.2f}" for m, w in runs[-1]["chosen"].items())
