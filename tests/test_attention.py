@@ -103,6 +103,23 @@ def test_probsparse_eval_is_repeatable():
     torch.testing.assert_close(kern(q, k, v).values, kern(q, k, v).values, rtol=0, atol=0)
 
 
+def test_probsparse_eval_samples_once_from_a_seeded_generator_and_compiles_without_a_break():
+    """The eval-mode key sample is a generator seeded 0's draw, kept per shape: after the first
+    (eager) call a compiled forward reads it, with no graph break (a generator created inside it
+    broke the graph in every layer)."""
+    q, k, v = qkv(length=64, dtype=torch.float32)
+    kern = ProbSparseAttention(factor=5).eval()
+    first = kern(q, k, v)
+    n_sample = min(5 * math.ceil(math.log(64)), 64)
+    expected = torch.randint(64, (64, n_sample), generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(kern._eval_samples[(64, 64, n_sample, "cpu")], expected, rtol=0, atol=0)
+    torch._dynamo.reset()
+    explained = torch._dynamo.explain(lambda q, k, v: kern(q, k, v).values)(q, k, v)
+    assert explained.graph_break_count == 0, explained.break_reasons
+    torch._dynamo.reset()
+    torch.testing.assert_close(kern(q, k, v).values, first.values, rtol=0, atol=0)
+
+
 @pytest.mark.parametrize("kernel", [FullAttention(), LogSparseAttention(), ProbSparseAttention(factor=1)])
 @pytest.mark.parametrize("causal", [False, True])
 def test_rsa_gate_limits(kernel, causal):

@@ -137,7 +137,8 @@ class ProbSparseAttention(AttentionKernel):
     reads ``Q K^T`` alone); lazy rows have no softmax and get none.
 
     Key sampling uses the global RNG while training; in eval mode it uses a fixed seed so that
-    predictions are repeatable. As in Informer, the choice of the top-u rows is global: with
+    predictions are repeatable (drawn once per shape and device and kept, so that a compiled
+    forward reads it without a graph break). As in Informer, the choice of the top-u rows is global: with
     ``causal=True`` every computed row sees only past keys, but which rows are computed depends on
     the whole sequence.
     """
@@ -145,6 +146,21 @@ class ProbSparseAttention(AttentionKernel):
     def __init__(self, *, factor: int, dropout: float = 0.0, scale: float | None = None) -> None:
         super().__init__(dropout=dropout, scale=scale)
         self.factor = check_int("factor", factor, 1)
+        # The eval-mode key samples by (query_len, key_len, n_sample, device): drawn once
+        # (:meth:`_eval_sample`), so that a compiled forward reads them instead of creating a
+        # generator (a graph break in every layer) once they exist.
+        self._eval_samples: dict[tuple[int, int, int, str], Tensor] = {}
+
+    @torch.compiler.disable
+    def _eval_sample(self, key: tuple[int, int, int, str], device: torch.device) -> Tensor:
+        """``[Lq, n_sample]`` the eval-mode key sample of ``key`` (its lengths, sample size and
+        device), drawn from a generator seeded 0 on ``device`` and kept: predictions are repeatable,
+        and a compiled forward reads the kept sample (its first call, and this one, run eagerly)."""
+        query_len, key_len, n_sample, _ = key
+        generator = torch.Generator(device=device).manual_seed(0)
+        sample = torch.randint(key_len, (query_len, n_sample), device=device, generator=generator)
+        self._eval_samples[key] = sample
+        return sample
 
     def forward(self, q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, query_offset: int = 0,
                 need_weights: bool = False, bias: Tensor | None = None) -> KernelOutput:
@@ -154,10 +170,11 @@ class ProbSparseAttention(AttentionKernel):
             raise ValueError("causal ProbSparse attention needs self-attention (Lq == Lk, query_offset 0)")
         n_sample = min(self.factor * math.ceil(math.log(key_len)), key_len)
         n_top = min(self.factor * math.ceil(math.log(query_len)), query_len)
-        generator = None
-        if not self.training:
-            generator = torch.Generator(device=q.device).manual_seed(0)
-        sample = torch.randint(key_len, (query_len, n_sample), device=q.device, generator=generator)
+        if self.training:
+            sample = torch.randint(key_len, (query_len, n_sample), device=q.device)
+        else:
+            key = (query_len, key_len, n_sample, str(q.device))
+            sample = self._eval_samples[key] if key in self._eval_samples else self._eval_sample(key, q.device)
         top = _sampled_sparsity(q, k, sample).topk(n_top, dim=-1, sorted=False).indices  # [B, H, u]
 
         q_top = torch.gather(q, 2, top.unsqueeze(-1).expand(-1, -1, -1, q.shape[-1]))  # [B, H, u, E]
