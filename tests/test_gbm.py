@@ -16,6 +16,7 @@ from tsrec.config import DataFacts
 from tsrec.models.ensemble import AUTO_CANDIDATES
 from tsrec.models.gbm import Trees
 from tsrec.models.registry import build_model
+from tests.held_out import mae, split
 
 H = 12
 LONG = {"id_col": "id", "time_col": "ds", "target_col": "y"}
@@ -32,16 +33,6 @@ def threshold_panel(n=24 * 12, ids=4, seed=0):
         parts.append(pd.DataFrame({"id": f"s{k}", "ds": pd.date_range("2024-01-01", periods=n, freq="h"), "y": y,
                                    "x": x, "region": "north" if k % 2 else "south"}))
     return pd.concat(parts, ignore_index=True)
-
-
-def split(df, horizon=H):
-    return df.groupby("id").head(df.groupby("id").size().min() - horizon), df.groupby("id").tail(horizon)
-
-
-def mae(forecast, test):
-    merged = forecast.merge(test, left_on=["item_id", "timestamp"], right_on=["id", "ds"])
-    assert len(merged) == len(test)
-    return float(np.abs(merged["mean"] - merged["y"]).mean())
 
 
 def test_gbm_is_registered_and_an_auto_candidate_with_nothing_to_train():
@@ -76,7 +67,7 @@ def test_the_season_comes_from_the_data_and_sets_the_seasonal_lags():
 
 
 def test_gbm_fits_a_threshold_of_a_covariate_that_the_ridge_cannot():
-    train, test = split(threshold_panel())
+    train, test = split(threshold_panel(), H)
     future = test[["id", "ds", "x"]]
     errors = {}
     for name in ("gbm", "ridge"):
@@ -87,7 +78,7 @@ def test_gbm_fits_a_threshold_of_a_covariate_that_the_ridge_cannot():
 
 
 def test_a_known_future_covariate_that_drives_the_target_is_read():
-    train, test = split(threshold_panel())
+    train, test = split(threshold_panel(), H)
     with_x = Forecaster("gbm", prediction_length=H).fit(train, **LONG, future_covariates=["x"])
     without = Forecaster("gbm", prediction_length=H).fit(train[["id", "ds", "y"]], **LONG)
     error, blind = mae(with_x.predict(future_covariates=test[["id", "ds", "x"]]), test), mae(without.predict(), test)
@@ -120,7 +111,7 @@ def test_a_fitted_gbm_forecasts_as_its_scikit_learn_model_would(monkeypatch):
         return export(cls, model)
 
     monkeypatch.setattr(Trees, "of", classmethod(keep))
-    train, _ = split(threshold_panel())
+    train, _ = split(threshold_panel(), H)
     f = Forecaster("gbm", prediction_length=H).fit(train, **LONG, future_covariates=["x"],
                                                    static_covariates=["region"])
     (model,) = fitted
@@ -140,7 +131,7 @@ def test_a_fitted_gbm_forecasts_as_its_scikit_learn_model_would(monkeypatch):
 
 
 def test_save_and_load_give_the_same_forecasts(tmp_path):
-    train, test = split(threshold_panel())
+    train, test = split(threshold_panel(), H)
     future = test[["id", "ds", "x"]]
     f = Forecaster("gbm", prediction_length=H).fit(train, **LONG, future_covariates=["x"],
                                                    static_covariates=["region"])
@@ -154,7 +145,7 @@ def test_save_and_load_give_the_same_forecasts(tmp_path):
 
 
 def test_corrupted_trees_are_refused_with_a_reason():
-    train, _ = split(threshold_panel(ids=2))
+    train, _ = split(threshold_panel(ids=2), H)
     model = Forecaster("gbm", prediction_length=H, max_iter=5).fit(train[["id", "ds", "y"]], **LONG).model
     state = model.get_extra_state()
     inner = int(np.flatnonzero(~state["leaf"].numpy())[0])
@@ -169,7 +160,7 @@ def test_corrupted_trees_are_refused_with_a_reason():
 
 
 def test_the_fit_is_deterministic_under_the_seed():
-    train, _ = split(threshold_panel(n=24 * 20))  # 1,680 rows: the seed draws the rows held out to stop early
+    train, _ = split(threshold_panel(n=24 * 20), H)  # 1,680 rows: the seed draws the rows held out to stop early
     fits = [Forecaster("gbm", prediction_length=H, seed=seed).fit(train, **LONG, future_covariates=["x"]).model.trees
             for seed in (0, 0, 1)]
     first, again, other = (t.tensors() for t in fits)
@@ -181,7 +172,7 @@ def test_auto_scores_gbm_with_the_covariates_below_the_networks_minimum():
     """A few hundred windows (far below the networks' 1,000): gbm is scored with the covariate and,
     where a threshold of it drives the target, chosen over the ridge."""
     df = threshold_panel(n=24 * 10, ids=3)
-    train, test = split(df)
+    train, test = split(df, H)
     f = Forecaster("auto", prediction_length=H, candidates=("seasonal_naive", "ridge", "gbm", "dlinear"),
                    trainer_kwargs={"enable_progress_bar": False, "logger": False}).fit(
         train[["id", "ds", "y", "x"]], **LONG, future_covariates=["x"])

@@ -14,6 +14,7 @@ from tsrec import Forecaster
 from tsrec.models.ensemble import AUTO_CANDIDATES
 from tsrec.models.registry import build_model
 from tsrec.models.ridge import ALPHAS, _Moments, gcv
+from tests.held_out import mae, split
 
 H = 12
 LONG = {"id_col": "id", "time_col": "ds", "target_col": "y"}
@@ -48,16 +49,6 @@ def covariate_panel(n=24 * 12, ids=4, seed=0):
     return pd.concat(parts, ignore_index=True)
 
 
-def split(df, horizon=H):
-    return df.groupby("id").head(df.groupby("id").size().min() - horizon), df.groupby("id").tail(horizon)
-
-
-def mae(forecast, test):
-    merged = forecast.merge(test, left_on=["item_id", "timestamp"], right_on=["id", "ds"])
-    assert len(merged) == len(test)
-    return float(np.abs(merged["mean"] - merged["y"]).mean())
-
-
 def test_ridge_is_registered_and_an_auto_candidate_with_nothing_to_train():
     assert "ridge" in tsrec.list_models() and "ridge" in AUTO_CANDIDATES
     model_class = type(build_model("ridge", context_length=24, prediction_length=H, n_channels=1, n_time_features=3))
@@ -69,7 +60,7 @@ def test_ridge_is_registered_and_an_auto_candidate_with_nothing_to_train():
 
 
 def test_ridge_recovers_an_exact_linear_relation():
-    train, test = split(seasonal_trend_panel())
+    train, test = split(seasonal_trend_panel(), H)
     ridge = Forecaster("ridge", prediction_length=H).fit(train, **LONG)
     naive = Forecaster("seasonal_naive", prediction_length=H).fit(train, **LONG)
     error, naive_error = mae(ridge.predict(), test), mae(naive.predict(), test)
@@ -80,7 +71,7 @@ def test_ridge_recovers_an_exact_linear_relation():
 
 def test_a_known_future_covariate_that_drives_the_target_is_read():
     df = covariate_panel()
-    train, test = split(df)
+    train, test = split(df, H)
     future = test[["id", "ds", "x"]]
     with_x = Forecaster("ridge", prediction_length=H).fit(train, **LONG, future_covariates=["x"])
     without = Forecaster("ridge", prediction_length=H).fit(train[["id", "ds", "y"]], **LONG)
@@ -91,7 +82,7 @@ def test_a_known_future_covariate_that_drives_the_target_is_read():
 
 def test_save_and_load_give_the_same_forecasts(tmp_path):
     df = covariate_panel()
-    train, test = split(df)
+    train, test = split(df, H)
     future = test[["id", "ds", "x"]]
     f = Forecaster("ridge", prediction_length=H).fit(train, **LONG, future_covariates=["x"],
                                                      static_covariates=["region"])
@@ -136,7 +127,7 @@ def test_the_closed_form_and_its_gcv_match_a_naive_computation():
 
 
 def test_alpha_is_chosen_from_the_grid_or_kept_where_set():
-    train, _ = split(covariate_panel())
+    train, _ = split(covariate_panel(), H)
     chosen = Forecaster("ridge", prediction_length=H).fit(train, **LONG)
     assert float(chosen.model.alpha) in ALPHAS
     noise = train.assign(y=np.random.default_rng(3).standard_normal(len(train)))
@@ -179,7 +170,7 @@ def test_auto_scores_the_ridge_with_the_covariates_whatever_the_data_size():
     """A few hundred windows (far below the networks' 1,000): the ridge is scored with the
     covariate, chosen where it drives the target, and the ensemble reads it at predict."""
     df = covariate_panel(n=24 * 10, ids=3)
-    train, test = split(df)
+    train, test = split(df, H)
     f = Forecaster("auto", prediction_length=H, candidates=("seasonal_naive", "naive", "ridge", "dlinear"),
                    trainer_kwargs={"enable_progress_bar": False, "logger": False}).fit(
         train[["id", "ds", "y", "x"]], **LONG, future_covariates=["x"])

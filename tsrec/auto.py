@@ -511,8 +511,7 @@ def _warn_unread_covariates(candidates: _Candidates, chosen: list[str], rows: di
                   f"{why}. The forecast does not depend on them (predict still takes their values, as the fitted "
                   "schema names them). To forecast from them, fit a network by name, e.g. "
                   "Forecaster('rsa_patchtst', ...), or the ridge or the trees (Forecaster('ridge', ...), "
-                  "Forecaster('gbm', ...)), or name candidates "
-                  "that read them", UserWarning, stacklevel=5)
+                  "Forecaster('gbm', ...)), or name candidates that read them", UserWarning, stacklevel=5)
 
 
 def _stride(horizon: int, windows: int, wanted: int) -> int:

@@ -465,7 +465,7 @@ def fit_lines(forecaster: Any, logs: Path) -> list[str]:
     elif forecaster.trainable:
         lines.append(f"trained {forecaster.training_summary}")
     elif type(forecaster.model).fits_windows:
-        lines.append(f"{forecaster.model_name} fitted in closed form on every window of the history: nothing to train")
+        lines.append(f"{forecaster.model_name} fitted at once on every window of the history: nothing to train")
     else:
         lines.append(f"{forecaster.model_name} fits each series' history when it forecasts: nothing to train")
     if logs.exists():

@@ -13,7 +13,7 @@
       fit_series  a model that is not trained fits what it keeps of each series on all the
                   history (the statistical models' parameters, ForecastModel.fit_series)
       fit_windows or on every window of all the history, covariates included, at once (the
-                  ridge's closed form, the gradient-boosted trees; ForecastModel.fit_windows)
+                  ridge's closed form, the gradient-boosted trees; WindowFit.fit_windows)
 
 No Forecaster is involved: ``Forecaster.fit`` reads its data, calls :func:`fit_state` (or
 :func:`tsrec.auto.fit_auto` for ``"auto"``, which ends in it) and keeps what it returns, only when
@@ -49,6 +49,7 @@ from tsrec.data.time_features import seasonality
 from tsrec.fitted import FittedState, TrainingSummary
 from tsrec.models import ForecastModel, build_model, model_spec
 from tsrec.models.ensemble import Ensemble, EnsembleConfig
+from tsrec.models.windowed import WindowFit
 from tsrec.nn.heads import RevIN
 from tsrec.settings import ForecasterSettings
 from tsrec.smoothing_prior import with_smoothing_prior
@@ -243,7 +244,7 @@ def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = No
     elif resume:
         raise ValueError(f"{settings.model!r} needs no training, so there is no run to resume; "
                          "fit without resume=True")
-    elif prefitted is None and model_class.fits_windows:  # the ridge, the trees: at once on every window
+    elif prefitted is None and isinstance(model, WindowFit):  # the ridge, the trees: at once on every window
         model.fit_windows(prepared.train_set, seed=training.seed)
     elif prefitted is None:  # the statistical models: their parameters, fitted once on all the history
         model.fit_series([s.values for s in panel.items], _kept(panel, scaler))

@@ -21,8 +21,6 @@ from tsrec.nn.outputs import OUTPUTS, check_levels, make_output
 if TYPE_CHECKING:
     import numpy as np
 
-    from tsrec.data import WindowDataset
-
 DEFAULT_QUANTILE_LEVELS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 
 #: What a network does with a missing tail where it does not forecast it (a network with
@@ -178,7 +176,8 @@ class ForecastModel(nn.Module, abc.ABC):
     #: The network gives its RSA layers each batch row's channel (:meth:`row_channels`), so that
     #: ``rsa.per_channel`` REMs can pick their channel's parameters.
     per_channel_rsa: ClassVar[bool] = False
-    #: The model is fitted on the training windows at once (:meth:`fit_windows`: a closed form, no
+    #: The model is fitted on the training windows at once (``fit_windows`` of
+    #: :class:`~tsrec.models.windowed.WindowFit`: a closed form, no
     #: gradient step), not trained: it reads the covariates as the networks do, but has nothing to
     #: validate, no budget and no minimum of windows (the ridge and the gradient-boosted trees,
     #: :mod:`tsrec.models.windowed`).
@@ -247,13 +246,6 @@ class ForecastModel(nn.Module, abc.ABC):
         ``series``) in the data's units. The statistical models fit their parameters here and
         apply them to each window's history in :meth:`forward` (:mod:`tsrec.models.stats`); a
         model that keeps nothing (a network, seasonal naive) does nothing (this default)."""
-
-    def fit_windows(self, windows: WindowDataset, seed: int = 0) -> None:
-        """Fit the model on every training window of ``windows`` (with its ``future_target``),
-        once, at ``fit`` (:func:`tsrec.fitting.fit_state` calls it for a model with
-        :attr:`fits_windows`, on all the history, with the covariates); ``seed``: the training
-        settings' seed, for whatever the fit draws (the trees' subsamples)."""
-        raise NotImplementedError(f"{type(self).__name__} is not fitted on windows (fits_windows is False)")
 
     @classmethod
     def reads_covariates(cls) -> bool:

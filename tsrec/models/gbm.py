@@ -49,6 +49,7 @@ from tsrec.batch import ForecastBatch
 from tsrec.config import DataFacts
 from tsrec.models.base import ModelConfig
 from tsrec.models.naive import choose_season
+from tsrec.models.parameters import check_layout
 from tsrec.models.windowed import Normalised, WindowFit, window_batches
 
 if TYPE_CHECKING:
@@ -138,10 +139,6 @@ class GradientBoosting(WindowFit):
     def __init__(self, config: GBMConfig) -> None:
         super().__init__(config)
         c = config
-        #: future time features the batch holds (the categorical statics' embeddings are not among them)
-        self.batch_features = c.n_time_features - c.embedding_width
-        #: the covariates' columns among them (the last), whose last values over the context are read
-        self.past_covariates = c.n_covariate_features - c.embedding_width
         self.n_lags = min(c.context_length, MAX_LAGS)
         self.season = c.season_length if c.season_length is not None and c.season_length > 1 else 1
         self.n_seasonal = SEASONAL_LAGS if self.season > 1 else 0
@@ -355,16 +352,7 @@ class Trees:
     def from_tensors(cls, state: Any, n_features: int, owner: str) -> Trees:
         """The trees in ``state`` (what :meth:`tensors` wrote) of a model of ``n_features``
         features, checked (:meth:`check`): a ``ValueError`` naming what is wrong, never an IndexError later."""
-        where = f"{owner}'s fitted trees (its state dict's _extra_state)"
-        if not isinstance(state, dict) or set(state) != set(cls.LAYOUT):
-            keys = sorted(map(str, state)) if isinstance(state, dict) else type(state).__name__
-            raise ValueError(f"{where} hold {keys}, not {sorted(cls.LAYOUT)}; the saved model was edited or "
-                             "corrupted: fit again")
-        wrong = [f"{name} is not {str(dtype).removeprefix('torch.')} with {ndim} dimension"
-                 for name, (dtype, ndim) in cls.LAYOUT.items()
-                 if not (isinstance(state[name], Tensor) and state[name].dtype == dtype and state[name].ndim == ndim)]
-        if wrong:
-            raise ValueError(f"{where}: {'; '.join(wrong)}; the saved model was edited or corrupted: fit again")
+        check_layout(state, cls.LAYOUT, f"{owner}'s fitted trees (its state dict's _extra_state)")
         trees = cls(**{name: state[name].numpy() for name in cls.LAYOUT})
         trees.check(n_features, owner)
         return trees

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ["ETS_WIDTH", "FITTED", "LAST_VALUE", "NONE", "REFIT_GROWTH", "Packing", "Parameters", "ets_codes",
+__all__ = ["ETS_WIDTH", "FITTED", "LAST_VALUE", "NONE", "REFIT_GROWTH", "Packing", "Parameters", "check_layout", "ets_codes",
            "ets_count", "ets_fit", "ets_valid", "refits"]
 
 
@@ -98,15 +98,7 @@ class Parameters:
         """The parameters in ``state`` (what :meth:`tensors` wrote) of ``model``'s ``channels``,
         checked: a ``ValueError`` naming the tensor and what is wrong with it, never an IndexError later."""
         where = f"{type(model).__name__}'s fitted parameters (its state dict's _extra_state)"
-        if not isinstance(state, dict) or set(state) != set(cls.LAYOUT):
-            keys = sorted(map(str, state)) if isinstance(state, dict) else type(state).__name__
-            raise ValueError(f"{where} hold {keys}, not {sorted(cls.LAYOUT)}; the saved model was edited or "
-                             "corrupted: fit again")
-        wrong = [f"{name} is {_described(state[name])}, not {str(dtype).removeprefix('torch.')} with {ndim} "
-                 f"dimension{'s' * (ndim > 1)}" for name, (dtype, ndim) in cls.LAYOUT.items()
-                 if not (isinstance(state[name], Tensor) and state[name].dtype == dtype and state[name].ndim == ndim)]
-        if wrong:
-            raise ValueError(f"{where}: {'; '.join(wrong)}; the saved model was edited or corrupted: fit again")
+        check_layout(state, cls.LAYOUT, where)
         status, steps, codes, values, ends = (state[name].numpy() for name in cls.LAYOUT)
         width = model.code_width()
         n = len(status)
@@ -140,6 +132,21 @@ class Parameters:
         if problems:
             raise ValueError(f"{where}: {problems[0]}; the saved model was edited or corrupted: fit again")
         return cls(status, steps, codes, values, ends)
+
+
+def check_layout(state: Any, layout: dict[str, tuple[torch.dtype, int]], where: str) -> None:
+    """Refuse a saved ``_extra_state`` (``state``) that is not a dict of exactly the tensors of
+    ``layout`` (name: dtype and dimensions): a ``ValueError`` that names ``where`` it was read and
+    each tensor that is wrong."""
+    if not isinstance(state, dict) or set(state) != set(layout):
+        keys = sorted(map(str, state)) if isinstance(state, dict) else type(state).__name__
+        raise ValueError(f"{where} hold {keys}, not {sorted(layout)}; the saved model was edited or corrupted: "
+                         "fit again")
+    wrong = [f"{name} is {_described(state[name])}, not {str(dtype).removeprefix('torch.')} with {ndim} "
+             f"dimension{'s' * (ndim > 1)}" for name, (dtype, ndim) in layout.items()
+             if not (isinstance(state[name], Tensor) and state[name].dtype == dtype and state[name].ndim == ndim)]
+    if wrong:
+        raise ValueError(f"{where}: {'; '.join(wrong)}; the saved model was edited or corrupted: fit again")
 
 
 def _described(value: Any) -> str:

@@ -93,10 +93,6 @@ class LagRidge(WindowFit):
     def __init__(self, config: RidgeConfig) -> None:
         super().__init__(config)
         c = config
-        #: future time features the batch holds (the categorical statics' embeddings are not among them)
-        self.batch_features = c.n_time_features - c.embedding_width
-        #: the covariates' columns among them (the last), read over the context too
-        self.past_covariates = c.n_covariate_features - c.embedding_width
         self.n_features = (c.context_length * (self.core_channels + self.past_covariates)
                            + c.prediction_length * self.batch_features + sum(c.static_cardinalities)
                            + 2 * self.core_channels)

@@ -167,8 +167,8 @@ def diverges(history: np.ndarray, forecast: np.ndarray, gap: int) -> bool:
     leaves the history faster than it ever moved: a value that is not finite, or one ``h`` steps
     ahead beyond the history's range by more than ``h`` times its largest one-step change. Parameters
     fitted on a shorter history and carried forward can do this where a fit of the window's own
-    history does not (statsforecast's AutoCES carried 39 weeks past its fit on weekly
-    precipitation of range 0-128 forecast 5,871, then -16,314; fitted on those windows, 9-43)."""
+    history does not (statsforecast's AutoCES, fitted on weekly precipitation of range 0-128 and
+    carried 26 and 39 weeks past its fit, forecast 5,871 and -16,314; fitted on those windows, 9-43)."""
     if not np.isfinite(forecast).all():
         return True
     low, high = history.min(), history.max()

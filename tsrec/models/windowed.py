@@ -1,11 +1,12 @@
 """What the models fitted on windows share (the global ridge, :mod:`tsrec.models.ridge`, and the
 gradient-boosted trees, :mod:`tsrec.models.gbm`): not trained but fitted at once on every training
-window (:meth:`~tsrec.models.base.ForecastModel.fit_windows`), each window read in its own
+window (:meth:`WindowFit.fit_windows`), each window read in its own
 context's units (:meth:`WindowFit.normalised`: RevIN's mean and scale, the scale floored at
 :data:`MIN_SCALE`), the windows gathered :data:`FIT_BATCH` at a time (:func:`window_batches`)."""
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -14,7 +15,7 @@ import torch
 from torch import Tensor
 
 from tsrec.batch import ForecastBatch
-from tsrec.models.base import ForecastModel
+from tsrec.models.base import ForecastModel, ModelConfig
 
 if TYPE_CHECKING:
     from tsrec.data import WindowDataset
@@ -50,11 +51,26 @@ class Normalised:
     observed: Tensor | None
 
 
-class WindowFit(ForecastModel):
-    """A model fitted on the training windows at once (:attr:`fits_windows`), not trained."""
+class WindowFit(ForecastModel, abc.ABC):
+    """A model fitted on the training windows at once (:attr:`fits_windows`, :meth:`fit_windows`),
+    not trained."""
 
     trainable = False
     fits_windows = True
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__(config)
+        #: future time features the batch holds (the categorical statics' embeddings are not among them)
+        self.batch_features = config.n_time_features - config.embedding_width
+        #: the covariates' columns among them (the last), read over the context too
+        self.past_covariates = config.n_covariate_features - config.embedding_width
+
+    @abc.abstractmethod
+    def fit_windows(self, windows: WindowDataset, seed: int = 0) -> None:
+        """Fit the model on every training window of ``windows`` (with its ``future_target``),
+        once, at ``fit`` (:func:`tsrec.fitting.fit_state` calls it on all the history, with the
+        covariates); ``seed``: the training settings' seed, for whatever the fit draws (the trees'
+        subsamples)."""
 
     @classmethod
     def default_context(cls, prediction_length: int, season: int) -> int:
