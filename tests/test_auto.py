@@ -250,10 +250,11 @@ def test_a_missing_tail_is_validated_where_the_series_is_observed_and_named_in_a
         assert len(f.predict()) == 3 * H
 
 
-def test_auto_scores_weights_and_forecasts_the_weighted_members_and_saves(tmp_path):
+def test_auto_scores_weights_and_forecasts_the_weighted_members_and_saves(validations, tmp_path):
     df = hourly()
     candidates = ("seasonal_naive", "theta", "naive")
     f = Forecaster("auto", candidates=candidates, **FAST).fit(df)
+    first = int(validations[0].first[0])  # the validation windows' first origin
     board = f.leaderboard
     assert list(board.columns) == COLUMNS
     assert sorted(board.model) == sorted(candidates) and board.val_score.is_monotonic_increasing
@@ -261,9 +262,16 @@ def test_auto_scores_weights_and_forecasts_the_weighted_members_and_saves(tmp_pa
     network = f.resolved_settings.network
     assert set(network.members) == set(board.model[board.weight > 0])
     assert f.context_length == max(m["context_length"] for m in f.model.describe())
+
+    def member(name):
+        """``name`` fitted on all of df, each channel keeping the variant its fit before the validation chose."""
+        fitted = Forecaster(name, **FAST).fit(df)
+        fitted.model.fit_series([df.to_numpy()], [np.ones(df.shape, bool)],
+                                like=Forecaster(name, **FAST).fit(df.iloc[:first]).model)
+        return fitted.predict()["mean"].to_numpy()
+
     # the statistical members forecast from all of df: the weighted sum of each one fitted on it
-    expected = sum(w * Forecaster(name, **FAST).fit(df).predict()["mean"].to_numpy()
-                   for name, w in zip(network.members, network.weights))
+    expected = sum(w * member(name) for name, w in zip(network.members, network.weights))
     forecast = f.predict()
     np.testing.assert_allclose(forecast["mean"], expected, rtol=1e-5)
     f.save(tmp_path / "auto")

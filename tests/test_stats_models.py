@@ -4,6 +4,7 @@ tails, unequal lengths; and the backtest's skill table against ets and theta."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import warnings
 
@@ -600,3 +601,65 @@ def test_a_model_saved_before_the_parameters_were_kept_still_loads_and_fits_each
     assert not len(old.model.parameters.steps)
     pd.testing.assert_frame_equal(old.predict(), f.predict())
     assert calls["forecast"] == 3  # fitted on each window, as that format's models were
+
+
+def _fitted_values(model, series):
+    """``model``'s codes ``[N, J]`` and values (per series) after ``fit_series`` on ``series`` (1-D arrays)."""
+    fitted = model.parameters
+    return fitted.codes[:, 0], [fitted.entry(i, 0)[1] for i in range(len(series))]
+
+
+@pytest.mark.parametrize("name", ["ets", "theta", "ces"])
+def test_a_fit_like_an_earlier_one_keeps_each_series_variant_and_fits_its_parameters_again(name, monkeypatch):
+    """fit_series(like=...): each series is fitted on all its history as the variant the earlier fit
+    (on its first steps) chose, without the full search; on the same history that is the search's own
+    fit, so the variant's model is the one the search chose."""
+    df = panel(lengths=(60, 80, 100))
+    series = [g.y.to_numpy() for _, g in df.groupby("id", sort=True)]
+    seen = [np.ones((len(y), 1), bool) for y in series]
+    first = Forecaster(name, prediction_length=H).fit(df.groupby("id").head(40), **LONG).model
+    searched = Forecaster(name, prediction_length=H).fit(df, **LONG).model
+    full_codes, full_values = _fitted_values(searched, series)
+
+    def no_search(*_):
+        raise AssertionError("the full search ran")
+
+    model = Forecaster(name, prediction_length=H).fit(df, **LONG).model
+    monkeypatch.setattr(model, "_fit_groups", no_search)
+    model.fit_series([y[:, None] for y in series], seen, like=first)
+    codes, values = _fitted_values(model, series)
+    np.testing.assert_array_equal(codes, first.parameters.codes[:, 0])
+    for k, y in enumerate(series):
+        alone = statsforecast_fit(model.chosen_model(codes[k]), y)
+        np.testing.assert_allclose(values[k], model.encode(alone)[1], rtol=1e-9)
+    model.fit_series([y[:, None] for y in series], seen, like=searched)  # like the search on the same history
+    codes, values = _fitted_values(model, series)
+    np.testing.assert_array_equal(codes, full_codes)
+    for got, expected in zip(values, full_values):
+        np.testing.assert_allclose(got, expected, rtol=1e-9)
+
+
+def statsforecast_fit(model, y):
+    """``model`` fitted on ``y`` as StatsForecast fits it."""
+    return StatsForecast(models=[model], freq=1, n_jobs=1).fit(
+        df=pd.DataFrame({"unique_id": 0, "ds": np.arange(len(y)), "y": y})).fitted_[0, 0]
+
+
+def test_a_variant_the_longer_history_cannot_fit_is_searched_again_quietly():
+    """A multiplicative ETS chosen on positive first steps cannot be fitted once a zero follows: that
+    series is fitted by the full search, with no warning, as a fit without ``like`` is."""
+    y = positive_seasonal(n=24 * 10)["load"].to_numpy()
+    first = Forecaster("ets", prediction_length=H).fit(positive_seasonal(n=24 * 8)).model
+    multiplicative = first.parameters.codes.copy()
+    multiplicative[0, 0, 1] = 1  # error "M"
+    first.parameters = dataclasses.replace(first.parameters, codes=multiplicative)
+    y[-30] = 0.0
+    model = Forecaster("ets", prediction_length=H).fit(positive_seasonal(n=24 * 10)).model
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.fit_series([y[:, None]], [np.ones((len(y), 1), bool)], like=first)
+    searched = statsforecast_fit(statsforecast.AutoETS(season_length=24), y)
+    assert searched.model_["components"][0] == "A"  # no multiplicative error fits a zero
+    assert model.parameters.status.tolist() == [[FITTED]]
+    np.testing.assert_array_equal(model.parameters.codes[0, 0], model.encode(searched)[0])
+    np.testing.assert_allclose(model.parameters.entry(0, 0)[1], model.encode(searched)[1], rtol=1e-9)

@@ -32,8 +32,10 @@ read again, no Forecaster is built::
    ``naive``, ``drift``): each is the registered model, fitted once per
    series on its history before the validation windows and carried forward over them
    (statsforecast's ``cross_validation(refit=False)``, :mod:`tsrec.models.stats`); the members
-   chosen are fitted once on all the history, and ``predict`` carries them forward in turn. The
-   model scored is the model that forecasts. With them, whatever the data's size, ``ridge``: one
+   chosen are fitted once on all the history, each series keeping the variant it was validated
+   with (ETS its components, Theta its model type, CES its season type: only their parameters
+   are estimated again, at a fraction of the search's cost), and ``predict`` carries them forward
+   in turn. The model scored is the model that forecasts. With them, whatever the data's size, ``ridge``: one
    ridge regression shared by every series on each window's lags and known-future features
    (:mod:`tsrec.models.ridge`), fitted in closed form on the windows before the validation ones,
    and on all of them when chosen, and ``gbm``, gradient-boosted trees shared by every series on
@@ -97,6 +99,7 @@ from tsrec.data.source import Read
 from tsrec.fitted import FittedState, ForecastResult
 from tsrec.fitting import Fit, Prefitted, fit_state
 from tsrec.forecasting import forecast_origins, window_origins
+from tsrec.models.base import ForecastModel
 from tsrec.models.ensemble import AUTO, with_members
 from tsrec.models.intermittent import INTERMITTENT_MODELS, Intermittency, intermittency
 from tsrec.models.naive import MATCH_TOLERANCE, choose_seasons
@@ -604,6 +607,7 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     names = _candidates(settings)
     rows = {name: _Row(name) for name in names}
     statistical = [name for name in names if not model_spec(name).model_class.trainable]
+    variants: dict[str, ForecastModel] = {}  # each statistical candidate validated: its variants per series
     for name in statistical:
         rows[name].covariates = candidates.described if candidates.reads(name) else candidates.unused
         if (why := _unsuited(name, candidates.before.panel, found)) is not None:
@@ -614,7 +618,8 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
             rows[name].note = f"tried: the data are {found.describe()}"
         clock = _Clock()
         try:
-            rows[name].val_score = candidates.fit_and_score(name, scores)[1]
+            fit, rows[name].val_score = candidates.fit_and_score(name, scores)
+            variants[name] = fit.state.model
         except (ValueError, RuntimeError) as err:
             rows[name].note = f"failed: {err}"
         clock.add_to(rows[name])
@@ -634,7 +639,8 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     weights = scores.weights(kept, [rows[name].val_score for name in kept])
     chosen = [(name, float(w)) for name, w in zip(kept, weights) if w > 0]
     _warn_unread_covariates(candidates, [name for name, _ in chosen], rows)
-    members = [_member(name, validated.get(name), candidates, read, rows[name]) for name, _ in chosen]
+    members = [_member(name, validated.get(name), variants.get(name), candidates, read, rows[name])
+               for name, _ in chosen]
     weight_of = dict(zip(kept, weights))
     leaderboard = pd.DataFrame([{"model": r.model, "val_score": r.val_score,
                                  "weight": float(weight_of.get(r.model, 0.0)), "fit_seconds": r.fit_seconds,
@@ -788,9 +794,11 @@ def _halve(alive: list[str], rows: dict[str, _Row], rung: int) -> list[str]:
     return survivors
 
 
-def _member(name: str, validated: FittedState | None, candidates: _Candidates, read: Read, row: _Row) -> FittedState:
+def _member(name: str, validated: FittedState | None, variants: ForecastModel | None, candidates: _Candidates,
+            read: Read, row: _Row) -> FittedState:
     """The fitted member ``name``: a statistical model fitted on all of ``read``'s targets (one fit
-    per series, which ``predict`` carries forward), the ridge or the trees fitted on all of ``read``
+    per series, which ``predict`` carries forward; each series keeps the variant its validated fit
+    ``variants`` chose), the ridge or the trees fitted on all of ``read``
     (with its covariates), a network's validated run (RevIN makes it indifferent to the ensemble's scaler),
     or a network without RevIN, or with covariates, refitted on all of ``read`` (its seconds added
     to ``row``): a network's covariates are scaled with the statistics of its own training part,
@@ -801,7 +809,7 @@ def _member(name: str, validated: FittedState | None, candidates: _Candidates, r
     clock = _Clock()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        member = fit_state(read if reads else read.targets(), candidates.settings_of(name)).state
+        member = fit_state(read if reads else read.targets(), candidates.settings_of(name), like=variants).state
     if validated is not None:
         clock.add_to(row)
         why = "its covariates scaled as the ensemble's" if reads else "no RevIN"

@@ -192,11 +192,13 @@ def _facts(read: Read, split: Split, encoder: CovariateEncoder) -> DataFacts:
 
 
 def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = None, resume: bool = False,
-              prefitted: Prefitted | None = None) -> Fit:
+              prefitted: Prefitted | None = None, like: ForecastModel | None = None) -> Fit:
     """Fit ``settings`` (the user's, as given to the Forecaster) on ``read`` (validation windows
     from its end, or ``val``); see the module. ``resume``: continue the run whose checkpoint is in
     the settings' ``output_dir``. ``prefitted``: a network fitted elsewhere, taken as it is (its
-    scaler fitted on all the history when ``refit_full``). Nothing is kept anywhere: an exception
+    scaler fitted on all the history when ``refit_full``). ``like``: the same statistical model
+    fitted on the first steps of ``read``'s series, whose variants it keeps
+    (:meth:`~tsrec.models.base.ForecastModel.fit_series`). Nothing is kept anywhere: an exception
     leaves no trace but the logs and checkpoints in ``output_dir``."""
     panel, horizon = read.panel, settings.window.prediction_length
     training = settings.training
@@ -247,7 +249,7 @@ def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = No
     elif prefitted is None and isinstance(model, WindowFit):  # the ridge, the trees: at once on every window
         model.fit_windows(prepared.train_set, seed=training.seed)
     elif prefitted is None:  # the statistical models: their parameters, fitted once on all the history
-        model.fit_series([s.values for s in panel.items], _kept(panel, scaler))
+        model.fit_series([s.values for s in panel.items], _kept(panel, scaler), like=like)
     summary = TrainingSummary(pd.DataFrame(run.history, columns=list(TrainingSummary.COLUMNS)), run.best_epoch,
                               time.perf_counter() - started, run.best_step, run.budget, refit)
     # The history predict() forecasts from: the context, and a missing tail after it where a network forecasts one.

@@ -239,13 +239,16 @@ class ForecastModel(nn.Module, abc.ABC):
         steps (``WindowDataset(..., padded=True)``) instead of refused."""
         return any(type(m).whole_history for m in self.modules() if isinstance(m, ForecastModel))
 
-    def fit_series(self, values: Sequence[np.ndarray], observed: Sequence[np.ndarray]) -> None:
+    def fit_series(self, values: Sequence[np.ndarray], observed: Sequence[np.ndarray],
+                   like: ForecastModel | None = None) -> None:
         """Fit what a model that is not trained keeps of each fitted series, once, at ``fit``
         (:func:`tsrec.fitting.fit_state` calls it on all the history read): ``values[i]``,
         ``observed[i]`` ``[T_i, C]`` are series ``i``'s (the scaler's row ``i``, a window's
         ``series``) in the data's units. The statistical models fit their parameters here and
         apply them to each window's history in :meth:`forward` (:mod:`tsrec.models.stats`); a
-        model that keeps nothing (a network, seasonal naive) does nothing (this default)."""
+        model that keeps nothing (a network, seasonal naive) does nothing (this default).
+        ``like``: the same model fitted already on the first steps of these series, whose choices
+        (a statistical model's variant per series) the fit may keep."""
 
     @classmethod
     def reads_covariates(cls) -> bool:

@@ -148,9 +148,11 @@ class Ensemble(ForecastModel):
             total = out if total is None else total + out
         return total
 
-    def fit_series(self, values: Sequence[np.ndarray], observed: Sequence[np.ndarray]) -> None:
+    def fit_series(self, values: Sequence[np.ndarray], observed: Sequence[np.ndarray],
+                   like: ForecastModel | None = None) -> None:
         """Each member's :meth:`~tsrec.models.base.ForecastModel.fit_series` (the statistical members
-        fit their parameters, which the ensemble's state dict carries, ``members.<i>._extra_state``)."""
+        fit their parameters, which the ensemble's state dict carries, ``members.<i>._extra_state``);
+        ``like`` is not passed on (an ensemble fitted on part of the series is not kept)."""
         for member in self.members:
             member.fit_series(values, observed)
 

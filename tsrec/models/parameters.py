@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 
 __all__ = ["ETS_WIDTH", "FITTED", "LAST_VALUE", "NONE", "REFIT_GROWTH", "Packing", "Parameters", "check_layout", "ets_codes",
-           "ets_count", "ets_fit", "ets_valid", "refits"]
+           "ets_components", "ets_count", "ets_fit", "ets_valid", "refits"]
 
 
 #: A series is fitted again on a window's history where that history is longer than this many
@@ -169,10 +169,16 @@ def ets_codes(fit: dict[str, Any]) -> tuple[list[int], np.ndarray]:
              int(fit["n_params"])], np.asarray(fit["par"], dtype=np.float64))
 
 
+def ets_components(codes: np.ndarray) -> str:
+    """The four letters of the ETS fit of ``codes``: error, trend and season (as statsforecast's
+    ``model``, e.g. ``"AAN"``), then ``"D"`` where the trend is damped, else ``"N"``."""
+    return "".join(choices[int(c)] for choices, c in zip(ETS_COMPONENTS, codes[1:5]))
+
+
 def ets_fit(codes: np.ndarray, values: np.ndarray) -> dict[str, Any]:
     """What statsforecast's ``forward_ets`` reads of a fit (``m``, ``components``, ``par``,
     ``n_params``; ``fit``, the optimiser's report, it only passes on)."""
-    components = "".join(choices[int(c)] for choices, c in zip(ETS_COMPONENTS, codes[1:5]))
+    components = ets_components(codes)
     return {"m": int(codes[0]), "components": components, "par": np.array(values), "n_params": int(codes[5]),
             "fit": None}
 

@@ -61,8 +61,8 @@ from tsrec.batch import ForecastBatch
 from tsrec.config import DataFacts
 from tsrec.models.base import ForecastModel
 from tsrec.models.naive import SeasonalConfig, choose_seasons
-from tsrec.models.parameters import (ETS_WIDTH, FITTED, LAST_VALUE, NONE, Parameters, ets_codes, ets_count, ets_fit,
-                                     ets_valid, refits)
+from tsrec.models.parameters import (ETS_WIDTH, FITTED, LAST_VALUE, NONE, Parameters, ets_codes, ets_components,
+                                     ets_count, ets_fit, ets_valid, refits)
 
 __all__ = ["ARIMA", "CES", "ETS", "MSTL", "STATS_EXTRA", "DynamicTheta", "diverges", "MSTLConfig", "StatsConfig", "StatsModel",
            "Theta", "fill_context", "histories", "refitting", "require_statsforecast", "statsforecast_installed",
@@ -297,11 +297,21 @@ class StatsModel(ForecastModel):
         (:meth:`Parameters.from_tensors`: a ``ValueError`` naming what is wrong)."""
         self.parameters = Parameters.from_tensors(state, self, self.config.n_channels)
 
-    def fit_series(self, values: Sequence[np.ndarray], observed: Sequence[np.ndarray]) -> None:
+    def chosen_model(self, codes: np.ndarray) -> Any | None:
+        """The statsforecast model restricted to the choices of a fit with ``codes`` ``[J]`` (ETS
+        its components, Theta its model type, CES its season type): it fits only that variant's
+        parameters. None where the model chooses nothing (this default)."""
+        return None
+
+    def fit_series(self, values: Sequence[np.ndarray], observed: Sequence[np.ndarray],
+                   like: ForecastModel | None = None) -> None:
         """Fit every series' channels on their histories (the last ``context_length`` steps of each,
         cut by :func:`histories`), all in one statsforecast call (:meth:`_fit_groups`), and keep
         their :class:`Parameters`; a history statsforecast cannot fit is kept as its last value,
-        with a warning naming how many and why."""
+        with a warning naming how many and why. ``like``: this model fitted already on the first
+        steps of the same series (auto's validated candidate): each series and channel it fitted
+        keeps the variant it chose there (:meth:`chosen_model`), its parameters fitted again; one
+        whose variant cannot be fitted on the longer history is fitted by the full search."""
         if not self.carries_parameters:
             return
         cap, channels = self.config.context_length, self.config.n_channels
@@ -319,7 +329,9 @@ class StatsModel(ForecastModel):
         fits: list[np.ndarray] = [np.zeros(0)] * len(lengths)
         kept = np.flatnonzero(lengths > 0)
         if kept.size:
-            for k, fitted in zip(kept, self._fit_groups(y, starts[kept], lengths[kept])):
+            choices = self._choices(like, len(steps))
+            for k, fitted in zip(kept, self._fit_chosen(y, starts[kept], lengths[kept],
+                                                        None if choices is None else choices[kept])):
                 if fitted is None:  # nothing to keep of this history: each window is fitted on its own
                     continue
                 if isinstance(fitted, _LastValue) or type(fitted).__name__ == "Naive":  # AutoCES's on a flat one
@@ -330,6 +342,43 @@ class StatsModel(ForecastModel):
         self.parameters = Parameters(status.reshape(-1, channels), np.asarray(steps, np.int64),
                                      codes.reshape(len(steps), channels, -1), np.concatenate(fits),
                                      np.cumsum([len(f) for f in fits], dtype=np.int64))
+
+    def _choices(self, like: ForecastModel | None, series: int) -> np.ndarray | None:
+        """``[N * C, J]`` the codes of ``like``'s fit of each of the ``series`` series' channels
+        (series-major, channel fastest), rows of -1 where it fitted none; None without ``like``, or
+        where it is another model or fitted other series."""
+        if not isinstance(like, StatsModel) or type(like) is not type(self):
+            return None
+        fitted = like.parameters
+        if fitted.codes.shape != (series, self.config.n_channels, self.code_width()):
+            return None
+        codes = fitted.codes.reshape(-1, self.code_width()).copy()  # [N * C, J]
+        codes[fitted.status.ravel() != FITTED] = -1
+        return codes
+
+    def _fit_chosen(self, y: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
+                    choices: np.ndarray | None) -> list[Any]:
+        """:meth:`_fit_groups` of the histories (``starts``, ``lengths`` ``[K]`` into ``y``), those with
+        ``choices`` (``[K, J]`` codes, rows of -1 for none) fitted as the variant chosen there, one
+        statsforecast call per variant; a history that variant cannot fit, by the full search."""
+        out: list[Any] = [None] * len(lengths)
+        searched = np.ones(len(lengths), bool)  # [K] those left to the full search
+        if choices is not None:
+            variants, which = np.unique(choices, axis=0, return_inverse=True)
+            for v, codes in enumerate(variants):
+                model = self.chosen_model(codes) if (codes >= 0).all() else None
+                if model is None:
+                    continue
+                group = np.flatnonzero(which.ravel() == v)
+                for k, fitted in zip(group, self._statsforecast_fit(model, y, starts[group], lengths[group],
+                                                                    report=False)):
+                    if not isinstance(fitted, _LastValue):
+                        out[k], searched[k] = fitted, False
+        rest = np.flatnonzero(searched)
+        if rest.size:
+            for k, fitted in zip(rest, self._fit_groups(y, starts[rest], lengths[rest])):
+                out[k] = fitted
+        return out
 
     def _fit_groups(self, y: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> list[Any]:
         """The statsforecast fits (or :class:`_LastValue`, or None where the model keeps nothing of a
@@ -449,9 +498,11 @@ class StatsModel(ForecastModel):
         return pd.DataFrame({"unique_id": np.repeat(np.arange(len(lengths)), lengths), "ds": steps,
                              "y": y[np.repeat(starts, lengths) + steps]})
 
-    def _statsforecast_fit(self, model: Any, y: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> list[Any]:
+    def _statsforecast_fit(self, model: Any, y: np.ndarray, starts: np.ndarray, lengths: np.ndarray, *,
+                           report: bool = True) -> list[Any]:
         """``StatsForecast(models=[model], freq=1, n_jobs=1).fit`` on the histories: the fitted
-        models, in order (:class:`_LastValue` where statsforecast could not fit, with a warning)."""
+        models, in order (:class:`_LastValue` where statsforecast could not fit, with a warning
+        where ``report``)."""
         from statsforecast import StatsForecast
 
         fallback = _LastValue()
@@ -459,7 +510,7 @@ class StatsModel(ForecastModel):
             warnings.simplefilter("ignore", RuntimeWarning)
             fitted = StatsForecast(models=[model], freq=1, n_jobs=1, fallback_model=fallback).fit(
                 df=self._long_frame(y, starts, lengths)).fitted_[:, 0]
-        if fallback.failed:
+        if fallback.failed and report:
             self._report_failed(model, fallback.failed, len(lengths))
         return list(fitted)
 
@@ -529,6 +580,10 @@ class ETS(StatsModel):
         model.model_ = ets_fit(codes, values)
         return model
 
+    def chosen_model(self, codes: np.ndarray) -> Any:
+        components = ets_components(codes)
+        return self._models.AutoETS(season_length=int(codes[0]), model=components[:3], damped=components[3] == "D")
+
 
 class Theta(StatsModel):
     """statsforecast's ``AutoTheta`` (the Theta method's variants chosen by in-sample MSE, with a
@@ -558,6 +613,9 @@ class Theta(StatsModel):
                         "par": dict(zip(_THETA_PAR, values.tolist()))}
         return model
 
+    def chosen_model(self, codes: np.ndarray) -> Any:
+        return self._models.AutoTheta(season_length=int(codes[0]), model=_THETA_TYPES[int(codes[1])])
+
 
 class CES(StatsModel):
     """statsforecast's ``AutoCES`` (complex exponential smoothing, its seasonal variant chosen by
@@ -586,6 +644,9 @@ class CES(StatsModel):
                         "par": dict(zip(_CES_PAR, values.tolist())), "distribution": "normal"}
         return model
 
+    def chosen_model(self, codes: np.ndarray) -> Any:
+        return self._models.AutoCES(season_length=int(codes[0]), model=_CES_TYPES[int(codes[1])])
+
 
 class DynamicTheta(Theta):
     """statsforecast's ``DynamicOptimizedTheta`` (the Theta method with its theta and smoothing
@@ -593,6 +654,10 @@ class DynamicTheta(Theta):
     :class:`Theta` keeps."""
 
     statsforecast_name = "DynamicOptimizedTheta"
+
+    def chosen_model(self, codes: np.ndarray) -> None:
+        """None: the dynamic optimised Theta is one variant."""
+        return None
 
 
 class ARIMA(StatsModel):
