@@ -20,7 +20,7 @@ from tsrec.evaluation import backtest
 from tsrec.models import list_models
 from tsrec.models.ensemble import AUTO_CANDIDATES
 from tsrec.models.naive import choose_season, season_for, seasons_for
-from tsrec.models.parameters import FITTED, LAST_VALUE, REFIT_GROWTH, refits
+from tsrec.models.parameters import FITTED, LAST_VALUE, REFIT_GROWTH, keeps_variant, refits
 from tsrec.models.stats import STATS_MODELS, diverges, fill_context, histories
 from tests.saved_models import edit_weights, read_meta, write_checksummed
 
@@ -612,27 +612,38 @@ def _fitted_values(model, series):
 @pytest.mark.parametrize("name", ["ets", "theta", "ces"])
 def test_a_fit_like_an_earlier_one_keeps_each_series_variant_and_fits_its_parameters_again(name, monkeypatch):
     """fit_series(like=...): each series is fitted on all its history as the variant the earlier fit
-    (on its first steps) chose, without the full search; on the same history that is the search's own
-    fit, so the variant's model is the one the search chose."""
+    (on its first steps) chose, without the full search, where that history is at most VARIANT_GROWTH
+    times the earlier one; a series grown further is searched again. On the same history the
+    variant's fit is the search's own, so the variant's model is the one the search chose."""
     df = panel(lengths=(60, 80, 100))
     series = [g.y.to_numpy() for _, g in df.groupby("id", sort=True)]
     seen = [np.ones((len(y), 1), bool) for y in series]
-    first = Forecaster(name, prediction_length=H).fit(df.groupby("id").head(40), **LONG).model
+    heads = (40, 72, 92)  # series 0 grows 1.5x after the earlier fit: past VARIANT_GROWTH
+    assert keeps_variant(np.array([60, 80, 100]), np.array(heads)).tolist() == [False, True, True]
+    earlier = pd.concat([g.head(n) for (_, g), n in zip(df.groupby("id", sort=True), heads)])
+    first = Forecaster(name, prediction_length=H).fit(earlier, **LONG).model
     searched = Forecaster(name, prediction_length=H).fit(df, **LONG).model
     full_codes, full_values = _fitted_values(searched, series)
-
-    def no_search(*_):
-        raise AssertionError("the full search ran")
-
     model = Forecaster(name, prediction_length=H).fit(df, **LONG).model
-    monkeypatch.setattr(model, "_fit_groups", no_search)
+    search = type(model)._fit_groups
+    searched_lengths = []
+
+    def recording(self, y, starts, lengths):
+        searched_lengths.extend(lengths.tolist())
+        return search(self, y, starts, lengths)
+
+    monkeypatch.setattr(type(model), "_fit_groups", recording)
     model.fit_series([y[:, None] for y in series], seen, like=first)
+    assert searched_lengths == [60]  # series 0 alone
     codes, values = _fitted_values(model, series)
-    np.testing.assert_array_equal(codes, first.parameters.codes[:, 0])
+    np.testing.assert_array_equal(codes[1:], first.parameters.codes[1:, 0])
+    np.testing.assert_array_equal(codes[0], full_codes[0])
     for k, y in enumerate(series):
         alone = statsforecast_fit(model.chosen_model(codes[k]), y)
         np.testing.assert_allclose(values[k], model.encode(alone)[1], rtol=1e-9)
+    searched_lengths.clear()
     model.fit_series([y[:, None] for y in series], seen, like=searched)  # like the search on the same history
+    assert searched_lengths == []
     codes, values = _fitted_values(model, series)
     np.testing.assert_array_equal(codes, full_codes)
     for got, expected in zip(values, full_values):

@@ -62,7 +62,7 @@ from tsrec.config import DataFacts
 from tsrec.models.base import ForecastModel
 from tsrec.models.naive import SeasonalConfig, choose_seasons
 from tsrec.models.parameters import (ETS_WIDTH, FITTED, LAST_VALUE, NONE, Parameters, ets_codes, ets_components,
-                                     ets_count, ets_fit, ets_valid, refits)
+                                     ets_count, ets_fit, ets_valid, keeps_variant, refits)
 
 __all__ = ["ARIMA", "CES", "ETS", "MSTL", "STATS_EXTRA", "DynamicTheta", "diverges", "MSTLConfig", "StatsConfig", "StatsModel",
            "Theta", "fill_context", "histories", "refitting", "require_statsforecast", "statsforecast_installed",
@@ -310,8 +310,9 @@ class StatsModel(ForecastModel):
         their :class:`Parameters`; a history statsforecast cannot fit is kept as its last value,
         with a warning naming how many and why. ``like``: this model fitted already on the first
         steps of the same series (auto's validated candidate): each series and channel it fitted
-        keeps the variant it chose there (:meth:`chosen_model`), its parameters fitted again; one
-        whose variant cannot be fitted on the longer history is fitted by the full search."""
+        keeps the variant it chose there (:meth:`chosen_model`), its parameters fitted again, where
+        the series grew by at most :data:`~tsrec.models.parameters.VARIANT_GROWTH` since; one grown
+        further, or whose variant cannot be fitted on the longer history, is fitted by the full search."""
         if not self.carries_parameters:
             return
         cap, channels = self.config.context_length, self.config.n_channels
@@ -329,7 +330,7 @@ class StatsModel(ForecastModel):
         fits: list[np.ndarray] = [np.zeros(0)] * len(lengths)
         kept = np.flatnonzero(lengths > 0)
         if kept.size:
-            choices = self._choices(like, len(steps))
+            choices = self._choices(like, np.asarray(steps, np.int64))
             for k, fitted in zip(kept, self._fit_chosen(y, starts[kept], lengths[kept],
                                                         None if choices is None else choices[kept])):
                 if fitted is None:  # nothing to keep of this history: each window is fitted on its own
@@ -343,17 +344,19 @@ class StatsModel(ForecastModel):
                                      codes.reshape(len(steps), channels, -1), np.concatenate(fits),
                                      np.cumsum([len(f) for f in fits], dtype=np.int64))
 
-    def _choices(self, like: ForecastModel | None, series: int) -> np.ndarray | None:
-        """``[N * C, J]`` the codes of ``like``'s fit of each of the ``series`` series' channels
-        (series-major, channel fastest), rows of -1 where it fitted none; None without ``like``, or
-        where it is another model or fitted other series."""
+    def _choices(self, like: ForecastModel | None, steps: np.ndarray) -> np.ndarray | None:
+        """``[N * C, J]`` the codes of ``like``'s fit of each series' channels (series-major, channel
+        fastest) where the series, now of ``steps`` ``[N]`` steps, keeps that variant
+        (:func:`~tsrec.models.parameters.keeps_variant`), rows of -1 where not or where ``like``
+        fitted none; None without ``like``, or where it is another model or fitted other series."""
         if not isinstance(like, StatsModel) or type(like) is not type(self):
             return None
-        fitted = like.parameters
-        if fitted.codes.shape != (series, self.config.n_channels, self.code_width()):
+        fitted, channels = like.parameters, self.config.n_channels
+        if fitted.codes.shape != (len(steps), channels, self.code_width()):
             return None
         codes = fitted.codes.reshape(-1, self.code_width()).copy()  # [N * C, J]
-        codes[fitted.status.ravel() != FITTED] = -1
+        kept = (fitted.status == FITTED) & keeps_variant(steps, fitted.steps)[:, None]  # [N, C]
+        codes[~kept.ravel()] = -1
         return codes
 
     def _fit_chosen(self, y: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
