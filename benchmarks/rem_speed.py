@@ -1,10 +1,13 @@
-"""Speed and memory of the REM part of one RSA attention layer: dense ``P @ V`` against the FFT path.
+"""Speed and memory of the REM part of one RSA attention layer: dense ``P @ V`` against the chunked
+recurrence and the FFT path.
 
 For each length ``L`` and each method, one forward + backward pass of
 ``LearnableREM.product(V, method=...)`` with ``V`` of shape ``[batch, heads, L, head_dim]`` (float32,
 CPU), gradients flowing to ``V`` and to every REM scalar:
 
 - ``dense``: builds ``P`` ``[H, L, L]`` then ``P @ V`` (what an O(L^2) implementation does);
+- ``scan``:  the recurrence the REM encodes, a chunk of ``ceil(sqrt(L))`` steps at a time
+  (``tsrec.nn.rem.recurrence_apply``), ``O(L^1.5)``, memory linear in ``L``;
 - ``fft``:   the Toeplitz product as an FFT convolution along time, memory linear in ``L``.
 
 Each (method, L) case runs in a fresh subprocess so that its peak memory is its own: the peak
@@ -39,7 +42,7 @@ from pathlib import Path
 from benchmarks.common import cpu_model, git_commit, git_dirty, mem_total_gb, reset_peak_rss, status_kb
 
 DEFAULT_LENGTHS = (96, 336, 720, 1440, 2880, 8192)
-METHODS = ("dense", "fft")
+METHODS = ("dense", "scan", "fft")
 KINDS = (2, 1, 1, 2, 1, 1)  # 8 heads, every kind present
 DILATION = 24
 

@@ -202,3 +202,11 @@ def test_fit_fills_the_prior_and_saves_it(tmp_path):
     again = Forecaster.load(tmp_path / "m")
     assert again.fitted.resolved.network.rsa == rsa
     pd.testing.assert_frame_equal(again.predict(frame), forecaster.predict(frame))
+
+
+def test_the_recurrence_path_keeps_the_normalisation_of_the_regular_heads(float64):
+    config = RSAConfig(kinds=(2, 1, 1, 1, 0, 0), dilation=4, periods=(8.0,), dilated_periods=(8.0,), prior="ets",
+                       prior_fit=_prior(0.3, season=4, gamma=0.2, phi=0.9))
+    rem = LearnableREM(config, masked=True)
+    values = torch.randn(2, rem.n_heads, 50, 3)
+    torch.testing.assert_close(rem.product(values, method="scan"), rem.product(values, method="dense"))

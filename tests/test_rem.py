@@ -281,6 +281,59 @@ def test_auto_switches_path_by_size(monkeypatch, limit):
     torch.testing.assert_close(auto, rem.product(values, 25, offset=5, method="fft"), rtol=1e-10, atol=1e-11)
 
 
+@pytest.mark.parametrize("masked", [True, False], ids=["masked", "unmasked"])
+@pytest.mark.parametrize(("kinds", "dilation"), [(ALL_KINDS, 2), ((1, 2, 1, 1, 1, 2), (3, 2, 5, 3)),
+                                                 ((2, 1, 1, 0, 0, 0), 24)], ids=["all", "dilations", "plain"])
+@pytest.mark.parametrize("length", [1, 30, 97])
+def test_the_recurrence_equals_the_dense_product_and_its_gradients(masked, kinds, dilation, length):
+    """method="scan" (the recurrence a chunk at a time, every dilation's interleaved sequences) is
+    the dense product, in values and in the gradients to the values and to every REM scalar."""
+    torch.manual_seed(3)
+    rem = make_rem(kinds=kinds, dilation=dilation, masked=masked).double()
+    values = torch.randn(2, rem.n_heads, length, 4, dtype=torch.float64, requires_grad=True)
+    dense, scan = rem.product(values, method="dense"), rem.product(values, method="scan")
+    torch.testing.assert_close(scan, dense, rtol=1e-10, atol=1e-11)
+    if length == 1:  # no lag: the dense path gives zeros that depend on nothing
+        return
+    weights = torch.randn_like(dense)
+    inputs = [values, *rem.parameters()]
+    expected = torch.autograd.grad((dense * weights).sum(), inputs)
+    for got, want in zip(torch.autograd.grad((scan * weights).sum(), inputs), expected):
+        torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-10)
+
+
+@pytest.mark.parametrize("chunk", [1, 4, 16, 200])
+def test_the_recurrence_is_the_same_whatever_the_chunk(chunk):
+    torch.manual_seed(4)
+    heads, length = 3, 150
+    log_mag = torch.log(torch.tensor([0.99, 0.5, 0.9], dtype=torch.float64))  # a slow decay reaches every chunk
+    angle = torch.tensor([0.0, math.pi, 0.4], dtype=torch.float64)
+    shift = torch.tensor([0.0, 0.0, -math.pi / 2], dtype=torch.float64)
+    values = torch.randn(2, heads, length, 3, dtype=torch.float64)
+    lags = torch.arange(length, dtype=torch.float64)
+    kernel = torch.exp(lags * log_mag[:, None]) * torch.cos(lags * angle[:, None] + shift[:, None]) * (lags > 0)
+    expected = toeplitz_matrix(kernel, 0, length, length) @ values
+    got = rem_module.recurrence_apply(values, log_mag, angle, shift, masked=True, chunk=chunk)
+    torch.testing.assert_close(got, expected, rtol=1e-10, atol=1e-11)
+
+
+def test_auto_takes_the_recurrence_for_long_square_shared_rems_only(monkeypatch):
+    monkeypatch.setattr(rem_module, "SCAN_MIN_LENGTH", 20)
+    calls = []
+    real = rem_module.recurrence_apply
+    monkeypatch.setattr(rem_module, "recurrence_apply", lambda *a, **k: calls.append(1) or real(*a, **k))
+    rem = make_rem(kinds=ALL_KINDS, dilation=2).float()
+    values = torch.randn(2, 6, 30, 4)
+    torch.testing.assert_close(rem.product(values), rem.product(values, method="dense"), rtol=1e-4, atol=2e-5)
+    assert calls
+    calls.clear()
+    rem.product(values, 25, offset=5)  # not square: dense
+    rem.product(values[:, :, :19])  # shorter than SCAN_MIN_LENGTH: dense
+    assert not calls
+    with pytest.raises(ValueError, match="method='scan' applies a square REM"):
+        rem.product(values, 25, offset=5, method="scan")
+
+
 def test_dense_max_entries_is_sane():
     assert isinstance(DENSE_MAX_ENTRIES, int) and 24 * 24 <= DENSE_MAX_ENTRIES <= 4096 * 4096
 
@@ -555,7 +608,7 @@ def test_bad_lengths_and_arguments_raise():
     with pytest.raises(ValueError, match="heads"):
         rem.product(torch.randn(1, 4, 5, 2))
     with pytest.raises(ValueError, match="method"):
-        rem.product(values, method="scan")
+        rem.product(values, method="loop")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -591,7 +644,7 @@ def test_fft_path_memory_is_linear_at_L_20000(masked):
     assert all(torch.isfinite(p.grad).all() for p in rem.parameters())
     # the largest intermediate is O(H * L * D) (FFT buffers), far below L * L = 4e8
     assert probe.largest <= 16 * H * L * D, probe.largest
-    # "auto" must take the FFT path at this size too
+    # "auto" (the chunked recurrence at this size) stays linear too
     with _LargestTensor() as probe:
         with torch.no_grad():
             rem.product(values, method="auto")

@@ -25,7 +25,10 @@ Conventions used throughout:
 
 ``P @ V`` never needs the dense ``[heads, Lq, Lk]`` matrix: because ``P`` is Toeplitz, it is a
 convolution along time, computed here with FFTs in ``O(L log L)`` time and ``O(L)`` memory
-(:func:`toeplitz_apply`). :meth:`LearnableREM.product` picks the dense or the FFT path by size.
+(:func:`toeplitz_apply`); and because every head's coefficient is ``Re(w z^p)`` (``z = |m| e^{i
+phase}``, ``w = e^{i shift}``), it is also the linear recurrence it comes from, run a chunk at a time
+in ``O(L sqrt(L))`` (:func:`recurrence_apply`). :meth:`LearnableREM.product` picks the dense, the
+chunked recurrence or the FFT path by size.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from tsrec.config import RSAConfig, SmoothingPrior
 
 __all__ = [
     "LearnableREM",
+    "recurrence_apply",
     "regular_rem",
     "cyclical_rem",
     "lag_grid",
@@ -51,6 +55,7 @@ __all__ = [
     "rem_entries",
     "rem_log_envelope",
     "DENSE_MAX_ENTRIES",
+    "SCAN_MIN_LENGTH",
 ]
 
 # Dense `P @ V` is used while query_len * key_len is at most this many entries; above it the FFT
@@ -58,6 +63,13 @@ __all__ = [
 # 8 heads of 64): dense is faster up to L = 1440 and slower at 2048, and its [H, L, L] matrix takes
 # less memory than the FFT's [B, H, D, 2L] buffers at every length up to 2048.
 DENSE_MAX_ENTRIES = 1440 * 1440
+
+# A square self-attention REM of at least this many steps (and not per channel) is applied as its
+# recurrence, a chunk at a time (recurrence_apply), instead of the dense matrix: from
+# benchmarks/rem_speed.py at the Informer recipe's batch (benchmarks/results/rem_speed.md, forward +
+# backward, one thread), the recurrence is as fast as dense at L = 96 and 1.4x, 1.5x, 2.5x and 2.8x
+# faster at L = 256, 512, 720 and 1440.
+SCAN_MIN_LENGTH = 256
 
 _KINDS = ("regular", "cos", "sin")
 
@@ -283,6 +295,82 @@ def _fast_fft_len(n: int) -> int:
     return best
 
 
+def recurrence_apply(values: Tensor, log_mag: Tensor, angle: Tensor, shift: Tensor, *, masked: bool,
+                     dilation: int = 1, chunk: int | None = None) -> Tensor:
+    """``out[b, h, t] = sum_{p >= 1} exp(p log_mag[h]) cos(p angle[h] + shift[h]) v[b, h, t - p d]``
+    (and, unmasked, the same over ``v[b, h, t + p d]``): a square REM of dilation ``d`` applied as the
+    recurrence it encodes, ``s_t = z (s_{t-d} + v_{t-d})`` with ``z = exp(log_mag + i angle)`` (the
+    output is ``Re(e^{i shift} s_t)``), over the ``d`` interleaved sequences of steps ``r, r + d, ...``,
+    a chunk of ``C`` of their steps at a time.
+
+    Within a chunk the ``[C, C]`` Toeplitz block is applied densely; across chunks each chunk's
+    inputs are folded into one complex state ``U_k = sum_b z^(C - b) v_(kC + b)``, the states before
+    chunk ``k`` are ``S_k = sum_{k' < k} z^((k - k' - 1) C) U_k'`` (a ``[K, K]`` complex Toeplitz
+    product, as a real ``[2K, 2K]`` one) and reach the chunk's steps as ``Re(e^{i shift} z^a S_k)``;
+    the anti-causal half (unmasked) is the same with the chunks read backwards, in the same
+    products. Every power of ``z`` is non-negative, so nothing overflows. Time ``O(L C D + (L /
+    C)^2 D)`` per head and batch row (``C = ceil(sqrt(L / d))``: ``O(L^1.5 D)`` against the dense
+    ``O(L^2 D)``), in five batched matmuls over the heads.
+
+    Args:
+        values: ``[B, H, L, D]``.
+        log_mag, angle, shift: ``[H]`` each (``log_mag <= 0``: a stable recurrence).
+        masked: the causal sum alone; else the anti-causal one is added (a bidirectional REM).
+        dilation: ``d``, the same for every head.
+        chunk: ``C`` (default ``ceil(sqrt(L / d))``).
+
+    Returns:
+        ``[B, H, L, D]`` in the dtype of ``values``.
+    """
+    batch, heads, length, dim = values.shape
+    steps = -(-length // dilation)  # per interleaved sequence
+    size = chunk or max(1, math.ceil(math.sqrt(steps)))
+    count = -(-steps // size)  # K chunks
+    columns = batch * dilation * dim  # N: batch rows, phases and features, side by side
+    dtype = values.dtype
+    # [B, H, K C d, D] -> [H, C, K, B, d, D] -> [H, C, K N]: one copy.
+    x = F.pad(values, (0, 0, 0, count * size * dilation - length)).view(batch, heads, count, size, dilation, dim)
+    x = x.permute(1, 3, 2, 0, 4, 5).reshape(heads, size, count * columns)
+    log_mag, angle, shift = log_mag.to(dtype)[:, None], angle.to(dtype)[:, None], shift.to(dtype)[:, None]
+    p = torch.arange(size + 1, device=values.device, dtype=dtype)  # [C + 1] powers 0..C
+    magnitude, phase = torch.exp(p * log_mag), p * angle  # [H, C + 1]: z^p
+    # Within each chunk: the Toeplitz block of lags 0..C-1 (lag 0 is 0), and its transpose unmasked.
+    block = toeplitz_matrix(magnitude[:, :size] * torch.cos(phase[:, :size] + shift) * (p[:size] > 0).to(dtype), 0,
+                            size, size)  # [H, C, C]
+    out = torch.bmm(block if masked else block + block.transpose(1, 2), x)  # [H, C, K N]
+    if count > 1:
+        up = (magnitude[:, :size], phase[:, :size])  # z^0 .. z^(C-1)
+        down = (magnitude[:, 1:].flip(-1), phase[:, 1:].flip(-1))  # z^C .. z^1
+        # Each chunk's inputs folded: U_k (causal: z^(C - b)), U'_k (anti-causal: z^b), real and imaginary.
+        folds = [down] if masked else [down, up]
+        fold = torch.stack([part for m, a in folds for part in (m * torch.cos(a), m * torch.sin(a))], dim=1)
+        u = torch.bmm(fold, x).view(heads, fold.shape[1] * count, columns)  # [H, 2r K, N]
+        # The chunks' states: M[k, k'] = z^((k - k' - 1) C) for k > k' (causal), its transpose (anti-causal).
+        q = torch.arange(count, device=values.device, dtype=dtype)
+        reach = torch.exp((q - 1).clamp_min(0) * size * log_mag) * (q > 0).to(dtype)  # [H, K]
+        turn = (q - 1).clamp_min(0) * size * angle  # [H, K]
+        real = toeplitz_matrix(reach * torch.cos(turn), 0, count, count)  # [H, K, K]
+        imag = toeplitz_matrix(reach * torch.sin(turn), 0, count, count)
+        carry = _complex_block(real, imag)  # [H, 2K, 2K]
+        if not masked:
+            zeros = torch.zeros_like(carry)
+            carry = torch.cat([torch.cat([carry, zeros], dim=-1),
+                               torch.cat([zeros, _complex_block(real.transpose(1, 2), imag.transpose(1, 2))], dim=-1)],
+                              dim=-2)  # [H, 4K, 4K]
+        states = torch.bmm(carry, u).view(heads, fold.shape[1], count * columns)  # [H, 2r, K N]
+        # Re(e^{i shift} z^e S) = Re(w z^e) Re(S) - Im(w z^e) Im(S): e = a causal, C - a anti-causal.
+        reach_in = torch.stack([part for m, a in ([up] if masked else [up, down])
+                                for part in (m * torch.cos(a + shift), -m * torch.sin(a + shift))], dim=-1)  # [H, C, 2r]
+        out = torch.baddbmm(out, reach_in, states)  # [H, C, K N]
+    out = out.view(heads, size, count, batch, dilation, dim).permute(3, 0, 2, 1, 4, 5)  # [B, H, K, C, d, D]
+    return out.reshape(batch, heads, count * size * dilation, dim)[:, :, :length]
+
+
+def _complex_block(real: Tensor, imag: Tensor) -> Tensor:
+    """``[..., 2K, 2K]``: the real form ``[[Re, -Im], [Im, Re]]`` of the complex matrices ``real + i imag`` ``[..., K, K]``."""
+    return torch.cat([torch.cat([real, -imag], dim=-1), torch.cat([imag, real], dim=-1)], dim=-2)
+
+
 def _init_theta(pairs: int, periods: tuple[float, ...]) -> Tensor:
     return torch.tensor([2 * math.pi / periods[i % len(periods)] for i in range(pairs)])
 
@@ -452,7 +540,7 @@ class LearnableREM(nn.Module):
         rounding) in a few operators: the lags' powers and support are constants kept per range, and
         a negative ``lambda``'s sign ``(-1)^p`` is the phase ``p pi``."""
         log_mag, lam, theta = self._sources(channel)
-        flipped = torch.cat([(lam < 0).to(lam.dtype) * math.pi, theta], dim=-1).index_select(-1, self.source)
+        flipped = self._angles(lam, theta)
         power, support = self._lag_table(lag_lo, lag_hi, log_mag.dtype)  # [H, n] each
         log_magnitude = power * log_mag[..., None]
         scale = self.log_scale(log_mag)
@@ -460,6 +548,38 @@ class LearnableREM(nn.Module):
             log_magnitude = log_magnitude + scale[..., None]
         angle = torch.addcmul(self._shift(log_mag.dtype)[:, None], power, flipped[..., None])
         return torch.exp(log_magnitude) * torch.cos(angle) * support
+
+    def _angles(self, lam: Tensor, theta: Tensor) -> Tensor:
+        """``[.., H]`` each head's angle per power: ``theta`` on the cycle heads, ``pi`` on a regular
+        head of negative ``lambda`` (``(-1)^p = cos(p pi)``), else 0 (``lam``, ``theta`` as :meth:`_sources`')."""
+        return torch.cat([(lam < 0).to(lam.dtype) * math.pi, theta], dim=-1).index_select(-1, self.source)
+
+    def _recurrence_product(self, values: Tensor) -> Tensor:
+        """``P @ V`` of the square REM (no offset, shared by the channels) by its recurrence
+        (:func:`recurrence_apply`), one call per run of heads of one dilation (the plain heads,
+        then the dilated ones: two runs where the dilated heads share theirs). ``values [B, H, L, D]``
+        -> ``[B, H, L, D]``."""
+        log_mag, lam, theta = self._sources(None)
+        angle, shift = self._angles(lam, theta), self._shift(log_mag.dtype)
+        scale = self.log_scale(log_mag)
+        parts = [recurrence_apply(values[:, start:stop], log_mag[start:stop], angle[start:stop], shift[start:stop],
+                                  masked=self.masked, dilation=dilation)
+                 for dilation, start, stop in self._dilation_runs()]
+        out = parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
+        return out if scale is None else out * torch.exp(scale).to(out.dtype)[:, None, None]
+
+    def _dilation_runs(self) -> list[tuple[int, int, int]]:
+        """``(dilation, start, stop)`` of each run of consecutive heads with one dilation (made once)."""
+        runs = self._constants.get(("runs",))
+        if runs is None:
+            runs = []
+            for head, dilation in enumerate(self.dilation.tolist()):
+                if runs and runs[-1][0] == dilation:
+                    runs[-1] = (dilation, runs[-1][1], head + 1)
+                else:
+                    runs.append((dilation, head, head + 1))
+            self._constants[("runs",)] = runs
+        return runs
 
     def _lag_table(self, lag_lo: int, lag_hi: int, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
         """``(power, support)`` ``[H, n]`` in ``dtype`` at the lags ``lag_lo .. lag_hi``: ``|l| / d``
@@ -555,8 +675,11 @@ class LearnableREM(nn.Module):
         Args:
             values: ``[B, H, Lk, D]``.
             query_len: rows ``Lq`` (default ``Lk``); row ``i`` sits at time ``i + offset``.
-            method: ``"dense"`` (build ``[H, Lq, Lk]``), ``"fft"`` (Toeplitz convolution, memory
-                linear in ``L``) or ``"auto"`` (dense up to ``DENSE_MAX_ENTRIES`` entries).
+            method: ``"dense"`` (build ``[H, Lq, Lk]``), ``"scan"`` (the recurrence a chunk at a
+                time, :func:`recurrence_apply`: a square REM, ``offset`` 0, not per channel),
+                ``"fft"`` (Toeplitz convolution, memory linear in ``L``) or ``"auto"``: the scan for
+                a square REM of at least ``SCAN_MIN_LENGTH`` steps shared by the channels, else
+                dense up to ``DENSE_MAX_ENTRIES`` entries, else the FFT.
             channel: ``[B]``, the channel of each batch row; needed (only) per channel, where each
                 row gets its own REM (dense ``[B, H, Lq, Lk]``, or ``[B, H, n]`` kernels for the FFT).
 
@@ -571,10 +694,18 @@ class LearnableREM(nn.Module):
         self._check_channel(channel)
         if self.per_channel and channel.shape != values.shape[:1]:
             raise ValueError(f"channel needs one index per batch row ({values.shape[0]}), got shape {tuple(channel.shape)}")
+        square = query_len == key_len and offset == 0 and not self.per_channel
         if method == "auto":
-            method = "dense" if query_len * key_len <= DENSE_MAX_ENTRIES else "fft"
-        if method not in ("dense", "fft"):
-            raise ValueError(f"method must be 'auto', 'dense' or 'fft', got {method!r}")
+            method = "scan" if square and key_len >= SCAN_MIN_LENGTH else \
+                "dense" if query_len * key_len <= DENSE_MAX_ENTRIES else "fft"
+        if method not in ("dense", "scan", "fft"):
+            raise ValueError(f"method must be 'auto', 'dense', 'scan' or 'fft', got {method!r}")
+        if method == "scan":
+            if not square:
+                raise ValueError(f"method='scan' applies a square REM shared by the channels (query_len = key_len, "
+                                 f"offset 0): got Lq={query_len}, Lk={key_len}, offset={offset}, per_channel="
+                                 f"{self.per_channel}; use method='auto', 'dense' or 'fft'")
+            return self._recurrence_product(values)
         batch, heads, _, dim = values.shape
         lag_lo, lag_hi = offset - (key_len - 1), offset + query_len - 1  # lags this product can meet
         if self.masked:
