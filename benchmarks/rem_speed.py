@@ -222,6 +222,16 @@ def _subprocess(worker_args: list[str]) -> dict:
 
 def _summary(args, results) -> list[str]:
     lines = []
+    scanned = [L for L in args.lengths if "times_s" in results.get(("dense", L), {})
+               and "times_s" in results.get(("scan", L), {})]
+    if scanned:
+        from tsrec.nn.rem import SCAN_MIN_LENGTH
+
+        quicker = [L for L in scanned if statistics.median(results[("scan", L)]["times_s"])
+                   < statistics.median(results[("dense", L)]["times_s"])]
+        lines.append(f"The recurrence was faster than dense at L = {', '.join(map(str, quicker)) or 'none'} of "
+                     f"{', '.join(map(str, scanned))}; `SCAN_MIN_LENGTH` = {SCAN_MIN_LENGTH} sends square REMs from "
+                     f"L = {SCAN_MIN_LENGTH} to it.")
     both = [L for L in args.lengths if "times_s" in results.get(("dense", L), {})
             and "times_s" in results.get(("fft", L), {})]
     if both:
@@ -245,8 +255,9 @@ def _summary(args, results) -> list[str]:
 
             side = math.isqrt(DENSE_MAX_ENTRIES)
             ok = (below is None or side >= below) and side < first_fft
-            lines.append(f"`DENSE_MAX_ENTRIES` = {DENSE_MAX_ENTRIES} sends square REMs up to L = {side} to the dense "
-                         f"path: {'consistent with' if ok else 'NOT consistent with'} this crossover.")
+            lines.append(f"`DENSE_MAX_ENTRIES` = {DENSE_MAX_ENTRIES} sends the REMs the recurrence does not take (not "
+                         f"square, or per channel) up to {side} x {side} entries to the dense path: "
+                         f"{'consistent with' if ok else 'NOT consistent with'} this crossover.")
         mem = [L for L in both if results[("fft", L)]["peak_growth_mb"] < results[("dense", L)]["peak_growth_mb"]]
         if mem:
             lines.append(f"FFT used less peak memory than dense at L = {', '.join(map(str, mem))}.")
@@ -272,13 +283,13 @@ def _summary(args, results) -> list[str]:
 def render(args, results, command, masked, elapsed) -> str:
     import torch
 
-    from tsrec.nn.rem import DENSE_MAX_ENTRIES
+    from tsrec.nn.rem import DENSE_MAX_ENTRIES, SCAN_MIN_LENGTH
 
     threads = next((r["threads"] for r in results.values() if "threads" in r), args.threads)
     mem_total = mem_total_gb()
     dirty = git_dirty(["tsrec/nn/rem.py", "benchmarks/rem_speed.py"])
     out = [
-        "# REM speed: dense `P @ V` vs FFT Toeplitz product",
+        "# REM speed: dense `P @ V` vs the chunked recurrence vs the FFT Toeplitz product",
         "",
         "One RSA layer's REM part, forward + backward (gradients to `V` and to every REM scalar), CPU, float32.",
         "",
@@ -298,22 +309,25 @@ def render(args, results, command, masked, elapsed) -> str:
         "- memory: peak resident set growth of a fresh subprocess (one per method and length) during its first, "
         "cold forward+backward pass (after one tiny L = 8 pass that loads lazily initialised kernels), over its "
         "resident size just before that pass (inputs already allocated)",
-        f"- `DENSE_MAX_ENTRIES` when run: {DENSE_MAX_ENTRIES} (= {DENSE_MAX_ENTRIES ** 0.5:.0f}^2)",
+        f"- `DENSE_MAX_ENTRIES` when run: {DENSE_MAX_ENTRIES} (= {DENSE_MAX_ENTRIES ** 0.5:.0f}^2); "
+        f"`SCAN_MIN_LENGTH`: {SCAN_MIN_LENGTH} (square REMs from that length take the recurrence)",
         "",
-        "| L | dense time ms | fft time ms | dense/fft | dense peak MiB | fft peak MiB |",
-        "|---:|---:|---:|---:|---:|---:|",
     ]
+    methods = [m for m in METHODS if m in args.methods]
+    others = [m for m in methods if m != "dense"]
+    out += ["| L | " + " | ".join(f"{m} time ms" for m in methods) + " | " + " | ".join(f"dense/{m}" for m in others)
+            + " | " + " | ".join(f"{m} peak MiB" for m in methods) + " |",
+            "|---:|" + "---:|" * (2 * len(methods) + len(others))]
     for L in args.lengths:
-        d, f = results.get(("dense", L), {}), results.get(("fft", L), {})
-        cells = [str(L)]
-        for r in (d, f):
-            cells.append(_fmt_time(r["times_s"]) if "times_s" in r else r.get("skipped", "not run"))
-        if "times_s" in d and "times_s" in f:
-            cells.append(f"{statistics.median(d['times_s']) / statistics.median(f['times_s']):.2f}")
-        else:
-            cells.append("-")
-        for r in (d, f):
-            cells.append(f"{r['peak_growth_mb']:.0f}" if "peak_growth_mb" in r else "-")
+        cases = {m: results.get((m, L), {}) for m in methods}
+        cells = [str(L)] + [_fmt_time(r["times_s"]) if "times_s" in r else r.get("skipped", "not run")
+                            for r in cases.values()]
+        d = cases.get("dense", {})
+        for m in others:
+            r = cases[m]
+            cells.append(f"{statistics.median(d['times_s']) / statistics.median(r['times_s']):.2f}"
+                         if "times_s" in d and "times_s" in r else "-")
+        cells += [f"{r['peak_growth_mb']:.0f}" if "peak_growth_mb" in r else "-" for r in cases.values()]
         out.append("| " + " | ".join(cells) + " |")
     out += ["", *_summary(args, results), ""]
     sources = {r["peak_source"] for r in results.values() if "peak_source" in r}
