@@ -88,17 +88,18 @@ def test_backtest_on_cuda_equals_a_cpu_machine_after_save_and_load(tmp_path):
     np.testing.assert_allclose(on_cpu["y_pred"], on_cuda.errors["y_pred"], rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("method", ["dense", "fft"])
+@pytest.mark.parametrize("method", ["dense", "fft", "scan"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
 @pytest.mark.parametrize("masked", [True, False], ids=["masked", "unmasked"])
 def test_rem_products_and_gradients_on_cuda_equal_the_cpu(method, dtype, masked):
     torch.manual_seed(0)
     rem = make_rem(kinds=(1, 2, 1, 1, 1, 2), dilation=(3, 2, 5, 3), masked=masked).to(dtype)
     values = torch.randn(4, rem.n_heads, 200, 8, dtype=dtype)
+    shape = dict(query_len=200, offset=0) if method == "scan" else dict(query_len=150, offset=60)  # scan: square
     results = {}
     for device in ("cpu", "cuda"):
         module, x = rem.to(device), values.to(device, copy=True).requires_grad_()  # a leaf on each device
-        out = module.product(x, 150, offset=60, method=method)
+        out = module.product(x, shape["query_len"], offset=shape["offset"], method=method)
         out.square().sum().backward()
         results[device] = [out.detach().cpu(), x.grad.cpu()] + [p.grad.cpu() for p in module.parameters()]
         module.zero_grad()

@@ -12,8 +12,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ["ETS_WIDTH", "FITTED", "LAST_VALUE", "NONE", "REFIT_GROWTH", "VARIANT_GROWTH", "Packing", "Parameters", "check_layout", "ets_codes",
-           "ets_components", "ets_count", "ets_fit", "ets_valid", "keeps_variant",
+__all__ = ["ETS_WIDTH", "FITTED", "LAST_VALUE", "NONE", "REFIT_GROWTH", "VARIANT_GROWTH", "Packing", "Parameters",
+           "check_layout", "ets_codes", "ets_components", "ets_count", "ets_fit", "ets_valid", "keeps_variant",
            "refits"]
 
 

@@ -68,7 +68,7 @@ DENSE_MAX_ENTRIES = 1440 * 1440
 # recurrence, a chunk at a time (recurrence_apply), instead of the dense matrix: from
 # benchmarks/rem_speed.py at the Informer recipe's batch (benchmarks/results/rem_speed.md, forward +
 # backward, one thread), the recurrence is as fast as dense at L = 96 and 1.4x, 1.5x, 2.5x and 2.8x
-# faster at L = 256, 512, 720 and 1440.
+# faster at L = 256, 512, 720 and 1440. On the CPU only: not yet measured on a GPU.
 SCAN_MIN_LENGTH = 256
 
 _KINDS = ("regular", "cos", "sin")
@@ -360,14 +360,16 @@ def recurrence_apply(values: Tensor, log_mag: Tensor, angle: Tensor, shift: Tens
         states = torch.bmm(carry, u).view(heads, fold.shape[1], count * columns)  # [H, 2r, K N]
         # Re(e^{i shift} z^e S) = Re(w z^e) Re(S) - Im(w z^e) Im(S): e = a causal, C - a anti-causal.
         reach_in = torch.stack([part for m, a in ([up] if masked else [up, down])
-                                for part in (m * torch.cos(a + shift), -m * torch.sin(a + shift))], dim=-1)  # [H, C, 2r]
+                                for part in (m * torch.cos(a + shift), -m * torch.sin(a + shift))],
+                               dim=-1)  # [H, C, 2r]
         out = torch.baddbmm(out, reach_in, states)  # [H, C, K N]
     out = out.view(heads, size, count, batch, dilation, dim).permute(3, 0, 2, 1, 4, 5)  # [B, H, K, C, d, D]
     return out.reshape(batch, heads, count * size * dilation, dim)[:, :, :length]
 
 
 def _complex_block(real: Tensor, imag: Tensor) -> Tensor:
-    """``[..., 2K, 2K]``: the real form ``[[Re, -Im], [Im, Re]]`` of the complex matrices ``real + i imag`` ``[..., K, K]``."""
+    """``[..., 2K, 2K]``: the real form ``[[Re, -Im], [Im, Re]]`` of the complex matrices ``real + i imag``
+    ``[..., K, K]``."""
     return torch.cat([torch.cat([real, -imag], dim=-1), torch.cat([imag, real], dim=-1)], dim=-2)
 
 
@@ -677,9 +679,11 @@ class LearnableREM(nn.Module):
             query_len: rows ``Lq`` (default ``Lk``); row ``i`` sits at time ``i + offset``.
             method: ``"dense"`` (build ``[H, Lq, Lk]``), ``"scan"`` (the recurrence a chunk at a
                 time, :func:`recurrence_apply`: a square REM, ``offset`` 0, not per channel),
-                ``"fft"`` (Toeplitz convolution, memory linear in ``L``) or ``"auto"``: the scan for
-                a square REM of at least ``SCAN_MIN_LENGTH`` steps shared by the channels, else
-                dense up to ``DENSE_MAX_ENTRIES`` entries, else the FFT.
+                ``"fft"`` (Toeplitz convolution, memory linear in ``L``) or ``"auto"``: on the CPU the
+                scan for a square REM of at least ``SCAN_MIN_LENGTH`` steps shared by the channels;
+                else dense up to ``DENSE_MAX_ENTRIES`` entries, else the FFT (on a GPU, where an RSA
+                step is bound by kernel launches rather than FLOPs, the scan's extra operators are
+                not yet measured against the dense product: dense stays there).
             channel: ``[B]``, the channel of each batch row; needed (only) per channel, where each
                 row gets its own REM (dense ``[B, H, Lq, Lk]``, or ``[B, H, n]`` kernels for the FFT).
 
@@ -696,7 +700,7 @@ class LearnableREM(nn.Module):
             raise ValueError(f"channel needs one index per batch row ({values.shape[0]}), got shape {tuple(channel.shape)}")
         square = query_len == key_len and offset == 0 and not self.per_channel
         if method == "auto":
-            method = "scan" if square and key_len >= SCAN_MIN_LENGTH else \
+            method = "scan" if square and key_len >= SCAN_MIN_LENGTH and values.device.type == "cpu" else \
                 "dense" if query_len * key_len <= DENSE_MAX_ENTRIES else "fft"
         if method not in ("dense", "scan", "fft"):
             raise ValueError(f"method must be 'auto', 'dense', 'scan' or 'fft', got {method!r}")
