@@ -349,12 +349,13 @@ class StatsModel(ForecastModel):
         fastest) where the series, now of ``steps`` ``[N]`` steps, keeps that variant
         (:func:`~tsrec.models.parameters.keeps_variant`), rows of -1 where not or where ``like``
         fitted none; None without ``like``, or where it is another model or fitted other series."""
-        if not isinstance(like, StatsModel) or type(like) is not type(self):
+        width = self.code_width()
+        if not isinstance(like, StatsModel) or type(like) is not type(self) or width == 0:  # no choice kept
             return None
         fitted, channels = like.parameters, self.config.n_channels
-        if fitted.codes.shape != (len(steps), channels, self.code_width()):
+        if fitted.codes.shape != (len(steps), channels, width):
             return None
-        codes = fitted.codes.reshape(-1, self.code_width()).copy()  # [N * C, J]
+        codes = fitted.codes.reshape(len(steps) * channels, width).copy()  # [N * C, J]
         kept = (fitted.status == FITTED) & keeps_variant(steps, fitted.steps)[:, None]  # [N, C]
         codes[~kept.ravel()] = -1
         return codes
