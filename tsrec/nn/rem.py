@@ -310,7 +310,7 @@ def recurrence_apply(values: Tensor, log_mag: Tensor, angle: Tensor, shift: Tens
     the anti-causal half (unmasked) is the same with the chunks read backwards, in the same
     products. Every power of ``z`` is non-negative, so nothing overflows. Time ``O(L C D + (L /
     C)^2 D)`` per head and batch row (``C = ceil(sqrt(L / d))``: ``O(L^1.5 D)`` against the dense
-    ``O(L^2 D)``), in five batched matmuls over the heads.
+    ``O(L^2 D)``), in four batched matmuls over the heads.
 
     Args:
         values: ``[B, H, L, D]``.
