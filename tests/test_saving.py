@@ -445,10 +445,13 @@ def test_a_save_or_load_waiting_too_long_for_another_save_says_so(fitted, tmp_pa
     path = fitted.save(tmp_path / "m")
     monkeypatch.setattr(_saving, "LOCK_TIMEOUT", 0.2)
     with _saving.folder_lock(path, exclusive=True):  # another save, swapping its folder in
-        with pytest.raises(ConcurrentSaveError, match=f"another process is saving to or loading {path}"):
-            fitted.save(path)
+        with pytest.raises(ConcurrentSaveError, match=f"another process is saving to {path}"):
+            fitted.save(path)  # its first look at what is there waits for the swap
         with pytest.raises(ConcurrentSaveError, match=f"another process is saving to {path}"):
             Forecaster.load(path)
+    with _saving.folder_lock(path, exclusive=False):  # a load in progress: the save's swap waits for it
+        with pytest.raises(ConcurrentSaveError, match=f"another process is saving to or loading {path}"):
+            fitted.save(path)
     assert hidden(tmp_path) == []
     pd.testing.assert_frame_equal(Forecaster.load(path).predict(), fitted.predict())
 

@@ -99,7 +99,9 @@ def write_model(path: str | os.PathLike, tensors: dict[str, Any], content: dict[
     ``path`` locked for more than :data:`tsrec._saving.LOCK_TIMEOUT` seconds.
     """
     path = Path(path)
-    _require_replaceable(path)
+    if path.parent.is_dir():  # refused before any file is written, read under the lock: never mid-swap
+        with _saving.folder_lock(path, exclusive=False):
+            _require_replaceable(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with _saving.staging_folder(path) as staging:
         torch.save(tensors, staging / WEIGHTS_FILE)
