@@ -32,10 +32,11 @@ read again, no Forecaster is built::
    ``naive``, ``drift``): each is the registered model, fitted once per
    series on its history before the validation windows and carried forward over them
    (statsforecast's ``cross_validation(refit=False)``, :mod:`tsrec.models.stats`); the members
-   chosen are fitted once on all the history, each series keeping the variant it was validated
-   with (ETS its components, Theta its model type, CES its season type: only their parameters
-   are estimated again, at a fraction of the search's cost), and ``predict`` carries them forward
-   in turn. The model scored is the model that forecasts. With them, whatever the data's size, ``ridge``: one
+   chosen are fitted once on all the history, a series that grew by at most
+   :data:`~tsrec.models.parameters.VARIANT_GROWTH` since its validation keeping the variant it was
+   validated with (ETS its components, Theta its model type, CES its season type: only their
+   parameters are estimated again, at a fraction of the search's cost), and ``predict`` carries
+   them forward in turn. The model scored is the model that forecasts. With them, whatever the data's size, ``ridge``: one
    ridge regression shared by every series on each window's lags and known-future features
    (:mod:`tsrec.models.ridge`), fitted in closed form on the windows before the validation ones,
    and on all of them when chosen, and ``gbm``, gradient-boosted trees shared by every series on

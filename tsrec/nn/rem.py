@@ -58,17 +58,19 @@ __all__ = [
     "SCAN_MIN_LENGTH",
 ]
 
-# Dense `P @ V` is used while query_len * key_len is at most this many entries; above it the FFT
-# path is cheaper. Chosen from benchmarks/rem_speed.py at the Informer recipe's batch (32 windows,
-# 8 heads of 64): dense is faster up to L = 1440 and slower at 2048, and its [H, L, L] matrix takes
-# less memory than the FFT's [B, H, D, 2L] buffers at every length up to 2048.
+# Where the recurrence does not apply (a REM that is not square, or per channel), dense `P @ V` is
+# used while query_len * key_len is at most this many entries, above it the FFT path. Chosen from
+# benchmarks/rem_speed.py at the Informer recipe's batch (32 windows, 8 heads of 64) at commit
+# f4acf23: dense faster up to L = 1440 (dense/FFT 0.73 there) and slower at 2048, its [H, L, L]
+# matrix smaller than the FFT's [B, H, D, 2L] buffers up to 2048. The rerun of
+# benchmarks/results/rem_speed.md had the FFT 1.10x faster at 1440: the crossover lies near 1440.
 DENSE_MAX_ENTRIES = 1440 * 1440
 
 # A square self-attention REM of at least this many steps (and not per channel) is applied as its
 # recurrence, a chunk at a time (recurrence_apply), instead of the dense matrix: from
 # benchmarks/rem_speed.py at the Informer recipe's batch (benchmarks/results/rem_speed.md, forward +
-# backward, one thread), the recurrence is as fast as dense at L = 96 and 1.4x, 1.5x, 2.5x and 2.8x
-# faster at L = 256, 512, 720 and 1440. On the CPU only: not yet measured on a GPU.
+# backward, one thread), the recurrence is 0.91x dense's speed at L = 96 and 1.53x, 1.77x, 2.70x
+# and 2.84x faster at L = 256, 512, 720 and 1440. On the CPU only: not yet measured on a GPU.
 SCAN_MIN_LENGTH = 256
 
 _KINDS = ("regular", "cos", "sin")
