@@ -14,7 +14,7 @@ import pytest
 
 import tsrec.auto
 from tsrec import Forecaster
-from tsrec.auto import Validation, _Scores, greedy_weights, network_budget, series_scales, shrunk_weights, validation_windows
+from tsrec.auto import Validation, _Scores, calibration_blocks, greedy_weights, network_budget, series_scales, shrunk_weights, validation_windows
 from tsrec.config import DEFAULT_MODEL
 from tsrec.data import canonicalize
 from tsrec.models.intermittent import INTERMITTENT_MODELS
@@ -359,14 +359,48 @@ def test_statistical_candidates_are_validated_with_one_fit_per_series_carried_fo
     df = hourly()  # 2 columns
     f = Forecaster("auto", candidates=("ets", "theta", "seasonal_naive"), **FAST).fit(df)
     assert f.leaderboard.val_score.notna().all()
-    validation = sorted(name for name, steps in fits if steps < len(df))
-    assert validation == ["AutoETS", "AutoETS", "AutoTheta", "AutoTheta"]  # 5 windows, 2 channels, one fit each
+    first = len(df) - 5 * H  # 5 validation windows
+    fitted_on = lambda steps: sorted(name for name, n in fits if n == steps)  # noqa: E731
+    assert fitted_on(first) == ["AutoETS", "AutoETS", "AutoTheta", "AutoTheta"]  # 2 channels, one fit each
     members = {name for name in ("ets", "theta") if name in f.resolved_settings.network.members}
-    assert sorted(name for name, steps in fits if steps == len(df)) == \
-        sorted({"ets": "AutoETS", "theta": "AutoTheta"}[m] for m in members for _ in range(2))
+    once = sorted({"ets": "AutoETS", "theta": "AutoTheta"}[m] for m in members for _ in range(2))
+    assert fitted_on(len(df)) == once
+    # 2 x 5 independent validation windows: 3 blocks of calibration windows before them, forecast by
+    # the members alone, fitted once per channel on the history before each
+    assert f.leaderboard.attrs["calibration"].startswith("100 windows per series, 40 independent")
+    assert [fitted_on(first - block * 5 * H) for block in (1, 2, 3)] == [once] * 3
+    assert len(fits) == 4 + 4 * len(once)
     fits.clear()
     f.predict()
     assert fits == []
+
+
+def _validation(first, horizons, series=1, horizon=H):
+    first = np.asarray(first, dtype=np.int64)
+    return Validation(first, np.ones_like(first), horizon, horizons, np.zeros(1, np.int64), np.zeros(1, np.int64),
+                      np.zeros((1, horizon, 1)), "mase", np.ones((series, 1)))
+
+
+def test_calibration_blocks_bring_the_independent_windows_toward_the_target_within_the_history():
+    # 1 series x 5 horizons = 5 independent windows: 19 more blocks wanted, at most 3
+    assert calibration_blocks(_validation([1000], 5)) == tsrec.auto.MAX_CALIBRATION_BLOCKS == 3
+    # 34 series x 2 horizons = 68: one block brings them to 136
+    assert calibration_blocks(_validation([1000] * 34, 2)) == 1
+    assert calibration_blocks(_validation([1000] * 50, 2)) == 0  # 100 already
+    # each series keeps half the history its validation fit had: 130 steps hold 65 // 30 = 2 blocks
+    # of 5 horizons of 6 steps, the shortest series decides
+    assert calibration_blocks(_validation([130, 1000], 5, series=2)) == 2
+    assert calibration_blocks(_validation([59], 5)) == 0
+
+
+def test_a_network_member_keeps_the_calibration_to_the_validation_windows(networks_allowed):
+    """A chosen network would train again for every earlier block: the calibration reads the
+    validation's windows alone, and the leaderboard says why."""
+    f = Forecaster("auto", candidates=("dlinear",), **FAST).fit(hourly())
+    assert f.calibration.windows == 4 * H + 1  # 5 horizons, origins one step apart
+    assert f.leaderboard.attrs["calibration"] == (
+        "25 windows per series, 10 independent (series x windows one horizon apart): the validation's alone, as "
+        "dlinear would train again for earlier windows (100 wanted)")
 
 
 def test_an_epoch_budget_trains_the_networks_in_rungs(networks_allowed):

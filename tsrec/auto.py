@@ -64,7 +64,11 @@ read again, no Forecaster is built::
    leader has been chosen a few times, where entering at 1/2 would not have helped.
 6. **Intervals.** The chosen ensemble's weighted forecast of every validation origin calibrates
    its conformal intervals through the one calibration path,
-   :func:`tsrec.calibrating.calibration_of` (``conformal_windows=0``: none). Nothing is fitted again.
+   :func:`tsrec.calibrating.calibration_of` (``conformal_windows=0``: none). Where the validation
+   holds fewer than :data:`CALIBRATION_EVIDENCE` independent windows, up to
+   :data:`MAX_CALIBRATION_BLOCKS` blocks of as many windows before them are forecast too, by the
+   chosen members fitted again before each (:func:`calibration_blocks`; not where a network is
+   chosen); the leaderboard's ``attrs["calibration"]`` says which.
 7. **Covariates.** The candidates that read covariates (the networks, ``ridge`` and ``gbm``) are fitted and
    scored with those given to ``fit``; the statistical ones on the targets alone
    (:meth:`Read.targets <tsrec.data.source.Read.targets>`). A network member with covariates is
@@ -91,7 +95,7 @@ import pandas as pd
 
 from tsrec.calibrating import calibration_of, window_values
 from tsrec.config import CovariateConfig
-from tsrec.conformal import default_windows, observed_ends
+from tsrec.conformal import TARGET_RESIDUALS, default_windows, observed_ends
 from tsrec.data.frame import Panel
 from tsrec.data.periods import dominant_periods
 from tsrec.data.scaling import StandardScaler
@@ -109,8 +113,9 @@ from tsrec.models.stats import STATS_EXTRA, MSTLConfig, StatsConfig, statsforeca
 from tsrec.settings import ForecasterSettings
 from tsrec.training.budget import plan_budget
 
-__all__ = ["AUTO", "HALVING_FACTOR", "LEADERBOARD_COLUMNS", "MIN_NETWORK_WINDOWS", "ROUNDS", "RUNGS", "Validation",
-           "eval_metric_for", "fit_auto", "greedy_weights", "network_budget", "validation_windows"]
+__all__ = ["AUTO", "CALIBRATION_EVIDENCE", "HALVING_FACTOR", "LEADERBOARD_COLUMNS", "MAX_CALIBRATION_BLOCKS",
+           "MIN_NETWORK_WINDOWS", "ROUNDS", "RUNGS", "Validation", "calibration_blocks", "eval_metric_for", "fit_auto",
+           "greedy_weights", "network_budget", "validation_windows"]
 
 #: Rounds of greedy ensemble selection (weights are multiples of 1 / ROUNDS).
 ROUNDS = 20
@@ -145,6 +150,13 @@ SHARED_SETTINGS = ("val_windows", "gaps", "missing_context", "scaling", "seed", 
 #: The AutoGluon rule (series fewer than, windows): else :data:`MIN_VAL_WINDOWS`.
 VAL_WINDOWS_RULE = ((20, 5), (100, 3))
 MIN_VAL_WINDOWS = 2
+#: Independent windows (series x channels x windows one horizon apart) auto's conformal bands are
+#: calibrated on where the history allows: where its validation windows hold fewer, blocks of as
+#: many windows before them are forecast too (:func:`calibration_blocks`). A rule fixed before any
+#: benchmark: the residuals per step :func:`~tsrec.conformal.default_windows` aims at.
+CALIBRATION_EVIDENCE = TARGET_RESIDUALS
+#: The most such blocks (each costs one more fit of the chosen members, on a slice of the history).
+MAX_CALIBRATION_BLOCKS = 3
 #: The leaderboard's columns.
 LEADERBOARD_COLUMNS = ["model", "val_score", "weight", "fit_seconds", "cpu_seconds", "note", "covariates"]
 
@@ -411,15 +423,24 @@ class _Candidates:
         validation windows, its covariates too where it reads them (``resume``: going on from the
         run whose checkpoint is in its ``output_dir``), and its validation score (its forecasts kept
         in ``scores``)."""
+        fit, result = self.forecast(name, self.validation.first, resume=resume, **overrides)
+        return fit, scores.add(name, result)
+
+    def forecast(self, name: str, first: np.ndarray, *, like: ForecastModel | None = None, resume: bool = False,
+                 **overrides: Any) -> tuple[Fit, ForecastResult]:
+        """Candidate ``name`` fitted on each series' steps before ``first`` ``[I]`` (its covariates too
+        where it reads them; ``like``: a statistical model's validated variants) and its forecasts of
+        the validation's windows moved to start there (``count`` origins per series, ``stride``
+        apart), in :func:`~tsrec.forecasting.window_origins`' order."""
         reads = self.reads(name)
-        before, observed = (self.before, self.observed) if reads else (self.before.targets(), self.observed.targets())
+        observed = self.observed if reads else self.observed.targets()
         validation = self.validation
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # a candidate's own notes; its score says enough
-            fit = fit_state(before, self.settings_of(name, **overrides), resume=resume)
-            result = forecast_origins(fit.state, observed.panel, observed.covariates, validation.first,
-                                      validation.count, validation.stride)
-        return fit, scores.add(name, result)
+            fit = fit_state(observed.before(first), self.settings_of(name, **overrides), resume=resume, like=like)
+            result = forecast_origins(fit.state, observed.panel, observed.covariates, first, validation.count,
+                                      validation.stride)
+        return fit, result
 
     @property
     def described(self) -> str:
@@ -649,6 +670,10 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
                                 for r in rows.values()], columns=LEADERBOARD_COLUMNS)
     leaderboard.attrs["eval_metric"] = metric
     leaderboard.attrs["intermittency"] = found.describe()
+    trains = [name for name, _ in chosen if model_spec(name).model_class.trainable]
+    blocks = 0 if trains or not calibrating else calibration_blocks(validation)
+    if calibrating:
+        leaderboard.attrs["calibration"] = _calibration_note(validation, blocks, trains)
     network = with_members(settings.network, [(name, member.resolved.network) for (name, _), member in
                                               zip(chosen, members)],
                            [w for _, w in chosen], [rows[name].val_score if name in rows else math.nan
@@ -659,10 +684,44 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     fit = fit_state(read, settings, prefitted=prefitted)
     if not calibrating:
         return fit
-    mean = sum(weight * scores.means[name] for name, weight in chosen)  # [W, H, C] the ensemble's
-    calibration = calibration_of(fit.state, panel, validation.items, validation.origins, mean, validation.windows,
-                                 stride, settings.conformal.resolved_for(auto=True), time.process_time() - started)
+    items, origins, mean = validation.items, validation.origins, \
+        sum(weight * scores.means[name] for name, weight in chosen)  # [W, H, C] the ensemble's
+    for block in range(1, blocks + 1):  # earlier windows, each block forecast by the members fitted before it
+        first = validation.first - block * validation.horizons * horizon  # [I]
+        results = [(weight, candidates.forecast(name, first, like=variants.get(name))[1]) for name, weight in chosen]
+        items, origins = np.concatenate([results[0][1].items, items]), np.concatenate([results[0][1].origins, origins])
+        mean = np.concatenate([sum(weight * result.mean for weight, result in results), mean])
+    calibration = calibration_of(fit.state, panel, items, origins, mean, validation.windows * (blocks + 1), stride,
+                                 settings.conformal.resolved_for(auto=True), time.process_time() - started)
     return dataclasses.replace(fit, state=dataclasses.replace(fit.state, calibration=calibration))
+
+
+def calibration_blocks(validation: Validation) -> int:
+    """Blocks of calibration windows auto forecasts before its validation windows, each the
+    validation's windows moved one validation span earlier and forecast by the chosen members
+    fitted on the history before it: as many as bring the independent windows to
+    :data:`CALIBRATION_EVIDENCE` (none where the validation holds that many), at most
+    :data:`MAX_CALIBRATION_BLOCKS`, and only while every series keeps at least half the history its
+    validation fit had (a model fitted on much less would forecast worse than the one calibrated)."""
+    wanted = math.ceil(CALIBRATION_EVIDENCE / max(1, validation.evidence)) - 1
+    span = validation.horizons * validation.truth.shape[1]  # steps per block
+    room = int((validation.first // 2 // span).min())  # blocks that leave each series half its history
+    return max(0, min(wanted, MAX_CALIBRATION_BLOCKS, room))
+
+
+def _calibration_note(validation: Validation, blocks: int, trains: list[str]) -> str:
+    """What the leaderboard says of the calibration: its windows and why there are no more."""
+    evidence = validation.evidence * (blocks + 1)
+    note = (f"{validation.windows * (blocks + 1)} windows per series, {evidence} independent (series x windows one "
+            f"horizon apart)")
+    if blocks:
+        return f"{note}: the validation's and {blocks} block(s) before them, the members fitted before each"
+    if evidence >= CALIBRATION_EVIDENCE:
+        return f"{note}: the validation's"
+    if trains:
+        return (f"{note}: the validation's alone, as {', '.join(trains)} would train again for earlier windows "
+                f"({CALIBRATION_EVIDENCE} wanted)")
+    return f"{note}: the validation's alone, as the history is too short for earlier ones ({CALIBRATION_EVIDENCE} wanted)"
 
 
 def _fit_networks(networks: list[str], rows: dict[str, _Row], validated: dict[str, FittedState], scores: _Scores,
