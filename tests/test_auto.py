@@ -403,6 +403,24 @@ def test_a_network_member_keeps_the_calibration_to_the_validation_windows(networ
         "dlinear would train again for earlier windows (100 wanted)")
 
 
+def test_an_earlier_block_a_member_cannot_fit_ends_the_calibration_there(monkeypatch):
+    """A member the shorter history of an earlier block cannot fit stops the blocks (the fit and the
+    blocks before it stand), and the leaderboard says why."""
+    forecast = tsrec.auto._Candidates.forecast
+
+    def failing(self, name, first, **kwargs):
+        if (first < self.validation.first - 5 * H).any():
+            raise ValueError("too short")
+        return forecast(self, name, first, **kwargs)
+
+    monkeypatch.setattr(tsrec.auto._Candidates, "forecast", failing)
+    f = Forecaster("auto", candidates=("theta", "seasonal_naive"), **FAST).fit(hourly())
+    assert f.calibration.windows == 2 * (4 * H + 1)  # the validation's and one block
+    assert f.leaderboard.attrs["calibration"].endswith("the validation's and 1 block(s) before them (block 2 failed: "
+                                                       "too short)")
+    assert f.predict(levels=[80]).attrs["intervals"] == "conformal"
+
+
 def test_an_epoch_budget_trains_the_networks_in_rungs(networks_allowed):
     """``max_epochs`` (no ``max_steps``) is the networks' whole run, split into rungs as a step budget
     is (it crashed with a TypeError when the rungs were cut from ``max_steps`` alone)."""

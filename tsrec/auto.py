@@ -671,9 +671,6 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     leaderboard.attrs["eval_metric"] = metric
     leaderboard.attrs["intermittency"] = found.describe()
     trains = [name for name, _ in chosen if model_spec(name).model_class.trainable]
-    blocks = 0 if trains or not calibrating else calibration_blocks(validation)
-    if calibrating:
-        leaderboard.attrs["calibration"] = _calibration_note(validation, blocks, trains)
     network = with_members(settings.network, [(name, member.resolved.network) for (name, _), member in
                                               zip(chosen, members)],
                            [w for _, w in chosen], [rows[name].val_score if name in rows else math.nan
@@ -686,11 +683,19 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
         return fit
     items, origins, mean = validation.items, validation.origins, \
         sum(weight * scores.means[name] for name, weight in chosen)  # [W, H, C] the ensemble's
-    for block in range(1, blocks + 1):  # earlier windows, each block forecast by the members fitted before it
-        first = validation.first - block * validation.horizons * horizon  # [I]
-        results = [(weight, candidates.forecast(name, first, like=variants.get(name))[1]) for name, weight in chosen]
+    blocks, failed = 0, ""
+    for block in range(1, (0 if trains else calibration_blocks(validation)) + 1):
+        first = validation.first - block * validation.horizons * horizon  # [I] each block's members fitted before it
+        try:
+            results = [(weight, candidates.forecast(name, first, like=variants.get(name))[1])
+                       for name, weight in chosen]
+        except (ValueError, RuntimeError) as err:  # a member the shorter history cannot fit: no earlier block
+            failed = f"block {block} failed: {err}"
+            break
         items, origins = np.concatenate([results[0][1].items, items]), np.concatenate([results[0][1].origins, origins])
         mean = np.concatenate([sum(weight * result.mean for weight, result in results), mean])
+        blocks = block
+    fit.state.leaderboard.attrs["calibration"] = _calibration_note(validation, blocks, trains, failed)
     calibration = calibration_of(fit.state, panel, items, origins, mean, validation.windows * (blocks + 1), stride,
                                  settings.conformal.resolved_for(auto=True), time.process_time() - started)
     return dataclasses.replace(fit, state=dataclasses.replace(fit.state, calibration=calibration))
@@ -709,11 +714,14 @@ def calibration_blocks(validation: Validation) -> int:
     return max(0, min(wanted, MAX_CALIBRATION_BLOCKS, room))
 
 
-def _calibration_note(validation: Validation, blocks: int, trains: list[str]) -> str:
-    """What the leaderboard says of the calibration: its windows and why there are no more."""
+def _calibration_note(validation: Validation, blocks: int, trains: list[str], failed: str) -> str:
+    """What the leaderboard says of the calibration: its windows and why there are no more
+    (``failed``: why an earlier block could not be forecast)."""
     evidence = validation.evidence * (blocks + 1)
     note = (f"{validation.windows * (blocks + 1)} windows per series, {evidence} independent (series x windows one "
             f"horizon apart)")
+    if failed:
+        return f"{note}: the validation's and {blocks} block(s) before them ({failed})"
     if blocks:
         return f"{note}: the validation's and {blocks} block(s) before them, the members fitted before each"
     if evidence >= CALIBRATION_EVIDENCE:

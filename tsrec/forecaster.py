@@ -280,7 +280,8 @@ class Forecaster:
         """``Forecaster("auto")``: each candidate's validation score (``val_score``, on the
         ``eval_metric`` that ``attrs["eval_metric"]`` names) and its weight in the ensemble (0: left
         out), best first; after ``fit`` also its wall and CPU seconds, a ``note`` (the rungs a network
-        trained, why it stopped or failed) and the covariates it read."""
+        trained, why it stopped or failed) and the covariates it read; ``attrs["calibration"]``: the
+        windows its conformal bands were calibrated on, and why there are no more."""
         self._require_fitted()
         if self.model_name != AUTO:
             raise AttributeError(f"only Forecaster('auto') has a leaderboard; this one is {self.model_name!r}")
