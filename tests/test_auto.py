@@ -164,11 +164,15 @@ def test_a_run_that_spends_its_budget_share_goes_on_at_the_next_rung(networks_al
 
 
 def test_the_validation_windows_follow_autogluons_rule_capped_by_the_shortest_series(validations):
-    assert validation_windows(1, 1000, H) == 5 and validation_windows(19, 1000, H) == 5
+    assert validation_windows(1, 150, H) == 5 and validation_windows(19, 1000, H) == 5
     assert validation_windows(20, 1000, H) == 3 and validation_windows(99, 1000, H) == 3
     assert validation_windows(100, 1000, H) == 2
     assert validation_windows(5, 40, H) == 3  # half of 40 steps holds three horizons of 6
     assert validation_windows(5, 10, H) == 1
+    # few long series: windows up to 30 independent ones (series x windows), within a fifth of the
+    # shortest series (1000 steps: 33 horizons of 6)
+    assert validation_windows(1, 1000, H) == 30 and validation_windows(2, 1000, H) == 15
+    assert validation_windows(1, 600, H) == 20 and validation_windows(4, 1000, H) == 8
     Forecaster("auto", candidates=("seasonal_naive",), conformal_windows=0, **FAST).fit(long_hourly(n=48), id_col="id",
                                                                                          time_col="ds")
     v = validations[-1]  # 3 series, 48 // 2 // 6 = 4 windows ending at each series' end, every origin scored
@@ -359,17 +363,18 @@ def test_statistical_candidates_are_validated_with_one_fit_per_series_carried_fo
     df = hourly()  # 2 columns
     f = Forecaster("auto", candidates=("ets", "theta", "seasonal_naive"), **FAST).fit(df)
     assert f.leaderboard.val_score.notna().all()
-    first = len(df) - 5 * H  # 5 validation windows
+    first = len(df) - 9 * H  # 9 validation windows: 15 would make 30 independent ones, a fifth of 288 steps holds 9
     fitted_on = lambda steps: sorted(name for name, n in fits if n == steps)  # noqa: E731
     assert fitted_on(first) == ["AutoETS", "AutoETS", "AutoTheta", "AutoTheta"]  # 2 channels, one fit each
     members = {name for name in ("ets", "theta") if name in f.resolved_settings.network.members}
     once = sorted({"ets": "AutoETS", "theta": "AutoTheta"}[m] for m in members for _ in range(2))
     assert fitted_on(len(df)) == once
-    # 2 x 5 independent validation windows: 3 blocks of calibration windows before them, forecast by
-    # the members alone, fitted once per channel on the history before each
-    assert f.leaderboard.attrs["calibration"].startswith("100 windows per series, 40 independent")
-    assert [fitted_on(first - block * 5 * H) for block in (1, 2, 3)] == [once] * 3
-    assert len(fits) == 4 + 4 * len(once)
+    # 2 x 9 independent validation windows: 2 blocks of calibration windows before them (a third would
+    # leave under half of the 234 steps the validation's fits had), forecast by the members alone,
+    # fitted once per channel on the history before each
+    assert f.leaderboard.attrs["calibration"].startswith("147 windows per series, 54 independent")
+    assert [fitted_on(first - block * 9 * H) for block in (1, 2)] == [once] * 2
+    assert len(fits) == 4 + 3 * len(once)
     fits.clear()
     f.predict()
     assert fits == []
@@ -397,9 +402,9 @@ def test_a_network_member_keeps_the_calibration_to_the_validation_windows(networ
     """A chosen network would train again for every earlier block: the calibration reads the
     validation's windows alone, and the leaderboard says why."""
     f = Forecaster("auto", candidates=("dlinear",), **FAST).fit(hourly())
-    assert f.calibration.windows == 4 * H + 1  # 5 horizons, origins one step apart
+    assert f.calibration.windows == 8 * H + 1  # 9 horizons, origins one step apart
     assert f.leaderboard.attrs["calibration"] == (
-        "25 windows per series, 10 independent (series x windows one horizon apart): the validation's alone, as "
+        "49 windows per series, 18 independent (series x windows one horizon apart): the validation's alone, as "
         "dlinear would train again for earlier windows (100 wanted)")
 
 
@@ -409,13 +414,13 @@ def test_an_earlier_block_a_member_cannot_fit_ends_the_calibration_there(monkeyp
     forecast = tsrec.auto._Candidates.forecast
 
     def failing(self, name, first, **kwargs):
-        if (first < self.validation.first - 5 * H).any():
+        if (first < self.validation.first - self.validation.horizons * H).any():
             raise ValueError("too short")
         return forecast(self, name, first, **kwargs)
 
     monkeypatch.setattr(tsrec.auto._Candidates, "forecast", failing)
     f = Forecaster("auto", candidates=("theta", "seasonal_naive"), **FAST).fit(hourly())
-    assert f.calibration.windows == 2 * (4 * H + 1)  # the validation's and one block
+    assert f.calibration.windows == 2 * (8 * H + 1)  # the validation's (9 horizons) and one block
     assert f.leaderboard.attrs["calibration"].endswith("the validation's and 1 block(s) before them (block 2 failed: "
                                                        "too short)")
     assert f.predict(levels=[80]).attrs["intervals"] == "conformal"

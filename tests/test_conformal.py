@@ -174,13 +174,14 @@ def test_auto_calibrates_its_ensemble_by_default_at_the_cost_of_forecasts_only()
     df = noisy(n=24 * 10)
     f = Forecaster(prediction_length=H, candidates=("theta", "seasonal_naive"), trainer_kwargs=QUIET).fit(df, **COLS)
     calibration = f.calibration
-    # 3 series -> 5 validation windows of 6 steps: origins one step apart over them (25 per series); 15
-    # independent windows, so 3 blocks of 25 more before them (100 per series, 60 independent); the
-    # scores of the 6 steps pooled (300 each) and learning after the fit
-    assert (calibration.windows, calibration.stride) == (100, 1) and calibration.counts.tolist() == [1800] * H
-    assert calibration.profile.shape == (H,) and calibration.update == "rolling" and calibration.rolling == 300
-    assert f.leaderboard.attrs["calibration"] == ("100 windows per series, 60 independent (series x windows one horizon "
-                                                  "apart): the validation's and 3 block(s) before them, the members "
+    # 3 series -> 8 validation windows of 6 steps (10 would make 30 independent ones; a fifth of 240 steps
+    # holds 8): origins one step apart over them (43 per series); 24 independent windows, so 2 blocks of 43
+    # more before them (a third would leave under half the 192 steps before the validation); the scores
+    # of the 6 steps pooled (129 x 3 each) and learning after the fit
+    assert (calibration.windows, calibration.stride) == (129, 1) and calibration.counts.tolist() == [2322] * H
+    assert calibration.profile.shape == (H,) and calibration.update == "rolling" and calibration.rolling == 387
+    assert f.leaderboard.attrs["calibration"] == ("129 windows per series, 72 independent (series x windows one horizon "
+                                                  "apart): the validation's and 2 block(s) before them, the members "
                                                   "fitted before each")
     forecast = f.predict(levels=[80, 95])
     assert forecast.attrs["intervals"] == "conformal"

@@ -13,8 +13,9 @@ read again, no Forecaster is built::
       calibrating.calibration_of(...) its conformal bands, from the same validation forecasts
 
 1. **Validation.** Each series' last ``k`` horizons are held out (:func:`validation_windows`:
-   AutoGluon's rule, 5 windows under 20 series, 3 under 100, else 2, and at most half of the
-   shortest series), forecast from every origin a stride that divides the horizon apart
+   AutoGluon's rule, 5 windows under 20 series, 3 under 100, else 2; more on few long series, up to
+   :data:`PRIOR_WINDOWS` independent windows within a fifth of the shortest series; at most half of
+   the shortest series), forecast from every origin a stride that divides the horizon apart
    (:func:`_stride`: on short data the windows overlap, and every one is scored). A series whose
    last values are missing is validated on windows ending at its last observed step, with a
    warning naming it (a forecast from a filled-in tail is never scored). Every candidate is fitted
@@ -108,6 +109,7 @@ from tsrec.models.base import ForecastModel
 from tsrec.models.ensemble import AUTO, with_members
 from tsrec.models.intermittent import INTERMITTENT_MODELS, Intermittency, intermittency
 from tsrec.models.naive import MATCH_TOLERANCE, choose_seasons
+from tsrec.models.parameters import VARIANT_GROWTH
 from tsrec.models.registry import model_spec
 from tsrec.models.stats import STATS_EXTRA, MSTLConfig, StatsConfig, statsforecast_installed
 from tsrec.settings import ForecasterSettings
@@ -173,8 +175,16 @@ def eval_metric_for(named: str | None, found: Intermittency) -> str:
 
 def validation_windows(n_series: int, shortest: int, horizon: int) -> int:
     """Validation windows per series: 5 under 20 series, 3 under 100, else 2 (AutoGluon-TimeSeries's
-    rule), as many as half of the ``shortest`` series holds, and at least one."""
+    rule, sized for models fitted again at every window; auto's are fitted once and carried
+    forward); more where the series are few and long: as many as give :data:`PRIOR_WINDOWS`
+    independent windows (series x windows: the evidence at which the greedy weights and the blend
+    count equally, :func:`shrunk_weights`) while the windows span at most the share of the
+    ``shortest`` series over which a validated variant is kept (:data:`~tsrec.models.parameters.
+    VARIANT_GROWTH`: a fifth, so that every choice is read off at least four fifths of the history);
+    as many as half of the ``shortest`` series holds, and at least one."""
     wanted = next((windows for below, windows in VAL_WINDOWS_RULE if n_series < below), MIN_VAL_WINDOWS)
+    within = int(shortest - shortest / VARIANT_GROWTH + 1e-9) // horizon  # windows in a fifth of the shortest
+    wanted = max(wanted, min(math.ceil(PRIOR_WINDOWS / max(1, n_series)), within))
     return max(1, min(wanted, shortest // 2 // horizon))
 
 
