@@ -55,7 +55,8 @@ def rsa_candidate_with_prior() -> Iterator[None]:
 
 def admitted(lengths: list[int], n_series: int, channels: int, horizon: int) -> int:
     """auto's count of training windows for its networks (:func:`tsrec.auto._network_windows`)."""
-    from tsrec.auto import _network_windows, validation_windows
+    from tsrec.auto import _network_windows
+    from tsrec.validation import validation_windows
 
     windows = validation_windows(n_series * channels, min(lengths), horizon)
     return _network_windows(lengths, channels, horizon, windows)

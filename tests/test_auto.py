@@ -14,7 +14,8 @@ import pytest
 
 import tsrec.auto
 from tsrec import Forecaster
-from tsrec.auto import Validation, _Scores, calibration_blocks, greedy_weights, network_budget, series_scales, shrunk_weights, validation_windows
+from tsrec.auto import network_budget
+from tsrec.validation import MAX_CALIBRATION_BLOCKS, Scores, Validation, calibration_blocks, greedy_weights, series_scales, shrunk_weights, validation_windows
 from tsrec.config import DEFAULT_MODEL
 from tsrec.data import canonicalize
 from tsrec.models.intermittent import INTERMITTENT_MODELS
@@ -51,13 +52,13 @@ def networks_allowed(monkeypatch):
 def scored(monkeypatch):
     """The names in the order the candidates were scored."""
     order = []
-    add = _Scores.add
+    add = Scores.add
 
     def recording(self, name, result):
         order.append(name)
         return add(self, name, result)
 
-    monkeypatch.setattr(_Scores, "add", recording)
+    monkeypatch.setattr(Scores, "add", recording)
     return order
 
 
@@ -107,7 +108,7 @@ def test_statistical_candidates_are_scored_before_the_networks(networks_allowed,
 def test_successive_halving_stops_a_network_far_behind_the_leader(networks_allowed, scored, monkeypatch):
     """patchtst made bad (its validation forecasts 10 standard deviations off) stops after the
     first rung; dlinear, the leader, trains through every rung of its 90 steps."""
-    add = _Scores.add  # the recording one
+    add = Scores.add  # the recording one
 
     def patchtst_is_bad(self, name, result):
         mse = add(self, name, result)
@@ -116,7 +117,7 @@ def test_successive_halving_stops_a_network_far_behind_the_leader(networks_allow
             return float(np.nanmean((self.scaled[name] - self.truth) ** 2))
         return mse
 
-    monkeypatch.setattr(_Scores, "add", patchtst_is_bad)
+    monkeypatch.setattr(Scores, "add", patchtst_is_bad)
     f = Forecaster("auto", candidates=("dlinear", "patchtst"), prediction_length=H, max_steps=90,
                    trainer_kwargs=QUIET).fit(hourly())
     notes = dict(zip(f.leaderboard.model, f.leaderboard.note))
@@ -388,7 +389,7 @@ def _validation(first, horizons, series=1, horizon=H):
 
 def test_calibration_blocks_bring_the_independent_windows_toward_the_target_within_the_history():
     # 1 series x 5 horizons = 5 independent windows: 19 more blocks wanted, at most 3
-    assert calibration_blocks(_validation([1000], 5)) == tsrec.auto.MAX_CALIBRATION_BLOCKS == 3
+    assert calibration_blocks(_validation([1000], 5)) == MAX_CALIBRATION_BLOCKS == 3
     # 34 series x 2 horizons = 68: one block brings them to 136
     assert calibration_blocks(_validation([1000] * 34, 2)) == 1
     assert calibration_blocks(_validation([1000] * 50, 2)) == 0  # 100 already

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from tsrec import Forecaster
-from tsrec.auto import eval_metric_for, series_scales
+from tsrec.validation import eval_metric_for, series_scales
 from tsrec.data import canonicalize
 from tsrec.evaluation import backtest
 from tsrec.models import build_model, list_models

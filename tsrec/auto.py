@@ -12,20 +12,23 @@ read again, no Forecaster is built::
       fit_state(read, prefitted=...)  the ensemble of the fitted members, handed over as modules
       calibrating.calibration_of(...) its conformal bands, from the same validation forecasts
 
-1. **Validation.** Each series' last ``k`` horizons are held out (:func:`validation_windows`:
+The validation's windows, scores and weights, as arrays, are :mod:`tsrec.validation`'s; this
+module fits and forecasts.
+
+1. **Validation.** Each series' last ``k`` horizons are held out (:func:`~tsrec.validation.validation_windows`:
    AutoGluon's rule, 5 windows under 20 series, 3 under 100, else 2; more on few long series, up to
-   :data:`PRIOR_WINDOWS` independent windows within a fifth of the shortest series; at most half of
+   :data:`~tsrec.validation.PRIOR_WINDOWS` independent windows within a fifth of the shortest series; at most half of
    the shortest series), forecast from every origin a stride that divides the horizon apart
-   (:func:`_stride`: on short data the windows overlap, and every one is scored). A series whose
+   (:func:`~tsrec.validation.validation_stride`: on short data the windows overlap, and every one is scored). A series whose
    last values are missing is validated on windows ending at its last observed step, with a
    warning naming it (a forecast from a filled-in tail is never scored). Every candidate is fitted
    on each series' steps before its held-out ones (:meth:`Read.before
    <tsrec.data.source.Read.before>`, a slice of the arrays read) and forecasts them
    (:func:`~tsrec.forecasting.forecast_origins`).
 2. **Scores** on ``eval_metric`` (:data:`~tsrec.models.ensemble.EVAL_METRICS`; not named,
-   :func:`eval_metric_for`: ``"rmsse"`` for intermittent data, ``"mase"`` for any other), each
+   :func:`~tsrec.validation.eval_metric_for`: ``"rmsse"`` for intermittent data, ``"mase"`` for any other), each
    series' errors divided by its scale over its history before the validation windows
-   (:func:`series_scales`), over the entries every candidate forecast (:func:`entry_losses`).
+   (:func:`~tsrec.validation.series_scales`), over the entries every candidate forecast (:func:`~tsrec.validation.entry_losses`).
 3. **Statistical candidates first** (those with nothing to train: ``ets``, ``theta``, ``ces``,
    ``dynamic_theta``, ``mstl`` where the calendar has two seasons, the intermittent-demand models
    ``croston``, ``adida``, ``imapa`` and ``tsb`` where the data are intermittent
@@ -46,7 +49,7 @@ read again, no Forecaster is built::
    at least :data:`MIN_NETWORK_WINDOWS` training windows (counted at a context of twice the
    horizon), by successive halving: every network trains for the first rung's share of its step
    budget (:data:`RUNGS`), is scored, and goes on to the next rung only if it is among the better
-   half of the networks still training and within :data:`HALVING_FACTOR` of the leader's score
+   half of the networks still training and within :data:`~tsrec.validation.HALVING_FACTOR` of the leader's score
    (the leader may be a statistical model). The first rung spends :func:`network_budget` CPU
    seconds (it grows with the observations, and stays within a few times what the statistical
    candidates cost; ``time_limit`` sets it instead), each run the share of what is left that its
@@ -57,18 +60,18 @@ read again, no Forecaster is built::
    default, ``refit_full=False``); its RevIN makes it indifferent to the ensemble's scaler, which
    is fitted on all the history. A member without RevIN is refitted.
 5. **Choice.** Greedy ensemble selection with replacement (Caruana et al., ICML 2004): for
-   :data:`ROUNDS` rounds, add the candidate that most lowers the validation score of the
+   :data:`~tsrec.validation.ROUNDS` rounds, add the candidate that most lowers the validation score of the
    equal-weighted average of those chosen so far (one may be chosen again), and keep the rounds'
    best ensemble; then shrink those weights toward the equal blend of the best few by the
-   evidence (:func:`shrunk_weights`). Running every round instead of stopping at the first round
+   evidence (:func:`~tsrec.validation.shrunk_weights`). Running every round instead of stopping at the first round
    that does not improve lets a second candidate enter at a small weight (1/3, 1/4, ...) once the
    leader has been chosen a few times, where entering at 1/2 would not have helped.
 6. **Intervals.** The chosen ensemble's weighted forecast of every validation origin calibrates
    its conformal intervals through the one calibration path,
    :func:`tsrec.calibrating.calibration_of` (``conformal_windows=0``: none). Where the validation
-   holds fewer than :data:`CALIBRATION_EVIDENCE` independent windows, up to
-   :data:`MAX_CALIBRATION_BLOCKS` blocks of as many windows before them are forecast too, by the
-   chosen members fitted again before each (:func:`calibration_blocks`; not where a network is
+   holds fewer than :data:`~tsrec.validation.CALIBRATION_EVIDENCE` independent windows, up to
+   :data:`~tsrec.validation.MAX_CALIBRATION_BLOCKS` blocks of as many windows before them are forecast too, by the
+   chosen members fitted again before each (:func:`~tsrec.validation.calibration_blocks`; not where a network is
    chosen); the leaderboard's ``attrs["calibration"]`` says which.
 7. **Covariates.** The candidates that read covariates (the networks, ``ridge`` and ``gbm``) are fitted and
    scored with those given to ``fit``; the statistical ones on the targets alone
@@ -88,15 +91,15 @@ import sys
 import tempfile
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from tsrec.calibrating import calibration_of, window_values
+from tsrec.calibrating import calibration_of
 from tsrec.config import CovariateConfig
-from tsrec.conformal import TARGET_RESIDUALS, default_windows, observed_ends
+from tsrec.conformal import default_windows, observed_ends
 from tsrec.data.frame import Panel
 from tsrec.data.periods import dominant_periods
 from tsrec.data.scaling import StandardScaler
@@ -104,23 +107,20 @@ from tsrec.data.time_features import calendar_cycles, seasonality
 from tsrec.data.source import Read
 from tsrec.fitted import FittedState, ForecastResult
 from tsrec.fitting import Fit, Prefitted, fit_state
-from tsrec.forecasting import forecast_origins, window_origins
+from tsrec.forecasting import forecast_origins
 from tsrec.models.base import ForecastModel
 from tsrec.models.ensemble import AUTO, with_members
 from tsrec.models.intermittent import INTERMITTENT_MODELS, Intermittency, intermittency
 from tsrec.models.naive import MATCH_TOLERANCE, choose_seasons
-from tsrec.models.parameters import VARIANT_GROWTH
 from tsrec.models.registry import model_spec
 from tsrec.models.stats import STATS_EXTRA, MSTLConfig, StatsConfig, statsforecast_installed
 from tsrec.settings import ForecasterSettings
 from tsrec.training.budget import plan_budget
+from tsrec.validation import (CALIBRATION_EVIDENCE, HALVING_FACTOR, Scores, Validation, calibration_blocks,
+                              eval_metric_for, validation_stride, validation_windows)
 
-__all__ = ["AUTO", "CALIBRATION_EVIDENCE", "HALVING_FACTOR", "LEADERBOARD_COLUMNS", "MAX_CALIBRATION_BLOCKS",
-           "MIN_NETWORK_WINDOWS", "ROUNDS", "RUNGS", "Validation", "calibration_blocks", "eval_metric_for", "fit_auto",
-           "greedy_weights", "network_budget", "validation_windows"]
+__all__ = ["AUTO", "LEADERBOARD_COLUMNS", "MIN_NETWORK_WINDOWS", "RUNGS", "fit_auto", "network_budget"]
 
-#: Rounds of greedy ensemble selection (weights are multiples of 1 / ROUNDS).
-ROUNDS = 20
 #: Training windows (before the validation windows, at a context of twice the horizon) the data
 #: must hold for the networks to be tried: fewer, and the statistical models are the better bet
 #: (the issue-36 sets: the networks lost 4x on 4 quarterly series of 101 steps, won on 145 monthly
@@ -129,14 +129,6 @@ MIN_NETWORK_WINDOWS = 1_000
 #: Successive halving's rungs: the shares of a network's step budget it has trained for when it is
 #: scored (each rung continues the run of the one before).
 RUNGS = (1 / 9, 1 / 3, 1.0)
-#: A network whose validation score is more than this many times the leader's stops at its rung; the
-#: blend the weights shrink toward takes candidates within it of the best (:func:`shrunk_weights`).
-HALVING_FACTOR = 1.5
-#: The blend the weights shrink toward: the equal weights of this many best candidates.
-BLEND_SIZE = 3
-#: The validation windows the equal blend is worth (:func:`shrunk_weights`): with as many independent
-#: windows scored, the greedy weights and the blend count half each.
-PRIOR_WINDOWS = 30
 #: The networks' training budget in CPU seconds: this many, plus :data:`BUDGET_SECONDS_PER_OBSERVATION`
 #: per observed value, at most :data:`MAX_BUDGET_SECONDS`, and at most :data:`STATS_COST_RATIO` times
 #: what the statistical candidates cost (:func:`network_budget`): the issue-36 targets, a default fit
@@ -149,43 +141,8 @@ STATS_COST_RATIO = 3.0
 #: ``time_limit`` is the networks' budget instead, and networks are never refitted).
 SHARED_SETTINGS = ("val_windows", "gaps", "missing_context", "scaling", "seed", "batch_size", "max_steps", "max_epochs",
                    "precision", "deterministic", "num_workers", "compile")
-#: The AutoGluon rule (series fewer than, windows): else :data:`MIN_VAL_WINDOWS`.
-VAL_WINDOWS_RULE = ((20, 5), (100, 3))
-MIN_VAL_WINDOWS = 2
-#: Independent windows (series x channels x windows one horizon apart) auto's conformal bands are
-#: calibrated on where the history allows: where its validation windows hold fewer, blocks of as
-#: many windows before them are forecast too (:func:`calibration_blocks`). A rule fixed before any
-#: benchmark: the residuals per step :func:`~tsrec.conformal.default_windows` aims at.
-CALIBRATION_EVIDENCE = TARGET_RESIDUALS
-#: The most such blocks (each costs one more fit of the chosen members, on a slice of the history).
-MAX_CALIBRATION_BLOCKS = 3
 #: The leaderboard's columns.
 LEADERBOARD_COLUMNS = ["model", "val_score", "weight", "fit_seconds", "cpu_seconds", "note", "covariates"]
-
-
-def eval_metric_for(named: str | None, found: Intermittency) -> str:
-    """The metric auto scores by: the one the user ``named``; else ``"rmsse"`` for intermittent data
-    (``found``, :func:`~tsrec.models.intermittent.intermittency`: absolute errors reward forecasting
-    the zeros that most steps hold, squared ones the mean demand, which is what stock is planned
-    from; the M5 competition's point metric), ``"mase"`` for any other."""
-    if named is not None:
-        return named
-    return "rmsse" if found.detected else "mase"
-
-
-def validation_windows(n_series: int, shortest: int, horizon: int) -> int:
-    """Validation windows per series: 5 under 20 series, 3 under 100, else 2 (AutoGluon-TimeSeries's
-    rule, sized for models fitted again at every window; auto's are fitted once and carried
-    forward); more where the series are few and long: as many as give :data:`PRIOR_WINDOWS`
-    independent windows (series x windows: the evidence at which the greedy weights and the blend
-    count equally, :func:`shrunk_weights`) while the windows span at most the share of the
-    ``shortest`` series over which a validated variant is kept (:data:`~tsrec.models.parameters.
-    VARIANT_GROWTH`: a fifth, so that every choice is read off at least four fifths of the history);
-    as many as half of the ``shortest`` series holds, and at least one."""
-    wanted = next((windows for below, windows in VAL_WINDOWS_RULE if n_series < below), MIN_VAL_WINDOWS)
-    within = int(shortest - shortest / VARIANT_GROWTH + 1e-9) // horizon  # windows in a fifth of the shortest
-    wanted = max(wanted, min(math.ceil(PRIOR_WINDOWS / max(1, n_series)), within))
-    return max(1, min(wanted, shortest // 2 // horizon))
 
 
 def network_budget(observations: int, time_limit: float | None = None, stats_seconds: float | None = None) -> float:
@@ -200,187 +157,6 @@ def network_budget(observations: int, time_limit: float | None = None, stats_sec
     bounds = [MAX_BUDGET_SECONDS, BUDGET_SECONDS + BUDGET_SECONDS_PER_OBSERVATION * observations]
     bounds += [] if stats_seconds is None else [STATS_COST_RATIO * stats_seconds]
     return min(bounds)
-
-
-def entry_losses(metric: str, forecast: np.ndarray, truth: np.ndarray) -> np.ndarray:
-    """The per-entry losses of ``forecast`` ``[..., E]`` against ``truth`` ``[E]``, both divided by
-    their series' scale (:attr:`Validation.scale`): squared errors for ``"mse"`` and ``"rmsse"``,
-    absolute errors for ``"mae"`` and ``"mase"``, and sMAPE's ``200 |f - y| / (|f| + |y|)`` for ``"smape"`` (which no
-    positive per-series scale changes; 0 where both are 0)."""
-    error = forecast - truth
-    if metric in ("mse", "rmsse"):
-        return error ** 2
-    if metric == "smape":
-        total = np.abs(forecast) + np.abs(truth)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(total > 0, 200.0 * np.abs(error) / total, 0.0)
-    return np.abs(error)
-
-
-def greedy_weights(truth: np.ndarray, forecasts: np.ndarray, rounds: int = ROUNDS, metric: str = "mse") -> np.ndarray:
-    """Greedy ensemble selection with replacement: ``forecasts`` ``[M, E]`` of ``M`` candidates over
-    ``E`` entries with true values ``truth`` ``[E]`` -> weights ``[M]`` summing to 1: every round
-    adds the candidate whose addition gives the lowest mean loss (:func:`entry_losses` of
-    ``metric``), and the weights are those of the round with the lowest loss (the earliest among
-    equals; see the module)."""
-    counts = np.zeros(len(forecasts))
-    total = np.zeros_like(truth)
-    best, best_counts = math.inf, counts
-    for r in range(rounds):
-        errors = entry_losses(metric, (total + forecasts) / (r + 1), truth).mean(axis=1)  # [M]
-        choice = int(np.argmin(errors))
-        counts[choice] += 1
-        total = total + forecasts[choice]
-        if errors[choice] < best * (1 - 1e-12):  # ties and float noise keep the simpler ensemble
-            best, best_counts = float(errors[choice]), counts.copy()
-    return best_counts / best_counts.sum()
-
-
-def shrunk_weights(greedy: np.ndarray, scores: np.ndarray, evidence: int) -> np.ndarray:
-    """``greedy`` ``[M]`` weights shrunk toward the equal blend of the best few candidates by their
-    validation ``scores`` ``[M]`` (lower is better): the :data:`BLEND_SIZE` best within
-    :data:`HALVING_FACTOR` of the best. ``evidence``: the independent validation windows scored (series
-    x channels x windows one horizon apart); the greedy weights get ``evidence / (evidence +
-    PRIOR_WINDOWS)`` of the total, the blend the rest (:data:`PRIOR_WINDOWS`): a rule fixed before any
-    benchmark, so that two to five windows of a few series cannot hand one candidate everything."""
-    best = float(np.min(scores))
-    order = [int(m) for m in np.argsort(scores, kind="stable") if scores[m] <= HALVING_FACTOR * best]
-    blend = np.zeros_like(greedy)
-    blend[order[:BLEND_SIZE]] = 1.0 / len(order[:BLEND_SIZE])
-    trust = evidence / (evidence + PRIOR_WINDOWS)
-    return trust * greedy + (1.0 - trust) * blend
-
-
-@dataclass(frozen=True)
-class Validation:
-    """The validation windows every candidate forecasts, as arrays in
-    :func:`~tsrec.forecasting.window_origins`' order (``W`` windows, ``I`` series, ``C`` channels).
-
-    Attributes:
-        first: ``[I]`` int64, each series' first held-out step (grid position): the candidates are
-            fitted on the steps before it.
-        count: ``[I]`` int64, origins per series, ``stride`` apart, the last one's window ending at
-            the series' last observed step.
-        stride: steps between origins (a divisor of the horizon: on short data the windows overlap,
-            and every one is scored).
-        horizons: windows per series one horizon apart (the independent evidence).
-        items, origins: ``[W]`` int64, each window's series and first forecast step.
-        truth: ``[W, H, C]`` float64, the held-out values (NaN where unobserved).
-        metric: the ``eval_metric`` (:data:`~tsrec.models.ensemble.EVAL_METRICS`).
-        scale: ``[I, C]`` float64, what each series' errors are divided by
-            (:func:`series_scales`): its in-sample seasonal naive MAE for ``"mase"``, the root mean
-            square of its one-step changes for ``"rmsse"``, its standard deviation for ``"mse"`` and
-            ``"mae"``, each over its history before ``first`` (the scale the field's test scores
-            use); ones for ``"smape"``.
-    """
-
-    first: np.ndarray
-    count: np.ndarray
-    stride: int
-    horizons: int
-    items: np.ndarray
-    origins: np.ndarray
-    truth: np.ndarray
-    metric: str
-    scale: np.ndarray
-
-    @classmethod
-    def of(cls, panel: Panel, ends: np.ndarray, windows: int, horizon: int, stride: int, metric: str,
-           season: int) -> Validation:
-        """``windows`` horizons held out before each series' observed end ``ends`` ``[I]`` of
-        ``panel``, forecast from origins ``stride`` apart, scored by ``metric`` (``season``: MASE's)."""
-        first = ends - windows * horizon  # [I]
-        count = np.full(len(ends), (windows - 1) * horizon // stride + 1, dtype=np.int64)  # [I]
-        items, origins = window_origins(first, count, stride)  # [W] each
-        truth, seen = window_values(panel, items, origins, horizon)  # [W, H, C] each
-        return cls(first, count, stride, windows, items, origins, np.where(seen, truth, np.nan), metric,
-                   series_scales(panel, first, metric, season))
-
-    @property
-    def windows(self) -> int:
-        """Origins per series (the calibration's windows)."""
-        return int(self.count.max())
-
-    @property
-    def evidence(self) -> int:
-        """Independent windows scored: series x channels x windows one horizon apart."""
-        return int(len(self.first) * self.truth.shape[2] * self.horizons)
-
-    def scaled(self, mean: np.ndarray) -> np.ndarray:
-        """``[W * H * C]`` ``mean`` ``[W, H, C]`` divided by each window's series' scale, flattened."""
-        return (mean / self.scale[self.items][:, None, :]).ravel()
-
-
-def series_scales(panel: Panel, first: np.ndarray, metric: str, season: int) -> np.ndarray:
-    """``[I, C]`` each series' and channel's scale over its observed steps before ``first`` ``[I]``:
-    for ``"mase"`` the mean ``|y[t] - y[t - m]|`` at ``m = season`` (at 1 where the history holds no
-    more than a season), for ``"rmsse"`` the root of the mean ``(y[t] - y[t - 1]) ** 2`` from the
-    series' first nonzero value on (the M5 competition's scale: the zeros before a product's first
-    sale are no history of its demand), for ``"mse"`` and ``"mae"`` the population standard
-    deviation; ones for ``"smape"``; 1 wherever the scale is 0 or undefined."""
-    channels = len(panel.columns) if panel.layout == "wide" else 1
-    scale = np.ones((len(panel.items), channels))
-    if metric == "smape":
-        return scale
-    for i, (item, end) in enumerate(zip(panel.items, first.tolist())):
-        y = np.where(item.observed[:end], item.values[:end], np.nan)  # [T, C]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # a channel with nothing observed
-            if metric == "mase":
-                m = season if end > season else 1
-                value = np.nanmean(np.abs(y[m:] - y[:-m]), axis=0) if end > m else np.full(channels, np.nan)
-            elif metric == "rmsse":
-                started = np.maximum.accumulate(np.nan_to_num(y) != 0, axis=0)  # [T, C] from the first nonzero value
-                changes = np.where(started[1:] & started[:-1], y[1:] - y[:-1], np.nan)  # [T - 1, C]
-                value = np.sqrt(np.nanmean(changes ** 2, axis=0)) if end > 1 else np.full(channels, np.nan)
-            else:
-                value = np.nanstd(y, axis=0)
-        scale[i] = np.where(np.isfinite(value) & (value > 0), value, 1.0)
-    return scale
-
-
-@dataclass
-class _Scores:
-    """Every scored candidate's validation forecasts: ``means`` ``[W, H, C]`` in the data's units
-    (the ensemble's calibration reads them) and ``scaled`` ``[E]`` (divided by their series' scale:
-    the choice reads them)."""
-
-    validation: Validation
-    truth: np.ndarray = field(init=False)  # [E] scaled
-    means: dict[str, np.ndarray] = field(default_factory=dict)
-    scaled: dict[str, np.ndarray] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.truth = self.validation.scaled(self.validation.truth)
-
-    def add(self, name: str, result: ForecastResult) -> float:
-        """Keep ``result`` (the candidate's forecasts of the validation windows) under ``name``;
-        returns its score (the mean loss over the entries it forecast; for ``"rmsse"`` its root)."""
-        validation = self.validation
-        if not (np.array_equal(result.items, validation.items) and np.array_equal(result.origins, validation.origins)):
-            raise RuntimeError(f"auto: {name}'s validation windows differ from the other candidates'")
-        self.means[name] = result.mean
-        forecast = self.scaled[name] = validation.scaled(result.mean)
-        entries = np.isfinite(self.truth) & np.isfinite(forecast)
-        if not entries.any():
-            return math.nan
-        score = float(entry_losses(validation.metric, forecast[entries], self.truth[entries]).mean())
-        return math.sqrt(score) if validation.metric == "rmsse" else score
-
-    def drop(self, name: str) -> None:
-        self.means.pop(name, None)
-        self.scaled.pop(name, None)
-
-    def weights(self, names: list[str], scores: list[float]) -> np.ndarray:
-        """``[M]`` the weights of ``names`` (validation ``scores`` ``[M]``): the greedy weights over the
-        entries with a true value and every one's forecast, shrunk toward the blend of the best
-        few (:func:`shrunk_weights`)."""
-        stacked = np.stack([self.scaled[name] for name in names])  # [M, E]
-        common = np.isfinite(self.truth) & np.isfinite(stacked).all(axis=0)
-        if not common.any():
-            raise ValueError("auto: no validation entry has a true value and every candidate's forecast")
-        greedy = greedy_weights(self.truth[common], stacked[:, common], metric=self.validation.metric)
-        return shrunk_weights(greedy, np.asarray(scores), self.validation.evidence)
 
 
 @dataclass
@@ -428,7 +204,7 @@ class _Candidates:
         :meth:`~tsrec.models.base.ForecastModel.reads_covariates`)."""
         return bool(self.covariates.columns) and model_spec(name).model_class.reads_covariates()
 
-    def fit_and_score(self, name: str, scores: _Scores, *, resume: bool = False, **overrides: Any) -> tuple[Fit, float]:
+    def fit_and_score(self, name: str, scores: Scores, *, resume: bool = False, **overrides: Any) -> tuple[Fit, float]:
         """Candidate ``name`` (its settings with ``overrides``) fitted on the history before the
         validation windows, its covariates too where it reads them (``resume``: going on from the
         run whose checkpoint is in its ``output_dir``), and its validation score (its forecasts kept
@@ -549,15 +325,6 @@ def _warn_unread_covariates(candidates: _Candidates, chosen: list[str], rows: di
                   "Forecaster('gbm', ...)), or name candidates that read them", UserWarning, stacklevel=5)
 
 
-def _stride(horizon: int, windows: int, wanted: int) -> int:
-    """The validation forecasts' stride: the largest divisor of ``horizon`` that gives about
-    ``wanted`` origins per series over the ``windows`` horizons of the validation span (at least
-    ``windows``: the horizon itself)."""
-    available = (windows - 1) * horizon + 1  # origins one step apart
-    most = max(1, (available - 1) // max(1, wanted - 1))
-    return max(d for d in range(1, horizon + 1) if horizon % d == 0 and d <= most)
-
-
 def _progress(line: str) -> None:
     """One progress line on stderr when it is a terminal (never in captured or redirected output)."""
     if sys.stderr.isatty():
@@ -628,14 +395,14 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     windows = validation_windows(len(panel.items) * channels, int(ends.min()), horizon)
     calibrating = settings.conformal.windows != 0
     wanted = settings.conformal.windows or default_windows(len(panel.items) * channels)
-    stride = _stride(horizon, windows, wanted)
+    stride = validation_stride(horizon, windows, wanted)
     observed = read.before(ends)
     found = intermittency([item.values for item in panel.items], [item.observed for item in panel.items])
     metric = eval_metric_for(settings.network.eval_metric, found)
     settings = dataclasses.replace(settings, network=dataclasses.replace(settings.network, eval_metric=metric))
     validation = Validation.of(observed.panel, ends, windows, horizon, stride, metric, seasonality(panel.calendar))
     candidates = _Candidates(settings, validation, read.before(validation.first), observed, read.schema.covariates)
-    scores = _Scores(validation)
+    scores = Scores(validation)
     names = _candidates(settings)
     rows = {name: _Row(name) for name in names}
     statistical = [name for name in names if not model_spec(name).model_class.trainable]
@@ -711,19 +478,6 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     return dataclasses.replace(fit, state=dataclasses.replace(fit.state, calibration=calibration))
 
 
-def calibration_blocks(validation: Validation) -> int:
-    """Blocks of calibration windows auto forecasts before its validation windows, each the
-    validation's windows moved one validation span earlier and forecast by the chosen members
-    fitted on the history before it: as many as bring the independent windows to
-    :data:`CALIBRATION_EVIDENCE` (none where the validation holds that many), at most
-    :data:`MAX_CALIBRATION_BLOCKS`, and only while every series keeps at least half the history its
-    validation fit had (a model fitted on much less would forecast worse than the one calibrated)."""
-    wanted = math.ceil(CALIBRATION_EVIDENCE / max(1, validation.evidence)) - 1
-    span = validation.horizons * validation.truth.shape[1]  # steps per block
-    room = int((validation.first // 2 // span).min())  # blocks that leave each series half its history
-    return max(0, min(wanted, MAX_CALIBRATION_BLOCKS, room))
-
-
 def _calibration_note(validation: Validation, blocks: int, trains: list[str], failed: str) -> str:
     """What the leaderboard says of the calibration: its windows and why there are no more
     (``failed``: why an earlier block could not be forecast)."""
@@ -742,7 +496,7 @@ def _calibration_note(validation: Validation, blocks: int, trains: list[str], fa
     return f"{note}: the validation's alone, as the history is too short for earlier ones ({CALIBRATION_EVIDENCE} wanted)"
 
 
-def _fit_networks(networks: list[str], rows: dict[str, _Row], validated: dict[str, FittedState], scores: _Scores,
+def _fit_networks(networks: list[str], rows: dict[str, _Row], validated: dict[str, FittedState], scores: Scores,
                   candidates: _Candidates, *, lengths: np.ndarray, channels: int, windows: int,
                   observations: int) -> None:
     """Successive halving of the ``networks`` on the history before the validation windows (see
@@ -752,7 +506,7 @@ def _fit_networks(networks: list[str], rows: dict[str, _Row], validated: dict[st
     is left that its steps are of the steps still planned (the rest of this rung, and the later
     rungs for the networks halving would keep), so that the first networks cannot spend the
     others' rung 1; what a run leaves unspent goes to the runs after it. The first rung spends
-    :func:`network_budget`; a network that halving keeps (within :data:`HALVING_FACTOR` of the
+    :func:`network_budget`; a network that halving keeps (within :data:`~tsrec.validation.HALVING_FACTOR` of the
     leader, or ahead of it) is never stopped for that budget alone: its later rungs may spend up to
     the user's ``time_limit``, else :data:`MAX_BUDGET_SECONDS` in all, and its note says so."""
     settings = candidates.settings
@@ -852,7 +606,7 @@ class _CpuLimit:
 
 def _halve(alive: list[str], rows: dict[str, _Row], rung: int) -> list[str]:
     """The networks that go on after ``rung``: the better half of ``alive``, those within
-    :data:`HALVING_FACTOR` of the leader's validation score (the best of every candidate scored);
+    :data:`~tsrec.validation.HALVING_FACTOR` of the leader's validation score (the best of every candidate scored);
     the others' notes say why they stopped."""
     scored = {name: row.val_score for name, row in rows.items() if not math.isnan(row.val_score)}
     if not scored:

@@ -39,7 +39,7 @@ AUTO_CANDIDATES = ("ets", "theta", "ces", "dynamic_theta", "mstl", "croston", "a
 #: ``"rmsse"`` (the root of the squared errors over each series' in-sample squared one-step change,
 #: the M5 competition's point metric), ``"mae"`` and ``"mse"`` (absolute and squared errors over each
 #: series' standard deviation) and ``"smape"``. Not named: ``"rmsse"`` for intermittent data, else
-#: ``"mase"`` (:func:`tsrec.auto.eval_metric_for`).
+#: ``"mase"`` (:func:`tsrec.validation.eval_metric_for`).
 EVAL_METRICS = ("mase", "rmsse", "mae", "mse", "smape")
 #: The outputs an ensemble can average: points, and quantiles (a weighted average of each level's
 #: forecasts keeps them ordered); distributions' parameters do not average into their mixture.

@@ -1,0 +1,280 @@
+"""``auto``'s validation, as arrays: which windows each series holds out, the scale its errors are
+divided by, every candidate's scores on them, and the ensemble's weights; what nothing here fits
+or forecasts (:func:`tsrec.auto.fit_auto` does, and hands the forecasts in)::
+
+    validation_windows, validation_stride    how many horizons each series holds out, origins how far apart
+    Validation.of(panel, ends, ...)          their items, origins and truth  [W], [W], [W, H, C]
+    Scores.add(name, forecast)               a candidate's score on the metric  (scaled [W * H * C])
+    Scores.weights(names, scores)            greedy_weights, then shrunk_weights toward the blend
+    calibration_blocks(validation)           earlier blocks of windows the bands also read
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tsrec.calibrating import window_values
+from tsrec.conformal import TARGET_RESIDUALS
+from tsrec.data.frame import Panel
+from tsrec.fitted import ForecastResult
+from tsrec.forecasting import window_origins
+from tsrec.models.intermittent import Intermittency
+from tsrec.models.parameters import VARIANT_GROWTH
+
+__all__ = ["BLEND_SIZE", "CALIBRATION_EVIDENCE", "HALVING_FACTOR", "MAX_CALIBRATION_BLOCKS", "MIN_VAL_WINDOWS",
+           "PRIOR_WINDOWS", "ROUNDS", "Scores", "VAL_WINDOWS_RULE", "Validation", "calibration_blocks", "entry_losses",
+           "eval_metric_for", "greedy_weights", "series_scales", "shrunk_weights", "validation_stride",
+           "validation_windows"]
+
+#: Rounds of greedy ensemble selection (weights are multiples of 1 / ROUNDS).
+ROUNDS = 20
+#: A network whose validation score is more than this many times the leader's stops at its rung; the
+#: blend the weights shrink toward takes candidates within it of the best (:func:`shrunk_weights`).
+HALVING_FACTOR = 1.5
+#: The blend the weights shrink toward: the equal weights of this many best candidates.
+BLEND_SIZE = 3
+#: The validation windows the equal blend is worth (:func:`shrunk_weights`): with as many independent
+#: windows scored, the greedy weights and the blend count half each.
+PRIOR_WINDOWS = 30
+#: The AutoGluon rule (series fewer than, windows): else :data:`MIN_VAL_WINDOWS`.
+VAL_WINDOWS_RULE = ((20, 5), (100, 3))
+MIN_VAL_WINDOWS = 2
+#: Independent windows (series x channels x windows one horizon apart) auto's conformal bands are
+#: calibrated on where the history allows: where its validation windows hold fewer, blocks of as
+#: many windows before them are forecast too (:func:`calibration_blocks`). A rule fixed before any
+#: benchmark: the residuals per step :func:`~tsrec.conformal.default_windows` aims at.
+CALIBRATION_EVIDENCE = TARGET_RESIDUALS
+#: The most such blocks (each costs one more fit of the chosen members, on a slice of the history).
+MAX_CALIBRATION_BLOCKS = 3
+
+
+def eval_metric_for(named: str | None, found: Intermittency) -> str:
+    """The metric auto scores by: the one the user ``named``; else ``"rmsse"`` for intermittent data
+    (``found``, :func:`~tsrec.models.intermittent.intermittency`: absolute errors reward forecasting
+    the zeros that most steps hold, squared ones the mean demand, which is what stock is planned
+    from; the M5 competition's point metric), ``"mase"`` for any other."""
+    if named is not None:
+        return named
+    return "rmsse" if found.detected else "mase"
+
+
+def validation_windows(n_series: int, shortest: int, horizon: int) -> int:
+    """Validation windows per series: 5 under 20 series, 3 under 100, else 2 (AutoGluon-TimeSeries's
+    rule, sized for models fitted again at every window; auto's are fitted once and carried
+    forward); more where the series are few and long: as many as give :data:`PRIOR_WINDOWS`
+    independent windows (series x windows: the evidence at which the greedy weights and the blend
+    count equally, :func:`shrunk_weights`) while the windows span at most the share of the
+    ``shortest`` series over which a validated variant is kept (:data:`~tsrec.models.parameters.
+    VARIANT_GROWTH`: a fifth, so that every choice is read off at least four fifths of the history);
+    as many as half of the ``shortest`` series holds, and at least one."""
+    wanted = next((windows for below, windows in VAL_WINDOWS_RULE if n_series < below), MIN_VAL_WINDOWS)
+    within = int(shortest - shortest / VARIANT_GROWTH + 1e-9) // horizon  # windows in a fifth of the shortest
+    wanted = max(wanted, min(math.ceil(PRIOR_WINDOWS / max(1, n_series)), within))
+    return max(1, min(wanted, shortest // 2 // horizon))
+
+
+def entry_losses(metric: str, forecast: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    """The per-entry losses of ``forecast`` ``[..., E]`` against ``truth`` ``[E]``, both divided by
+    their series' scale (:attr:`Validation.scale`): squared errors for ``"mse"`` and ``"rmsse"``,
+    absolute errors for ``"mae"`` and ``"mase"``, and sMAPE's ``200 |f - y| / (|f| + |y|)`` for ``"smape"`` (which no
+    positive per-series scale changes; 0 where both are 0)."""
+    error = forecast - truth
+    if metric in ("mse", "rmsse"):
+        return error ** 2
+    if metric == "smape":
+        total = np.abs(forecast) + np.abs(truth)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(total > 0, 200.0 * np.abs(error) / total, 0.0)
+    return np.abs(error)
+
+
+def greedy_weights(truth: np.ndarray, forecasts: np.ndarray, rounds: int = ROUNDS, metric: str = "mse") -> np.ndarray:
+    """Greedy ensemble selection with replacement: ``forecasts`` ``[M, E]`` of ``M`` candidates over
+    ``E`` entries with true values ``truth`` ``[E]`` -> weights ``[M]`` summing to 1: every round
+    adds the candidate whose addition gives the lowest mean loss (:func:`entry_losses` of
+    ``metric``), and the weights are those of the round with the lowest loss (the earliest among
+    equals; see the module)."""
+    counts = np.zeros(len(forecasts))
+    total = np.zeros_like(truth)
+    best, best_counts = math.inf, counts
+    for r in range(rounds):
+        errors = entry_losses(metric, (total + forecasts) / (r + 1), truth).mean(axis=1)  # [M]
+        choice = int(np.argmin(errors))
+        counts[choice] += 1
+        total = total + forecasts[choice]
+        if errors[choice] < best * (1 - 1e-12):  # ties and float noise keep the simpler ensemble
+            best, best_counts = float(errors[choice]), counts.copy()
+    return best_counts / best_counts.sum()
+
+
+def shrunk_weights(greedy: np.ndarray, scores: np.ndarray, evidence: int) -> np.ndarray:
+    """``greedy`` ``[M]`` weights shrunk toward the equal blend of the best few candidates by their
+    validation ``scores`` ``[M]`` (lower is better): the :data:`BLEND_SIZE` best within
+    :data:`HALVING_FACTOR` of the best. ``evidence``: the independent validation windows scored (series
+    x channels x windows one horizon apart); the greedy weights get ``evidence / (evidence +
+    PRIOR_WINDOWS)`` of the total, the blend the rest (:data:`PRIOR_WINDOWS`): a rule fixed before any
+    benchmark, so that two to five windows of a few series cannot hand one candidate everything."""
+    best = float(np.min(scores))
+    order = [int(m) for m in np.argsort(scores, kind="stable") if scores[m] <= HALVING_FACTOR * best]
+    blend = np.zeros_like(greedy)
+    blend[order[:BLEND_SIZE]] = 1.0 / len(order[:BLEND_SIZE])
+    trust = evidence / (evidence + PRIOR_WINDOWS)
+    return trust * greedy + (1.0 - trust) * blend
+
+
+@dataclass(frozen=True)
+class Validation:
+    """The validation windows every candidate forecasts, as arrays in
+    :func:`~tsrec.forecasting.window_origins`' order (``W`` windows, ``I`` series, ``C`` channels).
+
+    Attributes:
+        first: ``[I]`` int64, each series' first held-out step (grid position): the candidates are
+            fitted on the steps before it.
+        count: ``[I]`` int64, origins per series, ``stride`` apart, the last one's window ending at
+            the series' last observed step.
+        stride: steps between origins (a divisor of the horizon: on short data the windows overlap,
+            and every one is scored).
+        horizons: windows per series one horizon apart (the independent evidence).
+        items, origins: ``[W]`` int64, each window's series and first forecast step.
+        truth: ``[W, H, C]`` float64, the held-out values (NaN where unobserved).
+        metric: the ``eval_metric`` (:data:`~tsrec.models.ensemble.EVAL_METRICS`).
+        scale: ``[I, C]`` float64, what each series' errors are divided by
+            (:func:`series_scales`): its in-sample seasonal naive MAE for ``"mase"``, the root mean
+            square of its one-step changes for ``"rmsse"``, its standard deviation for ``"mse"`` and
+            ``"mae"``, each over its history before ``first`` (the scale the field's test scores
+            use); ones for ``"smape"``.
+    """
+
+    first: np.ndarray
+    count: np.ndarray
+    stride: int
+    horizons: int
+    items: np.ndarray
+    origins: np.ndarray
+    truth: np.ndarray
+    metric: str
+    scale: np.ndarray
+
+    @classmethod
+    def of(cls, panel: Panel, ends: np.ndarray, windows: int, horizon: int, stride: int, metric: str,
+           season: int) -> Validation:
+        """``windows`` horizons held out before each series' observed end ``ends`` ``[I]`` of
+        ``panel``, forecast from origins ``stride`` apart, scored by ``metric`` (``season``: MASE's)."""
+        first = ends - windows * horizon  # [I]
+        count = np.full(len(ends), (windows - 1) * horizon // stride + 1, dtype=np.int64)  # [I]
+        items, origins = window_origins(first, count, stride)  # [W] each
+        truth, seen = window_values(panel, items, origins, horizon)  # [W, H, C] each
+        return cls(first, count, stride, windows, items, origins, np.where(seen, truth, np.nan), metric,
+                   series_scales(panel, first, metric, season))
+
+    @property
+    def windows(self) -> int:
+        """Origins per series (the calibration's windows)."""
+        return int(self.count.max())
+
+    @property
+    def evidence(self) -> int:
+        """Independent windows scored: series x channels x windows one horizon apart."""
+        return int(len(self.first) * self.truth.shape[2] * self.horizons)
+
+    def scaled(self, mean: np.ndarray) -> np.ndarray:
+        """``[W * H * C]`` ``mean`` ``[W, H, C]`` divided by each window's series' scale, flattened."""
+        return (mean / self.scale[self.items][:, None, :]).ravel()
+
+
+def series_scales(panel: Panel, first: np.ndarray, metric: str, season: int) -> np.ndarray:
+    """``[I, C]`` each series' and channel's scale over its observed steps before ``first`` ``[I]``:
+    for ``"mase"`` the mean ``|y[t] - y[t - m]|`` at ``m = season`` (at 1 where the history holds no
+    more than a season), for ``"rmsse"`` the root of the mean ``(y[t] - y[t - 1]) ** 2`` from the
+    series' first nonzero value on (the M5 competition's scale: the zeros before a product's first
+    sale are no history of its demand), for ``"mse"`` and ``"mae"`` the population standard
+    deviation; ones for ``"smape"``; 1 wherever the scale is 0 or undefined."""
+    channels = len(panel.columns) if panel.layout == "wide" else 1
+    scale = np.ones((len(panel.items), channels))
+    if metric == "smape":
+        return scale
+    for i, (item, end) in enumerate(zip(panel.items, first.tolist())):
+        y = np.where(item.observed[:end], item.values[:end], np.nan)  # [T, C]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a channel with nothing observed
+            if metric == "mase":
+                m = season if end > season else 1
+                value = np.nanmean(np.abs(y[m:] - y[:-m]), axis=0) if end > m else np.full(channels, np.nan)
+            elif metric == "rmsse":
+                started = np.maximum.accumulate(np.nan_to_num(y) != 0, axis=0)  # [T, C] from the first nonzero value
+                changes = np.where(started[1:] & started[:-1], y[1:] - y[:-1], np.nan)  # [T - 1, C]
+                value = np.sqrt(np.nanmean(changes ** 2, axis=0)) if end > 1 else np.full(channels, np.nan)
+            else:
+                value = np.nanstd(y, axis=0)
+        scale[i] = np.where(np.isfinite(value) & (value > 0), value, 1.0)
+    return scale
+
+
+@dataclass
+class Scores:
+    """Every scored candidate's validation forecasts: ``means`` ``[W, H, C]`` in the data's units
+    (the ensemble's calibration reads them) and ``scaled`` ``[E]`` (divided by their series' scale:
+    the choice reads them)."""
+
+    validation: Validation
+    truth: np.ndarray = field(init=False)  # [E] scaled
+    means: dict[str, np.ndarray] = field(default_factory=dict)
+    scaled: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.truth = self.validation.scaled(self.validation.truth)
+
+    def add(self, name: str, result: ForecastResult) -> float:
+        """Keep ``result`` (the candidate's forecasts of the validation windows) under ``name``;
+        returns its score (the mean loss over the entries it forecast; for ``"rmsse"`` its root)."""
+        validation = self.validation
+        if not (np.array_equal(result.items, validation.items) and np.array_equal(result.origins, validation.origins)):
+            raise RuntimeError(f"auto: {name}'s validation windows differ from the other candidates'")
+        self.means[name] = result.mean
+        forecast = self.scaled[name] = validation.scaled(result.mean)
+        entries = np.isfinite(self.truth) & np.isfinite(forecast)
+        if not entries.any():
+            return math.nan
+        score = float(entry_losses(validation.metric, forecast[entries], self.truth[entries]).mean())
+        return math.sqrt(score) if validation.metric == "rmsse" else score
+
+    def drop(self, name: str) -> None:
+        self.means.pop(name, None)
+        self.scaled.pop(name, None)
+
+    def weights(self, names: list[str], scores: list[float]) -> np.ndarray:
+        """``[M]`` the weights of ``names`` (validation ``scores`` ``[M]``): the greedy weights over the
+        entries with a true value and every one's forecast, shrunk toward the blend of the best
+        few (:func:`shrunk_weights`)."""
+        stacked = np.stack([self.scaled[name] for name in names])  # [M, E]
+        common = np.isfinite(self.truth) & np.isfinite(stacked).all(axis=0)
+        if not common.any():
+            raise ValueError("auto: no validation entry has a true value and every candidate's forecast")
+        greedy = greedy_weights(self.truth[common], stacked[:, common], metric=self.validation.metric)
+        return shrunk_weights(greedy, np.asarray(scores), self.validation.evidence)
+
+
+def validation_stride(horizon: int, windows: int, wanted: int) -> int:
+    """The validation forecasts' stride: the largest divisor of ``horizon`` that gives about
+    ``wanted`` origins per series over the ``windows`` horizons of the validation span (at least
+    ``windows``: the horizon itself)."""
+    available = (windows - 1) * horizon + 1  # origins one step apart
+    most = max(1, (available - 1) // max(1, wanted - 1))
+    return max(d for d in range(1, horizon + 1) if horizon % d == 0 and d <= most)
+
+
+def calibration_blocks(validation: Validation) -> int:
+    """Blocks of calibration windows auto forecasts before its validation windows, each the
+    validation's windows moved one validation span earlier and forecast by the chosen members
+    fitted on the history before it: as many as bring the independent windows to
+    :data:`CALIBRATION_EVIDENCE` (none where the validation holds that many), at most
+    :data:`MAX_CALIBRATION_BLOCKS`, and only while every series keeps at least half the history its
+    validation fit had (a model fitted on much less would forecast worse than the one calibrated)."""
+    wanted = math.ceil(CALIBRATION_EVIDENCE / max(1, validation.evidence)) - 1
+    span = validation.horizons * validation.truth.shape[1]  # steps per block
+    room = int((validation.first // 2 // span).min())  # blocks that leave each series half its history
+    return max(0, min(wanted, MAX_CALIBRATION_BLOCKS, room))
