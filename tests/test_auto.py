@@ -15,7 +15,7 @@ import pytest
 import tsrec.auto
 from tsrec import Forecaster
 from tsrec.auto import network_budget
-from tsrec.validation import MAX_CALIBRATION_BLOCKS, Scores, Validation, calibration_blocks, greedy_weights, series_scales, shrunk_weights, validation_windows
+from tsrec.validation import MAX_CALIBRATION_BLOCKS, Scores, Validation, calibration_blocks, greedy_weights, series_scales, shrunk_weights, validation_stride, validation_windows
 from tsrec.config import DEFAULT_MODEL
 from tsrec.data import canonicalize
 from tsrec.models.intermittent import INTERMITTENT_MODELS
@@ -179,6 +179,14 @@ def test_the_validation_windows_follow_autogluons_rule_capped_by_the_shortest_se
     v = validations[-1]  # 3 series, 48 // 2 // 6 = 4 windows ending at each series' end, every origin scored
     assert (v.horizons, v.count.tolist(), v.stride, v.first.tolist()) == (4, [19, 19, 19], 1, [24, 24, 24])
     assert v.truth.shape == (57, H, 1) and v.evidence == 12
+
+
+def test_the_validation_stride_gives_about_the_origins_wanted():
+    # 28 windows of 13 steps: at the horizon 28 origins, one step apart 352; 30 wanted
+    assert validation_stride(13, 28, 30) == 13
+    assert validation_stride(12, 5, 30) == 2  # 25 origins, not 49
+    assert validation_stride(6, 4, 34) == 1  # 19 origins, the most there are
+    assert validation_stride(6, 2, 2) == 6 and validation_stride(48, 15, 30) == 24  # 2 and 29 origins
 
 
 def test_the_validation_scale_is_the_metrics_scale_over_each_series_history():
@@ -373,7 +381,7 @@ def test_statistical_candidates_are_validated_with_one_fit_per_series_carried_fo
     # 2 x 9 independent validation windows: 2 blocks of calibration windows before them (a third would
     # leave under half of the 234 steps the validation's fits had), forecast by the members alone,
     # fitted once per channel on the history before each
-    assert f.leaderboard.attrs["calibration"].startswith("147 windows per series, 54 independent")
+    assert f.leaderboard.attrs["calibration"].startswith("75 windows per series, 54 independent")
     assert [fitted_on(first - block * 9 * H) for block in (1, 2)] == [once] * 2
     assert len(fits) == 4 + 3 * len(once)
     fits.clear()
@@ -403,9 +411,9 @@ def test_a_network_member_keeps_the_calibration_to_the_validation_windows(networ
     """A chosen network would train again for every earlier block: the calibration reads the
     validation's windows alone, and the leaderboard says why."""
     f = Forecaster("auto", candidates=("dlinear",), **FAST).fit(hourly())
-    assert f.calibration.windows == 8 * H + 1  # 9 horizons, origins one step apart
+    assert f.calibration.windows == 8 * H // 2 + 1  # 9 horizons, origins 2 steps apart (25: about the 30 wanted)
     assert f.leaderboard.attrs["calibration"] == (
-        "49 windows per series, 18 independent (series x windows one horizon apart): the validation's alone, as "
+        "25 windows per series, 18 independent (series x windows one horizon apart): the validation's alone, as "
         "dlinear would train again for earlier windows (100 wanted)")
 
 
@@ -421,7 +429,7 @@ def test_an_earlier_block_a_member_cannot_fit_ends_the_calibration_there(monkeyp
 
     monkeypatch.setattr(tsrec.auto._Candidates, "forecast", failing)
     f = Forecaster("auto", candidates=("theta", "seasonal_naive"), **FAST).fit(hourly())
-    assert f.calibration.windows == 2 * (8 * H + 1)  # the validation's (9 horizons) and one block
+    assert f.calibration.windows == 2 * (8 * H // 2 + 1)  # the validation's (9 horizons) and one block
     assert f.leaderboard.attrs["calibration"].endswith("the validation's and 1 block(s) before them (block 2 failed: "
                                                        "too short)")
     assert f.predict(levels=[80]).attrs["intervals"] == "conformal"

@@ -175,12 +175,12 @@ def test_auto_calibrates_its_ensemble_by_default_at_the_cost_of_forecasts_only()
     f = Forecaster(prediction_length=H, candidates=("theta", "seasonal_naive"), trainer_kwargs=QUIET).fit(df, **COLS)
     calibration = f.calibration
     # 3 series -> 8 validation windows of 6 steps (10 would make 30 independent ones; a fifth of 240 steps
-    # holds 8): origins one step apart over them (43 per series); 24 independent windows, so 2 blocks of 43
-    # more before them (a third would leave under half the 192 steps before the validation); the scores
-    # of the 6 steps pooled (129 x 3 each) and learning after the fit
-    assert (calibration.windows, calibration.stride) == (129, 1) and calibration.counts.tolist() == [2322] * H
-    assert calibration.profile.shape == (H,) and calibration.update == "rolling" and calibration.rolling == 387
-    assert f.leaderboard.attrs["calibration"] == ("129 windows per series, 72 independent (series x windows one horizon "
+    # holds 8): origins 2 steps apart over them (22 per series, nearest the 30 wanted); 24 independent
+    # windows, so 2 blocks of 22 more before them (a third would leave under half the 192 steps before the
+    # validation); the scores of the 6 steps pooled (66 x 3 each) and learning after the fit
+    assert (calibration.windows, calibration.stride) == (66, 2) and calibration.counts.tolist() == [1188] * H
+    assert calibration.profile.shape == (H,) and calibration.update == "rolling" and calibration.rolling == 396
+    assert f.leaderboard.attrs["calibration"] == ("66 windows per series, 72 independent (series x windows one horizon "
                                                   "apart): the validation's and 2 block(s) before them, the members "
                                                   "fitted before each")
     forecast = f.predict(levels=[80, 95])

@@ -259,12 +259,13 @@ class Scores:
 
 
 def validation_stride(horizon: int, windows: int, wanted: int) -> int:
-    """The validation forecasts' stride: the largest divisor of ``horizon`` that gives about
-    ``wanted`` origins per series over the ``windows`` horizons of the validation span (at least
-    ``windows``: the horizon itself)."""
-    available = (windows - 1) * horizon + 1  # origins one step apart
-    most = max(1, (available - 1) // max(1, wanted - 1))
-    return max(d for d in range(1, horizon + 1) if horizon % d == 0 and d <= most)
+    """The validation forecasts' stride: the divisor of ``horizon`` whose origins per series over
+    the ``windows`` horizons of the validation span (``windows`` at the horizon itself) are nearest
+    ``wanted`` in ratio, the more origins among equals: a horizon with few divisors (13 weeks) no
+    longer scores every one of its steps where the windows alone nearly give ``wanted``."""
+    def off(d: int) -> tuple[float, int]:  # how far its origins are from wanted, in ratio; ties: more origins
+        return abs(math.log(((windows - 1) * horizon // d + 1) / max(1, wanted))), d
+    return min((d for d in range(1, horizon + 1) if horizon % d == 0), key=off)
 
 
 def calibration_blocks(validation: Validation) -> int:
