@@ -458,11 +458,27 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     fit = fit_state(read, settings, prefitted=prefitted)
     if not calibrating:
         return fit
-    items, origins, mean = validation.items, validation.origins, \
-        sum(weight * scores.means[name] for name, weight in chosen)  # [W, H, C] the ensemble's
+    ensemble = sum(weight * scores.means[name] for name, weight in chosen)  # [W, H, C] the ensemble's
+    items, origins, mean, windows, note = _calibration_windows(candidates, chosen, variants, trains, ensemble)
+    fit.state.leaderboard.attrs["calibration"] = note
+    calibration = calibration_of(fit.state, panel, items, origins, mean, windows, stride,
+                                 settings.conformal.resolved_for(auto=True), time.process_time() - started)
+    return dataclasses.replace(fit, state=dataclasses.replace(fit.state, calibration=calibration))
+
+
+def _calibration_windows(candidates: _Candidates, chosen: list[tuple[str, float]], variants: dict[str, ForecastModel],
+                         trains: list[str], ensemble: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, str]:
+    """The windows the ensemble's bands are calibrated on: the validation's, whose forecasts are
+    ``ensemble`` ``[W, H, C]``, and the earlier blocks :func:`~tsrec.validation.calibration_blocks`
+    asks for (none where a member in ``trains`` would train again), each forecast by the ``chosen``
+    members fitted on the history before it (statistical ones keeping their ``variants``); a block
+    a member cannot fit ends them there. Returns their items and origins ``[W']``, forecasts
+    ``[W', H, C]``, origins per series and the leaderboard's note."""
+    validation = candidates.validation
+    items, origins, mean = validation.items, validation.origins, ensemble
     blocks, failed = 0, ""
     for block in range(1, (0 if trains else calibration_blocks(validation)) + 1):
-        first = validation.first - block * validation.horizons * horizon  # [I] each block's members fitted before it
+        first = validation.first - block * validation.horizons * validation.truth.shape[1]  # [I]
         try:
             results = [(weight, candidates.forecast(name, first, like=variants.get(name))[1])
                        for name, weight in chosen]
@@ -472,10 +488,7 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
         items, origins = np.concatenate([results[0][1].items, items]), np.concatenate([results[0][1].origins, origins])
         mean = np.concatenate([sum(weight * result.mean for weight, result in results), mean])
         blocks = block
-    fit.state.leaderboard.attrs["calibration"] = _calibration_note(validation, blocks, trains, failed)
-    calibration = calibration_of(fit.state, panel, items, origins, mean, validation.windows * (blocks + 1), stride,
-                                 settings.conformal.resolved_for(auto=True), time.process_time() - started)
-    return dataclasses.replace(fit, state=dataclasses.replace(fit.state, calibration=calibration))
+    return items, origins, mean, validation.windows * (blocks + 1), _calibration_note(validation, blocks, trains, failed)
 
 
 def _calibration_note(validation: Validation, blocks: int, trains: list[str], failed: str) -> str:
