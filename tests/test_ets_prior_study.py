@@ -66,7 +66,7 @@ def test_auto_builds_its_rsa_candidate_with_the_prior_only_inside_the_block():
     from tsrec.config import CovariateConfig
     from tsrec.settings import ForecasterSettings
 
-    candidates = _Candidates(ForecasterSettings.from_options("auto", prediction_length=4), None, None, None,
+    candidates = _Candidates(ForecasterSettings.from_options("auto", prediction_length=4), None, None,
                              CovariateConfig())
     with rsa_candidate_with_prior():
         assert candidates.settings_of("rsa_patchtst").network.rsa.prior == "ets"

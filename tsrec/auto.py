@@ -174,12 +174,11 @@ class _Row:
 @dataclass(frozen=True)
 class _Candidates:
     """What every candidate is fitted from: the auto model's ``settings``, the validation windows,
-    the history before them (``before``) and each series up to its last observed step
-    (``observed``), both with the covariates, and what the leaderboard says of those."""
+    each series up to its last observed step (``observed``, with the covariates: a candidate is
+    fitted on its steps before the windows it forecasts), and what the leaderboard says of those."""
 
     settings: ForecasterSettings
     validation: Validation
-    before: Read
     observed: Read
     covariates: CovariateConfig
 
@@ -401,7 +400,8 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     metric = eval_metric_for(settings.network.eval_metric, found)
     settings = dataclasses.replace(settings, network=dataclasses.replace(settings.network, eval_metric=metric))
     validation = Validation.of(observed.panel, ends, windows, horizon, stride, metric, seasonality(panel.calendar))
-    candidates = _Candidates(settings, validation, read.before(validation.first), observed, read.schema.covariates)
+    candidates = _Candidates(settings, validation, observed, read.schema.covariates)
+    history = observed.panel.head(validation.first)  # what the candidates are validated from
     scores = Scores(validation)
     names = _candidates(settings)
     rows = {name: _Row(name) for name in names}
@@ -409,7 +409,7 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     variants: dict[str, ForecastModel] = {}  # each statistical candidate validated: its variants per series
     for name in statistical:
         rows[name].covariates = candidates.described if candidates.reads(name) else candidates.unused
-        if (why := _unsuited(name, candidates.before.panel, found)) is not None:
+        if (why := _unsuited(name, history, found)) is not None:
             rows[name].note = why
             _progress(_progress_line(rows[name]))
             continue
