@@ -18,6 +18,7 @@ from tsrec.auto import network_budget
 from tsrec.validation import MAX_CALIBRATION_BLOCKS, Scores, Validation, calibration_blocks, greedy_weights, series_scales, shrunk_weights, validation_stride, validation_windows
 from tsrec.config import DEFAULT_MODEL
 from tsrec.data import canonicalize
+from tsrec.fitted import ForecastResult
 from tsrec.models.intermittent import INTERMITTENT_MODELS
 
 QUIET = {"enable_progress_bar": False, "logger": False}
@@ -549,6 +550,83 @@ def test_mstl_is_a_candidate_where_the_calendar_has_two_seasons_the_history_hold
     monthly = pd.DataFrame({"y": np.sin(np.arange(100))}, index=pd.date_range("2015-01-01", periods=100, freq="MS"))
     board = Forecaster("auto", candidates=("mstl", "naive"), prediction_length=12).fit(monthly).leaderboard
     assert board.set_index("model").loc["mstl", "note"].startswith("skipped: 1 calendar season(s) that 52 steps")
+
+
+def two_cycles(weeks=5):
+    """One hourly series with a daily and a weekly cycle (MSTL's two seasons)."""
+    t = np.arange(24 * 7 * weeks)
+    return pd.DataFrame({"y": 10 + 2 * np.sin(2 * np.pi * t / 24) + np.sin(2 * np.pi * t / 168)},
+                        index=pd.date_range("2024-01-01", periods=len(t), freq="h"))
+
+
+@pytest.fixture
+def origin_counts(monkeypatch):
+    """``(model, origins per series, stride)`` of every forecast auto makes from its validation's
+    first steps (not of its calibration's earlier blocks)."""
+    made = []
+    origins = tsrec.auto._Candidates.origins
+
+    def recording(self, name, fit, first, count, stride):
+        if np.array_equal(first, self.validation.first):
+            made.append((name, int(count.max()), stride))
+        return origins(self, name, fit, first, count, stride)
+
+    monkeypatch.setattr(tsrec.auto._Candidates, "origins", recording)
+    return made
+
+
+def test_a_candidate_whose_forecasts_cost_a_fit_is_scored_on_its_independent_windows_first(origin_counts,
+                                                                                           validations):
+    """MSTL decomposes each history again at every origin: it forecasts the windows one horizon apart
+    first and, within reach of the leader there (here far ahead of the last value), every origin; the
+    others forecast every origin once."""
+    pytest.importorskip("statsforecast", reason="the stats extra: pip install 'tsrec[stats]'")
+    board = Forecaster("auto", candidates=("mstl", "naive"), prediction_length=24).fit(two_cycles()).leaderboard
+    validation = validations[-1]
+    assert validation.stride < 24  # else there is nothing to save, and no first pass
+    full, first = (validation.windows, validation.stride), (validation.horizons, 24)
+    assert origin_counts == [("naive", *full), ("mstl", *first), ("mstl", *full)]
+    assert np.isfinite(board.set_index("model").val_score["mstl"])
+
+
+def test_a_candidate_whose_forecasts_cost_a_fit_stops_where_it_is_behind_the_leader(origin_counts, validations,
+                                                                                      monkeypatch):
+    """Behind the leader by more than the halving factor on the independent windows (here any
+    amount: the factor is 0), such a candidate forecasts no other origin, gets no score and no weight,
+    and its note says why."""
+    pytest.importorskip("statsforecast", reason="the stats extra: pip install 'tsrec[stats]'")
+    monkeypatch.setattr(tsrec.auto, "HALVING_FACTOR", 0.0)
+    board = Forecaster("auto", candidates=("mstl", "naive"), prediction_length=24).fit(two_cycles()).leaderboard
+    validation = validations[-1]
+    assert [call[0] for call in origin_counts] == ["naive", "mstl"]
+    assert origin_counts[-1][1:] == (validation.horizons, 24)
+    mstl = board.set_index("model").loc["mstl"]
+    assert np.isnan(mstl.val_score) and mstl.weight == 0
+    assert mstl.note.startswith(f"stopped after {validation.horizons} of {validation.windows} origins per series "
+                                "(each of its forecasts costs about a fit): ") and "the leader (naive)" in mstl.note
+
+
+def test_scores_on_a_subset_of_the_windows_are_the_scores_of_those_windows_alone():
+    """``Scores.score_on`` and ``leader_on`` read the windows named (here the independent ones) as
+    ``add`` reads them all: a validation made of those windows alone scores them alike."""
+    df = long_hourly(n=24 * 10)
+    panel = canonicalize(df, id_col="id", time_col="ds", target_col="y")
+    ends = np.array([len(item) for item in panel.items])
+    every = Validation.of(panel, ends, 3, 24, 8, "mase", 24)  # 7 origins per series, 8 steps apart
+    alone = Validation.of(panel, ends, 3, 24, 24, "mase", 24)  # the 3 one horizon apart
+    windows = every.independent
+    np.testing.assert_array_equal(every.origins[windows], alone.origins)
+    np.testing.assert_array_equal(every.items[windows], alone.items)
+    rng = np.random.default_rng(0)
+    scores, subset = Scores(every), Scores(alone)
+    expected = {}
+    for name, noise in (("good", 0.1), ("bad", 1.0)):
+        mean = every.truth + noise * rng.standard_normal(every.truth.shape)
+        scores.add(name, ForecastResult(every.items, every.origins, mean, mean))
+        expected[name] = subset.add(name, ForecastResult(alone.items, alone.origins, mean[windows], mean[windows]))
+        assert scores.score_on(windows, mean[windows]) == pytest.approx(expected[name])
+    assert expected["good"] < expected["bad"]
+    assert scores.leader_on(windows) == ("good", pytest.approx(expected["good"]))
 
 
 def test_without_statsforecast_the_networks_budget_is_not_tied_to_seasonal_naives_cost(networks_allowed,

@@ -30,7 +30,10 @@ module fits and forecasts.
    series' errors divided by its scale over its history before the validation windows
    (:func:`~tsrec.validation.series_scales`), over the entries every candidate forecast (:func:`~tsrec.validation.entry_losses`).
 3. **Statistical candidates first** (those with nothing to train: ``ets``, ``theta``, ``ces``,
-   ``dynamic_theta``, ``mstl`` where the calendar has two seasons, the intermittent-demand models
+   ``dynamic_theta``, ``mstl`` where the calendar has two seasons (scored last: its every forecast
+   costs about a fit, so it forecasts the independent windows first and goes on to every origin only
+   within :data:`~tsrec.validation.HALVING_FACTOR` of the leader's score on them, :meth:`_Candidates.probe`),
+   the intermittent-demand models
    ``croston``, ``adida``, ``imapa`` and ``tsb`` where the data are intermittent
    (:func:`~tsrec.models.intermittent.intermittency`, said in their notes), ``seasonal_naive``,
    ``naive``, ``drift``): each is the registered model, fitted once per
@@ -217,15 +220,53 @@ class _Candidates:
         where it reads them; ``like``: a statistical model's validated variants) and its forecasts of
         the validation's windows moved to start there (``count`` origins per series, ``stride``
         apart), in :func:`~tsrec.forecasting.window_origins`' order."""
-        reads = self.reads(name)
-        observed = self.observed if reads else self.observed.targets()
-        validation = self.validation
+        fit = self.fit(name, first, like=like, resume=resume, **overrides)
+        return fit, self.origins(name, fit, first, self.validation.count, self.validation.stride)
+
+    def fit(self, name: str, first: np.ndarray, *, like: ForecastModel | None = None, resume: bool = False,
+            **overrides: Any) -> Fit:
+        """Candidate ``name`` fitted on each series' steps before ``first`` ``[I]`` (as :meth:`forecast`)."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # a candidate's own notes; its score says enough
-            fit = fit_state(observed.before(first), self.settings_of(name, **overrides), resume=resume, like=like)
-            result = forecast_origins(fit.state, observed.panel, observed.covariates, first, validation.count,
-                                      validation.stride)
-        return fit, result
+            return fit_state(self._observed(name).before(first), self.settings_of(name, **overrides), resume=resume,
+                             like=like)
+
+    def origins(self, name: str, fit: Fit, first: np.ndarray, count: np.ndarray, stride: int) -> ForecastResult:
+        """``fit``'s forecasts of the windows from ``first`` ``[I]``, ``count`` ``[I]`` origins per series
+        ``stride`` apart (:func:`~tsrec.forecasting.forecast_origins`)."""
+        observed = self._observed(name)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            return forecast_origins(fit.state, observed.panel, observed.covariates, first, count, stride)
+
+    def _observed(self, name: str) -> Read:
+        """What candidate ``name`` reads: the targets and covariates, or the targets alone."""
+        return self.observed if self.reads(name) else self.observed.targets()
+
+    def probe(self, name: str, fit: Fit, scores: Scores) -> str | None:
+        """Why candidate ``name`` (``fit``, a model whose every forecast costs about a fit,
+        :attr:`~tsrec.models.base.ForecastModel.forecast_refits`) stops before it forecasts every
+        validation origin, or None: it forecasts the independent windows first (one horizon apart),
+        and stops there where its score on them is more than :data:`~tsrec.validation.HALVING_FACTOR`
+        times the leader's on the same windows, as a network stops at its rung."""
+        validation = self.validation
+        horizon = validation.truth.shape[1]
+        if validation.stride == horizon:  # every origin is one horizon apart: nothing to save
+            return None
+        windows = validation.independent  # [I * horizons]
+        result = self.origins(name, fit, validation.first, np.full_like(validation.count, validation.horizons),
+                              horizon)
+        if not (np.array_equal(result.items, validation.items[windows])
+                and np.array_equal(result.origins, validation.origins[windows])):
+            raise RuntimeError(f"auto: {name}'s independent windows differ from the validation's")
+        leader = scores.leader_on(windows)
+        if leader is None:
+            return None
+        ratio = scores.score_on(windows, result.mean) / leader[1]
+        if not ratio > HALVING_FACTOR:  # within reach (or no score of its own: the full run says why)
+            return None
+        return (f"stopped after {validation.horizons} of {validation.windows} origins per series (each of its "
+                f"forecasts costs about a fit): {ratio:.2g}x the leader ({leader[0]}) on them")
 
     @property
     def described(self) -> str:
@@ -405,7 +446,9 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     scores = Scores(validation)
     names = _candidates(settings)
     rows = {name: _Row(name) for name in names}
-    statistical = [name for name in names if not model_spec(name).model_class.trainable]
+    # those whose every forecast costs a fit go last, to be compared with the others on their first windows
+    statistical = sorted((name for name in names if not model_spec(name).model_class.trainable),
+                         key=lambda name: model_spec(name).model_class.forecast_refits)
     variants: dict[str, ForecastModel] = {}  # each statistical candidate validated: its variants per series
     for name in statistical:
         rows[name].covariates = candidates.described if candidates.reads(name) else candidates.unused
@@ -417,8 +460,14 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
             rows[name].note = f"tried: the data are {found.describe()}"
         clock = _Clock()
         try:
-            fit, rows[name].val_score = candidates.fit_and_score(name, scores)
-            variants[name] = fit.state.model
+            fit = candidates.fit(name, validation.first)
+            stopped = candidates.probe(name, fit, scores) if model_spec(name).model_class.forecast_refits else None
+            if stopped is None:
+                rows[name].val_score = scores.add(name, candidates.origins(name, fit, validation.first,
+                                                                           validation.count, validation.stride))
+                variants[name] = fit.state.model
+            else:
+                rows[name].note = _join(rows[name].note, stopped)
         except (ValueError, RuntimeError) as err:
             rows[name].note = f"failed: {err}"
         clock.add_to(rows[name])

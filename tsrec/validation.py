@@ -181,9 +181,18 @@ class Validation:
         """Independent windows scored: series x channels x windows one horizon apart."""
         return int(len(self.first) * self.truth.shape[2] * self.horizons)
 
-    def scaled(self, mean: np.ndarray) -> np.ndarray:
-        """``[W * H * C]`` ``mean`` ``[W, H, C]`` divided by each window's series' scale, flattened."""
-        return (mean / self.scale[self.items][:, None, :]).ravel()
+    @property
+    def independent(self) -> np.ndarray:
+        """``[I * horizons]`` the indices of the windows one horizon apart (each series' first origin
+        and every horizon after it), in window order: the independent evidence."""
+        horizon = self.truth.shape[1]
+        return np.flatnonzero((self.origins - self.first[self.items]) % horizon == 0)
+
+    def scaled(self, mean: np.ndarray, windows: np.ndarray | None = None) -> np.ndarray:
+        """``[w * H * C]`` ``mean`` ``[w, H, C]`` of the windows ``windows`` ``[w]`` (indices; None: all
+        ``W``) divided by each window's series' scale, flattened."""
+        items = self.items if windows is None else self.items[windows]
+        return (mean / self.scale[items][:, None, :]).ravel()
 
 
 def series_scales(panel: Panel, first: np.ndarray, metric: str, season: int) -> np.ndarray:
@@ -235,12 +244,31 @@ class Scores:
         if not (np.array_equal(result.items, validation.items) and np.array_equal(result.origins, validation.origins)):
             raise RuntimeError(f"auto: {name}'s validation windows differ from the other candidates'")
         self.means[name] = result.mean
-        forecast = self.scaled[name] = validation.scaled(result.mean)
-        entries = np.isfinite(self.truth) & np.isfinite(forecast)
+        self.scaled[name] = validation.scaled(result.mean)
+        return self._score(self.scaled[name], self.truth)
+
+    def score_on(self, windows: np.ndarray, mean: np.ndarray) -> float:
+        """The score of forecasts ``mean`` ``[w, H, C]`` of the validation windows ``windows`` ``[w]``
+        (indices), as :meth:`add` scores all of them."""
+        truth = self.truth.reshape(len(self.validation.items), -1)[windows].ravel()
+        return self._score(self.validation.scaled(mean, windows), truth)
+
+    def leader_on(self, windows: np.ndarray) -> tuple[str, float] | None:
+        """The candidate kept so far with the best score on the validation windows ``windows`` ``[w]``
+        (indices), and that score; None where none has one."""
+        found = [(score, name) for name, mean in self.means.items()
+                 if math.isfinite(score := self.score_on(windows, mean[windows]))]
+        return None if not found else min(found)[::-1]
+
+    def _score(self, forecast: np.ndarray, truth: np.ndarray) -> float:
+        """The mean loss of scaled ``forecast`` ``[E]`` over the entries where it and ``truth`` ``[E]`` are
+        finite (for ``"rmsse"`` its root); NaN where none is."""
+        metric = self.validation.metric
+        entries = np.isfinite(truth) & np.isfinite(forecast)
         if not entries.any():
             return math.nan
-        score = float(entry_losses(validation.metric, forecast[entries], self.truth[entries]).mean())
-        return math.sqrt(score) if validation.metric == "rmsse" else score
+        score = float(entry_losses(metric, forecast[entries], truth[entries]).mean())
+        return math.sqrt(score) if metric == "rmsse" else score
 
     def drop(self, name: str) -> None:
         self.means.pop(name, None)

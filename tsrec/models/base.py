@@ -191,6 +191,11 @@ class ForecastModel(nn.Module, abc.ABC):
     #: The most steps a model that reads whole histories reads of each series where its cost
     #: demands a cap (None: all of them; the user's ``context_length`` caps it too).
     max_history: ClassVar[int | None] = None
+    #: Forecasting from a longer history costs the model about a fit (MSTL decomposes each history
+    #: again, as statsforecast's ``forward`` does), where the others carry their fit forward cheaply:
+    #: auto scores it on its independent validation windows before every origin
+    #: (:func:`tsrec.auto.fit_auto`).
+    forecast_refits: ClassVar[bool] = False
     #: What the model does with a series whose last values are missing, said in ``predict``'s
     #: warning that names such series (None: nothing to say, as for an ensemble, whose members say it).
     missing_tail: ClassVar[str | None] = (

@@ -693,6 +693,7 @@ class MSTL(StatsModel):
 
     config_class = MSTLConfig
     statsforecast_name = "MSTL"
+    forecast_refits = True
 
     def statsforecast_model(self, seasons: tuple[int, ...] | None = None) -> Any:
         """MSTL with ``seasons`` (default the config's), or the trend forecaster alone without any."""
