@@ -509,6 +509,37 @@ def test_every_rem_parameter_gets_a_gradient(kinds, method):
         assert bool((p.grad != 0).all()), f"{name} has a zero gradient: {p.grad}"
 
 
+@pytest.mark.parametrize("per_channel", [False, True], ids=["shared", "per-channel"])
+@pytest.mark.parametrize("method", ["dense", "fft"])
+@pytest.mark.parametrize("kinds", KIND_CONFIGS, ids=lambda k: "k" + "".join(map(str, k)))
+def test_a_layer_lacking_some_kinds_computes_nothing_for_them(kinds, method, per_channel):
+    """The default RSA layers have no regular heads: the kinds a layer lacks cost no operator (none
+    reads an empty tensor, forward or backward), and its product equals its entries' matrix."""
+    torch.manual_seed(7)
+    config = RSAConfig(kinds=kinds, dilation=3, periods=(8.0,), dilated_periods=(8.0,), per_channel=per_channel)
+    rem = LearnableREM(config, n_channels=3).double()
+    channel = torch.tensor([2, 0]) if per_channel else None
+    values = torch.randn(2, rem.n_heads, 16, 3, dtype=torch.float64)
+    rem.product(values, method=method, channel=channel)  # the lag tables, made once
+
+    class EmptyReads(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.found = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if any(isinstance(a, torch.Tensor) and a.numel() == 0 for a in args):
+                self.found.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    with EmptyReads() as mode:
+        out = rem.product(values, method=method, channel=channel)
+        out.sum().backward()
+    assert mode.found == []
+    expected = torch.matmul(rem.matrix(16, channel=channel), values)
+    torch.testing.assert_close(out.detach(), expected.detach(), rtol=1e-10, atol=1e-12)
+
+
 def test_parameters_follow_the_module_and_optimizer():
     rem = make_rem(kinds=ALL_KINDS, dilation=2)
     opt = torch.optim.SGD(rem.parameters(), lr=0.5)

@@ -340,6 +340,8 @@ class RSAMixer(nn.Module):
 def _lerp(start: Tensor, end: Tensor, weight: Tensor) -> Tensor:
     """``torch.lerp`` in the wider dtype of ``start`` and ``end``: under CUDA's autocast the kernel's
     output can be float32 (its softmax) while the REM product is bfloat16, and ``lerp`` takes one dtype."""
+    if start.dtype == end.dtype == weight.dtype:
+        return torch.lerp(start, end, weight)
     dtype = torch.promote_types(start.dtype, end.dtype)
     return torch.lerp(start.to(dtype), end.to(dtype), weight.to(dtype))
 

@@ -375,6 +375,12 @@ def _complex_block(real: Tensor, imag: Tensor) -> Tensor:
     return torch.cat([torch.cat([real, -imag], dim=-1), torch.cat([imag, real], dim=-1)], dim=-2)
 
 
+def _joined(*parts: Tensor) -> Tensor:
+    """``parts`` concatenated along the last axis, those of width 0 left out (one part: itself, no operator)."""
+    kept = [part for part in parts if part.shape[-1]] or list(parts[:1])
+    return kept[0] if len(kept) == 1 else torch.cat(kept, dim=-1)
+
+
 def _init_theta(pairs: int, periods: tuple[float, ...]) -> Tensor:
     return torch.tensor([2 * math.pi / periods[i % len(periods)] for i in range(pairs)])
 
@@ -516,27 +522,32 @@ class LearnableREM(nn.Module):
         if channel.dim() != 1:
             raise ValueError(f"channel must be a 1-D index with one channel per batch row, got shape "
                              f"{tuple(channel.shape)}")
-        return tuple(p[channel] for p in params)
+        return tuple(p[channel] if p.shape[-1] else p for p in params)  # an absent kind stays empty
 
     def head_terms(self, channel: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """Per-head ``(log_mag, sign, phase, shift)`` in head order, differentiable: each ``[H]``;
         per channel ``[C, H]``, or ``[B, H]`` with ``channel [B]`` (``shift`` stays ``[H]``). A
         shared REM ignores ``channel``."""
         log_mag, lam, theta = self._sources(channel)
-        ones = lam.new_ones((*lam.shape[:-1], theta.shape[-1]))
-        sign = torch.cat([torch.sign(lam), ones], dim=-1).index_select(-1, self.source)
-        phase = torch.cat([torch.zeros_like(lam), theta], dim=-1).index_select(-1, self.source)
-        return log_mag, sign, phase, self._shift(log_mag.dtype)
+        regular, cycles = lam.shape[-1] > 0, theta.shape[-1] > 0
+        sign = _joined(*([torch.sign(lam)] if regular else []), *([torch.ones_like(theta)] if cycles else []))
+        phase = _joined(*([torch.zeros_like(lam)] if regular else []), theta)
+        return log_mag, sign.index_select(-1, self.source), phase.index_select(-1, self.source), \
+            self._shift(log_mag.dtype)
 
     def _sources(self, channel: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
         """``(log_mag [.., H], lam [.., k1 + k4], theta [.., pairs + dilated pairs])``: the heads'
         log magnitudes in head order, and the regular heads' ``lambda`` and the pairs' ``theta`` as
-        :attr:`source` lays them out."""
+        :attr:`source` lays them out (of width 0, and no operator spent on them, where the layer has
+        none of those heads: the default layers have no regular heads)."""
         eta, nu, th, deta, dnu, dth = self._parameters_of(channel)
-        lam = torch.tanh(torch.cat([eta, deta], dim=-1))
-        log_g = nn.functional.logsigmoid(torch.cat([nu, dnu], dim=-1))
-        log_mag = torch.cat([_safe_log_abs(lam), log_g], dim=-1).index_select(-1, self.source)
-        return log_mag, lam, torch.cat([th, dth], dim=-1)
+        lam, theta = _joined(eta, deta), _joined(th, dth)
+        if lam.shape[-1]:
+            lam = torch.tanh(lam)
+        parts = [_safe_log_abs(lam)] if lam.shape[-1] else []
+        if theta.shape[-1]:
+            parts.append(nn.functional.logsigmoid(_joined(nu, dnu)))
+        return _joined(*parts).index_select(-1, self.source), lam, theta
 
     def kernel(self, lag_lo: int, lag_hi: int, channel: Tensor | None = None) -> Tensor:
         """The REM coefficients at the lags ``lag_lo .. lag_hi``: ``[H, n]`` (``[B, H, n]`` per
@@ -545,18 +556,17 @@ class LearnableREM(nn.Module):
         a negative ``lambda``'s sign ``(-1)^p`` is the phase ``p pi``."""
         log_mag, lam, theta = self._sources(channel)
         flipped = self._angles(lam, theta)
-        power, support = self._lag_table(lag_lo, lag_hi, log_mag.dtype)  # [H, n] each
-        log_magnitude = power * log_mag[..., None]
+        power, reach = self._lag_table(lag_lo, lag_hi, log_mag.dtype)  # [H, n] each
         scale = self.log_scale(log_mag)
-        if scale is not None:
-            log_magnitude = log_magnitude + scale[..., None]
+        start = reach if scale is None else reach + scale[..., None]  # -inf off the support: exp gives 0 there
         angle = torch.addcmul(self._shift(log_mag.dtype)[:, None], power, flipped[..., None])
-        return torch.exp(log_magnitude) * torch.cos(angle) * support
+        return torch.addcmul(start, power, log_mag[..., None]).exp() * angle.cos()
 
     def _angles(self, lam: Tensor, theta: Tensor) -> Tensor:
         """``[.., H]`` each head's angle per power: ``theta`` on the cycle heads, ``pi`` on a regular
         head of negative ``lambda`` (``(-1)^p = cos(p pi)``), else 0 (``lam``, ``theta`` as :meth:`_sources`')."""
-        return torch.cat([(lam < 0).to(lam.dtype) * math.pi, theta], dim=-1).index_select(-1, self.source)
+        parts = [(lam < 0).to(lam.dtype) * math.pi] if lam.shape[-1] else []
+        return _joined(*parts, theta).index_select(-1, self.source)
 
     def _recurrence_product(self, values: Tensor) -> Tensor:
         """``P @ V`` of the square REM (no offset, shared by the channels) by its recurrence
@@ -594,7 +604,8 @@ class LearnableREM(nn.Module):
         if table is None:
             lags = torch.arange(lag_lo, lag_hi + 1, device=self.dilation.device).unsqueeze(0)  # [1, n]
             power, valid = _lag_powers(lags, self.dilation, self.masked, dtype, lag0=False)
-            table = self._constants[key] = (power[:, 0], valid[:, 0].to(dtype))
+            reach = torch.zeros_like(power[:, 0]).masked_fill_(~valid[:, 0], -math.inf)
+            table = self._constants[key] = (power[:, 0], reach)
         return table
 
     def _shift(self, dtype: torch.dtype) -> Tensor:
