@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 import tsrec.auto
+import tsrec.models.stats
 from tsrec import Forecaster
 from tsrec.auto import network_budget
 from tsrec.validation import MAX_CALIBRATION_BLOCKS, Scores, Validation, calibration_blocks, greedy_weights, series_scales, shrunk_weights, validation_stride, validation_windows
@@ -561,14 +562,14 @@ def two_cycles(weeks=5):
 
 @pytest.fixture
 def origin_counts(monkeypatch):
-    """``(model, origins per series, stride)`` of every forecast auto makes from its validation's
-    first steps (not of its calibration's earlier blocks)."""
+    """``(model, first step past the validation's first, origins per series, stride)`` of every
+    forecast auto makes of its validation windows (not of its calibration's earlier blocks)."""
     made = []
     origins = tsrec.auto._Candidates.origins
 
     def recording(self, name, fit, first, count, stride):
-        if np.array_equal(first, self.validation.first):
-            made.append((name, int(count.max()), stride))
+        if (first >= self.validation.first).all():
+            made.append((name, int((first - self.validation.first).max()), int(count.max()), stride))
         return origins(self, name, fit, first, count, stride)
 
     monkeypatch.setattr(tsrec.auto._Candidates, "origins", recording)
@@ -576,17 +577,25 @@ def origin_counts(monkeypatch):
 
 
 def test_a_candidate_whose_forecasts_cost_a_fit_is_scored_on_its_independent_windows_first(origin_counts,
-                                                                                           validations):
+                                                                                           validations, monkeypatch):
     """MSTL decomposes each history again at every origin: it forecasts the windows one horizon apart
-    first and, within reach of the leader there (here far ahead of the last value), every origin; the
-    others forecast every origin once."""
+    first and, within reach of the leader there (here far ahead of the last value), the origins
+    between them, each window once, as the others forecast every origin in one pass; its forecasts
+    are those of one pass over every origin."""
     pytest.importorskip("statsforecast", reason="the stats extra: pip install 'tsrec[stats]'")
-    board = Forecaster("auto", candidates=("mstl", "naive"), prediction_length=24).fit(two_cycles()).leaderboard
+    f = Forecaster("auto", candidates=("mstl", "naive"), prediction_length=24).fit(two_cycles())
     validation = validations[-1]
-    assert validation.stride < 24  # else there is nothing to save, and no first pass
-    full, first = (validation.windows, validation.stride), (validation.horizons, 24)
-    assert origin_counts == [("naive", *full), ("mstl", *first), ("mstl", *full)]
-    assert np.isfinite(board.set_index("model").val_score["mstl"])
+    stride, horizons = validation.stride, validation.horizons
+    assert stride < 24  # else there is nothing to save, and no first pass
+    between = [("mstl", k * stride, horizons - 1, 24) for k in range(1, 24 // stride)]
+    assert origin_counts == [("naive", 0, validation.windows, stride), ("mstl", 0, horizons, 24), *between]
+    assert sum(count for name, _, count, _ in origin_counts if name == "mstl") == validation.windows
+    board, calls = f.leaderboard.set_index("model"), len(origin_counts)
+    monkeypatch.setattr(tsrec.models.stats.MSTL, "forecast_refits", False)  # every origin in one pass
+    again = Forecaster("auto", candidates=("mstl", "naive"), prediction_length=24).fit(two_cycles()).leaderboard
+    assert ("mstl", 0, validation.windows, stride) in origin_counts[calls:]
+    np.testing.assert_allclose(again.set_index("model").val_score, board.val_score, rtol=1e-12)
+    np.testing.assert_allclose(again.set_index("model").weight, board.weight, rtol=1e-12)
 
 
 def test_a_candidate_whose_forecasts_cost_a_fit_stops_where_it_is_behind_the_leader(origin_counts, validations,
@@ -598,8 +607,7 @@ def test_a_candidate_whose_forecasts_cost_a_fit_stops_where_it_is_behind_the_lea
     monkeypatch.setattr(tsrec.auto, "HALVING_FACTOR", 0.0)
     board = Forecaster("auto", candidates=("mstl", "naive"), prediction_length=24).fit(two_cycles()).leaderboard
     validation = validations[-1]
-    assert [call[0] for call in origin_counts] == ["naive", "mstl"]
-    assert origin_counts[-1][1:] == (validation.horizons, 24)
+    assert origin_counts == [("naive", 0, validation.windows, validation.stride), ("mstl", 0, validation.horizons, 24)]
     mstl = board.set_index("model").loc["mstl"]
     assert np.isnan(mstl.val_score) and mstl.weight == 0
     assert mstl.note.startswith(f"stopped after {validation.horizons} of {validation.windows} origins per series "

@@ -32,7 +32,7 @@ module fits and forecasts.
 3. **Statistical candidates first** (those with nothing to train: ``ets``, ``theta``, ``ces``,
    ``dynamic_theta``, ``mstl`` where the calendar has two seasons (scored last: its every forecast
    costs about a fit, so it forecasts the independent windows first and goes on to every origin only
-   within :data:`~tsrec.validation.HALVING_FACTOR` of the leader's score on them, :meth:`_Candidates.probe`),
+   within :data:`~tsrec.validation.HALVING_FACTOR` of the leader's score on them, :meth:`_Candidates.validation_forecasts`),
    the intermittent-demand models
    ``croston``, ``adida``, ``imapa`` and ``tsb`` where the data are intermittent
    (:func:`~tsrec.models.intermittent.intermittency`, said in their notes), ``seasonal_naive``,
@@ -243,30 +243,31 @@ class _Candidates:
         """What candidate ``name`` reads: the targets and covariates, or the targets alone."""
         return self.observed if self.reads(name) else self.observed.targets()
 
-    def probe(self, name: str, fit: Fit, scores: Scores) -> str | None:
-        """Why candidate ``name`` (``fit``, a model whose every forecast costs about a fit,
-        :attr:`~tsrec.models.base.ForecastModel.forecast_refits`) stops before it forecasts every
-        validation origin, or None: it forecasts the independent windows first (one horizon apart),
-        and stops there where its score on them is more than :data:`~tsrec.validation.HALVING_FACTOR`
-        times the leader's on the same windows, as a network stops at its rung."""
+    def validation_forecasts(self, name: str, fit: Fit, scores: Scores) -> tuple[ForecastResult | None, str]:
+        """``fit``'s forecasts of every validation origin (candidate ``name``), or None and why it
+        stopped before them. A model whose every forecast costs about a fit
+        (:attr:`~tsrec.models.base.ForecastModel.forecast_refits`) forecasts the independent windows
+        first (one horizon apart) and stops there where its score on them is more than
+        :data:`~tsrec.validation.HALVING_FACTOR` times the leader's on the same windows, as a network
+        stops at its rung; else it forecasts the origins between them, and no window twice."""
         validation = self.validation
         horizon = validation.truth.shape[1]
-        if validation.stride == horizon:  # every origin is one horizon apart: nothing to save
-            return None
+        if not model_spec(name).model_class.forecast_refits or validation.windows == validation.horizons:
+            return self.origins(name, fit, validation.first, validation.count, validation.stride), ""
+        count = np.full_like(validation.count, validation.horizons)  # [I]
         windows = validation.independent  # [I * horizons]
-        result = self.origins(name, fit, validation.first, np.full_like(validation.count, validation.horizons),
-                              horizon)
-        if not (np.array_equal(result.items, validation.items[windows])
-                and np.array_equal(result.origins, validation.origins[windows])):
+        independent = self.origins(name, fit, validation.first, count, horizon)
+        if not (np.array_equal(independent.items, validation.items[windows])
+                and np.array_equal(independent.origins, validation.origins[windows])):
             raise RuntimeError(f"auto: {name}'s independent windows differ from the validation's")
         leader = scores.leader_on(windows)
-        if leader is None:
-            return None
-        ratio = scores.score_on(windows, result.mean) / leader[1]
-        if not ratio > HALVING_FACTOR:  # within reach (or no score of its own: the full run says why)
-            return None
-        return (f"stopped after {validation.horizons} of {validation.windows} origins per series (each of its "
-                f"forecasts costs about a fit): {ratio:.2g}x the leader ({leader[0]}) on them")
+        if leader is not None and (ratio := scores.score_on(windows, independent.mean) / leader[1]) > HALVING_FACTOR:
+            return None, (f"stopped after {validation.horizons} of {validation.windows} origins per series (each of "
+                          f"its forecasts costs about a fit): {ratio:.2g}x the leader ({leader[0]}) on them")
+        # the origins k strides past each independent one (none past the last: the validation ends there)
+        between = [self.origins(name, fit, validation.first + k * validation.stride, count - 1, horizon)
+                   for k in range(1, horizon // validation.stride)] if validation.horizons > 1 else []
+        return _merged([independent, *between]), ""
 
     @property
     def described(self) -> str:
@@ -387,6 +388,15 @@ class _Clock:
         row.cpu_seconds += time.process_time() - self.cpu
 
 
+def _merged(parts: list[ForecastResult]) -> ForecastResult:
+    """The point forecasts of ``parts`` (windows of the same series, none twice) as one result in
+    :func:`~tsrec.forecasting.window_origins`' order (series in order, each one's origins rising)."""
+    items, origins = (np.concatenate([getattr(part, key) for part in parts]) for key in ("items", "origins"))
+    order = np.lexsort((origins, items))  # [W]
+    mean, scaled = (np.concatenate([getattr(part, key) for part in parts])[order] for key in ("mean", "scaled"))
+    return ForecastResult(items[order], origins[order], mean, scaled)
+
+
 def _join(note: str, more: str) -> str:
     return f"{note}; {more}" if note else more
 
@@ -461,13 +471,12 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
         clock = _Clock()
         try:
             fit = candidates.fit(name, validation.first)
-            stopped = candidates.probe(name, fit, scores) if model_spec(name).model_class.forecast_refits else None
-            if stopped is None:
-                rows[name].val_score = scores.add(name, candidates.origins(name, fit, validation.first,
-                                                                           validation.count, validation.stride))
-                variants[name] = fit.state.model
-            else:
+            result, stopped = candidates.validation_forecasts(name, fit, scores)
+            if result is None:
                 rows[name].note = _join(rows[name].note, stopped)
+            else:
+                rows[name].val_score = scores.add(name, result)
+                variants[name] = fit.state.model
         except (ValueError, RuntimeError) as err:
             rows[name].note = f"failed: {err}"
         clock.add_to(rows[name])
