@@ -614,6 +614,16 @@ def test_a_candidate_whose_forecasts_cost_a_fit_stops_where_it_is_behind_the_lea
                                 "(each of its forecasts costs about a fit): ") and "the leader (naive)" in mstl.note
 
 
+def test_a_candidate_behind_a_leader_that_scores_0_stops_saying_so(monkeypatch):
+    """A leader that forecast the independent windows exactly (an error of 0, as the last value of a
+    series that stopped moving can): no division by it, and the note says so."""
+    pytest.importorskip("statsforecast", reason="the stats extra: pip install 'tsrec[stats]'")
+    monkeypatch.setattr(Scores, "leader_on", lambda self, windows: ("naive", 0.0))
+    board = Forecaster("auto", candidates=("mstl", "naive"), prediction_length=24).fit(two_cycles()).leaderboard
+    note = board.set_index("model").note["mstl"]
+    assert note.startswith("stopped after") and note.endswith("where the leader (naive) scores 0 on them"), note
+
+
 def test_scores_on_a_subset_of_the_windows_are_the_scores_of_those_windows_alone():
     """``Scores.score_on`` and ``leader_on`` read the windows named (here the independent ones) as
     ``add`` reads them all: a validation made of those windows alone scores them alike."""

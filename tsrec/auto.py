@@ -260,10 +260,12 @@ class _Candidates:
         if not (np.array_equal(independent.items, validation.items[windows])
                 and np.array_equal(independent.origins, validation.origins[windows])):
             raise RuntimeError(f"auto: {name}'s independent windows differ from the validation's")
-        leader = scores.leader_on(windows)
-        if leader is not None and (ratio := scores.score_on(windows, independent.mean) / leader[1]) > HALVING_FACTOR:
+        leader, own = scores.leader_on(windows), scores.score_on(windows, independent.mean)
+        if leader is not None and own > HALVING_FACTOR * leader[1]:  # NaN (no score of its own) goes on
+            behind = f"{own / leader[1]:.2g}x the leader ({leader[0]})" if leader[1] > 0 else \
+                f"{own:.3g} where the leader ({leader[0]}) scores 0"
             return None, (f"stopped after {validation.horizons} of {validation.windows} origins per series (each of "
-                          f"its forecasts costs about a fit): {ratio:.2g}x the leader ({leader[0]}) on them")
+                          f"its forecasts costs about a fit): {behind} on them")
         # the origins k strides past each independent one (none past the last: the validation ends there)
         between = [self.origins(name, fit, validation.first + k * validation.stride, count - 1, horizon)
                    for k in range(1, horizon // validation.stride)] if validation.horizons > 1 else []
