@@ -178,6 +178,32 @@ def test_a_failed_checkpoint_write_leaves_the_previous_checkpoint_whole(one_epoc
     assert resumed.training_summary.epochs_run == 1
 
 
+def test_ctrl_c_just_after_the_first_checkpoint_says_it_was_kept(tmp_path, monkeypatch, one_thread):
+    """A Ctrl-C that lands after the first epoch's checkpoint is renamed into place, before the trainer
+    counts that epoch finished, still names the checkpoint (it is whole); a file an earlier fit
+    left at that path is not this fit's: without one of its own, nothing was kept."""
+    written = EpochCheckpoint.on_train_epoch_end
+
+    def write_then_interrupt(self, trainer, pl_module):
+        written(self, trainer, pl_module)
+        assert trainer.current_epoch == 0
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(EpochCheckpoint, "on_train_epoch_end", write_then_interrupt)
+    output_dir = tmp_path / "run"
+    last = output_dir / "checkpoints" / EpochCheckpoint.FILENAME
+    with pytest.raises(KeyboardInterrupt, match=f"kept the checkpoint of the last finished epoch, {last}"):
+        Forecaster(**SETTINGS, output_dir=output_dir, trainer_kwargs=QUIET).fit(hourly())
+    assert checkpoint_epochs(output_dir) == 1
+
+    def interrupt(self, trainer, pl_module):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(EpochCheckpoint, "on_train_epoch_end", interrupt)  # the earlier fit's file stays
+    with pytest.raises(KeyboardInterrupt, match="nothing kept: no epoch had finished"):
+        Forecaster(**SETTINGS, output_dir=output_dir, trainer_kwargs=QUIET).fit(hourly())
+
+
 # ------------------------------------------------------------------------------------ divergence
 def test_a_diverging_fit_stops_with_an_error_naming_the_learning_rate_the_epoch_and_the_fix(one_thread):
     f = Forecaster("dlinear", prediction_length=4, context_length=16, max_epochs=3, learning_rate=1e4,

@@ -106,6 +106,9 @@ class EpochCheckpoint(Checkpoint):
         self.dirpath = Path(dirpath)
         self.run = run
         self._stopped = False
+        #: Whether this fit has written its checkpoint (a Ctrl-C may come between the write and the
+        #: trainer's count of finished epochs: the file is whole once it is renamed into place).
+        self.written = False
 
     @property
     def path(self) -> Path:
@@ -123,7 +126,12 @@ class EpochCheckpoint(Checkpoint):
             with staging.open("rb+") as file:  # flushed to disk before it replaces the previous epoch's
                 os.fsync(file.fileno())
             os.replace(staging, self.path)
+            self.written = True
         trainer.strategy.barrier("EpochCheckpoint")
+        self.written = True
+
+    def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self.written = False
 
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if self._stopped:  # restored from the epoch at which early stopping ended the run

@@ -172,8 +172,9 @@ def fit_or_raise(trainer: pl.Trainer, module: pl.LightningModule, train_loader: 
 def _interrupted(trainer: pl.Trainer, resumable: Path | None) -> KeyboardInterrupt:
     """The exception for a fit stopped by a signal, once its line is logged."""
     signum = signal.SIGTERM if trainer.received_sigterm else signal.SIGINT
-    own = any(isinstance(c, EpochCheckpoint) and c.path == resumable for c in trainer.callbacks)
-    kept = resumable is not None and resumable.is_file() and (trainer.current_epoch > 0 or not own)
+    own = next((c for c in trainer.callbacks if isinstance(c, EpochCheckpoint) and c.path == resumable), None)
+    # not a file an earlier fit left: this fit wrote it, or resumed from it
+    kept = resumable is not None and resumable.is_file() and (own is None or own.written or trainer.current_epoch > 0)
     if kept:
         what = (f"kept the checkpoint of the last finished epoch, {resumable}; fit again with resume=True "
                 "('tsrec fit ... --resume') to continue from it")
