@@ -13,7 +13,7 @@ and channel (read each alone), fitted on the training windows (:meth:`GradientBo
   :meth:`~tsrec.models.windowed.WindowFit.normalised`, then the steps forecast so far; a missing
   value is NaN, which the trees send down the side they learnt for it): the last :data:`MAX_LAGS`
   values (or the whole context where shorter), :data:`SEASONAL_LAGS` values of the step's phase
-  (``season_length`` and twice that back; none without a season), the means of the last
+  (``season_length`` and twice that back, those the context holds; none without a season), the means of the last
   :func:`rolling_windows` values, the window's future time features at the step (the calendar's,
   then the known-future covariates'; past-only covariates are 0 there), the covariates' last values
   over the context (what drove the values read, past-only ones included), the codes of the
@@ -141,7 +141,9 @@ class GradientBoosting(WindowFit):
         c = config
         self.n_lags = min(c.context_length, MAX_LAGS)
         self.season = c.season_length if c.season_length is not None and c.season_length > 1 else 1
-        self.n_seasonal = SEASONAL_LAGS if self.season > 1 else 0
+        # the phase's values a window's context holds: a lag past its start is missing in every training row
+        self.n_seasonal = sum(self.season * (1 + j) <= c.context_length for j in range(SEASONAL_LAGS)) \
+            if self.season > 1 else 0
         self.windows = rolling_windows(c.context_length, self.season)
         self.n_features = (self.n_lags + len(self.windows) + self.n_seasonal + self.batch_features
                            + self.past_covariates + len(c.static_cardinalities) + 2)
