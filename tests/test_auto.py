@@ -553,6 +553,19 @@ def test_mstl_is_a_candidate_where_the_calendar_has_two_seasons_the_history_hold
     assert board.set_index("model").loc["mstl", "note"].startswith("skipped: 1 calendar season(s) that 52 steps")
 
 
+def test_a_series_too_short_to_validate_gets_an_error_saying_how_long_it_must_be():
+    """40 months and a 24-month horizon: the history before the one validation window holds 16
+    steps, too few for any candidate; the error says so once, with what fits (before, every candidate
+    failed with its own copy of a message that suggested fewer validation windows than one)."""
+    df = pd.DataFrame({"y": 10 + np.random.default_rng(0).normal(0, 1, 40)},
+                      index=pd.date_range("2020-01-01", periods=40, freq="MS"))
+    with pytest.raises(ValueError, match=r"^the series has 40 steps up to its last observed value: .* so auto needs "
+                                         r"49 steps\. Use prediction_length <= 19, drop the short series, or fit a "
+                                         r"statistical model by name"):
+        Forecaster(prediction_length=24).fit(df)
+    assert len(Forecaster(prediction_length=19).fit(df).predict()) == 19
+
+
 def two_cycles(weeks=5):
     """One hourly series with a daily and a weekly cycle (MSTL's two seasons)."""
     t = np.arange(24 * 7 * weeks)

@@ -445,6 +445,15 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     _warn_missing_tails(panel, ends)
     channels = len(panel.columns) if panel.layout == "wide" else 1
     windows = validation_windows(len(panel.items) * channels, int(ends.min()), horizon)
+    short = int(np.argmin(ends))  # the shortest series: fewer than 2 H + 1 steps leave one window, and too little before it
+    if ends[short] - windows * horizon < horizon + 1:
+        raise ValueError(
+            f"{panel.item_label(short)} has {ends[short]} steps up to its last observed value: auto validates its candidates on each "
+            f"series' last prediction_length={horizon} steps and fits them on the steps before, which must hold at "
+            f"least prediction_length + 1 = {horizon + 1} (each candidate's shortest history), so auto needs "
+            f"{2 * horizon + 1} steps. Use prediction_length <= {max(1, (int(ends[short]) - 1) // 2)}, drop the short "
+            f"series, or fit a statistical model by name, which is not validated (Forecaster('ets', "
+            f"prediction_length={horizon}) forecasts from {horizon + 1} steps)")
     calibrating = settings.conformal.windows != 0
     wanted = settings.conformal.windows or default_windows(len(panel.items) * channels)
     stride = validation_stride(horizon, windows, wanted)
