@@ -19,7 +19,8 @@ from pandas.tseries.frequencies import to_offset
 
 from tsrec import Forecaster
 from tsrec.data import canonicalize
-from tsrec.data.time_features import future_indexes, normalize_freq
+from tsrec.data.calendar import Calendar
+from tsrec.data.time_features import future_indexes, normalize_freq, seasonality
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -209,3 +210,14 @@ def test_float32_quantile_levels_are_the_levels_they_print_as():
     narrow = model.predict(quantiles=np.array([0.1, 0.9], dtype=np.float32))
     assert list(narrow.columns) == list(given.columns) and "0.1" in narrow.columns
     pd.testing.assert_frame_equal(narrow, given)
+
+
+@pytest.mark.parametrize(("freq", "season"), [("h", 24), ("3h", 8), ("5h", 2), ("MS", 12), ("2MS", 6), ("5MS", 2),
+                                              ("QS-OCT", 4), ("YS", 2), ("5YS", 2), ("7min", 2), ("15min", 96)])
+def test_the_season_of_a_multiple_step_is_gluonts_and_logs_nothing(freq, season, caplog):
+    """A multiple of a step divides its unit's season where it can (GluonTS's rule); where it cannot
+    (five hours, five years) the season is the smallest, 2, without GluonTS's logged warning, which a
+    fit on data every five years printed dozens of times."""
+    with caplog.at_level("WARNING"):
+        assert seasonality(Calendar.of(freq)) == season
+    assert caplog.records == []

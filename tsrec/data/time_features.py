@@ -281,7 +281,11 @@ def seasonality(calendar: Calendar) -> int:
         return max(7 // offset.n, 2)
     if isinstance(offset, pd.offsets.Week):
         return max(52 // offset.n, 2)
-    return max(int(get_seasonality(offset.freqstr)), 2)
+    # GluonTS's season of one step of this unit (24 for 'h'), divided by the multiple where it divides
+    # (8 for '3h'), else 1, as its get_seasonality does for the multiple but without its logged
+    # warning, which a '5YS' fit printed dozens of times
+    steps, remainder = divmod(int(get_seasonality(offset.base.freqstr)), offset.n)
+    return max(1 if remainder else steps, 2)
 
 
 #: Days per year, for the yearly cycle of daily and weekly data.
