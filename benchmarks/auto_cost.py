@@ -205,7 +205,8 @@ def main(argv: list[str] | None = None) -> int:
     earlier = "" if args.code is None else f"; `earlier`: the checkout at {args.code}"
     header = ["dataset", "series x steps", "observations", "fit CPU-s", "predict CPU-s", "predict / fit",
               "statsforecast CPU-s", "fit ratio", "backtest CPU-s", "sf cross_validation CPU-s", "backtest ratio",
-              "chosen", *([] if args.code is None else ["earlier fit CPU-s", "fit vs earlier", "earlier chosen"]),
+              "chosen", *([] if args.code is None else ["earlier fit CPU-s", "fit vs earlier", "earlier predict CPU-s",
+                                                        "fit + predict vs earlier", "earlier chosen"]),
               "notes"]
     lines = ["# The default's fit, predict and backtest against statsforecast", "",
              "CPU seconds on one thread (`benchmarks/auto_cost.py`): the default Forecaster's fit, predict and "
@@ -238,8 +239,9 @@ def main(argv: list[str] | None = None) -> int:
                f"{predict:.2f} | {predict / fit:.3f} | {sf:.1f} | {fit / sf:.2f}x | {backtest:.1f} | {cv:.1f} | "
                f"{backtest / cv:.2f}x | {chosen}")
         if args.code is not None:
-            old_fit = float(np.median([r["fit"] for r in before]))
-            row += (f" | {old_fit:.1f} | {fit / old_fit:.2f}x | "
+            old_fit, old_predict = (float(np.median([r[key] for r in before])) for key in ("fit", "predict"))
+            row += (f" | {old_fit:.1f} | {fit / old_fit:.2f}x | {old_predict:.2f} | "
+                    f"{(fit + predict) / (old_fit + old_predict):.2f}x | "
                     + ", ".join(f"{m} {w:.2f}" for m, w in before[-1]["chosen"].items()))
         lines.append(row + f" | {notes} |")
         print(lines[-1], flush=True)
