@@ -66,18 +66,20 @@ def test_the_season_comes_from_the_data_and_sets_the_seasonal_lags():
     assert flat.config.season_length == 1 and flat.n_seasonal == 0 and flat.windows == (3,)
 
 
-def test_a_seasonal_lag_past_the_context_is_no_feature():
+def test_a_feature_missing_in_every_training_row_is_fitted_as_a_constant():
     """Yearly data with an 11-year cycle and a context of 20 years: the phase two cycles back (22
-    years) is in no training row's context, so it is no feature (scikit-learn 1.9 fails on a column
-    that is missing in every row: the default failed on 309 years of sunspots)."""
-    model = build_model("gbm", context_length=20, prediction_length=4, n_channels=1, n_time_features=0,
-                        season_length=11)
-    assert model.n_seasonal == 1 and model.n_features == 20 + 3 + 1 + 2  # lags, means of 3, 11, 20; loc, scale
+    years) is in no training row's context. scikit-learn 1.9 fails on a column missing in every row
+    (the default failed on 309 years of sunspots); the trees are fitted with it constant, split on it
+    nowhere, and forecast."""
     t = np.arange(309)
     df = pd.DataFrame({"y": 50 + 40 * np.sin(2 * np.pi * t / 11) + np.random.default_rng(0).normal(0, 5, 309)},
                       index=pd.date_range("1700", periods=309, freq="YS"))
     f = Forecaster("gbm", prediction_length=10, context_length=20, season_length=11).fit(df)
-    assert f.model.n_seasonal == 1 and np.isfinite(f.predict().iloc[:, -1].to_numpy()).all()
+    model = f.model
+    assert model.n_seasonal == 2 and model.n_features == 20 + 3 + 2 + 2  # lags, means of 3, 11, 20; loc, scale
+    second = 20 + 3 + 1  # the lag two cycles back
+    assert second not in set(model.trees.feature[~model.trees.leaf].tolist())
+    assert np.isfinite(f.predict().iloc[:, -1].to_numpy()).all()
 
 
 def test_gbm_fits_a_threshold_of_a_covariate_that_the_ridge_cannot():

@@ -13,7 +13,7 @@ and channel (read each alone), fitted on the training windows (:meth:`GradientBo
   :meth:`~tsrec.models.windowed.WindowFit.normalised`, then the steps forecast so far; a missing
   value is NaN, which the trees send down the side they learnt for it): the last :data:`MAX_LAGS`
   values (or the whole context where shorter), :data:`SEASONAL_LAGS` values of the step's phase
-  (``season_length`` and twice that back, those the context holds; none without a season), the means of the last
+  (``season_length`` and twice that back; none without a season), the means of the last
   :func:`rolling_windows` values, the window's future time features at the step (the calendar's,
   then the known-future covariates'; past-only covariates are 0 there), the covariates' last values
   over the context (what drove the values read, past-only ones included), the codes of the
@@ -141,9 +141,7 @@ class GradientBoosting(WindowFit):
         c = config
         self.n_lags = min(c.context_length, MAX_LAGS)
         self.season = c.season_length if c.season_length is not None and c.season_length > 1 else 1
-        # the phase's values a window's context holds: a lag past its start is missing in every training row
-        self.n_seasonal = sum(self.season * (1 + j) <= c.context_length for j in range(SEASONAL_LAGS)) \
-            if self.season > 1 else 0
+        self.n_seasonal = SEASONAL_LAGS if self.season > 1 else 0
         self.windows = rolling_windows(c.context_length, self.season)
         self.n_features = (self.n_lags + len(self.windows) + self.n_seasonal + self.batch_features
                            + self.past_covariates + len(c.static_cardinalities) + 2)
@@ -248,6 +246,10 @@ class GradientBoosting(WindowFit):
         if not len(x):
             raise ValueError("gbm has no training row with an observed context and an observed target; use a "
                              "shorter prediction_length or context_length, or fill the missing values")
+        # A feature missing in every row (a seasonal lag past every window's context: two years back in
+        # 20 steps of yearly data) carries nothing, and scikit-learn 1.9 fails on such a column: fitted
+        # as a constant, on which no tree splits, as earlier versions left it.
+        x[:, np.isnan(x).all(axis=0)] = 0.0
         c = self.config
         model = HistGradientBoostingRegressor(
             max_iter=c.max_iter, learning_rate=c.learning_rate, max_leaf_nodes=c.max_leaf_nodes,
