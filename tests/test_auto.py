@@ -20,6 +20,7 @@ from tsrec.validation import MAX_CALIBRATION_BLOCKS, Scores, Validation, calibra
 from tsrec.config import DEFAULT_MODEL
 from tsrec.data import canonicalize
 from tsrec.fitted import ForecastResult
+from tsrec.forecasting import window_origins
 from tsrec.models.intermittent import INTERMITTENT_MODELS
 
 QUIET = {"enable_progress_bar": False, "logger": False}
@@ -635,6 +636,24 @@ def test_a_candidate_behind_a_leader_that_scores_0_stops_saying_so(monkeypatch):
     board = Forecaster("auto", candidates=("mstl", "naive"), prediction_length=24).fit(two_cycles()).leaderboard
     note = board.set_index("model").note["mstl"]
     assert note.startswith("stopped after") and note.endswith("where the leader (naive) scores 0 on them"), note
+
+
+def test_forecasts_made_in_passes_are_merged_in_window_order():
+    """Two series' windows forecast in three passes (the independent origins, then those one and two
+    strides past them) come back in ``window_origins``' order: series in order, origins rising."""
+    first = np.array([10, 40])
+    items, origins = window_origins(first, np.array([7, 7]), 2)  # 3 windows of 6 steps per series, 2 apart
+    mean = (items * 1000 + origins).astype(float)[:, None, None] * np.ones((1, 6, 1))  # [W, H, C]: its window
+    by_window = dict(zip(zip(items.tolist(), origins.tolist()), mean))
+    parts = []
+    for shift, count in ((0, 3), (2, 2), (4, 2)):
+        part_items, part_origins = window_origins(first + shift, np.array([count, count]), 6)
+        part_mean = np.stack([by_window[key] for key in zip(part_items.tolist(), part_origins.tolist())])
+        parts.append(ForecastResult(part_items, part_origins, part_mean, part_mean))
+    merged = tsrec.auto._merged(parts)
+    np.testing.assert_array_equal(merged.items, items)
+    np.testing.assert_array_equal(merged.origins, origins)
+    np.testing.assert_array_equal(merged.mean, mean)
 
 
 def test_scores_on_a_subset_of_the_windows_are_the_scores_of_those_windows_alone():
