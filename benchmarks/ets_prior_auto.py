@@ -2,7 +2,7 @@
 with and without the ETS prior?
 
 ``auto`` tries its networks only where the steps before its validation windows hold at least
-:data:`tsrec.auto.MIN_NETWORK_WINDOWS` training windows (its rule, not changed here). For each
+:data:`tsrec.halving.MIN_NETWORK_WINDOWS` training windows (its rule, not changed here). For each
 dataset of the study (configs/ets_prior.toml's panels on the data before the first test origin, and
 configs/ets_prior_few_shot.toml's 5% training parts) this counts those windows with auto's own
 functions; where the networks are tried it fits ``Forecaster()`` (auto, defaults, seeds 0-2) twice,
@@ -37,34 +37,34 @@ RSA_CANDIDATE = "rsa_patchtst"
 @contextlib.contextmanager
 def rsa_candidate_with_prior() -> Iterator[None]:
     """Within the block, auto fits its ``rsa_patchtst`` candidate with ``rsa={"prior": "ets"}``."""
-    from tsrec.auto import _Candidates
+    from tsrec.candidates import Candidates
 
-    plain = _Candidates.settings_of
+    plain = Candidates.settings_of
 
     def settings_of(self: Any, name: str, **overrides: Any) -> Any:
         if name == RSA_CANDIDATE:
             overrides = {**overrides, "rsa": {"prior": "ets"}}
         return plain(self, name, **overrides)
 
-    _Candidates.settings_of = settings_of
+    Candidates.settings_of = settings_of
     try:
         yield
     finally:
-        _Candidates.settings_of = plain
+        Candidates.settings_of = plain
 
 
 def admitted(lengths: list[int], n_series: int, channels: int, horizon: int) -> int:
-    """auto's count of training windows for its networks (:func:`tsrec.auto._network_windows`)."""
-    from tsrec.auto import _network_windows
+    """auto's count of training windows for its networks (:func:`tsrec.halving.network_windows`)."""
+    from tsrec.halving import network_windows
     from tsrec.validation import validation_windows
 
     windows = validation_windows(n_series * channels, min(lengths), horizon)
-    return _network_windows(lengths, channels, horizon, windows)
+    return network_windows(lengths, channels, horizon, windows)
 
 
 def panel_rows(seeds: list[int]) -> list[dict[str, Any]]:
     from tsrec import Forecaster
-    from tsrec.auto import MIN_NETWORK_WINDOWS
+    from tsrec.halving import MIN_NETWORK_WINDOWS
 
     config = ul.load_config(CONFIGS / "ets_prior.toml")
     rows = []
@@ -99,7 +99,7 @@ def panel_rows(seeds: list[int]) -> list[dict[str, Any]]:
 def few_shot_rows() -> list[dict[str, Any]]:
     from benchmarks.run import train_fraction_split
     from tsrec import datasets
-    from tsrec.auto import MIN_NETWORK_WINDOWS
+    from tsrec.halving import MIN_NETWORK_WINDOWS
 
     config = tomllib.loads((CONFIGS / "ets_prior_few_shot.toml").read_text())
     rows = []

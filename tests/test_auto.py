@@ -15,7 +15,9 @@ import pytest
 import tsrec.auto
 import tsrec.models.stats
 from tsrec import Forecaster
-from tsrec.auto import network_budget
+from tsrec.halving import network_budget
+import tsrec.candidates
+import tsrec.halving
 from tsrec.validation import MAX_CALIBRATION_BLOCKS, Scores, Validation, calibration_blocks, greedy_weights, series_scales, shrunk_weights, validation_stride, validation_windows
 from tsrec.config import DEFAULT_MODEL
 from tsrec.data import canonicalize
@@ -48,7 +50,7 @@ def long_hourly(n=24 * 8, ids=("a", "b", "c"), seed=0):
 @pytest.fixture
 def networks_allowed(monkeypatch):
     """Networks tried on the tests' small frames (the rule asks for 1,000 training windows)."""
-    monkeypatch.setattr(tsrec.auto, "MIN_NETWORK_WINDOWS", 0)
+    monkeypatch.setattr(tsrec.halving, "MIN_NETWORK_WINDOWS", 0)
 
 
 @pytest.fixture
@@ -127,7 +129,7 @@ def test_successive_halving_stops_a_network_far_behind_the_leader(networks_allow
     assert notes["patchtst"].startswith("rung 1: 10 steps; stopped at rung 1: ")
     assert "x the leader (dlinear)" in notes["patchtst"]
     assert notes["dlinear"].startswith("rung 3: 90 steps")
-    assert scored.count("patchtst") == 1 and scored.count("dlinear") == len(tsrec.auto.RUNGS)
+    assert scored.count("patchtst") == 1 and scored.count("dlinear") == len(tsrec.halving.RUNGS)
     weights = dict(zip(f.resolved_settings.network.members, f.resolved_settings.network.weights))
     assert weights["dlinear"] > 0.9
 
@@ -135,9 +137,9 @@ def test_successive_halving_stops_a_network_far_behind_the_leader(networks_allow
 def test_the_networks_budget_is_honoured(networks_allowed):
     """A budget of 1 CPU-s (time_limit) ends a run of 100,000 steps, and a spent budget stops the
     networks before they start (the bound on seconds is generous: a loaded machine is slow)."""
-    assert network_budget(10_000) == pytest.approx(tsrec.auto.BUDGET_SECONDS + 10.0)
-    assert network_budget(10 ** 9) == tsrec.auto.MAX_BUDGET_SECONDS and network_budget(10 ** 6, 5.0) == 5.0
-    assert network_budget(10 ** 6, stats_seconds=2.0) == 2.0 * tsrec.auto.STATS_COST_RATIO
+    assert network_budget(10_000) == pytest.approx(tsrec.halving.BUDGET_SECONDS + 10.0)
+    assert network_budget(10 ** 9) == tsrec.halving.MAX_BUDGET_SECONDS and network_budget(10 ** 6, 5.0) == 5.0
+    assert network_budget(10 ** 6, stats_seconds=2.0) == 2.0 * tsrec.halving.STATS_COST_RATIO
     assert network_budget(100, 120.0, stats_seconds=2.0) == 120.0  # the user's time_limit is the budget
     f = Forecaster("auto", candidates=("seasonal_naive", "dlinear"), prediction_length=H, max_steps=100_000,
                    time_limit=1.0, trainer_kwargs=QUIET).fit(hourly())
@@ -155,12 +157,12 @@ def test_the_networks_budget_is_honoured(networks_allowed):
 def test_a_run_that_spends_its_budget_share_goes_on_at_the_next_rung(networks_allowed, monkeypatch):
     """The first rung's share spent after one step (a limit of 0 CPU-s): the run ends there as a
     step budget would end it, and the next rungs resume it up to its 90 steps."""
-    limit = tsrec.auto._CpuLimit.of
+    limit = tsrec.halving._CpuLimit.of
     shares = iter([0.0])
-    monkeypatch.setattr(tsrec.auto._CpuLimit, "of", staticmethod(lambda seconds: limit(next(shares, 1e6))))
+    monkeypatch.setattr(tsrec.halving._CpuLimit, "of", staticmethod(lambda seconds: limit(next(shares, 1e6))))
     notes = []
-    progress = tsrec.auto._progress_line
-    monkeypatch.setattr(tsrec.auto, "_progress_line", lambda row: notes.append(row.note) or progress(row))
+    progress = tsrec.halving.progress_line
+    monkeypatch.setattr(tsrec.halving, "progress_line", lambda row: notes.append(row.note) or progress(row))
     f = Forecaster("auto", candidates=("dlinear",), prediction_length=H, max_steps=90, patience=None,
                    trainer_kwargs=QUIET).fit(hourly())
     assert notes == ["rung 1: 1 steps, the budget's share ran out", "rung 2: 30 steps", "rung 3: 90 steps"]
@@ -423,14 +425,14 @@ def test_a_network_member_keeps_the_calibration_to_the_validation_windows(networ
 def test_an_earlier_block_a_member_cannot_fit_ends_the_calibration_there(monkeypatch):
     """A member the shorter history of an earlier block cannot fit stops the blocks (the fit and the
     blocks before it stand), and the leaderboard says why."""
-    forecast = tsrec.auto._Candidates.forecast
+    forecast = tsrec.candidates.Candidates.forecast
 
     def failing(self, name, first, **kwargs):
         if (first < self.validation.first - self.validation.horizons * H).any():
             raise ValueError("too short")
         return forecast(self, name, first, **kwargs)
 
-    monkeypatch.setattr(tsrec.auto._Candidates, "forecast", failing)
+    monkeypatch.setattr(tsrec.candidates.Candidates, "forecast", failing)
     f = Forecaster("auto", candidates=("theta", "seasonal_naive"), **FAST).fit(hourly())
     assert f.calibration.windows == 2 * (8 * H // 2 + 1)  # the validation's (9 horizons) and one block
     assert f.leaderboard.attrs["calibration"].endswith("the validation's and 1 block(s) before them (block 2 failed: "
@@ -526,7 +528,7 @@ def test_absolute_and_squared_losses_weigh_differently():
 def test_a_network_within_reach_of_the_leader_is_not_stopped_for_the_budget_alone(networks_allowed, monkeypatch):
     """The first rung spends the networks' budget (here 0.01 CPU-s: every later rung starts past it);
     the network halving keeps trains its later rungs anyway, and its note says why."""
-    monkeypatch.setattr(tsrec.auto, "network_budget", lambda *args: 0.01)
+    monkeypatch.setattr(tsrec.halving, "network_budget", lambda *args: 0.01)
     f = Forecaster("auto", candidates=("dlinear",), prediction_length=H, max_steps=90, patience=None,
                    trainer_kwargs=QUIET).fit(hourly())
     note = f.leaderboard.note[0]
@@ -579,14 +581,14 @@ def origin_counts(monkeypatch):
     """``(model, first step past the validation's first, origins per series, stride)`` of every
     forecast auto makes of its validation windows (not of its calibration's earlier blocks)."""
     made = []
-    origins = tsrec.auto._Candidates.origins
+    origins = tsrec.candidates.Candidates.origins
 
     def recording(self, name, fit, first, count, stride):
         if (first >= self.validation.first).all():
             made.append((name, int((first - self.validation.first).max()), int(count.max()), stride))
         return origins(self, name, fit, first, count, stride)
 
-    monkeypatch.setattr(tsrec.auto._Candidates, "origins", recording)
+    monkeypatch.setattr(tsrec.candidates.Candidates, "origins", recording)
     return made
 
 
@@ -618,7 +620,7 @@ def test_a_candidate_whose_forecasts_cost_a_fit_stops_where_it_is_behind_the_lea
     amount: the factor is 0), such a candidate forecasts no other origin, gets no score and no weight,
     and its note says why."""
     pytest.importorskip("statsforecast", reason="the stats extra: pip install 'tsrec[stats]'")
-    monkeypatch.setattr(tsrec.auto, "HALVING_FACTOR", 0.0)
+    monkeypatch.setattr(tsrec.candidates, "HALVING_FACTOR", 0.0)
     board = Forecaster("auto", candidates=("mstl", "naive"), prediction_length=24).fit(two_cycles()).leaderboard
     validation = validations[-1]
     assert origin_counts == [("naive", 0, validation.windows, validation.stride), ("mstl", 0, validation.horizons, 24)]
@@ -650,7 +652,7 @@ def test_forecasts_made_in_passes_are_merged_in_window_order():
         part_items, part_origins = window_origins(first + shift, np.array([count, count]), 6)
         part_mean = np.stack([by_window[key] for key in zip(part_items.tolist(), part_origins.tolist())])
         parts.append(ForecastResult(part_items, part_origins, part_mean, part_mean))
-    merged = tsrec.auto._merged(parts)
+    merged = tsrec.candidates.merged(parts)
     np.testing.assert_array_equal(merged.items, items)
     np.testing.assert_array_equal(merged.origins, origins)
     np.testing.assert_array_equal(merged.mean, mean)
@@ -684,7 +686,7 @@ def test_without_statsforecast_the_networks_budget_is_not_tied_to_seasonal_naive
     """The budget's bound of 3x what the statistical candidates cost counts statsforecast's models:
     with only the last value and seasonal naive (the base install) it gave the networks one step."""
     budgets = []
-    monkeypatch.setattr(tsrec.auto, "network_budget", lambda *args: budgets.append(args) or 1e6)
+    monkeypatch.setattr(tsrec.halving, "network_budget", lambda *args: budgets.append(args) or 1e6)
     Forecaster("auto", candidates=("seasonal_naive", "naive", "dlinear"), **FAST).fit(hourly())
     assert budgets[-1][2] is None  # no bound by the statistical candidates' cost
     Forecaster("auto", candidates=("theta", "naive", "dlinear"), **FAST).fit(hourly())

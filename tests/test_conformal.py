@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import tsrec.auto
+import tsrec.halving
 from tsrec import Forecaster
 from tsrec.config import ConformalConfig
 from tsrec.conformal import MAX_KEPT, band_quantiles, calibrate, check_interval_levels, default_windows
@@ -196,7 +196,7 @@ def test_auto_calibrates_its_ensemble_by_default_at_the_cost_of_forecasts_only()
 def test_auto_gives_covariates_to_the_candidates_that_take_them(monkeypatch):
     """A target driven by a known future covariate: the network reads it (and forecasts far better
     than the statistical models, which see the target alone, as the leaderboard says)."""
-    monkeypatch.setattr(tsrec.auto, "MIN_NETWORK_WINDOWS", 0)
+    monkeypatch.setattr(tsrec.halving, "MIN_NETWORK_WINDOWS", 0)
     n, rng = 24 * 12, np.random.default_rng(0)
     df = pd.concat([pd.DataFrame({"id": i, "ds": pd.date_range("2024-01-01", periods=n, freq="h"),
                                   "promo": (x := rng.standard_normal(n)),

@@ -62,12 +62,12 @@ def test_part_b_pairs_with_the_committed_few_shot_rows():
 
 def test_auto_builds_its_rsa_candidate_with_the_prior_only_inside_the_block():
     from benchmarks.ets_prior_auto import rsa_candidate_with_prior
-    from tsrec.auto import _Candidates
+    from tsrec.candidates import Candidates
     from tsrec.config import CovariateConfig
     from tsrec.settings import ForecasterSettings
 
-    candidates = _Candidates(ForecasterSettings.from_options("auto", prediction_length=4), None, None,
-                             CovariateConfig())
+    candidates = Candidates(ForecasterSettings.from_options("auto", prediction_length=4), None, None,
+                            CovariateConfig())
     with rsa_candidate_with_prior():
         assert candidates.settings_of("rsa_patchtst").network.rsa.prior == "ets"
         assert candidates.settings_of("patchtst").network.rsa is None

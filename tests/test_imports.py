@@ -47,7 +47,7 @@ LAYERS = (
     ("fitted value", ("tsrec.fitted",)),
     ("fitting, forecasting, saving", ("tsrec.fitting", "tsrec.forecasting", "tsrec.calibrating",
                                       "tsrec.saved_state")),
-    ("model selection", ("tsrec.validation", "tsrec.auto")),
+    ("model selection", ("tsrec.validation", "tsrec.candidates", "tsrec.halving", "tsrec.auto")),
     ("estimator", ("tsrec.forecaster",)),
     ("clients of the estimator", ("tsrec.evaluation", "tsrec.interop.*", "tsrec.distributed.partitions")),
     ("plots, clusters", ("tsrec.plotting", "tsrec.distributed.ray", "tsrec.distributed.spark")),

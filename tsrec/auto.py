@@ -12,8 +12,9 @@ read again, no Forecaster is built::
       fit_state(read, prefitted=...)  the ensemble of the fitted members, handed over as modules
       calibrating.calibration_of(...) its conformal bands, from the same validation forecasts
 
-The validation's windows, scores and weights, as arrays, are :mod:`tsrec.validation`'s; this
-module fits and forecasts.
+The validation's windows, scores and weights, as arrays, are :mod:`tsrec.validation`'s; fitting
+and forecasting one candidate, :mod:`tsrec.candidates`'; the networks' successive halving,
+:mod:`tsrec.halving`'s; this module puts them together.
 
 1. **Validation.** Each series' last ``k`` horizons are held out (:func:`~tsrec.validation.validation_windows`:
    AutoGluon's rule, 5 windows under 20 series, 3 under 100, else 2; more on few long series, up to
@@ -32,8 +33,8 @@ module fits and forecasts.
 3. **Statistical candidates first** (those with nothing to train: ``ets``, ``theta``, ``ces``,
    ``dynamic_theta``, ``mstl`` where the calendar has two seasons (scored last: its every forecast
    costs about a fit, so it forecasts the independent windows first and goes on to every origin only
-   within :data:`~tsrec.validation.HALVING_FACTOR` of the leader's score on them, :meth:`_Candidates.validation_forecasts`),
-   the intermittent-demand models
+   within :data:`~tsrec.validation.HALVING_FACTOR` of the leader's score on them,
+   :meth:`~tsrec.candidates.Candidates.validation_forecasts`), the intermittent-demand models
    ``croston``, ``adida``, ``imapa`` and ``tsb`` where the data are intermittent
    (:func:`~tsrec.models.intermittent.intermittency`, said in their notes), ``seasonal_naive``,
    ``naive``, ``drift``): each is the registered model, fitted once per
@@ -49,15 +50,15 @@ module fits and forecasts.
    and on all of them when chosen, and ``gbm``, gradient-boosted trees shared by every series on
    each window's lags and covariates (:mod:`tsrec.models.gbm`), fitted on the same windows.
 4. **Networks** (the trainable candidates), only when the steps before the validation windows hold
-   at least :data:`MIN_NETWORK_WINDOWS` training windows (counted at a context of twice the
+   at least :data:`~tsrec.halving.MIN_NETWORK_WINDOWS` training windows (counted at a context of twice the
    horizon), by successive halving: every network trains for the first rung's share of its step
-   budget (:data:`RUNGS`), is scored, and goes on to the next rung only if it is among the better
+   budget (:data:`~tsrec.halving.RUNGS`), is scored, and goes on to the next rung only if it is among the better
    half of the networks still training and within :data:`~tsrec.validation.HALVING_FACTOR` of the leader's score
-   (the leader may be a statistical model). The first rung spends :func:`network_budget` CPU
+   (the leader may be a statistical model). The first rung spends :func:`~tsrec.halving.network_budget` CPU
    seconds (it grows with the observations, and stays within a few times what the statistical
    candidates cost; ``time_limit`` sets it instead), each run the share of what is left that its
    steps are of those still planned; a network halving keeps is never stopped for that budget
-   alone (:func:`_fit_networks`). Rungs continue the same run from its checkpoint
+   alone (:func:`~tsrec.halving.fit_networks`). Rungs continue the same run from its checkpoint
    (``resume=True``), so a network that reaches the last rung has cost one training run. Networks
    are not refitted on the validation windows: the validated run is the member (AutoGluon's
    default, ``refit_full=False``); its RevIN makes it indifferent to the ensemble's scaler, which
@@ -90,27 +91,23 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import sys
-import tempfile
 import time
 import warnings
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from tsrec.calibrating import calibration_of
-from tsrec.config import CovariateConfig
+from tsrec.candidates import Candidates, Clock, Row, join_note, progress, progress_line
 from tsrec.conformal import default_windows, observed_ends
 from tsrec.data.frame import Panel
 from tsrec.data.periods import dominant_periods
 from tsrec.data.scaling import StandardScaler
 from tsrec.data.time_features import calendar_cycles, seasonality
 from tsrec.data.source import Read
-from tsrec.fitted import FittedState, ForecastResult
+from tsrec.fitted import FittedState
 from tsrec.fitting import Fit, Prefitted, fit_state
-from tsrec.forecasting import forecast_origins
+from tsrec.halving import fit_networks
 from tsrec.models.base import ForecastModel
 from tsrec.models.ensemble import AUTO, with_members
 from tsrec.models.intermittent import INTERMITTENT_MODELS, Intermittency, intermittency
@@ -118,170 +115,13 @@ from tsrec.models.naive import MATCH_TOLERANCE, choose_seasons
 from tsrec.models.registry import model_spec
 from tsrec.models.stats import STATS_EXTRA, MSTLConfig, StatsConfig, statsforecast_installed
 from tsrec.settings import ForecasterSettings
-from tsrec.training.budget import plan_budget
-from tsrec.validation import (CALIBRATION_EVIDENCE, HALVING_FACTOR, Scores, Validation, calibration_blocks,
-                              eval_metric_for, validation_stride, validation_windows)
+from tsrec.validation import (CALIBRATION_EVIDENCE, Scores, Validation, calibration_blocks, eval_metric_for,
+                              validation_stride, validation_windows)
 
-__all__ = ["AUTO", "LEADERBOARD_COLUMNS", "MIN_NETWORK_WINDOWS", "RUNGS", "fit_auto", "network_budget"]
+__all__ = ["AUTO", "LEADERBOARD_COLUMNS", "fit_auto"]
 
-#: Training windows (before the validation windows, at a context of twice the horizon) the data
-#: must hold for the networks to be tried: fewer, and the statistical models are the better bet
-#: (the issue-36 sets: the networks lost 4x on 4 quarterly series of 101 steps, won on 145 monthly
-#: series of 285).
-MIN_NETWORK_WINDOWS = 1_000
-#: Successive halving's rungs: the shares of a network's step budget it has trained for when it is
-#: scored (each rung continues the run of the one before).
-RUNGS = (1 / 9, 1 / 3, 1.0)
-#: The networks' training budget in CPU seconds: this many, plus :data:`BUDGET_SECONDS_PER_OBSERVATION`
-#: per observed value, at most :data:`MAX_BUDGET_SECONDS`, and at most :data:`STATS_COST_RATIO` times
-#: what the statistical candidates cost (:func:`network_budget`): the issue-36 targets, a default fit
-#: of 10,000 observations in 60 CPU-s and within 5x statsforecast's AutoETS + AutoCES + AutoTheta.
-BUDGET_SECONDS = 10.0
-BUDGET_SECONDS_PER_OBSERVATION = 1e-3
-MAX_BUDGET_SECONDS = 1_800.0
-STATS_COST_RATIO = 3.0
-#: Settings of the auto Forecaster that each candidate gets (the rest are its own defaults;
-#: ``time_limit`` is the networks' budget instead, and networks are never refitted).
-SHARED_SETTINGS = ("val_windows", "gaps", "missing_context", "scaling", "seed", "batch_size", "max_steps", "max_epochs",
-                   "precision", "deterministic", "num_workers", "compile")
 #: The leaderboard's columns.
 LEADERBOARD_COLUMNS = ["model", "val_score", "weight", "fit_seconds", "cpu_seconds", "note", "covariates"]
-
-
-def network_budget(observations: int, time_limit: float | None = None, stats_seconds: float | None = None) -> float:
-    """CPU seconds of network training in all for data of ``observations`` observed values: the
-    user's ``time_limit`` where set; else :data:`BUDGET_SECONDS` +
-    :data:`BUDGET_SECONDS_PER_OBSERVATION` per value, at most :data:`MAX_BUDGET_SECONDS`, and at
-    most :data:`STATS_COST_RATIO` times ``stats_seconds``, the CPU seconds the statsforecast
-    candidates cost (None: no such bound, as without statsforecast, where the last value and seasonal
-    naive cost almost nothing and 3x nothing gave the networks one step)."""
-    if time_limit is not None:
-        return float(time_limit)
-    bounds = [MAX_BUDGET_SECONDS, BUDGET_SECONDS + BUDGET_SECONDS_PER_OBSERVATION * observations]
-    bounds += [] if stats_seconds is None else [STATS_COST_RATIO * stats_seconds]
-    return min(bounds)
-
-
-@dataclass
-class _Row:
-    """One leaderboard row in the making."""
-
-    model: str
-    val_score: float = math.nan
-    fit_seconds: float = 0.0
-    cpu_seconds: float = 0.0
-    note: str = ""
-    covariates: str = ""
-
-
-@dataclass(frozen=True)
-class _Candidates:
-    """What every candidate is fitted from: the auto model's ``settings``, the validation windows,
-    each series up to its last observed step (``observed``, with the covariates: a candidate is
-    fitted on its steps before the windows it forecasts), and what the leaderboard says of those."""
-
-    settings: ForecasterSettings
-    validation: Validation
-    observed: Read
-    covariates: CovariateConfig
-
-    def settings_of(self, name: str, **overrides: Any) -> ForecasterSettings:
-        """The settings candidate ``name`` is fitted with: the auto model's window and shared
-        training settings, its ``output`` and quantile levels and its ``trainer_kwargs``, over the
-        candidate's own defaults; then ``overrides``."""
-        settings = self.settings
-        window, training, network = settings.window, settings.training, settings.network
-        options: dict[str, Any] = {"prediction_length": window.prediction_length, "freq": window.freq,
-                                   "trainer_kwargs": settings.trainer.trainer_kwargs}
-        for shared in SHARED_SETTINGS:
-            for section in (window, training):
-                if hasattr(section, shared):
-                    options[shared] = getattr(section, shared)
-        if network.output != "point":
-            options.update(output=network.output, quantile_levels=network.quantile_levels)
-        return ForecasterSettings.from_options(name, **{**options, **overrides})
-
-    def reads(self, name: str) -> bool:
-        """Whether candidate ``name`` reads the covariates (the networks, the ridge and the trees,
-        :meth:`~tsrec.models.base.ForecastModel.reads_covariates`)."""
-        return bool(self.covariates.columns) and model_spec(name).model_class.reads_covariates()
-
-    def fit_and_score(self, name: str, scores: Scores, *, resume: bool = False, **overrides: Any) -> tuple[Fit, float]:
-        """Candidate ``name`` (its settings with ``overrides``) fitted on the history before the
-        validation windows, its covariates too where it reads them (``resume``: going on from the
-        run whose checkpoint is in its ``output_dir``), and its validation score (its forecasts kept
-        in ``scores``)."""
-        fit, result = self.forecast(name, self.validation.first, resume=resume, **overrides)
-        return fit, scores.add(name, result)
-
-    def forecast(self, name: str, first: np.ndarray, *, like: ForecastModel | None = None, resume: bool = False,
-                 **overrides: Any) -> tuple[Fit, ForecastResult]:
-        """Candidate ``name`` fitted on each series' steps before ``first`` ``[I]`` (its covariates too
-        where it reads them; ``like``: a statistical model's validated variants) and its forecasts of
-        the validation's windows moved to start there (``count`` origins per series, ``stride``
-        apart), in :func:`~tsrec.forecasting.window_origins`' order."""
-        fit = self.fit(name, first, like=like, resume=resume, **overrides)
-        return fit, self.origins(name, fit, first, self.validation.count, self.validation.stride)
-
-    def fit(self, name: str, first: np.ndarray, *, like: ForecastModel | None = None, resume: bool = False,
-            **overrides: Any) -> Fit:
-        """Candidate ``name`` fitted on each series' steps before ``first`` ``[I]`` (as :meth:`forecast`)."""
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # a candidate's own notes; its score says enough
-            return fit_state(self._observed(name).before(first), self.settings_of(name, **overrides), resume=resume,
-                             like=like)
-
-    def origins(self, name: str, fit: Fit, first: np.ndarray, count: np.ndarray, stride: int) -> ForecastResult:
-        """``fit``'s forecasts of the windows from ``first`` ``[I]``, ``count`` ``[I]`` origins per series
-        ``stride`` apart (:func:`~tsrec.forecasting.forecast_origins`)."""
-        observed = self._observed(name)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            return forecast_origins(fit.state, observed.panel, observed.covariates, first, count, stride)
-
-    def _observed(self, name: str) -> Read:
-        """What candidate ``name`` reads: the targets and covariates, or the targets alone."""
-        return self.observed if self.reads(name) else self.observed.targets()
-
-    def validation_forecasts(self, name: str, fit: Fit, scores: Scores) -> tuple[ForecastResult | None, str]:
-        """``fit``'s forecasts of every validation origin (candidate ``name``), or None and why it
-        stopped before them. A model whose every forecast costs about a fit
-        (:attr:`~tsrec.models.base.ForecastModel.forecast_refits`) forecasts the independent windows
-        first (one horizon apart) and stops there where its score on them is more than
-        :data:`~tsrec.validation.HALVING_FACTOR` times the leader's on the same windows, as a network
-        stops at its rung; else it forecasts the origins between them, and no window twice."""
-        validation = self.validation
-        horizon = validation.truth.shape[1]
-        if not model_spec(name).model_class.forecast_refits or validation.windows == validation.horizons:
-            return self.origins(name, fit, validation.first, validation.count, validation.stride), ""
-        count = np.full_like(validation.count, validation.horizons)  # [I]
-        windows = validation.independent  # [I * horizons]
-        independent = self.origins(name, fit, validation.first, count, horizon)
-        if not (np.array_equal(independent.items, validation.items[windows])
-                and np.array_equal(independent.origins, validation.origins[windows])):
-            raise RuntimeError(f"auto: {name}'s independent windows differ from the validation's")
-        leader, own = scores.leader_on(windows), scores.score_on(windows, independent.mean)
-        if leader is not None and own > HALVING_FACTOR * leader[1]:  # NaN (no score of its own) goes on
-            behind = f"{own / leader[1]:.2g}x the leader ({leader[0]})" if leader[1] > 0 else \
-                f"{own:.3g} where the leader ({leader[0]}) scores 0"
-            return None, (f"stopped after {validation.horizons} of {validation.windows} origins per series (each of "
-                          f"its forecasts costs about a fit): {behind} on them")
-        # the origins k strides past each independent one (none past the last: the validation ends there)
-        between = [self.origins(name, fit, validation.first + k * validation.stride, count - 1, horizon)
-                   for k in range(1, horizon // validation.stride)] if validation.horizons > 1 else []
-        return _merged([independent, *between]), ""
-
-    @property
-    def described(self) -> str:
-        """The leaderboard's note of a candidate that reads the covariates."""
-        parts = [f"{kind}: {', '.join(getattr(self.covariates, kind))}" for kind in ("past", "future", "static")
-                 if getattr(self.covariates, kind)]
-        return "; ".join(parts)
-
-    @property
-    def unused(self) -> str:
-        """The leaderboard's note of a candidate that cannot read them (empty without covariates)."""
-        return "none: scored on the targets alone (no covariate support)" if self.covariates.columns else ""
 
 
 def _candidates(settings: ForecasterSettings) -> list[str]:
@@ -348,7 +188,7 @@ def _unsuited(name: str, before: Panel, found: Intermittency) -> str | None:
             "weekly cycle of hourly data")
 
 
-def _warn_unread_covariates(candidates: _Candidates, chosen: list[str], rows: dict[str, _Row]) -> None:
+def _warn_unread_covariates(candidates: Candidates, chosen: list[str], rows: dict[str, Row]) -> None:
     """Warn when covariates were given and no chosen member reads them, saying why (the networks
     that read them were skipped, or scored worse) and what reads them."""
     columns = list(candidates.covariates.columns)
@@ -366,48 +206,6 @@ def _warn_unread_covariates(candidates: _Candidates, chosen: list[str], rows: di
                   "schema names them). To forecast from them, fit a network by name, e.g. "
                   "Forecaster('rsa_patchtst', ...), or the ridge or the trees (Forecaster('ridge', ...), "
                   "Forecaster('gbm', ...)), or name candidates that read them", UserWarning, stacklevel=5)
-
-
-def _progress(line: str) -> None:
-    """One progress line on stderr when it is a terminal (never in captured or redirected output)."""
-    if sys.stderr.isatty():
-        print(f"tsrec auto: {line}", file=sys.stderr, flush=True)
-
-
-def _progress_line(row: _Row) -> str:
-    score = "no score" if math.isnan(row.val_score) else f"validation score {row.val_score:.4g}"
-    return f"{row.model:<16} {score}, {row.cpu_seconds:.1f} CPU-s" + (f" ({row.note})" if row.note else "")
-
-
-class _Clock:
-    """Wall and CPU seconds since it was created."""
-
-    def __init__(self) -> None:
-        self.wall, self.cpu = time.perf_counter(), time.process_time()
-
-    def add_to(self, row: _Row) -> None:
-        row.fit_seconds += time.perf_counter() - self.wall
-        row.cpu_seconds += time.process_time() - self.cpu
-
-
-def _merged(parts: list[ForecastResult]) -> ForecastResult:
-    """The point forecasts of ``parts`` (windows of the same series, none twice) as one result in
-    :func:`~tsrec.forecasting.window_origins`' order (series in order, each one's origins rising)."""
-    items, origins = (np.concatenate([getattr(part, key) for part in parts]) for key in ("items", "origins"))
-    order = np.lexsort((origins, items))  # [W]
-    mean, scaled = (np.concatenate([getattr(part, key) for part in parts])[order] for key in ("mean", "scaled"))
-    return ForecastResult(items[order], origins[order], mean, scaled)
-
-
-def _join(note: str, more: str) -> str:
-    return f"{note}; {more}" if note else more
-
-
-def _network_windows(lengths: np.ndarray, channels: int, horizon: int, windows: int) -> int:
-    """Training windows of single series (a wide frame's ``channels`` count one each, as the
-    channel-independent networks read them) before ``windows`` validation windows, at a context of
-    ``2 * horizon``."""
-    return channels * int(np.maximum(0, lengths - windows * horizon - 3 * horizon + 1).sum())
 
 
 def _ends_before_placeholders(panel: Panel, robust: bool) -> np.ndarray:
@@ -445,11 +243,12 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     _warn_missing_tails(panel, ends)
     channels = len(panel.columns) if panel.layout == "wide" else 1
     windows = validation_windows(len(panel.items) * channels, int(ends.min()), horizon)
-    short = int(np.argmin(ends))  # the shortest series: fewer than 2 H + 1 steps leave one window, and too little before it
+    short = int(np.argmin(ends))  # fewer than 2 H + 1 steps leave one window, and too little before it
     if ends[short] - windows * horizon < horizon + 1:
         raise ValueError(
-            f"{panel.item_label(short)} has {ends[short]} steps up to its last observed value: auto validates its candidates on each "
-            f"series' last prediction_length={horizon} steps and fits them on the steps before, which must hold at "
+            f"{panel.item_label(short)} has {ends[short]} steps up to its last observed value: auto validates its "
+            f"candidates on each series' last prediction_length={horizon} steps and fits them on the steps before, "
+            f"which must hold at "
             f"least prediction_length + 1 = {horizon + 1} (each candidate's shortest history), so auto needs "
             f"{2 * horizon + 1} steps. Use prediction_length <= {max(1, (int(ends[short]) - 1) // 2)}, drop the short "
             f"series, or fit a statistical model by name, which is not validated (Forecaster('ets', "
@@ -462,11 +261,11 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     metric = eval_metric_for(settings.network.eval_metric, found)
     settings = dataclasses.replace(settings, network=dataclasses.replace(settings.network, eval_metric=metric))
     validation = Validation.of(observed.panel, ends, windows, horizon, stride, metric, seasonality(panel.calendar))
-    candidates = _Candidates(settings, validation, observed, read.schema.covariates)
+    candidates = Candidates(settings, validation, observed, read.schema.covariates)
     history = observed.panel.head(validation.first)  # what the candidates are validated from
     scores = Scores(validation)
     names = _candidates(settings)
-    rows = {name: _Row(name) for name in names}
+    rows = {name: Row(name) for name in names}
     # those whose every forecast costs a fit go last, to be compared with the others on their first windows
     statistical = sorted((name for name in names if not model_spec(name).model_class.trainable),
                          key=lambda name: model_spec(name).model_class.forecast_refits)
@@ -475,31 +274,31 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
         rows[name].covariates = candidates.described if candidates.reads(name) else candidates.unused
         if (why := _unsuited(name, history, found)) is not None:
             rows[name].note = why
-            _progress(_progress_line(rows[name]))
+            progress(progress_line(rows[name]))
             continue
         if name in INTERMITTENT_MODELS:
             rows[name].note = f"tried: the data are {found.describe()}"
-        clock = _Clock()
+        clock = Clock()
         try:
             fit = candidates.fit(name, validation.first)
             result, stopped = candidates.validation_forecasts(name, fit, scores)
             if result is None:
-                rows[name].note = _join(rows[name].note, stopped)
+                rows[name].note = join_note(rows[name].note, stopped)
             else:
                 rows[name].val_score = scores.add(name, result)
                 variants[name] = fit.state.model
         except (ValueError, RuntimeError) as err:
             rows[name].note = f"failed: {err}"
         clock.add_to(rows[name])
-        _progress(_progress_line(rows[name]))
+        progress(progress_line(rows[name]))
     validated: dict[str, FittedState] = {}
     networks = [name for name in names if name not in statistical]
     if networks:
         for name in networks:
             rows[name].covariates = candidates.described if candidates.reads(name) else candidates.unused
         observations = int(sum(item.observed.sum() for item in panel.items))
-        _fit_networks(networks, rows, validated, scores, candidates, lengths=ends, channels=channels, windows=windows,
-                      observations=observations)
+        fit_networks(networks, rows, validated, scores, candidates, lengths=ends, channels=channels, windows=windows,
+                     observations=observations)
     kept = [name for name in names if name in scores.scaled]
     if not kept:
         raise ValueError("auto: no candidate was scored on the fit frame: " +
@@ -535,7 +334,7 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     return dataclasses.replace(fit, state=dataclasses.replace(fit.state, calibration=calibration))
 
 
-def _calibration_windows(candidates: _Candidates, chosen: list[tuple[str, float]], variants: dict[str, ForecastModel],
+def _calibration_windows(candidates: Candidates, chosen: list[tuple[str, float]], variants: dict[str, ForecastModel],
                          trains: list[str], ensemble: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, str]:
     """The windows the ensemble's bands are calibrated on: the validation's, whose forecasts are
     ``ensemble`` ``[W, H, C]``, and the earlier blocks :func:`~tsrec.validation.calibration_blocks`
@@ -578,138 +377,8 @@ def _calibration_note(validation: Validation, blocks: int, trains: list[str], fa
     return f"{note}: the validation's alone, as the history is too short for earlier ones ({CALIBRATION_EVIDENCE} wanted)"
 
 
-def _fit_networks(networks: list[str], rows: dict[str, _Row], validated: dict[str, FittedState], scores: Scores,
-                  candidates: _Candidates, *, lengths: np.ndarray, channels: int, windows: int,
-                  observations: int) -> None:
-    """Successive halving of the ``networks`` on the history before the validation windows (see
-    the module); fills their ``rows`` and, for those scored, ``validated`` (their fitted states).
-
-    The budget is CPU seconds of this process. Each (network, rung) run may spend the share of what
-    is left that its steps are of the steps still planned (the rest of this rung, and the later
-    rungs for the networks halving would keep), so that the first networks cannot spend the
-    others' rung 1; what a run leaves unspent goes to the runs after it. The first rung spends
-    :func:`network_budget`; a network that halving keeps (within :data:`~tsrec.validation.HALVING_FACTOR` of the
-    leader, or ahead of it) is never stopped for that budget alone: its later rungs may spend up to
-    the user's ``time_limit``, else :data:`MAX_BUDGET_SECONDS` in all, and its note says so."""
-    settings = candidates.settings
-    horizon = settings.window.prediction_length
-    available = _network_windows(lengths, channels, horizon, windows)
-    if available < MIN_NETWORK_WINDOWS:
-        for name in networks:
-            rows[name].note = (f"skipped: {available} training windows < {MIN_NETWORK_WINDOWS} (networks are tried "
-                               "only on data with at least that many)")
-            _progress(_progress_line(rows[name]))
-        return
-    fitted = [row for row in rows.values() if row.model not in networks and not math.isnan(row.val_score)
-              and issubclass(model_spec(row.model).model_class.config_class, StatsConfig)]  # statsforecast's
-    stats = sum(row.cpu_seconds for row in fitted) if fitted else None
-    training = settings.training
-    budget = network_budget(observations, training.time_limit, stats)
-    cap = budget if training.time_limit is not None else MAX_BUDGET_SECONDS  # the later rungs' (see above)
-    # the whole run's steps; an epoch budget becomes the step budget of as many passes, validated as one
-    # (a rung may end inside an epoch)
-    steps = plan_budget(training, available).total_steps
-    targets = [max(1, math.ceil(share * steps)) for share in RUNGS]  # [R] steps trained by the end of each rung
-    deltas = np.diff([0, *targets])  # [R]
-    started = time.process_time()
-    alive = list(networks)
-    callbacks = list(settings.trainer.trainer_kwargs.get("callbacks", []))
-    with tempfile.TemporaryDirectory(prefix="tsrec-auto-") as folder:
-        for rung in range(len(RUNGS)):
-            order = list(alive)
-            for position, name in enumerate(order):
-                spent = time.process_time() - started
-                left = (budget if rung == 0 else cap) - spent
-                if left <= 0:
-                    rows[name].note = _join(rows[name].note, f"stopped before rung {rung + 1}: the networks' budget "
-                                                             f"of {budget if rung == 0 else cap:.0f} CPU-s was spent")
-                    alive.remove(name)
-                    continue
-                beyond = f" (past the networks' budget of {budget:.0f} CPU-s: within reach of the leader)" \
-                    if spent >= budget else ""
-                planned = _planned_steps(deltas, rung, len(order) - position, len(order))
-                limit = _CpuLimit.of(left * deltas[rung] / planned)
-                # the rung's end; the settings' max_steps is the whole run's (its schedule's length)
-                run = {"callbacks": [*callbacks, limit], "max_steps": targets[rung]}
-                clock = _Clock()
-                try:
-                    fit, rows[name].val_score = candidates.fit_and_score(
-                        name, scores, resume=rung > 0, max_steps=steps, max_epochs=None, refit_full=False,
-                        output_dir=f"{folder}/{name}",
-                        trainer_kwargs={**settings.trainer.trainer_kwargs, **run})
-                    validated[name] = fit.state
-                    summary = fit.state.summary.budget
-                    why = ", the budget's share ran out" if limit.fired else \
-                        "" if summary["stopped_by"] == "budget" else f", {summary['stopped_by']}"
-                    rows[name].note = f"rung {rung + 1}: {summary['steps_run']} steps{why}{beyond}"
-                    if summary["stopped_by"] != "budget":  # early stopping ended its run: no later rung
-                        alive.remove(name)
-                except (ValueError, RuntimeError) as err:
-                    rows[name].note = f"failed at rung {rung + 1}: {err}"
-                    scores.drop(name)
-                    validated.pop(name, None)
-                    alive.remove(name)
-                clock.add_to(rows[name])
-                _progress(_progress_line(rows[name]))
-            if rung + 1 < len(RUNGS):
-                alive = _halve(alive, rows, rung)
-
-
-def _planned_steps(deltas: np.ndarray, rung: int, waiting: int, alive: int) -> float:
-    """The steps still planned when ``waiting`` of the ``alive`` networks have rung ``rung`` to
-    train (``deltas`` ``[R]`` steps per rung): theirs, and the later rungs' for the networks that
-    halving would keep (half, rounded up, at each rung)."""
-    total, survivors = float(waiting * deltas[rung]), alive
-    for later in range(rung + 1, len(deltas)):
-        survivors = math.ceil(survivors / 2)
-        total += survivors * deltas[later]
-    return total
-
-
-class _CpuLimit:
-    """A Lightning callback (built by :meth:`of`) that ends the run once this process has spent
-    ``seconds`` of CPU time from its creation, as a step budget would end it (the step reached
-    becomes the run's last), so that a later rung resumes it from there."""
-
-    @staticmethod
-    def of(seconds: float) -> Any:
-        import lightning.pytorch as pl
-
-        class CpuLimit(pl.Callback):
-            def __init__(self) -> None:
-                self.deadline, self.fired = time.process_time() + seconds, False
-
-            def on_train_batch_end(self, trainer: Any, *args: Any) -> None:
-                if time.process_time() >= self.deadline:
-                    trainer.fit_loop.epoch_loop.max_steps, self.fired = trainer.global_step, True
-
-        return CpuLimit()
-
-
-def _halve(alive: list[str], rows: dict[str, _Row], rung: int) -> list[str]:
-    """The networks that go on after ``rung``: the better half of ``alive``, those within
-    :data:`~tsrec.validation.HALVING_FACTOR` of the leader's validation score (the best of every candidate scored);
-    the others' notes say why they stopped."""
-    scored = {name: row.val_score for name, row in rows.items() if not math.isnan(row.val_score)}
-    if not scored:
-        return alive
-    leader = min(scored, key=scored.get)
-    ranked = sorted(alive, key=lambda name: scored.get(name, math.inf))
-    keep = ranked[:math.ceil(len(ranked) / 2)]
-    survivors = []
-    for name in ranked:
-        ratio = scored.get(name, math.inf) / scored[leader] if scored[leader] > 0 else math.inf
-        if name in keep and ratio <= HALVING_FACTOR:
-            survivors.append(name)
-        elif name != leader:
-            why = f"{ratio:.2g}x the leader ({leader})" if ratio > HALVING_FACTOR else \
-                "in the worse half of the networks"
-            rows[name].note = _join(rows[name].note, f"stopped at rung {rung + 1}: {why}")
-    return survivors
-
-
-def _member(name: str, validated: FittedState | None, variants: ForecastModel | None, candidates: _Candidates,
-            read: Read, row: _Row) -> FittedState:
+def _member(name: str, validated: FittedState | None, variants: ForecastModel | None, candidates: Candidates,
+            read: Read, row: Row) -> FittedState:
     """The fitted member ``name``: a statistical model fitted on all of ``read``'s targets (one fit
     per series, which ``predict`` carries forward; each series keeps the variant its validated fit
     ``variants`` chose), the ridge or the trees fitted on all of ``read``
@@ -720,12 +389,12 @@ def _member(name: str, validated: FittedState | None, variants: ForecastModel | 
     reads = candidates.reads(name)
     if validated is not None and getattr(validated.resolved.network, "revin", False) and not reads:
         return validated
-    clock = _Clock()
+    clock = Clock()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         member = fit_state(read if reads else read.targets(), candidates.settings_of(name), like=variants).state
     if validated is not None:
         clock.add_to(row)
         why = "its covariates scaled as the ensemble's" if reads else "no RevIN"
-        row.note = _join(row.note, f"refitted on all the history ({why})")
+        row.note = join_note(row.note, f"refitted on all the history ({why})")
     return member
