@@ -592,6 +592,7 @@ def origin_counts(monkeypatch):
     return made
 
 
+@pytest.mark.slow  # two MSTL fits, 18 s
 def test_a_candidate_whose_forecasts_cost_a_fit_is_scored_on_its_independent_windows_first(origin_counts,
                                                                                            validations, monkeypatch):
     """MSTL decomposes each history again at every origin: it forecasts the windows one horizon apart
