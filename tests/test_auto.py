@@ -535,6 +535,7 @@ def test_a_network_within_reach_of_the_leader_is_not_stopped_for_the_budget_alon
     assert note.startswith("rung 3: 90 steps") and "within reach of the leader" in note
 
 
+@pytest.mark.slow  # MSTL fits, 9 s
 def test_mstl_is_a_candidate_where_the_calendar_has_two_seasons_the_history_holds():
     """Hourly data over several weeks with a daily and a weekly cycle: MSTL is scored; the same
     hours with a daily cycle only (the week a calendar season the data do not show), or monthly
