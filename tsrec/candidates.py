@@ -133,9 +133,7 @@ class Candidates:
         count = np.full_like(validation.count, validation.horizons)  # [I]
         windows = validation.independent  # [I * horizons]
         independent = self.origins(name, fit, validation.first, count, horizon)
-        if not (np.array_equal(independent.items, validation.items[windows])
-                and np.array_equal(independent.origins, validation.origins[windows])):
-            raise RuntimeError(f"auto: {name}'s independent windows differ from the validation's")
+        scores.check(name, independent, windows)
         leader, own = scores.leader_on(windows), scores.score_on(windows, independent.mean)
         if leader is not None and own > HALVING_FACTOR * leader[1]:  # NaN (no score of its own) goes on
             behind = f"{own / leader[1]:.2g}x the leader ({leader[0]})" if leader[1] > 0 else \

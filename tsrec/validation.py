@@ -241,11 +241,19 @@ class Scores:
         """Keep ``result`` (the candidate's forecasts of the validation windows) under ``name``;
         returns its score (the mean loss over the entries it forecast; for ``"rmsse"`` its root)."""
         validation = self.validation
-        if not (np.array_equal(result.items, validation.items) and np.array_equal(result.origins, validation.origins)):
-            raise RuntimeError(f"auto: {name}'s validation windows differ from the other candidates'")
+        self.check(name, result)
         self.means[name] = result.mean
         self.scaled[name] = validation.scaled(result.mean)
         return self._score(self.scaled[name], self.truth)
+
+    def check(self, name: str, result: ForecastResult, windows: np.ndarray | None = None) -> None:
+        """``RuntimeError`` unless ``result`` forecasts the validation windows ``windows`` ``[w]``
+        (indices; None: all of them), in their order."""
+        items, origins = self.validation.items, self.validation.origins
+        if windows is not None:
+            items, origins = items[windows], origins[windows]
+        if not (np.array_equal(result.items, items) and np.array_equal(result.origins, origins)):
+            raise RuntimeError(f"auto: {name}'s validation windows differ from the other candidates'")
 
     def score_on(self, windows: np.ndarray, mean: np.ndarray) -> float:
         """The score of forecasts ``mean`` ``[w, H, C]`` of the validation windows ``windows`` ``[w]``
