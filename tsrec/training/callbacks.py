@@ -126,9 +126,9 @@ class EpochCheckpoint(Checkpoint):
             with staging.open("rb+") as file:  # flushed to disk before it replaces the previous epoch's
                 os.fsync(file.fileno())
             os.replace(staging, self.path)
-            self.written = True
+            self.written = True  # at once: a signal during the barrier finds the file whole
         trainer.strategy.barrier("EpochCheckpoint")
-        self.written = True
+        self.written = True  # every rank, once rank 0 has written it
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self.written = False
