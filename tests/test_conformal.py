@@ -247,10 +247,10 @@ def test_the_rolling_window_moves_the_band_to_new_errors_and_only_after_they_are
     windows = 120  # new windows, each of 3 steps, errors 3x the calibration's
     mean = np.zeros((windows, horizon, 1))
     truth = 3 * np.abs(rng.standard_normal((windows, horizon, 1)))
-    ends = np.arange(windows, dtype=np.int64) * 10
-    evidence = Evidence.of(calibration, mean, truth, np.ones_like(truth, bool), np.zeros(windows, np.int64), ends,
+    stamps = np.arange(windows, dtype=np.int64)[:, None] * 10 + np.arange(horizon)  # [V, H] window w at 10w ..
+    evidence = Evidence.of(calibration, mean, truth, np.ones_like(truth, bool), np.zeros(windows, np.int64), stamps,
                            np.ones(windows, bool))
-    cutoffs = np.array([0, 5, 301, 10_000], dtype=np.int64)  # none seen, 1 window, 30 windows (90 scores), all
+    cutoffs = np.array([0, 5, 300, 10_000], dtype=np.int64)  # none seen, 1 window, 30 windows (90 scores), all
     for level in (80, 90, 95):
         widths = learned_widths(calibration, evidence, cutoffs, level)  # [4, H]
         np.testing.assert_array_equal(widths[0], calibration.width(level))  # nothing seen yet: the calibration's
@@ -259,9 +259,33 @@ def test_the_rolling_window_moves_the_band_to_new_errors_and_only_after_they_are
         newest = np.sort(evidence.scores[-200:])
         assert widths[3] == pytest.approx(newest[math.ceil(201 * level / 100) - 1] * calibration.profile)
     # a window the fit saw (not eligible) teaches nothing
-    unseen = Evidence.of(calibration, mean, truth, np.ones_like(truth, bool), np.zeros(windows, np.int64), ends,
+    unseen = Evidence.of(calibration, mean, truth, np.ones_like(truth, bool), np.zeros(windows, np.int64), stamps,
                          np.zeros(windows, bool))
     np.testing.assert_array_equal(learned_widths(calibration, unseen, cutoffs, 90)[3], calibration.width(90))
+
+
+def test_overlapping_windows_teach_the_steps_already_observed_before_they_end():
+    """A stride below the horizon: at a window's origin, the windows before it have not ended,
+    but their first steps are observed, and those scores (and no later one) are read."""
+    from tsrec.conformal_update import Evidence, learned_widths
+
+    rng = np.random.default_rng(5)
+    calibration = _rolling(np.abs(rng.standard_normal((3, 200))))  # [H=3] pooled, R = 200
+    horizon, windows = 3, 6
+    truth = 50 + rng.random((windows, horizon, 1))  # errors far beyond the calibration's
+    stamps = np.arange(windows, dtype=np.int64)[:, None] + np.arange(horizon)  # [V, H] origins 1 step apart
+    evidence = Evidence.of(calibration, np.zeros_like(truth), truth, np.ones_like(truth, bool),
+                           np.zeros(windows, np.int64), stamps, np.ones(windows, bool))
+    assert evidence.times.tolist() == stamps.ravel().tolist()  # windows in the order they end, steps in order
+    cutoffs = np.arange(4, dtype=np.int64)  # the origins of windows 0-3
+    for level in (80, 95):
+        widths = learned_widths(calibration, evidence, cutoffs, level)  # [4, H]
+        np.testing.assert_array_equal(widths[0], calibration.width(level))  # nothing observed before time 0
+        for cutoff in (1, 2, 3):  # window 0 has not ended before 3, yet its observed steps are read
+            seen = stamps < cutoff  # [V, H]
+            alone = Evidence(times=stamps[seen], scores=truth[..., 0][seen] / calibration.profile[np.nonzero(seen)[1]])
+            np.testing.assert_allclose(widths[cutoff], learned_widths(calibration, alone, cutoffs[-1:] + 100, level)[0])
+        assert (widths[1] > widths[0]).all() and (widths[3] > widths[1]).all()
 
 
 def test_rolling_needs_pooled_steps_and_says_so():
@@ -319,3 +343,22 @@ def test_a_calibration_saved_before_format_11_loads_and_keeps_its_bands(tmp_path
     assert old.calibration.profile is None and old.calibration.update == "off"
     f.fitted = dataclasses.replace(f.fitted, calibration=dataclasses.replace(f.fitted.calibration, update="off"))
     pd.testing.assert_frame_equal(old.predict(df, levels=[80, 90]), f.predict(df, levels=[80, 90]))
+
+
+def test_windows_the_fit_saw_leave_the_bands_exactly_the_calibrations():
+    """A backtest that starts inside the fit data: until a window forecast after the fit has an
+    observed step, the band is the calibration's own (not a re-ranking of its scores)."""
+    from tsrec.conformal_update import Evidence, learned_widths
+
+    rng = np.random.default_rng(7)
+    calibration = _rolling(np.abs(rng.standard_normal((3, 200))))
+    horizon, windows = 3, 6
+    truth = 3 * np.abs(rng.standard_normal((windows, horizon, 1)))
+    stamps = np.arange(windows, dtype=np.int64)[:, None] * 10 + np.arange(horizon)  # [V, H] one horizon apart
+    eligible = np.arange(windows) >= 2  # windows 0 and 1 lie inside the fit data
+    evidence = Evidence.of(calibration, np.zeros_like(truth), truth, np.ones_like(truth, bool),
+                           np.zeros(windows, np.int64), stamps, eligible)
+    for level in (80, 90, 95):
+        widths = learned_widths(calibration, evidence, np.array([15, 20, 25], dtype=np.int64), level)
+        np.testing.assert_array_equal(widths[:2], np.stack([calibration.width(level)] * 2))  # seen: fitted windows only
+        assert not np.array_equal(widths[2], calibration.width(level))  # window 2's steps 20-22 teach

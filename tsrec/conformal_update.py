@@ -3,18 +3,20 @@
 ::
 
     evidence:  windows forecast after the fit (origin past the series' fitted end), against
-               their truth: |y - y_hat| / (series scale x step profile)   -> Evidence (ordered by
-               when each window's last truth was observed)
+               their truth: |y - y_hat| / (series scale x step profile), one score per observed
+               step, known from when that step was observed (a window's first steps teach before
+               its last is observed)         -> Evidence (windows in the order they end)
     a window forecast from cutoff t (predict: after every observation given; a backtest: its origin):
-               the newest m <= R scores of windows that ended before t replace the oldest of the
-               calibration's: the calibration's pooled scores weigh (R - m) / R of the window, each
-               new score 1 / R; the band of level L is the ceil((R + 1) L / 100)-th score of that
-               weighted window, times the step's profile (R: Calibration.rolling)
+               the newest m <= R of the scores of steps observed before t (of the windows that
+               ended last) replace the oldest of the calibration's: the calibration's pooled
+               scores weigh (R - m) / R of the window, each new score 1 / R; the band of level L
+               is the ceil((R + 1) L / 100)-th score of that weighted window, times the step's
+               profile (R: Calibration.rolling)
 
 The calibration must pool its steps (``ConformalConfig.pooling="steps"``, :func:`tsrec.conformal.calibrate`):
 every new window then gives each step ``H`` scores to learn from, not one. With no window after
-the fit (or none before a cutoff), the bands are the calibration's own. Arrays only: the forecasts
-come from :mod:`tsrec.forecasting`.
+the fit (or no step of one observed before a cutoff), the bands are the calibration's own. Arrays
+only: the forecasts come from :mod:`tsrec.forecasting`.
 """
 
 from __future__ import annotations
@@ -32,26 +34,25 @@ __all__ = ["Evidence", "learned_widths", "window_values"]
 
 @dataclass(frozen=True)
 class Evidence:
-    """Pooled scores of windows forecast after the fit.
+    """Pooled scores of windows forecast after the fit, each known from when its step was observed.
 
     Attributes:
-        ends: ``[V]`` int64, when each window's last step was observed (nanoseconds since 1970 of
-            its timestamp), ascending.
-        offsets: ``[V + 1]`` where each window's scores start in ``scores``.
-        scores: ``[S]`` float64, the windows' observed scores divided by their series' scale and
-            their step's profile, window after window.
+        times: ``[S]`` int64, when each score's step was observed (nanoseconds since 1970 of its
+            timestamp): the score is known at any later cutoff.
+        scores: ``[S]`` float64, the observed scores divided by their series' scale and their
+            step's profile, window after window in the order their last steps were observed
+            (ties as given), each window's steps in order.
     """
 
-    ends: np.ndarray
-    offsets: np.ndarray
+    times: np.ndarray
     scores: np.ndarray
 
     @classmethod
     def of(cls, calibration: Calibration, mean: np.ndarray, truth: np.ndarray, observed: np.ndarray,
-           rows: np.ndarray, ends: np.ndarray, eligible: np.ndarray) -> Evidence:
+           rows: np.ndarray, stamps: np.ndarray, eligible: np.ndarray) -> Evidence:
         """The evidence of windows with forecasts ``mean``, truths ``truth`` and observed masks
-        ``observed`` (``[V, H, C]`` each) of the fitted series ``rows`` ``[V]``, whose last steps
-        are at ``ends`` ``[V]`` (int64 ns); only the ``eligible`` ``[V]`` windows count (those
+        ``observed`` (``[V, H, C]`` each) of the fitted series ``rows`` ``[V]``, whose steps are at
+        ``stamps`` ``[V, H]`` (int64 ns); only the ``eligible`` ``[V]`` windows count (those
         forecast after the fit)."""
         profile = calibration.profile
         if profile is None:
@@ -60,11 +61,11 @@ class Evidence:
         with np.errstate(invalid="ignore", divide="ignore"):
             score = np.abs(truth - mean) / divisor  # [V, H, C]
         valid = observed & np.isfinite(score) & eligible[:, None, None]  # [V, H, C]
-        order = np.argsort(ends, kind="stable")
-        valid, score = valid[order], score[order]
-        counts = valid.reshape(len(order), -1).sum(axis=1)  # [V]
-        return cls(ends=np.asarray(ends, dtype=np.int64)[order], offsets=np.concatenate([[0], np.cumsum(counts)]),
-                   scores=score[valid].astype(np.float64))
+        stamps = np.asarray(stamps, dtype=np.int64)
+        order = np.argsort(stamps[:, -1], kind="stable")  # windows by when their last step was observed
+        valid, score, stamps = valid[order], score[order], stamps[order]
+        times = np.broadcast_to(stamps[:, :, None], score.shape)[valid]  # [S]
+        return cls(times=times, scores=score[valid].astype(np.float64))
 
     def __len__(self) -> int:
         return int(self.scores.size)
@@ -73,7 +74,7 @@ class Evidence:
 def learned_widths(calibration: Calibration, evidence: Evidence, cutoffs: np.ndarray, level: float) -> np.ndarray:
     """``[N, H]`` the half-widths (score units, as :meth:`Calibration.width <tsrec.conformal.Calibration.width>`)
     of the level-``level`` band of windows forecast from ``cutoffs`` ``[N]`` (int64 ns: the scores of
-    windows that ended before a cutoff are known there): the rolling window of the module. A window
+    steps observed before a cutoff are known there): the rolling window of the module. A window
     with no score before its cutoff gets the calibration's own width."""
     frozen = calibration.width(level)  # [H] (ValueError for a level the calibration cannot give)
     profile = calibration.profile
@@ -85,18 +86,17 @@ def learned_widths(calibration: Calibration, evidence: Evidence, cutoffs: np.nda
     k = math.ceil((size + 1) * level / 100.0 - 1e-9)
     kept = calibration.kept[0]
     old = calibration.order[0, :kept] / profile[0]  # [K] the pooled scores' kept ranks
-    known = np.searchsorted(evidence.ends, cutoffs, side="left")  # [N] windows that ended before each cutoff
-    for stop in np.unique(known):
-        if stop == 0:
+    for cutoff in np.unique(cutoffs):
+        seen = evidence.scores[evidence.times < cutoff]  # observed before the cutoff, the newest last
+        if not seen.size:
             continue
-        end = int(evidence.offsets[stop])
-        new = evidence.scores[max(0, end - size):end]  # the newest, at most size
+        new = seen[-size:]  # the newest, at most size
         values = np.concatenate([old, new])
         weights = np.concatenate([np.full(kept, (size - new.size) / kept), np.ones(new.size)])
         ranked = np.argsort(values, kind="stable")
         reach = np.cumsum(weights[ranked])
         at = min(int(np.searchsorted(reach, k - 1e-9, side="left")), len(ranked) - 1)
-        out[known == stop] = values[ranked[at]] * profile
+        out[cutoffs == cutoff] = values[ranked[at]] * profile
     return out
 
 

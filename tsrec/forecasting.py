@@ -459,7 +459,7 @@ def forecast_origins(state: FittedState, panel: Panel, values: CovariateValues, 
     if not (intervals and method == "conformal" and state.calibration.update == "rolling"):
         return forecast(state, dataset, rows[items], items, origins, levels=levels, intervals=intervals,
                         method=method, batch_size=batch_size)
-    # bands that learn: each window's from the windows before it that were forecast after the fit
+    # bands that learn: each window's from the steps observed before its origin of the windows forecast after the fit
     result = forecast(state, dataset, rows[items], items, origins, levels=levels, batch_size=batch_size)
     stamps = _stamps(panel, items, origins)  # [W] each window's origin
     evidence = _evidence(state, panel, rows, result, stamps)
@@ -467,7 +467,8 @@ def forecast_origins(state: FittedState, panel: Panel, values: CovariateValues, 
 
 
 def _stamps(panel: Panel, items: np.ndarray, steps: np.ndarray) -> np.ndarray:
-    """``[W]`` int64 ns: the timestamps of the steps ``steps`` ``[W]`` of ``panel``'s items ``items``."""
+    """int64 ns: the timestamps of the steps ``steps`` of ``panel``'s items ``items`` (arrays of one
+    shape, e.g. ``[W]``, or broadcasting to it)."""
     return panel.stamps.asi8[panel.offsets[:-1][items] + steps]
 
 
@@ -484,9 +485,9 @@ def _evidence(state: FittedState, panel: Panel, rows: np.ndarray, result: Foreca
     ``stamps`` ``[W]`` past their series' fitted end)."""
     horizon = state.settings.window.prediction_length
     truth, observed = window_values(panel, result.items, result.origins, horizon)  # [W, H, C] each
-    ends = _stamps(panel, result.items, result.origins + horizon - 1)  # [W]
+    steps = _stamps(panel, result.items[:, None], result.origins[:, None] + np.arange(horizon))  # [W, H]
     eligible = stamps > _fitted_ends(state)[rows[result.items]]
-    return Evidence.of(state.calibration, result.mean, truth, observed, rows[result.items], ends, eligible)
+    return Evidence.of(state.calibration, result.mean, truth, observed, rows[result.items], steps, eligible)
 
 
 def _evidence_after_fit(state: FittedState, panel: Panel, values: CovariateValues, rows: np.ndarray,
