@@ -20,7 +20,7 @@ from pandas.tseries.frequencies import to_offset
 from tsrec import Forecaster
 from tsrec.data import canonicalize
 from tsrec.data.calendar import Calendar
-from tsrec.data.time_features import future_indexes, normalize_freq, seasonality
+from tsrec.data.time_features import future_indexes, metric_season, normalize_freq, seasonality
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -221,3 +221,12 @@ def test_the_season_of_a_multiple_step_is_gluonts_and_logs_nothing(freq, season,
     with caplog.at_level("WARNING"):
         assert seasonality(Calendar.of(freq)) == season
     assert caplog.records == []
+
+
+@pytest.mark.parametrize(("freq", "season"), [("h", 24), ("5h", 1), ("D", 7), ("W-SUN", 52), ("MS", 12),
+                                              ("QS-OCT", 4), ("YS", 1), ("5YS", 1)])
+def test_a_seasonal_scale_has_no_season_where_the_calendar_has_none(freq, season):
+    """MASE's scale (and auto's validation scale): the calendar's season, 1 (the last value) where it
+    has none, as the field scores yearly data; the models' season stays at least 2."""
+    assert metric_season(Calendar.of(freq)) == season
+    assert seasonality(Calendar.of(freq)) == max(season, 2)

@@ -628,3 +628,18 @@ def test_a_calibrated_models_refits_are_calibrated_as_its_fit_was():
     got = result.errors[result.errors.origin == df.index[cut]].sort_values(["item_id", "step"])
     np.testing.assert_allclose(got["y_q0.1"], expected.sort_values(["item_id", "timestamp"])["0.1"], rtol=1e-6)
     np.testing.assert_allclose(got["y_q0.9"], expected.sort_values(["item_id", "timestamp"])["0.9"], rtol=1e-6)
+
+
+def test_yearly_mase_is_scaled_by_the_last_value_as_the_field_scores_it():
+    """Yearly data have no season: MASE's scale is the mean one-year change (M4's, GluonTS's
+    ``get_seasonality('Y') == 1``), not a two-year one, though the models' season is at least 2."""
+    rng = np.random.default_rng(3)
+    years = pd.date_range("1950-01-01", periods=60, freq="YS")
+    df = pd.DataFrame({"time": np.tile(years, 2), "id": np.repeat(["a", "b"], 60),
+                       "y": np.concatenate([np.cumsum(rng.normal(1, 1, 60)), np.sin(np.arange(60)) * 5 + 20])})
+    f = Forecaster("naive", prediction_length=3).fit(df.groupby("id").head(45), time_col="time", id_col="id",
+                                                    target_col="y")
+    result = backtest(f, df, start=45, stride=3, baselines=(), time_col="time", id_col="id", target_col="y")
+    series = {item: part.set_index("time").y for item, part in df.groupby("id")}
+    assert result.metric("mase", "scale-free") == pytest.approx(mase_per_series(result.errors, series, 1), rel=1e-9)
+    assert result.metric("mase", "scale-free") != pytest.approx(mase_per_series(result.errors, series, 2), rel=1e-3)

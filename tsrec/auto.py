@@ -103,7 +103,7 @@ from tsrec.conformal import default_windows, observed_ends
 from tsrec.data.frame import Panel
 from tsrec.data.periods import dominant_periods
 from tsrec.data.scaling import StandardScaler
-from tsrec.data.time_features import calendar_cycles, seasonality
+from tsrec.data.time_features import calendar_cycles, metric_season
 from tsrec.data.source import Read
 from tsrec.fitted import FittedState
 from tsrec.fitting import Fit, Prefitted, fit_state
@@ -260,7 +260,7 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     found = intermittency([item.values for item in panel.items], [item.observed for item in panel.items])
     metric = eval_metric_for(settings.network.eval_metric, found)
     settings = dataclasses.replace(settings, network=dataclasses.replace(settings.network, eval_metric=metric))
-    validation = Validation.of(observed.panel, ends, windows, horizon, stride, metric, seasonality(panel.calendar))
+    validation = Validation.of(observed.panel, ends, windows, horizon, stride, metric, metric_season(panel.calendar))
     candidates = Candidates(settings, validation, observed, read.schema.covariates)
     history = observed.panel.head(validation.first)  # what the candidates are validated from
     scores = Scores(validation)

@@ -30,7 +30,7 @@ import pandas as pd
 from tsrec._checks import check_optional_int
 from tsrec.config import CovariateConfig
 from tsrec.conformal import DEFAULT_LEVELS
-from tsrec.data import CovariateValues, Panel, seasonality, source
+from tsrec.data import CovariateValues, Panel, metric_season, source
 from tsrec.data.frame import block_frame
 from tsrec.data.scaling import OutlierWarning, StandardScaler
 from tsrec.data.schema import Schema
@@ -170,7 +170,8 @@ def backtest(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timest
             windows (default: never refit; the fitted forecaster is reused).
         batch_size: windows per inference batch of the forecaster (the last partial batch is kept;
             the baselines run in batches of their own, :data:`BASELINE_BATCH`).
-        season_length: MASE's seasonal period (default: the frequency's natural season).
+        season_length: MASE's seasonal period (default: the frequency's natural season, 1 for
+            yearly data, :func:`~tsrec.data.time_features.metric_season`).
         quantiles: for a probabilistic model, the levels scored (default: a quantile output's own
             levels, else 0.1, ..., 0.9): ``errors`` gets ``y_q<level>`` (original units) and
             ``y_q<level>_scaled`` per level, and ``summary`` the CRPS (from the quantiles, in both
@@ -272,7 +273,7 @@ def _backtest_errors(forecaster: Forecaster, df: Source, *, start: int | str | p
     whole = _reads_whole_history(forecaster)
     first, count = _origins(panel, stacked, context, horizon, start, n_windows, stride, whole_history=whole)  # [I] each
     y = np.where(stacked.observed, stacked.values, np.nan)  # [R, C]
-    season = season_length or seasonality(panel.calendar)
+    season = season_length or metric_season(panel.calendar)
     scale = seasonal_scale(y, season, lengths=stacked.length, ends=first)  # [I, C]
     scores = _baselines(baselines, read, first, count, stride, horizon, baselines_refit_every)
     n_blocks = int(count.max())

@@ -16,6 +16,7 @@ from tsrec.data.split import OriginRange, Split, split_panel
 from tsrec.data.time_features import (
     data_facts,
     future_index,
+    metric_season,
     normalize_freq,
     seasonality,
     step_duration,
@@ -42,6 +43,7 @@ __all__ = [
     "data_facts",
     "forecast_frame",
     "future_index",
+    "metric_season",
     "normalize_freq",
     "seasonality",
     "split_panel",

@@ -267,25 +267,34 @@ def _tick(step: str) -> pd.Timedelta | None:
     return pd.Timedelta(offset) if isinstance(offset, pd.offsets.Tick) else None
 
 
-def seasonality(calendar: Calendar) -> int:
+def seasonality(calendar: Calendar, *, at_least: int = 2) -> int:
     """Steps per natural season of ``calendar``: a day for sub-daily data (24 hourly, 96 for
     15-minute data), a week for daily data, a year for weekly, monthly and quarterly data, a
     session day for a session (16 hourly steps for ``'h 06:00-22:00'``; its week where a session
-    day is one step); at least 2."""
+    day is one step); at least ``at_least``. The models' season is at least 2 (a season of one
+    step is no season to them); a seasonal scale's (MASE) is 1 where the calendar has no season
+    (yearly data, as the field scores them: M4, GIFT-Eval), :func:`metric_season`."""
     from gluonts.time_feature import get_seasonality
 
     if (session := calendar.session) is not None:
         return int(next(iter(_session_cycles(session)), 2))  # its day, or its week (of at least 2 steps)
     offset = to_offset(calendar.step)
     if isinstance(offset, pd.offsets.Day):
-        return max(7 // offset.n, 2)
+        return max(7 // offset.n, at_least)
     if isinstance(offset, pd.offsets.Week):
-        return max(52 // offset.n, 2)
+        return max(52 // offset.n, at_least)
     # GluonTS's season of one step of this unit (24 for 'h'), divided by the multiple where it divides
     # (8 for '3h'), else 1, as its get_seasonality does for the multiple but without its logged
     # warning, which a '5YS' fit printed dozens of times
     steps, remainder = divmod(int(get_seasonality(offset.base.freqstr)), offset.n)
-    return max(1 if remainder else steps, 2)
+    return max(1 if remainder else steps, at_least)
+
+
+def metric_season(calendar: Calendar) -> int:
+    """The season of ``calendar``'s seasonal scale (MASE's, auto's validation scale): its natural
+    season (:func:`seasonality`), 1 (the last value) where it has none, as yearly data are scored
+    in M4 and by GluonTS's ``get_seasonality``."""
+    return seasonality(calendar, at_least=1)
 
 
 #: Days per year, for the yearly cycle of daily and weekly data.
