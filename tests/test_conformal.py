@@ -362,3 +362,28 @@ def test_windows_the_fit_saw_leave_the_bands_exactly_the_calibrations():
         widths = learned_widths(calibration, evidence, np.array([15, 20, 25], dtype=np.int64), level)
         np.testing.assert_array_equal(widths[:2], np.stack([calibration.width(level)] * 2))  # seen: fitted windows only
         assert not np.array_equal(widths[2], calibration.width(level))  # window 2's steps 20-22 teach
+
+
+def _yearly(n: int) -> pd.DataFrame:
+    years = pd.date_range("1950-01-01", periods=n, freq="YS")
+    return pd.DataFrame({"id": "g", "ds": years, "y": 100 + np.cumsum(np.random.default_rng(4).normal(1, 2, n))})
+
+
+def test_calibration_windows_that_leave_too_little_to_fit_name_conformal_windows():
+    """13 yearly steps, 3 ahead: 8 calibration windows leave 3 steps for the fit before them; the
+    error says that conformal_windows cut the history (not only the fit's own hint)."""
+    with pytest.raises(ValueError, match=r"conformal_windows=8 calibrates the intervals on each series' last 10 "
+                                         r"observed steps.*too few: item 'g' has 3 time steps.*Pass "
+                                         r"conformal_windows=<fewer>"):
+        Forecaster("ets", prediction_length=3, conformal_windows=8).fit(_yearly(13), **COLS)
+    assert Forecaster("ets", prediction_length=3, conformal_windows=4).fit(_yearly(13), **COLS).calibration.windows == 4
+
+
+def test_auto_says_when_the_history_holds_fewer_calibration_windows_than_asked():
+    with pytest.warns(UserWarning, match=r"conformal_windows=8: auto calibrates its intervals on its validation "
+                                         r"windows, and this history holds 4 origins per series .* levels up to 92.3%"):
+        f = Forecaster(prediction_length=3, conformal_windows=8).fit(_yearly(13), **COLS)
+    with pytest.raises(ValueError, match=r"levels up to 92.3%: ask for a lower level, or refit with more calibration "
+                                         r"windows \(conformal_windows=...\) on a history that holds them"):
+        f.predict(levels=[95])
+    assert list(f.predict(levels=[90]).columns[-2:]) == ["0.05", "0.95"]

@@ -99,7 +99,7 @@ import pandas as pd
 
 from tsrec.calibrating import calibration_of
 from tsrec.candidates import Candidates, Clock, Row, join_note, progress, progress_line
-from tsrec.conformal import default_windows, observed_ends
+from tsrec.conformal import Calibration, default_windows, observed_ends
 from tsrec.data.frame import Panel
 from tsrec.data.periods import dominant_periods
 from tsrec.data.scaling import StandardScaler
@@ -331,7 +331,19 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     fit.state.leaderboard.attrs["calibration"] = note
     calibration = calibration_of(fit.state, panel, items, origins, mean, windows, stride,
                                  settings.conformal.resolved_for(auto=True), time.process_time() - started)
+    _warn_fewer_calibration_windows(settings.conformal.windows, calibration, horizon)
     return dataclasses.replace(fit, state=dataclasses.replace(fit.state, calibration=calibration))
+
+
+def _warn_fewer_calibration_windows(asked: int | None, calibration: Calibration, horizon: int) -> None:
+    """Say so where ``conformal_windows=asked`` asked for more calibration origins per series than
+    auto's validation windows (and calibration blocks) give on this history: what its bands then reach."""
+    if asked is None or asked <= calibration.windows:
+        return
+    warnings.warn(f"conformal_windows={asked}: auto calibrates its intervals on its validation windows, and this "
+                  f"history holds {calibration.windows} origins per series ({calibration.stride} step(s) apart, "
+                  f"prediction_length={horizon}), so the bands reach levels up to {calibration.max_level():.1f}%; "
+                  "fit on a longer history for more", UserWarning, stacklevel=5)
 
 
 def _calibration_windows(candidates: Candidates, chosen: list[tuple[str, float]], variants: dict[str, ForecastModel],

@@ -20,7 +20,7 @@ import numpy as np
 from tsrec.config import ConformalConfig
 from tsrec.conformal import Calibration, calibrate, observed_ends, origins_before_end, series_scale
 from tsrec.conformal_update import window_values
-from tsrec.data import Panel
+from tsrec.data import Panel, SeriesTooShort
 from tsrec.data.source import Read
 from tsrec.fitted import FittedState
 from tsrec.fitting import Fit, fit_state
@@ -56,7 +56,14 @@ def calibrated(read: Read, settings: ForecasterSettings, fit: Fit) -> Fit:
     # no calibration of its own, and no output_dir: its checkpoints must not replace the fitted run's
     quiet = dataclasses.replace(settings, conformal=dataclasses.replace(settings.conformal, windows=0),
                                 trainer=dataclasses.replace(settings.trainer, output_dir=None))
-    before = fit_state(read.before(first), quiet).state
+    try:
+        before = fit_state(read.before(first), quiet).state
+    except SeriesTooShort as error:
+        raise SeriesTooShort(
+            f"conformal_windows={settings.conformal.windows} calibrates the intervals on each series' last "
+            f"{settings.conformal.windows + settings.window.prediction_length - 1} observed steps, fitting the model "
+            f"on the steps before them, and those are too few: {error}. Pass conformal_windows=<fewer>, or "
+            "conformal_windows=0 to fit without intervals") from error
     result = forecast_origins(before, read.panel, read.covariates, first, count, stride)
     calibration = calibration_of(fit.state, read.panel, result.items, result.origins, result.mean, int(count.max()),
                                  stride, settings.conformal.resolved_for(auto=False), time.process_time() - started)

@@ -190,7 +190,7 @@ class Calibration:
                 f"a {level:g}% conformal interval needs at least {math.ceil(level / (100 - level) - 1e-9)} "
                 f"calibration residuals per horizon step; this model has {int(n.min())} ({self.windows} windows per "
                 f"series), enough for levels up to {self.max_level():.1f}%: ask for a lower level, or refit with "
-                f"more calibration windows (conformal_windows=...)")
+                f"more calibration windows (conformal_windows=...) on a history that holds them")
         j = np.ceil(k * kept / n - 1e-9).astype(np.int64)  # [H] the kept rank at or above k
         return self.order[np.arange(len(n)), j - 1]
 

@@ -43,7 +43,7 @@ from tsrec.data import CovariateEncoder, Panel, StandardScaler, WindowDataset, d
 from tsrec.data.periods import dominant_periods
 from tsrec.data.scaling import OutlierWarning, item_blocks
 from tsrec.data.source import Read
-from tsrec.data.split import Split, default_val_windows
+from tsrec.data.split import SeriesTooShort, Split, default_val_windows
 from tsrec.data.tails import fills_tails, with_tails
 from tsrec.data.time_features import seasonality
 from tsrec.fitted import FittedState, TrainingSummary
@@ -130,8 +130,8 @@ def prepare(read: Read, val: Read | None, context: int, horizon: int, *, val_win
     train_set = WindowDataset.from_panel(panel, scaler, context, horizon, split.train, covariates=encoded,
                                          drop_far=True)
     if len(train_set) == 0:
-        raise ValueError("no training window fits in the data; use a shorter context_length or "
-                         "prediction_length, or fewer val_windows")
+        raise SeriesTooShort("no training window fits in the data; use a shorter context_length or "
+                             "prediction_length, or fewer val_windows")
     if split.val is None:
         val_set = None
     elif val is None:  # the end of the same series: the same stored values, other origins

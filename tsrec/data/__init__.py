@@ -12,7 +12,7 @@ from tsrec.data.frame import Panel, Series, canonicalize, forecast_frame
 from tsrec.data.scaling import StandardScaler
 from tsrec.data.schema import Schema
 from tsrec.data.source import Read, Source
-from tsrec.data.split import OriginRange, Split, split_panel
+from tsrec.data.split import OriginRange, SeriesTooShort, Split, split_panel
 from tsrec.data.time_features import (
     data_facts,
     future_index,
@@ -35,6 +35,7 @@ __all__ = [
     "OriginRange",
     "Panel",
     "Series",
+    "SeriesTooShort",
     "Split",
     "StandardScaler",
     "WindowCovariates",

@@ -16,6 +16,11 @@ from tsrec.data.frame import Panel
 OriginRange = tuple[int, int]
 """Half-open range ``[start, stop)`` of forecast origins of one item."""
 
+
+class SeriesTooShort(ValueError):
+    """A series holds fewer steps than a fit's windows need (its message names the series and the
+    fix); a caller that cut the history (a calibration) says which of its settings cut it."""
+
 VAL_FRACTION = 0.1
 """Share of each series whose steps are validation targets by default (as the 70/10/20 split of
 the long-horizon benchmarks): validation is sized with the series, not a handful of windows."""
@@ -107,7 +112,7 @@ def split_panel(
 def _require_length(panel: Panel, position: int, needed: int, reason: str) -> None:
     length = len(panel.items[position])
     if length < needed:
-        raise ValueError(
+        raise SeriesTooShort(
             f"{panel.item_label(position)} has {length} time steps but {reason} needs at least "
             f"{needed}; use a shorter context_length or prediction_length, fewer val_windows, or "
             "drop the short series"
