@@ -354,6 +354,19 @@ def test_a_latin1_file_says_so_and_reads_with_encoding(tmp_path, capsys):
     assert df["date"].dtype == "datetime64[ns]"
 
 
+def test_the_time_column_is_found_in_any_case_and_its_absence_names_the_columns(tmp_path, capsys):
+    """sktime's Airline.csv names it 'Date'; the first of the usual names wins, whatever its case."""
+    path = tmp_path / "air.csv"
+    path.write_text("Value,Date,TIME\n1,1949-01,1949-01\n2,1949-02,1949-02\n")
+    df, time_col = cli._read_csv(str(path), None)
+    assert time_col == "Date" and df["Date"].dtype == "datetime64[ns]" and df["TIME"].dtype == object
+    path.write_text("Value,When\n1,1949-01\n")
+    code, err = run_error(capsys, ["fit", "--data", str(path), "--prediction-length", "2", "--output",
+                                   str(tmp_path / "out")])
+    assert code == 2 and "has no time column named one of ('date', 'timestamp', 'ds', 'time', 'datetime'); pass " \
+        "--time-col (columns: ['Value', 'When'])" in err
+
+
 def test_a_line_longer_than_the_limit_fails_before_pandas_parses_the_file(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(cli, "MAX_LINE_BYTES", 2**20)
     monkeypatch.setattr(pd, "read_csv", lambda *args, **kwargs: pytest.fail("the file was parsed"))

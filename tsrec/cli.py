@@ -346,7 +346,7 @@ def _not_encoded(path: Path, encoding: str, block: bytes, at: int, line: int) ->
 
 def _read_csv(path: str, time_col: str | None, encoding: str = "utf-8") -> tuple[pd.DataFrame, str]:
     """The CSV as a frame with its time column parsed, and that column's name (``time_col``, else
-    the first of TIME_COLUMNS present). The file is read as :func:`check_text_file` has checked it."""
+    the first of TIME_COLUMNS present, in any case). The file is read as :func:`check_text_file` has checked it."""
     import pandas as pd
 
     try:
@@ -361,7 +361,8 @@ def _read_csv(path: str, time_col: str | None, encoding: str = "utf-8") -> tuple
         raise ValueError(f"{path} looks {separator!r}-separated (its one column is {_quoted(df.columns[0])}); tsrec "
                          "reads comma-separated CSV: save it with commas, e.g. df.to_csv(path, index=False)")
     if time_col is None:
-        time_col = next((c for c in TIME_COLUMNS if c in df.columns), None)
+        named = {str(c).strip().lower(): c for c in reversed(df.columns)}  # the first column of each name
+        time_col = next((named[c] for c in TIME_COLUMNS if c in named), None)  # 'Date' or 'DATE' too
         if time_col is None:
             raise ValueError(f"{path} has no time column named one of {TIME_COLUMNS}; pass --time-col "
                              f"(columns: {_column_list(df)})")
@@ -618,7 +619,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "one column per variable; long: with --id-col and --target-col, or columns named unique_id, ds, y "
                     "or item_id, timestamp, target) and save it to --output; says what auto chose and why.")
     fit.add_argument("--data", required=True, help="CSV file")
-    fit.add_argument("--time-col", help=f"timestamp column (default: the first of {', '.join(TIME_COLUMNS)})")
+    fit.add_argument("--time-col", help=f"timestamp column (default: the first of {', '.join(TIME_COLUMNS)}, in "
+                                        "any case)")
     fit.add_argument("--id-col", help="series id column: makes the frame long (one series per id)")
     fit.add_argument("--target-col", help="long frames: the value column; wide frames: the one column to forecast")
     fit.add_argument("--model", default=DEFAULT_MODEL,
