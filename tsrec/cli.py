@@ -346,7 +346,8 @@ def _not_encoded(path: Path, encoding: str, block: bytes, at: int, line: int) ->
 
 def _read_csv(path: str, time_col: str | None, encoding: str = "utf-8") -> tuple[pd.DataFrame, str]:
     """The CSV as a frame with its time column parsed, and that column's name (``time_col``, else
-    the first of TIME_COLUMNS present, in any case). The file is read as :func:`check_text_file` has checked it."""
+    the first of TIME_COLUMNS present, in any case). The file is read as :func:`check_text_file` has
+    checked it."""
     import pandas as pd
 
     try:

@@ -21,6 +21,7 @@ class SeriesTooShort(ValueError):
     """A series holds fewer steps than a fit's windows need (its message names the series and the
     fix); a caller that cut the history (a calibration) says which of its settings cut it."""
 
+
 VAL_FRACTION = 0.1
 """Share of each series whose steps are validation targets by default (as the 70/10/20 split of
 the long-horizon benchmarks): validation is sized with the series, not a handful of windows."""
