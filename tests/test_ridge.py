@@ -1,5 +1,5 @@
 """The global ridge (``Forecaster("ridge")``, tsrec.models.ridge): an exact linear relation recovered,
-a known-future covariate read, its closed form and generalized cross-validation against a naive
+a known-future covariate read, its closed form and blocked cross-validation against a naive
 computation, save/load, wide frames, and its place among auto's candidates."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import tsrec
 from tsrec import Forecaster
 from tsrec.models.ensemble import AUTO_CANDIDATES
 from tsrec.models.registry import build_model
-from tsrec.models.ridge import ALPHAS, _Moments, gcv
+from tsrec.data import StandardScaler, WindowDataset, canonicalize
+from tsrec.models.ridge import ALPHAS, CV_BLOCKS, _Moments
 from tests.held_out import mae, split
 
 H = 12
@@ -95,35 +96,63 @@ def test_save_and_load_give_the_same_forecasts(tmp_path):
     pd.testing.assert_frame_equal(loaded.predict(future_covariates=future), f.predict(future_covariates=future))
 
 
-def test_the_closed_form_and_its_gcv_match_a_naive_computation():
-    """Sufficient statistics added in two chunks against the explicit design: the hat matrix of the
-    centred, standardised columns plus the unpenalised intercept, its GCV at every alpha of the grid,
-    and the coefficients of the chosen alpha in the raw features' units."""
+def _naive_ridge(x, y, alpha, std):
+    """The ridge of ``alpha`` (per row) on the rows ``x`` ``[n, d]``, ``y`` ``[n, m]``: the columns
+    centred and divided by ``std``, the intercept unpenalised; its raw weights and intercept."""
+    z = (x - x.mean(0)) / std
+    w = np.linalg.solve(z.T @ z + len(x) * alpha * np.eye(x.shape[1]), z.T @ (y - y.mean(0))) / std[:, None]
+    return w, y.mean(0) - x.mean(0) @ w
+
+
+def test_the_closed_form_and_its_blocked_cross_validation_match_a_naive_computation():
+    """Sufficient statistics added in chunks, per block, against the explicit design: each block
+    forecast by the ridge of every alpha fitted on the other blocks' rows (the columns standardised
+    as the whole fit standardises them), the alpha of the least error over the blocks, and the
+    coefficients of that alpha on every row in the raw features' units."""
     rng = np.random.default_rng(1)
-    n, d, m = 80, 7, 3
+    n, d, m = 90, 7, 3
     x = rng.standard_normal((n, d)) * rng.uniform(0.1, 10, d) + rng.standard_normal(d)
     y = x[:, :2] @ rng.standard_normal((2, m)) + rng.standard_normal((n, m))
-    moments = _Moments()
-    moments.add(torch.from_numpy(x[:30]), torch.from_numpy(y[:30]))
-    moments.add(torch.from_numpy(x[30:]), torch.from_numpy(y[30:]))
+    block = np.repeat(np.arange(CV_BLOCKS), n // CV_BLOCKS)  # [n]
+    moments = _Moments(CV_BLOCKS)
+    for rows in (slice(0, 25), slice(25, 61), slice(61, n)):  # chunks that cut blocks apart
+        moments.add(torch.from_numpy(x[rows]), torch.from_numpy(y[rows]), torch.from_numpy(block[rows]))
     std = x.std(0)
-    z = (x - x.mean(0)) / std  # [n, d]
     naive = []
     for alpha in ALPHAS:
-        hat = np.ones((n, n)) / n + z @ np.linalg.solve(z.T @ z + n * alpha * np.eye(d), z.T)  # [n, n]
-        residual = y - hat @ y
-        naive.append(n * (residual ** 2).sum() / (n - np.trace(hat)) ** 2)
-    eigenvalues, vectors = np.linalg.eigh(z.T @ z)
-    centred = y - y.mean(0)
-    np.testing.assert_allclose(gcv(eigenvalues, vectors.T @ z.T @ centred, (centred ** 2).sum(0), n, ALPHAS),
-                               naive, rtol=1e-8)
+        error = 0.0
+        for k in range(CV_BLOCKS):
+            w, b = _naive_ridge(x[block != k], y[block != k], alpha, std)
+            error += ((y[block == k] - b - x[block == k] @ w) ** 2).sum()
+        naive.append(error)
+    varies = np.ones(d, dtype=bool)
+    np.testing.assert_allclose(moments.held_out_errors(std, varies), naive, rtol=1e-8)
     coef, alpha = moments.solve(None)
-    assert alpha == ALPHAS[int(np.argmin(naive))]
-    w = np.linalg.solve(z.T @ z + n * alpha * np.eye(d), z.T @ centred) / std[:, None]  # [d, m]
+    assert alpha == ALPHAS[int(np.argmin(naive))] and moments.count == n
+    w, b = _naive_ridge(x, y, alpha, std)
     np.testing.assert_allclose(coef[:-1], w, rtol=1e-8, atol=1e-10)
-    np.testing.assert_allclose(coef[-1], y.mean(0) - x.mean(0) @ w, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(coef[-1], b, rtol=1e-8, atol=1e-10)
     fixed, kept = moments.solve(0.37)
     assert kept == 0.37 and not np.allclose(fixed, coef)
+    one = _Moments(CV_BLOCKS)  # every row in one block: nothing to hold out, the most shrinkage
+    one.add(torch.from_numpy(x), torch.from_numpy(y))
+    assert one.solve(None)[1] == ALPHAS[-1]
+
+
+def test_the_blocks_are_each_series_windows_in_time_order():
+    """Every series' windows in CV_BLOCKS contiguous runs of nearly equal size, whatever its count
+    (an item with fewer windows than blocks gets one block per window)."""
+    panel = canonicalize(seasonal_trend_panel(n=24 * 6, ids=3), **LONG)
+    scaler = StandardScaler.fit([s.values for s in panel.items], [s.observed for s in panel.items])
+    origins = [(24, 24 + 23), (24, 27), (30, 24 * 6 - H + 1)]  # 23, 3 and 103 windows
+    windows = WindowDataset.from_panel(panel, scaler, 24, H, origins)
+    blocks = windows.time_blocks(CV_BLOCKS).numpy()
+    first, second, third = blocks[:23], blocks[23:26], blocks[26:]
+    for run in (first, third):
+        assert (np.diff(run) >= 0).all() and set(run.tolist()) == set(range(CV_BLOCKS))
+        sizes = np.bincount(run)
+        assert sizes.max() - sizes.min() <= 1
+    assert second.tolist() == [0, 1, 3]
 
 
 def test_alpha_is_chosen_from_the_grid_or_kept_where_set():

@@ -314,6 +314,15 @@ class WindowDataset(Dataset):
     def __len__(self) -> int:
         return int(self._cumulative[-1])
 
+    def time_blocks(self, blocks: int) -> Tensor:
+        """``[N]`` int64: the block of every window (in index order) among ``blocks`` contiguous blocks
+        of its item's windows in time order, as equal as they can be: block ``blocks * r // n`` for
+        the item's ``r``-th of ``n`` windows (a cross-validation's folds, ``tsrec.models.ridge``)."""
+        index = torch.arange(len(self))
+        item = torch.searchsorted(self._cumulative, index, right=True)  # [N]
+        per_item = self._cumulative - self._first_window  # [I] windows of each item
+        return blocks * (index - self._first_window[item]) // per_item[item]
+
     def __getitem__(self, index: int) -> dict[str, Tensor | int]:
         """Window ``index`` (negative counts from the end) as the dict of the class docstring."""
         return self.__getitems__([index])[0]

@@ -136,7 +136,7 @@ register("imapa", IMAPA, "statsforecast's IMAPA: ADIDA's forecasts at every bloc
 register("tsb", TSB, "statsforecast's TSB: smoothed nonzero demands times the smoothed probability of a demand "
          "(alpha_d, alpha_p set, 0.2 each), for intermittent demand")
 register("ridge", LagRidge, "a global ridge regression on each window's lags and known-future features, every step "
-         "of the horizon at once, fitted in closed form (its penalty by generalized cross-validation)")
+         "of the horizon at once, fitted in closed form (its penalty by blocked cross-validation)")
 register("gbm", GradientBoosting, "global gradient-boosted trees (scikit-learn's HistGradientBoostingRegressor) on "
          "each window's lags, seasonal lags, rolling means, calendar, covariates and static codes")
 register("patchtst", PatchTST, "PatchTST: channel-independent patches, RevIN, Transformer encoder")
