@@ -195,6 +195,28 @@ def test_a_wide_frame_is_forecast(channel_independent):
         np.testing.assert_allclose(got.to_numpy(), truth[column].to_numpy(), atol=1e-3)
 
 
+@pytest.mark.parametrize("channel_independent", [True, False])
+def test_the_fit_adds_each_window_to_its_block_and_each_channel_with_its_window(channel_independent, monkeypatch):
+    """A wide frame of 2 channels: read alone, every window adds one row per channel, both in the
+    window's block; read jointly, one row. Per block, the rows are the windows of that block."""
+    from tsrec.models import ridge
+
+    seen = []
+    original = ridge._Moments.add
+    monkeypatch.setattr(ridge._Moments, "add", lambda self, x, y, block=None: (seen.append(block.clone()),
+                                                                               original(self, x, y, block))[1])
+    t = np.arange(24 * 10)
+    df = pd.DataFrame({"a": 10 + np.sin(2 * np.pi * t / 24), "b": 3 + np.cos(2 * np.pi * t / 24)},
+                      index=pd.date_range("2024-01-01", periods=len(t), freq="h"))
+    Forecaster("ridge", prediction_length=H, channel_independent=channel_independent).fit(df.iloc[:-H])
+    rows = torch.cat(seen).numpy()
+    windows = len(rows) // (2 if channel_independent else 1)
+    expected = CV_BLOCKS * np.arange(windows) // windows  # one series: its windows in order
+    if channel_independent:
+        expected = np.repeat(expected, 2)
+    np.testing.assert_array_equal(rows, expected)
+
+
 def test_auto_scores_the_ridge_with_the_covariates_whatever_the_data_size():
     """A few hundred windows (far below the networks' 1,000): the ridge is scored with the
     covariate, chosen where it drives the target, and the ensemble reads it at predict."""
