@@ -1,4 +1,7 @@
-"""Every script in examples/ runs end to end with tiny settings (TSREC_EXAMPLE_TINY=1), in a subprocess."""
+"""Every script in examples/ runs end to end with tiny settings (TSREC_EXAMPLE_TINY=1), in a subprocess.
+The three that train and plot (8-9 s each) are marked slow, for the default run's 5 minutes: the
+paths they walk are tested beside their code (test_cli's quickstart, test_forecaster, test_plotting),
+and `.ci/run` runs them."""
 
 import os
 import subprocess
@@ -20,6 +23,7 @@ def run_example(name: str, cwd: Path, *args: str) -> subprocess.CompletedProcess
     return proc
 
 
+@pytest.mark.slow
 def test_quickstart_example(tmp_path):
     proc = run_example("quickstart.py", tmp_path, "--output", "out")
     assert "seasonal_naive" in proc.stdout and "mse_ratio" in proc.stdout and "half_life_hours" in proc.stdout
@@ -29,6 +33,7 @@ def test_quickstart_example(tmp_path):
     assert header == "item_id,timestamp,mean,0.025,0.1,0.9,0.975"
 
 
+@pytest.mark.slow
 def test_own_dataframe_example(tmp_path):
     proc = run_example("own_dataframe.py", tmp_path, "--output", "out")
     assert "forecast from the newest data starts at" in proc.stdout and "mse" in proc.stdout
@@ -37,6 +42,7 @@ def test_own_dataframe_example(tmp_path):
         assert (tmp_path / "out" / name).stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_gate_plots_example(tmp_path):
     proc = run_example("gate_plots.py", tmp_path, "--output", "out")
     assert "recurrent: mean gate" in proc.stdout and "noise: mean gate" in proc.stdout
