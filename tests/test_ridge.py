@@ -141,7 +141,8 @@ def test_the_closed_form_and_its_blocked_cross_validation_match_a_naive_computat
 
 def test_the_blocks_are_each_series_windows_in_time_order():
     """Every series' windows in CV_BLOCKS contiguous runs of nearly equal size, whatever its count
-    (an item with fewer windows than blocks gets one block per window)."""
+    (an item with fewer windows than blocks gets one block per window; an item's only window, its
+    item's position modulo the blocks)."""
     panel = canonicalize(seasonal_trend_panel(n=24 * 6, ids=3), **LONG)
     scaler = StandardScaler.fit([s.values for s in panel.items], [s.observed for s in panel.items])
     origins = [(24, 24 + 23), (24, 27), (30, 24 * 6 - H + 1)]  # 23, 3 and 103 windows
@@ -153,6 +154,8 @@ def test_the_blocks_are_each_series_windows_in_time_order():
         sizes = np.bincount(run)
         assert sizes.max() - sizes.min() <= 1
     assert second.tolist() == [0, 1, 3]
+    singles = WindowDataset.from_panel(panel, scaler, 24, H, [(30, 31), (40, 41), (50, 51)])  # one window each
+    assert singles.time_blocks(CV_BLOCKS).tolist() == [0, 1, 2]  # held out a series at a time
 
 
 def test_alpha_is_chosen_from_the_grid_or_kept_where_set():

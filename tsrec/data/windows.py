@@ -317,11 +317,13 @@ class WindowDataset(Dataset):
     def time_blocks(self, blocks: int) -> Tensor:
         """``[N]`` int64: the block of every window (in index order) among ``blocks`` contiguous blocks
         of its item's windows in time order, as equal as they can be: block ``blocks * r // n`` for
-        the item's ``r``-th of ``n`` windows (a cross-validation's folds, ``tsrec.models.ridge``)."""
+        the item's ``r``-th of ``n`` windows (a cross-validation's folds, ``tsrec.models.ridge``). An
+        item's only window goes to block ``item % blocks``, so that a panel of one window per series
+        is still held out a block of series at a time."""
         index = torch.arange(len(self))
         item = torch.searchsorted(self._cumulative, index, right=True)  # [N]
-        per_item = self._cumulative - self._first_window  # [I] windows of each item
-        return blocks * (index - self._first_window[item]) // per_item[item]
+        count = (self._cumulative - self._first_window)[item]  # [N] windows of each window's item
+        return torch.where(count == 1, item % blocks, blocks * (index - self._first_window[item]) // count)
 
     def __getitem__(self, index: int) -> dict[str, Tensor | int]:
         """Window ``index`` (negative counts from the end) as the dict of the class docstring."""

@@ -23,9 +23,11 @@ channel), fitted on the training windows by ridge regression with no gradient st
   squared error over the windows plus ``alpha`` times the squared norm). Not set: chosen by
   blocked cross-validation (Bergmeir and Benitez, 2012) over the grid :data:`ALPHAS`, fixed in
   advance: ``10 ** (k / 2)`` for ``k = -12 .. 6`` (1e-6 to 1e3, half-decades). Each series'
-  windows are cut into :data:`CV_BLOCKS` contiguous blocks in time order; each block is forecast
-  by the ridge of every ``alpha`` fitted on the other blocks (their sums: the totals less the
-  block's), and the ``alpha`` of the least squared error over the blocks is chosen. Windows one
+  windows are cut into :data:`CV_BLOCKS` contiguous blocks in time order (a series' only window
+  goes to the block of its position: :meth:`~tsrec.data.WindowDataset.time_blocks`); each block
+  is forecast by the ridge of every ``alpha`` fitted on the other blocks (their sums: the totals
+  less the block's), and the ``alpha`` of the least squared error over the blocks is chosen (the
+  grid's largest where no block has others to fit on). Windows one
   step apart share all but one step of their horizons, so leaving one out (and generalized
   cross-validation, its rotation-invariant form, which this replaced) forecasts it from windows
   that hold its own targets, and picked penalties too small: on unseen_like's quarterly
