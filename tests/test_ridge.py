@@ -139,6 +139,17 @@ def test_the_closed_form_and_its_blocked_cross_validation_match_a_naive_computat
     assert one.solve(None)[1] == ALPHAS[-1]
 
 
+def test_too_many_features_fail_the_fit_with_the_fix_but_build_a_model_that_loads(monkeypatch):
+    from tsrec.models import ridge
+
+    monkeypatch.setattr(ridge, "MAX_FEATURES", 40)
+    model = build_model("ridge", context_length=48, prediction_length=H, n_channels=1, n_time_features=3)
+    assert model.n_features > 40  # built (as a saved model is loaded), not fitted
+    with pytest.raises(ValueError, match=r"ridge would read \d+ features per window \(context_length 48 .* more than "
+                                         r"40: use a shorter context_length, or channel_independent=True"):
+        Forecaster("ridge", prediction_length=H, context_length=48).fit(seasonal_trend_panel(), **LONG)
+
+
 def test_the_blocks_are_each_series_windows_in_time_order():
     """Every series' windows in CV_BLOCKS contiguous runs of nearly equal size, whatever its count
     (an item with fewer windows than blocks gets one block per window; an item's only window, its

@@ -62,7 +62,9 @@ ALPHAS = tuple(10.0 ** (k / 2) for k in range(-12, 7))
 #: Contiguous blocks of each series' windows, in time order, that the cross-validation holds out
 #: in turn (the usual five folds).
 CV_BLOCKS = 5
-#: The most features a window may have: a ``[D, D]`` float64 Gram matrix per block (4,096: 0.7 GB).
+#: The most features a window may have at ``fit``: a ``[D, D]`` float64 Gram matrix per block (4,096:
+#: 0.7 GB). Checked at ``fit`` only, so that a model fitted under the earlier limit (8,192, one
+#: matrix) still loads.
 MAX_FEATURES = 4_096
 
 
@@ -106,12 +108,6 @@ class LagRidge(WindowFit):
         self.n_features = (c.context_length * (self.core_channels + self.past_covariates)
                            + c.prediction_length * self.batch_features + sum(c.static_cardinalities)
                            + 2 * self.core_channels)
-        if self.n_features > MAX_FEATURES:
-            raise ValueError(f"ridge would read {self.n_features} features per window (context_length "
-                             f"{c.context_length} x ({self.core_channels} channel(s) + {self.past_covariates} "
-                             f"covariate features) + prediction_length "
-                             f"{c.prediction_length} x {self.batch_features} time features), more than "
-                             f"{MAX_FEATURES}: use a shorter context_length, or channel_independent=True")
         outputs = c.prediction_length * self.core_channels
         self.register_buffer("coef", torch.zeros(self.n_features + 1, outputs, dtype=torch.float64))
         self.register_buffer("alpha", torch.tensor(math.nan, dtype=torch.float64))
@@ -199,6 +195,13 @@ class LagRidge(WindowFit):
         sufficient statistics per block of each series' windows (:data:`CV_BLOCKS`) in one pass of
         :data:`~tsrec.models.windowed.FIT_BATCH` windows at a time, then the closed form (the module;
         ``seed`` is not used: nothing is drawn). ``ValueError`` where no window is usable."""
+        c = self.config
+        if self.n_features > MAX_FEATURES:  # at fit, not at construction: a model fitted before loads
+            raise ValueError(f"ridge would read {self.n_features} features per window (context_length "
+                             f"{c.context_length} x ({self.core_channels} channel(s) + {self.past_covariates} "
+                             f"covariate features) + prediction_length "
+                             f"{c.prediction_length} x {self.batch_features} time features), more than "
+                             f"{MAX_FEATURES}: use a shorter context_length, or channel_independent=True")
         blocks = windows.time_blocks(CV_BLOCKS)  # [N]
         stats = _Moments(CV_BLOCKS)
         done = 0
