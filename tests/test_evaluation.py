@@ -1,5 +1,7 @@
 """Rolling-origin backtests: window arithmetic, agreement with predict, refits without leakage, metrics."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -643,3 +645,18 @@ def test_yearly_mase_is_scaled_by_the_last_value_as_the_field_scores_it():
     series = {item: part.set_index("time").y for item, part in df.groupby("id")}
     assert result.metric("mase", "scale-free") == pytest.approx(mase_per_series(result.errors, series, 1), rel=1e-9)
     assert result.metric("mase", "scale-free") != pytest.approx(mase_per_series(result.errors, series, 2), rel=1e-3)
+
+
+def test_a_warning_several_baselines_give_is_said_once_naming_them():
+    """Yearly data have no season: seasonal naive, ETS and Theta each resolve none, for one reason,
+    said once for the three rather than three times."""
+    pytest.importorskip("statsforecast", reason="the stats extra: pip install 'tsrec[stats]'")
+    years = pd.date_range("1950-01-01", periods=60, freq="YS")
+    df = pd.DataFrame({"y": np.cumsum(np.random.default_rng(5).normal(1, 1, 60))}, index=years)
+    f = Forecaster("naive", prediction_length=3).fit(df.iloc[:45])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        backtest(f, df, start=45, stride=3, baselines=("naive", "seasonal_naive", "ets", "theta"))
+    said = [str(w.message) for w in caught if "season_length is 1" in str(w.message)]
+    assert len(said) == 1 and said[0].startswith("backtest's seasonal_naive, ets and theta baselines: season_length "
+                                                 "is 1 (no season): ")

@@ -387,8 +387,14 @@ def _baselines(names: Sequence[str], read: Read, first: np.ndarray, count: np.nd
     fit_steps = np.where(refits(origin, fit_origin), origin, fit_origin).astype(np.float64) \
         if set(names) & set(STATS_BASELINES) else None
     forecasts, seasons = {}, {}
+    said: dict[tuple[type[Warning], str], list[str]] = {}  # each warning once, naming every baseline that gave it
     for name in names:
-        forecasts[name], seasons[name] = _run_baseline(name, targets, first, count, stride, horizon, every)
+        forecasts[name], seasons[name], caught = _run_baseline(name, targets, first, count, stride, horizon, every)
+        for category, message in caught:
+            said.setdefault((category, message), []).append(name)
+    for (category, message), who in said.items():
+        named = who[0] if len(who) == 1 else f"{', '.join(who[:-1])} and {who[-1]}"
+        warnings.warn(f"backtest's {named} baseline{'s' if len(who) > 1 else ''}: {message}", category, stacklevel=4)
     return _Baselines(forecasts, seasons, fit_steps)
 
 
@@ -399,14 +405,15 @@ BASELINE_BATCH = 2**20
 
 
 def _run_baseline(name: str, read: Read, first: np.ndarray, count: np.ndarray, stride: int, horizon: int,
-                  every: int) -> tuple[np.ndarray, float]:
+                  every: int) -> tuple[np.ndarray, float, list[tuple[type[Warning], str]]]:
     """The forecasts ``[W, H, C]`` of the registered model ``name`` (its default settings at the
     backtest's horizon, without validation windows, as it has nothing to train; a model that reads
     a context gets at most the steps before the earliest first origin, so that every window holds
     it) of the windows of ``read``, fitted on all of each series' history before its first origin
-    (and again every ``every`` windows), and the season it resolved. Its warnings name the
-    baseline (the fit data's far values are the forecaster's to report, and are not repeated); a
-    model that cannot be fitted gives NaN, with a warning."""
+    (and again every ``every`` windows), the season it resolved, and the warnings its run gave
+    (category and message, for the caller to say once per baseline named: the fit data's far values
+    are the forecaster's to report, and are left out); a model that cannot be fitted gives NaN, with
+    a warning."""
     panel = read.panel
     lengths = np.diff(panel.offsets)  # [I]
     out = np.full((int(count.sum()), horizon, len(panel.columns) if panel.layout == "wide" else 1), np.nan)
@@ -432,11 +439,8 @@ def _run_baseline(name: str, read: Read, first: np.ndarray, count: np.ndarray, s
         except (ValueError, RuntimeError) as err:
             out[:], season = np.nan, np.nan
             warnings.warn(f"could not be run: {err}; its skill row has no scores", UserWarning)
-    for caught_warning in caught:
-        if not issubclass(caught_warning.category, OutlierWarning):
-            warnings.warn(f"backtest's {name} baseline: {caught_warning.message}", caught_warning.category,
-                          stacklevel=5)
-    return out, season
+    said = [(w.category, str(w.message)) for w in caught if not issubclass(w.category, OutlierWarning)]
+    return out, season, list(dict.fromkeys(said))
 
 
 def _season_of(state: FittedState) -> int:
