@@ -660,3 +660,15 @@ def test_a_warning_several_baselines_give_is_said_once_naming_them():
     said = [str(w.message) for w in caught if "season_length is 1" in str(w.message)]
     assert len(said) == 1 and said[0].startswith("backtest's seasonal_naive, ets and theta baselines: season_length "
                                                  "is 1 (no season): ")
+
+
+def test_a_baseline_exact_in_the_data_has_an_infinite_ratio_not_one_of_rounding():
+    """A flat tail: the naive forecast is the data's own value, exact but for the float32 its scaled
+    windows are stored at (an MSE of 1e-15); its skill ratios are inf, not 1e12."""
+    rng = np.random.default_rng(0)
+    y = np.concatenate([100 + np.cumsum(rng.normal(size=100)), np.full(30, 93.7)])
+    df = pd.DataFrame({"y": y}, index=pd.date_range("2024-01-01", periods=130, freq="D"))
+    f = Forecaster("drift", prediction_length=5).fit(df.iloc[:100])
+    skill = backtest(f, df, start=105, stride=5, baselines=("naive",)).skill.set_index("baseline")
+    assert 0 < skill.loc["naive", "baseline_mse"] < 1e-12 and skill.loc["naive", "model_mse"] > 1e-4
+    assert np.isinf(skill.loc["naive", "mse_ratio"]) and np.isinf(skill.loc["naive", "mae_ratio"])

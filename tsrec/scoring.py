@@ -40,6 +40,11 @@ BASELINES = NAIVE_BASELINES + STATS_BASELINES
 NAIVE_FIT = "each window's context"
 #: How the statistical baselines are fitted without ``baselines_refit_every``.
 FITTED_ONCE = "fitted once on the history before the first origin"
+#: The resolution of the scaled values windows are stored and forecast at (a few float32 ulps,
+#: times the values' size where it is above 1): a skill score at or below it (squared for the MSE)
+#: is read as 0, so that a baseline exact in the data (naive on a flat tail) gives an infinite
+#: ratio rather than one of 1e12 from rounding.
+STORED_EPS = 4 * float(np.finfo(np.float32).eps)
 
 #: The columns of :attr:`BacktestResult.intervals`.
 INTERVAL_COLUMNS = ("item_id", "level", "coverage", "width", "winkler", "winkler_scaled", "entries", "windows",
@@ -224,10 +229,12 @@ def _skill(errors: pd.DataFrame, baselines: Sequence[str]) -> pd.DataFrame:
         both = _scored(errors) & np.isfinite(forecast)
         scores = {name: (fn(truth, model, mask=both), fn(truth, forecast, mask=both)) if both.any() else
                   (np.nan, np.nan) for name, fn in (("mse", metrics.mse), ("mae", metrics.mae))}
+        # the resolution of the scaled values forecasts are stored at: an error below it is none
+        floor = STORED_EPS * max(1.0, float(np.abs(truth[both]).max())) if both.any() else 0.0
         rows.append({"baseline": baseline, "season": season, "fit": NAIVE_FIT if baseline in NAIVE_BASELINES else fit,
                      **{f"{k}_{name}": v for name, (m, b) in scores.items()
                         for k, v in (("model", m), ("baseline", b))},
-                     "mse_ratio": _ratio(*scores["mse"]), "mae_ratio": _ratio(*scores["mae"]),
+                     "mse_ratio": _ratio(*scores["mse"], floor ** 2), "mae_ratio": _ratio(*scores["mae"], floor),
                      "note": note})
     columns = ["baseline", "season", "fit", "model_mse", "baseline_mse", "mse_ratio", "model_mae", "baseline_mae",
                "mae_ratio", "note"]
@@ -264,8 +271,10 @@ def _stats_fit(windows: pd.DataFrame) -> str:
     return f"refit every {served.max()} origins" if refits else FITTED_ONCE
 
 
-def _ratio(model: float, baseline: float) -> float:
-    """``model / baseline``: inf (or NaN for 0 / 0) when the baseline is perfect."""
+def _ratio(model: float, baseline: float, floor: float = 0.0) -> float:
+    """``model / baseline``, each score at or below ``floor`` read as 0: inf (or NaN for 0 / 0) when
+    the baseline is perfect."""
+    model, baseline = (0.0 if score <= floor else score for score in (model, baseline))
     with np.errstate(divide="ignore", invalid="ignore"):
         return float(np.float64(model) / np.float64(baseline))
 
