@@ -283,7 +283,8 @@ def test_overlapping_windows_teach_the_steps_already_observed_before_they_end():
         np.testing.assert_array_equal(widths[0], calibration.width(level))  # nothing observed before time 0
         for cutoff in (1, 2, 3):  # window 0 has not ended before 3, yet its observed steps are read
             seen = stamps < cutoff  # [V, H]
-            alone = Evidence(times=stamps[seen], scores=truth[..., 0][seen] / calibration.profile[np.nonzero(seen)[1]])
+            alone = Evidence(times=stamps[seen], ends=np.broadcast_to(stamps[:, -1:], stamps.shape)[seen],
+                             scores=truth[..., 0][seen] / calibration.profile[np.nonzero(seen)[1]])
             np.testing.assert_allclose(widths[cutoff], learned_widths(calibration, alone, cutoffs[-1:] + 100, level)[0])
         assert (widths[1] > widths[0]).all() and (widths[3] > widths[1]).all()
 
@@ -387,3 +388,22 @@ def test_auto_says_when_the_history_holds_fewer_calibration_windows_than_asked()
                                          r"windows \(conformal_windows=...\) on a history that holds them"):
         f.predict(levels=[95])
     assert list(f.predict(levels=[90]).columns[-2:]) == ["0.05", "0.95"]
+
+
+def test_the_known_scores_are_every_step_observed_before_the_cutoff_in_window_order():
+    """Evidence.known searches only the windows still open at a cutoff: the same scores, in the same
+    order, as a scan of every score, on overlapping windows of series on shifted calendars."""
+    from tsrec.conformal_update import Evidence
+
+    rng = np.random.default_rng(11)
+    calibration = _rolling(np.abs(rng.standard_normal((4, 100))))
+    horizon, per = 4, 30
+    starts = np.concatenate([10 * np.arange(per) + shift for shift in (0, 3, 7)])  # 3 series, stride 10 < 4 x 7
+    step = np.repeat([7, 5, 9], per)  # each series' own step
+    stamps = (starts[:, None] + step[:, None] * np.arange(horizon)).astype(np.int64)  # [V, H]
+    truth = rng.standard_normal((len(starts), horizon, 1))
+    observed = rng.random(truth.shape) > 0.2
+    evidence = Evidence.of(calibration, np.zeros_like(truth), truth, observed, np.zeros(len(starts), np.int64),
+                           stamps, rng.random(len(starts)) > 0.1)
+    for cutoff in range(-5, int(stamps.max()) + 5):
+        np.testing.assert_array_equal(evidence.known(cutoff), evidence.scores[evidence.times < cutoff])

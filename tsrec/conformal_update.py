@@ -39,12 +39,14 @@ class Evidence:
     Attributes:
         times: ``[S]`` int64, when each score's step was observed (nanoseconds since 1970 of its
             timestamp): the score is known at any later cutoff.
+        ends: ``[S]`` int64, when its window's last step was observed, ascending.
         scores: ``[S]`` float64, the observed scores divided by their series' scale and their
             step's profile, window after window in the order their last steps were observed
             (ties as given), each window's steps in order.
     """
 
     times: np.ndarray
+    ends: np.ndarray
     scores: np.ndarray
 
     @classmethod
@@ -65,7 +67,21 @@ class Evidence:
         order = np.argsort(stamps[:, -1], kind="stable")  # windows by when their last step was observed
         valid, score, stamps = valid[order], score[order], stamps[order]
         times = np.broadcast_to(stamps[:, :, None], score.shape)[valid]  # [S]
-        return cls(times=times, scores=score[valid].astype(np.float64))
+        ends = np.broadcast_to(stamps[:, -1:, None], score.shape)[valid]  # [S]
+        return cls(times=times, ends=ends, scores=score[valid].astype(np.float64))
+
+    def known(self, cutoff: int) -> np.ndarray:
+        """The scores of steps observed before ``cutoff``, the newest window's last: those of every
+        window that ended before it, then the first steps of those still open there (a window is
+        open over at most the longest span between a score and its window's end, so only they are
+        searched, not every later window)."""
+        ended = int(np.searchsorted(self.ends, cutoff, side="left"))  # every step of these is known
+        if ended == len(self.ends):
+            return self.scores
+        span = int((self.ends - self.times).max())
+        stop = int(np.searchsorted(self.ends, cutoff + span, side="left"))  # later windows start after it
+        tail = slice(ended, stop)
+        return np.concatenate([self.scores[:ended], self.scores[tail][self.times[tail] < cutoff]])
 
     def __len__(self) -> int:
         return int(self.scores.size)
@@ -78,26 +94,26 @@ def learned_widths(calibration: Calibration, evidence: Evidence, cutoffs: np.nda
     with no score before its cutoff gets the calibration's own width."""
     frozen = calibration.width(level)  # [H] (ValueError for a level the calibration cannot give)
     profile = calibration.profile
-    out = np.broadcast_to(frozen, (len(cutoffs), len(frozen))).copy()  # [N, H]
     if profile is None or calibration.update != "rolling" or not len(evidence):
-        return out
+        return np.broadcast_to(frozen, (len(cutoffs), len(frozen))).copy()  # [N, H]
     n = int(calibration.counts.min())
     size = int(min(n, max(calibration.rolling, math.ceil(level / (100.0 - level) - 1e-9))))  # k <= size below
     k = math.ceil((size + 1) * level / 100.0 - 1e-9)
     kept = calibration.kept[0]
     old = calibration.order[0, :kept] / profile[0]  # [K] the pooled scores' kept ranks
-    for cutoff in np.unique(cutoffs):
-        seen = evidence.scores[evidence.times < cutoff]  # observed before the cutoff, the newest last
-        if not seen.size:
+    unique, which = np.unique(cutoffs, return_inverse=True)  # [U], [N]
+    widths = np.broadcast_to(frozen, (len(unique), len(frozen))).copy()  # [U, H]
+    for u, cutoff in enumerate(unique.tolist()):
+        new = evidence.known(cutoff)[-size:]  # the newest, at most size
+        if not new.size:
             continue
-        new = seen[-size:]  # the newest, at most size
         values = np.concatenate([old, new])
         weights = np.concatenate([np.full(kept, (size - new.size) / kept), np.ones(new.size)])
         ranked = np.argsort(values, kind="stable")
         reach = np.cumsum(weights[ranked])
         at = min(int(np.searchsorted(reach, k - 1e-9, side="left")), len(ranked) - 1)
-        out[cutoffs == cutoff] = values[ranked[at]] * profile
-    return out
+        widths[u] = values[ranked[at]] * profile
+    return widths[which]
 
 
 def window_values(panel: Panel, items: np.ndarray, origins: np.ndarray, horizon: int) -> tuple[np.ndarray, np.ndarray]:
