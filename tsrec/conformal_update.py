@@ -21,6 +21,7 @@ only: the forecasts come from :mod:`tsrec.forecasting`.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -70,16 +71,19 @@ class Evidence:
         ends = np.broadcast_to(stamps[:, -1:, None], score.shape)[valid]  # [S]
         return cls(times=times, ends=ends, scores=score[valid].astype(np.float64))
 
+    @functools.cached_property
+    def span(self) -> int:
+        """The longest a score waits for its window's end (ns): a window is open over at most this."""
+        return int((self.ends - self.times).max()) if len(self) else 0
+
     def known(self, cutoff: int) -> np.ndarray:
         """The scores of steps observed before ``cutoff``, the newest window's last: those of every
-        window that ended before it, then the first steps of those still open there (a window is
-        open over at most the longest span between a score and its window's end, so only they are
-        searched, not every later window)."""
+        window that ended before it, then the first steps of those still open there (ending within
+        :attr:`span` of it: only they are searched, not every later window)."""
         ended = int(np.searchsorted(self.ends, cutoff, side="left"))  # every step of these is known
         if ended == len(self.ends):
             return self.scores
-        span = int((self.ends - self.times).max())
-        stop = int(np.searchsorted(self.ends, cutoff + span, side="left"))  # later windows start after it
+        stop = int(np.searchsorted(self.ends, cutoff + self.span, side="left"))  # later windows start after it
         tail = slice(ended, stop)
         return np.concatenate([self.scores[:ended], self.scores[tail][self.times[tail] < cutoff]])
 
