@@ -230,3 +230,24 @@ def test_a_seasonal_scale_has_no_season_where_the_calendar_has_none(freq, season
     has none, as the field scores yearly data; the models' season stays at least 2."""
     assert metric_season(Calendar.of(freq)) == season
     assert seasonality(Calendar.of(freq)) == max(season, 2)
+
+
+def test_sensor_data_sampled_faster_than_once_a_second_fit_forecast_and_load(tmp_path):
+    """A series every 100 ms: fitted, forecast on its own grid, scored in a backtest and loaded
+    again (it was refused for want of GluonTS calendar features)."""
+    from tsrec.evaluation import backtest
+
+    index = pd.date_range("2024-05-01 12:00:00", periods=400, freq="100ms")
+    t = np.arange(len(index))
+    df = pd.DataFrame({"y": np.sin(2 * np.pi * t / 20) + 0.01 * t}, index=index)
+    f = Forecaster("ridge", prediction_length=10).fit(df)
+    assert f.freq == "100ms"
+    forecast = f.predict()
+    assert forecast.timestamp.tolist() == list(pd.date_range(index[-1], periods=11, freq="100ms")[1:])
+    np.testing.assert_allclose(forecast["mean"], np.sin(2 * np.pi * t[-10:] / 20 + 2 * np.pi * 10 / 20)
+                               + 0.01 * (t[-10:] + 10), atol=0.05)
+    f.save(tmp_path / "m")
+    pd.testing.assert_frame_equal(Forecaster.load(tmp_path / "m").predict(), forecast)
+    result = backtest(f, df, n_windows=3, baselines=("naive",))
+    assert len(result.errors) == 3 * 10
+    assert result.skill.set_index("baseline").loc["naive", "mse_ratio"] < 0.1

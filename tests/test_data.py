@@ -348,7 +348,20 @@ def test_time_features_match_gluonts(freq):
 def test_time_features_without_features_and_unsupported_freq():
     assert time_features(pd.date_range("2000", periods=3, freq="YE"), Calendar("YE")).shape == (3, 0)
     with pytest.raises(ValueError, match="no calendar time features"):
-        canonicalize(wide_frame(length=5, freq="ms"))
+        canonicalize(wide_frame(length=5, freq="SMS"), freq="SMS")
+
+
+@pytest.mark.parametrize("freq", ["500ms", "ms", "20us"])
+def test_steps_shorter_than_a_second_read_the_features_of_seconds(freq):
+    """GluonTS has no features for sensor data sampled faster than once a second: they get its
+    seconds' (the finest calendar it knows), not an error."""
+    index = pd.date_range("2021-03-01 23:59:58", periods=50, freq=freq)
+    features = time_features(index, Calendar(freq))
+    functions = time_features_from_frequency_str("s")
+    assert features.shape == (50, len(functions)) == (50, time_feature_dim(Calendar(freq)))
+    for k, function in enumerate(functions):
+        np.testing.assert_allclose(features[:, k], function(index), rtol=1e-6)
+    assert canonicalize(wide_frame(length=5, freq=freq)).freq == freq
 
 
 # --- windows ----------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from tsrec.data.sessions import WEEKDAYS, Session, session_of, wall_clock
 
 #: Time steps handled at once when gathering a panel's calendar features (bounds the temporaries).
 BLOCK = 2**20
-_GLUONTS_FREQS = "YS, YE, QS, QE, MS, ME, W, D, B, h, min, s (and multiples such as '15min')"
+_GLUONTS_FREQS = "YS, YE, QS, QE, MS, ME, W, D, B, h, min, s, ms, us (and multiples such as '15min')"
 MONTHS = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
 _WEEKDAYS = tuple(day.upper() for day in WEEKDAYS)  # as pandas anchors weeks: "MON", ...
 _QUARTERLY = (pd.offsets.QuarterBegin, pd.offsets.QuarterEnd, pd.offsets.BQuarterBegin, pd.offsets.BQuarterEnd)
@@ -30,15 +30,26 @@ BUSINESS_WEEKENDS = 2
 
 
 def _feature_functions(step: str) -> list[Callable[[pd.DatetimeIndex], np.ndarray]]:
-    """GluonTS's calendar features of steps of ``step`` (a session's: its step's)."""
+    """GluonTS's calendar features of steps of ``step`` (a session's: its step's); for steps shorter
+    than a second (sensor data: ``'500ms'``, ``'10us'``), which GluonTS has none for, its seconds'
+    (second of minute, minute of hour, ..., day of year): the finest calendar it knows."""
     from gluonts.time_feature import time_features_from_frequency_str
 
     try:
-        return time_features_from_frequency_str(step)
+        return time_features_from_frequency_str("s" if _sub_second(step) else step)
     except RuntimeError:
         raise ValueError(
             f"freq {step!r} has no calendar time features in GluonTS; use one of {_GLUONTS_FREQS}"
         ) from None
+
+
+def _sub_second(step: str) -> bool:
+    """Whether one step of ``step`` (a pandas alias) is shorter than a second."""
+    try:
+        offset = to_offset(step)
+    except (TypeError, ValueError):
+        return False
+    return isinstance(offset, pd.offsets.Tick) and pd.Timedelta(offset) < pd.Timedelta(seconds=1)
 
 
 def normalize_freq(freq: object) -> str:
