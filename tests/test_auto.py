@@ -422,6 +422,30 @@ def test_a_network_member_keeps_the_calibration_to_the_validation_windows(networ
         "dlinear would train again for earlier windows (100 wanted)")
 
 
+def test_a_member_whose_forecasts_cost_a_fit_keeps_the_calibration_to_the_validation_windows(monkeypatch):
+    """A block would fit such a member (MSTL) again at every one of its origins, not once: the
+    calibration reads the validation's windows alone, and the leaderboard says why. Here the
+    seasonal naive forecast plays that member (its class marked so), the theta model keeps to one fit."""
+    blocks = []
+    forecast = tsrec.candidates.Candidates.forecast
+
+    def recording(self, name, first, **kwargs):
+        blocks.append(name)
+        return forecast(self, name, first, **kwargs)
+
+    monkeypatch.setattr(tsrec.candidates.Candidates, "forecast", recording)
+    f = Forecaster("auto", candidates=("theta", "seasonal_naive"), **FAST).fit(hourly())
+    assert f.calibration.windows == 3 * (8 * H // 2 + 1) and set(blocks) == {"theta", "seasonal_naive"}  # 2 blocks
+    blocks.clear()
+    monkeypatch.setattr(tsrec.models.naive.SeasonalNaive, "forecast_refits", True)
+    f = Forecaster("auto", candidates=("theta", "seasonal_naive"), **FAST).fit(hourly())
+    assert (f.leaderboard.set_index("model").weight > 0).all()  # both chosen, as before
+    assert f.calibration.windows == 8 * H // 2 + 1 and not blocks
+    assert f.leaderboard.attrs["calibration"] == (
+        "25 windows per series, 18 independent (series x windows one horizon apart): the validation's alone, as "
+        "seasonal_naive would be fitted again at every origin for earlier windows (100 wanted)")
+
+
 def test_an_earlier_block_a_member_cannot_fit_ends_the_calibration_there(monkeypatch):
     """A member the shorter history of an earlier block cannot fit stops the blocks (the fit and the
     blocks before it stand), and the leaderboard says why."""

@@ -75,8 +75,9 @@ and forecasting one candidate, :mod:`tsrec.candidates`'; the networks' successiv
    :func:`tsrec.calibrating.calibration_of` (``conformal_windows=0``: none). Where the validation
    holds fewer than :data:`~tsrec.validation.CALIBRATION_EVIDENCE` independent windows, up to
    :data:`~tsrec.validation.MAX_CALIBRATION_BLOCKS` blocks of as many windows before them are forecast too, by the
-   chosen members fitted again before each (:func:`~tsrec.validation.calibration_blocks`; not where a network is
-   chosen); the leaderboard's ``attrs["calibration"]`` says which.
+   chosen members fitted again before each (:func:`~tsrec.validation.calibration_blocks`; not where a member
+   would cost more than a fit per block: a network, which would train again, or MSTL, fitted again at every
+   origin); the leaderboard's ``attrs["calibration"]`` says which.
 7. **Covariates.** The candidates that read covariates (the networks, ``ridge`` and ``gbm``) are fitted and
    scored with those given to ``fit``; the statistical ones on the targets alone
    (:meth:`Read.targets <tsrec.data.source.Read.targets>`). A network member with covariates is
@@ -315,7 +316,7 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
                                 for r in rows.values()], columns=LEADERBOARD_COLUMNS)
     leaderboard.attrs["eval_metric"] = metric
     leaderboard.attrs["intermittency"] = found.describe()
-    trains = [name for name, _ in chosen if model_spec(name).model_class.trainable]
+    refit = {name: why for name, _ in chosen if (why := _block_cost(name)) is not None}
     network = with_members(settings.network, [(name, member.resolved.network) for (name, _), member in
                                               zip(chosen, members)],
                            [w for _, w in chosen], [rows[name].val_score if name in rows else math.nan
@@ -327,7 +328,7 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     if not calibrating:
         return fit
     ensemble = sum(weight * scores.means[name] for name, weight in chosen)  # [W, H, C] the ensemble's
-    items, origins, mean, windows, note = _calibration_windows(candidates, chosen, variants, trains, ensemble)
+    items, origins, mean, windows, note = _calibration_windows(candidates, chosen, variants, refit, ensemble)
     fit.state.leaderboard.attrs["calibration"] = note
     calibration = calibration_of(fit.state, panel, items, origins, mean, windows, stride,
                                  settings.conformal.resolved_for(auto=True), time.process_time() - started)
@@ -346,18 +347,32 @@ def _warn_fewer_calibration_windows(asked: int | None, calibration: Calibration,
                   "fit on a longer history for more", UserWarning, stacklevel=5)
 
 
+def _block_cost(name: str) -> str | None:
+    """Why an earlier calibration block would cost member ``name`` more than the one fit a block is
+    planned at (:data:`~tsrec.validation.MAX_CALIBRATION_BLOCKS`), or None: a network would train
+    again, and a model whose every forecast costs a fit (MSTL) would be fitted again at every
+    origin of the block."""
+    model_class = model_spec(name).model_class
+    if model_class.trainable:
+        return "would train again"
+    if model_class.forecast_refits:
+        return "would be fitted again at every origin"
+    return None
+
+
 def _calibration_windows(candidates: Candidates, chosen: list[tuple[str, float]], variants: dict[str, ForecastModel],
-                         trains: list[str], ensemble: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, str]:
+                         refit: dict[str, str], ensemble: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, str]:
     """The windows the ensemble's bands are calibrated on: the validation's, whose forecasts are
     ``ensemble`` ``[W, H, C]``, and the earlier blocks :func:`~tsrec.validation.calibration_blocks`
-    asks for (none where a member in ``trains`` would train again), each forecast by the ``chosen``
-    members fitted on the history before it (statistical ones keeping their ``variants``); a block
-    a member cannot fit ends them there. Returns their items and origins ``[W']``, forecasts
-    ``[W', H, C]``, origins per series and the leaderboard's note."""
+    asks for (none where a member of ``refit`` would cost more than a fit per block: its name -> why,
+    :func:`_block_cost`), each forecast by the ``chosen`` members fitted on the history before it
+    (statistical ones keeping their ``variants``); a block a member cannot fit ends them there.
+    Returns their items and origins ``[W']``, forecasts ``[W', H, C]``, origins per series and the
+    leaderboard's note."""
     validation = candidates.validation
     items, origins, mean = validation.items, validation.origins, ensemble
     blocks, failed = 0, ""
-    for block in range(1, (0 if trains else calibration_blocks(validation)) + 1):
+    for block in range(1, (0 if refit else calibration_blocks(validation)) + 1):
         first = validation.first - block * validation.horizons * validation.truth.shape[1]  # [I]
         try:
             results = [(weight, candidates.forecast(name, first, like=variants.get(name))[1])
@@ -368,12 +383,13 @@ def _calibration_windows(candidates: Candidates, chosen: list[tuple[str, float]]
         items, origins = np.concatenate([results[0][1].items, items]), np.concatenate([results[0][1].origins, origins])
         mean = np.concatenate([sum(weight * result.mean for weight, result in results), mean])
         blocks = block
-    return items, origins, mean, validation.windows * (blocks + 1), _calibration_note(validation, blocks, trains, failed)
+    return items, origins, mean, validation.windows * (blocks + 1), _calibration_note(validation, blocks, refit, failed)
 
 
-def _calibration_note(validation: Validation, blocks: int, trains: list[str], failed: str) -> str:
+def _calibration_note(validation: Validation, blocks: int, refit: dict[str, str], failed: str) -> str:
     """What the leaderboard says of the calibration: its windows and why there are no more
-    (``failed``: why an earlier block could not be forecast)."""
+    (``refit``: the members an earlier block would cost more than a fit, and why; ``failed``: why an
+    earlier block could not be forecast)."""
     evidence = validation.evidence * (blocks + 1)
     note = (f"{validation.windows * (blocks + 1)} windows per series, {evidence} independent (series x windows one "
             f"horizon apart)")
@@ -383,9 +399,10 @@ def _calibration_note(validation: Validation, blocks: int, trains: list[str], fa
         return f"{note}: the validation's and {blocks} block(s) before them, the members fitted before each"
     if evidence >= CALIBRATION_EVIDENCE:
         return f"{note}: the validation's"
-    if trains:
-        return (f"{note}: the validation's alone, as {', '.join(trains)} would train again for earlier windows "
-                f"({CALIBRATION_EVIDENCE} wanted)")
+    if refit:
+        reasons = {why: [name for name in refit if refit[name] == why] for why in refit.values()}
+        said = " and ".join(f"{', '.join(names)} {why}" for why, names in reasons.items())
+        return f"{note}: the validation's alone, as {said} for earlier windows ({CALIBRATION_EVIDENCE} wanted)"
     return f"{note}: the validation's alone, as the history is too short for earlier ones ({CALIBRATION_EVIDENCE} wanted)"
 
 
