@@ -126,6 +126,22 @@ def test_backtest_scores_the_model_against_the_naive_forecasts_of_the_same_windo
     assert result.metric("mse_ratio_seasonal_naive", "ratio") == pytest.approx(1.0)
 
 
+def test_the_naive_baselines_score_a_short_history():
+    """Three yearly series of 17 steps, three windows of 3 (8 steps before the first origin): the
+    last value and the last season are run as a user runs them and need no training window, so
+    their skill rows have scores (they were empty: 6 + 3 steps were asked for)."""
+    years = pd.date_range("2001", periods=17, freq="YS")
+    rng = np.random.default_rng(0)
+    df = pd.concat([pd.DataFrame({"item_id": name, "timestamp": years, "target": np.cumsum(rng.normal(size=17))})
+                    for name in "abc"])
+    f = Forecaster("drift", prediction_length=3).fit(df[df.timestamp < years[-3]])
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        skill = backtest(f, df, n_windows=3, baselines=NAIVE).skill.set_index("baseline")
+    assert not [w for w in said if "could not be run" in str(w.message)]
+    assert np.isfinite(skill.loc[list(NAIVE), "mse_ratio"]).all()
+
+
 def test_a_perfect_baseline_gives_an_infinite_ratio_not_an_error():
     """A baseline that forecasts every scored entry exactly: its MSE is 0 and the model's ratio to it inf."""
     df = pd.DataFrame({"y": np.sin(np.arange(140.0))}, index=pd.date_range("2024-01-01", periods=140, freq="h"))

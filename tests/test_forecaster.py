@@ -203,6 +203,22 @@ def test_seasonal_naive_needs_no_training():
     np.testing.assert_allclose(fc.loc[fc.item_id == "load", "mean"].values, expected, rtol=1e-5)
 
 
+@pytest.mark.parametrize(("model", "freq", "length", "horizon", "context", "expected"), [
+    ("naive", "YS", 8, 3, 6, [7.0] * 3),  # its default context, 6, and the horizon: 9 steps were asked for
+    ("naive", "YS", 4, 3, 4, [3.0] * 3),  # shorter than the default context: it reads the whole series
+    ("seasonal_naive", "W-SUN", 60, 4, 52, [8.0, 9.0, 10.0, 11.0]),  # a year of weeks: 52 + 4 were asked for
+])
+def test_the_naive_rules_forecast_a_series_shorter_than_their_context_and_horizon(model, freq, length, horizon,
+                                                                                 context, expected):
+    """A rule on each window is fitted on no training window: like statsforecast's Naive, it
+    forecasts any series that holds its rule's steps (the last value, the last season), its
+    context capped by the series."""
+    df = pd.DataFrame({"y": np.arange(float(length))}, index=pd.date_range("2000", periods=length, freq=freq))
+    f = Forecaster(model, prediction_length=horizon).fit(df)
+    assert f.context_length == context
+    np.testing.assert_allclose(f.predict()["mean"], expected, rtol=1e-6)
+
+
 @pytest.mark.parametrize("make, match", [
     (lambda: Forecaster("nope", prediction_length=3), "known models: .*rsa_informer"),
     (lambda: Forecaster("dlinear", prediction_length=0), "prediction_length must be an integer >= 1"),

@@ -147,7 +147,8 @@ def context_for(settings: ForecasterSettings, panel: Panel, val: Panel | None) -
     (:func:`history_for`) the longest series; else the one set, else the model's default
     (:meth:`~tsrec.models.base.ForecastModel.default_context` at the frequency's season), capped
     so that the shortest series still holds one training window and its validation windows,
-    and never below twice the horizon."""
+    and never below twice the horizon; for a rule on each window, fitted on none (naive, seasonal
+    naive), capped by the shortest series alone (the last value needs no training window)."""
     window = settings.window
     model_class = model_spec(settings.model).model_class
     if model_class.whole_history:
@@ -156,9 +157,11 @@ def context_for(settings: ForecasterSettings, panel: Panel, val: Panel | None) -
         return window.context_length
     horizon = window.prediction_length
     wanted = model_class.default_context(horizon, seasonality(panel.calendar))
+    shortest = min(len(item) for item in panel.items)
+    if not (model_class.trainable or model_class.fits_windows):
+        return min(wanted, shortest)
     if wanted <= 2 * horizon:
         return wanted
-    shortest = min(len(item) for item in panel.items)
     windows = 0 if val is not None else \
         default_val_windows(shortest, horizon) if window.val_windows is None else window.val_windows
     extra = horizon + windows - 1 if windows else 0
@@ -209,13 +212,12 @@ def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = No
     # A model that is not trained (statistical, seasonal naive, the ridge, an ensemble of members fitted
     # already) has nothing to validate: its scaler and the data's cycles come from all the history.
     val_windows = settings.window.val_windows if trainable or val is not None else 0
-    # A model that reads whole histories, or an ensemble of members fitted already, has no windows
-    # to split: the split sets the training part the scaler and the data's cycles are taken from,
-    # which needs no context (a shorter series than the context is read padded).
-    whole = model_class.whole_history or prefitted is not None
-    prepared = prepare(read, val, 1 if whole else context, horizon, val_windows=val_windows,
-                       robust=settings.window.robust, nonnegative=settings.window.nonnegative,
-                       windows=trainable or (model_class.fits_windows and prefitted is None))
+    # A model fitted on no window (one that reads whole histories, a rule on each window such as
+    # seasonal naive, an ensemble of members fitted already) has no windows to split: the split sets
+    # the training part the scaler and the data's cycles are taken from, which needs no context.
+    windows = trainable or (model_class.fits_windows and prefitted is None)
+    prepared = prepare(read, val, context if windows else 1, horizon, val_windows=val_windows,
+                       robust=settings.window.robust, nonnegative=settings.window.nonnegative, windows=windows)
     facts = _facts(read, prepared.split, prepared.encoder)
     effective = settings if prefitted is None else dataclasses.replace(settings, network=prefitted.network)
     if prefitted is None:  # RSAConfig(prior="ets"): the ETS fit of the training part the REMs start from
