@@ -7,8 +7,9 @@ thread; and against another checkout of tsrec (``--code DIR``, e.g. an earlier c
 
 Datasets (default :data:`DATASETS`): those of ``benchmarks/configs/unseen_like.toml`` (loaded from
 their PyPI packages, each series' first 80%, as the benchmark fits on), ``monthly_panel``, a synthetic panel of 145
-monthly series of 285 steps (trend, a yearly cycle and noise; the issue-36 shape), and ``daily_panel``, 8
-synthetic daily series of 6,000 days (issue 46's backtest target: ``--backtest-windows 60``).
+monthly series of 285 steps (trend, a yearly cycle and noise; the issue-36 shape), ``daily_panel``, 8
+synthetic daily series of 6,000 days (issue 46's backtest target: ``--backtest-windows 60``), and
+``half_hourly``, one synthetic half-hourly series of 12 weeks with a daily and a weekly cycle (MSTL's shape).
 
 Per dataset and repeat, one after another: statsforecast's AutoETS + AutoCES + AutoTheta fit and
 forecast (this process); the default fitted, its ``predict`` and a 10-window (``--backtest-windows``) backtest of it (no
@@ -71,6 +72,19 @@ def daily_panel(series: int = 8, steps: int = 6000, seed: int = 0) -> tuple[pd.D
     return pd.concat(frames, ignore_index=True), 14, 7
 
 
+def half_hourly(steps: int = 4032, seed: int = 0) -> tuple[pd.DataFrame, int, int]:
+    """One half-hourly series of ``steps`` (12 weeks: a load-like daily profile, quieter weekends, a
+    slow random-walk level and noise), horizon 48 (a day), season 48: the shape where auto tries
+    MSTL (a day and a week)."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(steps)
+    day = 30 + 10 * np.sin(2 * np.pi * (t % 48) / 48 - 2) + 4 * np.sin(4 * np.pi * (t % 48) / 48)
+    weekend = np.where((t // 48) % 7 >= 5, 0.8, 1.0)
+    y = 100 + np.cumsum(rng.normal(0, 0.2, steps)) + day * weekend + rng.normal(0, 1.5, steps)
+    return pd.DataFrame({"item_id": "load", "timestamp": pd.date_range("2000-06-05", periods=steps, freq="30min"),
+                         "target": y}), 48, 48
+
+
 def unseen_like(name: str) -> tuple[pd.DataFrame, int, int]:
     """Dataset ``name`` of the unseen_like config: its first 80% per series (missing values carried
     forward, as the benchmark's models read them), its horizon and season."""
@@ -96,7 +110,7 @@ STATSFORECAST = {"ets": "AutoETS", "theta": "AutoTheta", "ces": "AutoCES", "dyna
 #: cross-validation; issue 46's is 60 windows of the 8 x 6,000 daily panel, ``--backtest-windows 60``).
 BACKTEST_WINDOWS = 10
 #: The synthetic datasets, by name.
-SYNTHETIC = {"monthly_panel": monthly_panel, "daily_panel": daily_panel}
+SYNTHETIC = {"monthly_panel": monthly_panel, "daily_panel": daily_panel, "half_hourly": half_hourly}
 
 
 def load(name: str) -> tuple[pd.DataFrame, int, int]:
