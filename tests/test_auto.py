@@ -587,11 +587,45 @@ def test_a_series_too_short_to_validate_gets_an_error_saying_how_long_it_must_be
     failed with its own copy of a message that suggested fewer validation windows than one)."""
     df = pd.DataFrame({"y": 10 + np.random.default_rng(0).normal(0, 1, 40)},
                       index=pd.date_range("2020-01-01", periods=40, freq="MS"))
-    with pytest.raises(ValueError, match=r"^the series has 40 steps up to its last observed value: .* so auto needs "
-                                         r"49 steps\. Use prediction_length <= 19, drop the short series, or fit a "
+    with pytest.raises(ValueError, match=r"^no series holds 49 steps up to its last observed value \(the longest, "
+                                         r"the series, has 40\): .* Use prediction_length <= 19, or fit a "
                                          r"statistical model by name"):
         Forecaster(prediction_length=24).fit(df)
     assert len(Forecaster(prediction_length=19).fit(df).predict()) == 19
+
+
+def ragged(lengths, seed=0):
+    """A long frame of monthly series of ``lengths`` ending on the same month (a yearly cycle and noise)."""
+    rng = np.random.default_rng(seed)
+    return pd.concat([pd.DataFrame({"item_id": f"s{i}", "timestamp": pd.date_range(end="2024-12-01", periods=n,
+                                                                                   freq="MS"),
+                                    "target": 50 + 10 * np.sin(np.arange(n) * 2 * np.pi / 12) + rng.normal(size=n)})
+                      for i, n in enumerate(lengths)])
+
+
+def test_a_series_too_short_to_validate_is_forecast_by_the_ensemble_chosen_on_the_others(validations):
+    """A new series of 15 months in a panel of 10-year ones (horizon 12: 25 steps validate): it holds
+    out nothing, the others are validated as without it, and the members fitted on all the history
+    forecast it, with bands; a warning names it (the whole fit was refused for it)."""
+    with pytest.warns(UserWarning, match=r"auto: 1 series hold fewer than 2 x prediction_length \+ 1 = 25 steps "
+                                         r"\(item 's3' \(15 steps\)\), too few .* the other 3 forecasts them"):
+        f = Forecaster(prediction_length=12, candidates=("ets", "theta", "naive")).fit(ragged([120, 120, 120, 15]))
+    validation = validations[-1]
+    assert validation.count.tolist()[3] == 0 and validation.first[3] == 15 and set(validation.items) == {0, 1, 2}
+    alone = Forecaster(prediction_length=12, candidates=("ets", "theta", "naive")).fit(ragged([120, 120, 120]))
+    np.testing.assert_allclose(f.leaderboard.set_index("model").val_score,
+                               alone.leaderboard.set_index("model").val_score, rtol=1e-9)
+    forecast = f.predict(levels=[80])
+    new = forecast[forecast.item_id == "s3"]
+    assert len(new) == 12 and np.isfinite(new[["mean", "0.1", "0.9"]].to_numpy()).all()
+    assert (new["0.1"] < new["mean"]).all() and (new["mean"] < new["0.9"]).all()
+
+
+def test_a_series_shorter_than_the_members_shortest_history_is_named():
+    with pytest.raises(ValueError, match=r"^item 's1' has 9 steps up to its last observed value, fewer than "
+                                         r"prediction_length \+ 1 = 13, the shortest history auto's members are fitted "
+                                         r"on: drop it, or use prediction_length <= 8"):
+        Forecaster(prediction_length=12).fit(ragged([120, 9]))
 
 
 def two_cycles(weeks=5):

@@ -160,6 +160,38 @@ def _warn_missing_tails(panel: Panel, ends: np.ndarray) -> None:
                   "last observation", UserWarning, stacklevel=5)
 
 
+def _validated(panel: Panel, ends: np.ndarray, horizon: int) -> np.ndarray:
+    """``[I]`` bool: the series of ``panel`` (observed up to ``ends`` ``[I]``) that hold a validation
+    window and the history before it, ``2 H + 1`` steps (``H``: ``horizon``). A shorter one is not
+    validated: the candidates are fitted on all of it and the members forecast it (as AutoGluon
+    leaves such series out of its validation), with a warning naming it; ``ValueError`` where no
+    series is long enough, or one is shorter than the members' shortest history (``H + 1``)."""
+    validated = ends >= 2 * horizon + 1
+    if not validated.any():
+        longest = int(np.argmax(ends))
+        raise ValueError(
+            f"no series holds {2 * horizon + 1} steps up to its last observed value (the longest, "
+            f"{panel.item_label(longest)}, has {ends[longest]}): auto validates its candidates on each series' last "
+            f"prediction_length={horizon} steps and fits them on the steps before, which must hold at least "
+            f"prediction_length + 1 = {horizon + 1} (each candidate's shortest history). Use prediction_length <= "
+            f"{max(1, (int(ends[longest]) - 1) // 2)}, or fit a statistical model by name, which is not validated "
+            f"(Forecaster('ets', prediction_length={horizon}) forecasts from {horizon + 1} steps)")
+    if (short := np.flatnonzero(ends < horizon + 1)).size:
+        more = f" (and {len(short) - 1} more series)" if len(short) > 1 else ""
+        raise ValueError(
+            f"{panel.item_label(int(short[0]))} has {ends[short[0]]} steps up to its last observed value, fewer than "
+            f"prediction_length + 1 = {horizon + 1}, the shortest history auto's members are fitted on{more}: drop "
+            f"{'them' if more else 'it'}, or use prediction_length <= {max(1, int(ends[short].min()) - 1)}")
+    if (unvalidated := np.flatnonzero(~validated)).size:
+        named = ", ".join(f"{panel.item_label(int(i))} ({ends[i]} steps)" for i in unvalidated[:5])
+        more = f" and {len(unvalidated) - 5} more" if len(unvalidated) > 5 else ""
+        warnings.warn(f"auto: {len(unvalidated)} series hold fewer than 2 x prediction_length + 1 = {2 * horizon + 1} "
+                      f"steps ({named}{more}), too few for a validation window and the history before it: they are "
+                      f"not validated, and the ensemble chosen on the other {int(validated.sum())} forecasts them",
+                      UserWarning, stacklevel=5)
+    return validated
+
+
 def _unsuited(name: str, before: Panel, found: Intermittency) -> str | None:
     """Why candidate ``name`` is not tried on data whose history before the validation windows is
     ``before`` and whose intermittency is ``found`` (the leaderboard's note), or None: ``mstl``
@@ -243,17 +275,8 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
                          "where it has data")
     _warn_missing_tails(panel, ends)
     channels = len(panel.columns) if panel.layout == "wide" else 1
-    windows = validation_windows(len(panel.items) * channels, int(ends.min()), horizon)
-    short = int(np.argmin(ends))  # fewer than 2 H + 1 steps leave one window, and too little before it
-    if ends[short] - windows * horizon < horizon + 1:
-        raise ValueError(
-            f"{panel.item_label(short)} has {ends[short]} steps up to its last observed value: auto validates its "
-            f"candidates on each series' last prediction_length={horizon} steps and fits them on the steps before, "
-            f"which must hold at "
-            f"least prediction_length + 1 = {horizon + 1} (each candidate's shortest history), so auto needs "
-            f"{2 * horizon + 1} steps. Use prediction_length <= {max(1, (int(ends[short]) - 1) // 2)}, drop the short "
-            f"series, or fit a statistical model by name, which is not validated (Forecaster('ets', "
-            f"prediction_length={horizon}) forecasts from {horizon + 1} steps)")
+    validated = _validated(panel, ends, horizon)  # [I]
+    windows = validation_windows(int(validated.sum()) * channels, int(ends[validated].min()), horizon)
     calibrating = settings.conformal.windows != 0
     wanted = settings.conformal.windows or default_windows(len(panel.items) * channels)
     stride = validation_stride(horizon, windows, wanted)
@@ -261,7 +284,8 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     found = intermittency([item.values for item in panel.items], [item.observed for item in panel.items])
     metric = eval_metric_for(settings.network.eval_metric, found)
     settings = dataclasses.replace(settings, network=dataclasses.replace(settings.network, eval_metric=metric))
-    validation = Validation.of(observed.panel, ends, windows, horizon, stride, metric, metric_season(panel.calendar))
+    validation = Validation.of(observed.panel, ends, windows, horizon, stride, metric, metric_season(panel.calendar),
+                               validated)
     candidates = Candidates(settings, validation, observed, read.schema.covariates)
     history = observed.panel.head(validation.first)  # what the candidates are validated from
     scores = Scores(validation)
@@ -373,7 +397,8 @@ def _calibration_windows(candidates: Candidates, chosen: list[tuple[str, float]]
     items, origins, mean = validation.items, validation.origins, ensemble
     blocks, failed = 0, ""
     for block in range(1, (0 if refit else calibration_blocks(validation)) + 1):
-        first = validation.first - block * validation.horizons * validation.truth.shape[1]  # [I]
+        span = validation.horizons * validation.truth.shape[1]  # [I] a series not validated forecasts no block
+        first = np.where(validation.validated, validation.first - block * span, validation.first)
         try:
             results = [(weight, candidates.forecast(name, first, like=variants.get(name))[1])
                        for name, weight in chosen]

@@ -130,7 +130,7 @@ class Candidates:
         horizon = validation.truth.shape[1]
         if not model_spec(name).model_class.forecast_refits or validation.windows == validation.horizons:
             return self.origins(name, fit, validation.first, validation.count, validation.stride), ""
-        count = np.full_like(validation.count, validation.horizons)  # [I]
+        count = np.where(validation.validated, validation.horizons, 0)  # [I]
         windows = validation.independent  # [I * horizons]
         independent = self.origins(name, fit, validation.first, count, horizon)
         scores.check(name, independent, windows)
@@ -141,7 +141,7 @@ class Candidates:
             return None, (f"stopped after {validation.horizons} of {validation.windows} origins per series (each of "
                           f"its forecasts costs about a fit): {behind} on them")
         # the origins k strides past each independent one (none past the last: the validation ends there)
-        between = [self.origins(name, fit, validation.first + k * validation.stride, count - 1, horizon)
+        between = [self.origins(name, fit, validation.first + k * validation.stride, np.maximum(count - 1, 0), horizon)
                    for k in range(1, horizon // validation.stride)] if validation.horizons > 1 else []
         return merged([independent, *between]), ""
 

@@ -133,9 +133,9 @@ class Validation:
 
     Attributes:
         first: ``[I]`` int64, each series' first held-out step (grid position): the candidates are
-            fitted on the steps before it.
+            fitted on the steps before it (all of a series' observed steps where it is not validated).
         count: ``[I]`` int64, origins per series, ``stride`` apart, the last one's window ending at
-            the series' last observed step.
+            the series' last observed step; 0 for a series too short to validate (:meth:`of`).
         stride: steps between origins (a divisor of the horizon: on short data the windows overlap,
             and every one is scored).
         horizons: windows per series one horizon apart (the independent evidence).
@@ -161,11 +161,13 @@ class Validation:
 
     @classmethod
     def of(cls, panel: Panel, ends: np.ndarray, windows: int, horizon: int, stride: int, metric: str,
-           season: int) -> Validation:
+           season: int, validated: np.ndarray | None = None) -> Validation:
         """``windows`` horizons held out before each series' observed end ``ends`` ``[I]`` of
-        ``panel``, forecast from origins ``stride`` apart, scored by ``metric`` (``season``: MASE's)."""
-        first = ends - windows * horizon  # [I]
-        count = np.full(len(ends), (windows - 1) * horizon // stride + 1, dtype=np.int64)  # [I]
+        ``panel``, forecast from origins ``stride`` apart, scored by ``metric`` (``season``: MASE's);
+        ``validated`` ``[I]`` bool (None: all): the series that are, the others hold out nothing."""
+        validated = np.ones(len(ends), dtype=bool) if validated is None else validated
+        first = np.where(validated, ends - windows * horizon, ends)  # [I]
+        count = np.where(validated, (windows - 1) * horizon // stride + 1, 0).astype(np.int64)  # [I]
         items, origins = window_origins(first, count, stride)  # [W] each
         truth, seen = window_values(panel, items, origins, horizon)  # [W, H, C] each
         return cls(first, count, stride, windows, items, origins, np.where(seen, truth, np.nan), metric,
@@ -177,9 +179,14 @@ class Validation:
         return int(self.count.max())
 
     @property
+    def validated(self) -> np.ndarray:
+        """``[I]`` bool: the series that hold validation windows."""
+        return self.count > 0
+
+    @property
     def evidence(self) -> int:
-        """Independent windows scored: series x channels x windows one horizon apart."""
-        return int(len(self.first) * self.truth.shape[2] * self.horizons)
+        """Independent windows scored: validated series x channels x windows one horizon apart."""
+        return int(np.count_nonzero(self.validated) * self.truth.shape[2] * self.horizons)
 
     @property
     def independent(self) -> np.ndarray:
@@ -309,9 +316,9 @@ def calibration_blocks(validation: Validation) -> int:
     validation's windows moved one validation span earlier and forecast by the chosen members
     fitted on the history before it: as many as bring the independent windows to
     :data:`CALIBRATION_EVIDENCE` (none where the validation holds that many), at most
-    :data:`MAX_CALIBRATION_BLOCKS`, and only while every series keeps at least half the history its
+    :data:`MAX_CALIBRATION_BLOCKS`, and only while every validated series keeps at least half the history its
     validation fit had (a model fitted on much less would forecast worse than the one calibrated)."""
     wanted = math.ceil(CALIBRATION_EVIDENCE / max(1, validation.evidence)) - 1
     span = validation.horizons * validation.truth.shape[1]  # steps per block
-    room = int((validation.first // 2 // span).min())  # blocks that leave each series half its history
+    room = int((validation.first[validation.validated] // 2 // span).min())  # blocks that leave each series half its history
     return max(0, min(wanted, MAX_CALIBRATION_BLOCKS, room))
