@@ -621,6 +621,17 @@ def test_a_series_too_short_to_validate_is_forecast_by_the_ensemble_chosen_on_th
     assert (new["0.1"] < new["mean"]).all() and (new["mean"] < new["0.9"]).all()
 
 
+def test_the_models_fitted_on_windows_stay_candidates_beside_a_short_series():
+    """The ridge and the trees skip the new series in their fits (it holds no window of theirs) and
+    are scored on the others; they had failed for it, leaving the panel to the statistical models."""
+    with pytest.warns(UserWarning, match="not validated"):
+        f = Forecaster(prediction_length=12, candidates=("ridge", "gbm", "naive")).fit(ragged([120, 120, 120, 15]))
+    board = f.leaderboard.set_index("model")
+    assert np.isfinite(board.loc[["ridge", "gbm"], "val_score"]).all() and board.weight.sum() == pytest.approx(1)
+    assert (board.note.fillna("") == "").all()
+    assert np.isfinite(f.predict().query("item_id == 's3'")["mean"]).all()
+
+
 def test_a_series_shorter_than_the_members_shortest_history_is_named():
     with pytest.raises(ValueError, match=r"^item 's1' has 9 steps up to its last observed value, fewer than "
                                          r"prediction_length \+ 1 = 13, the shortest history auto's members are fitted "

@@ -219,6 +219,38 @@ def test_the_naive_rules_forecast_a_series_shorter_than_their_context_and_horizo
     np.testing.assert_allclose(f.predict()["mean"], expected, rtol=1e-6)
 
 
+def ragged_monthly(lengths, seed=0):
+    """A long frame of monthly series of ``lengths`` ending on the same month (a yearly cycle, noise)."""
+    rng = np.random.default_rng(seed)
+    return pd.concat([pd.DataFrame({"item_id": f"s{i}", "timestamp": pd.date_range(end="2024-12-01", periods=n,
+                                                                                   freq="MS"),
+                                    "target": 50 + 10 * np.sin(np.arange(n) * 2 * np.pi / 12) + rng.normal(size=n)})
+                      for i, n in enumerate(lengths)], ignore_index=True)
+
+
+@pytest.mark.parametrize("model", ["ridge", "gbm"])
+def test_a_model_fitted_on_windows_skips_a_series_too_short_for_one_and_forecasts_it(model, tmp_path):
+    """A new series of 15 months beside 10-year ones (a window is 24 + 12 steps): it gives no
+    training window, so the fit is the one without it, and it is forecast from a window padded with
+    unobserved steps, after a save and load too (the whole fit was refused for it)."""
+    df = ragged_monthly([120, 120, 120, 15])
+    f = Forecaster(model, prediction_length=12).fit(df)
+    assert f.context_length == 24
+    forecast = f.predict()
+    alone = Forecaster(model, prediction_length=12).fit(df[df.item_id != "s3"]).predict()
+    np.testing.assert_allclose(forecast[forecast.item_id != "s3"]["mean"], alone["mean"], rtol=1e-6)
+    new = forecast[forecast.item_id == "s3"]["mean"]
+    assert len(new) == 12 and np.isfinite(new).all() and 30 < new.min() and new.max() < 70
+    f.save(tmp_path / "m")
+    pd.testing.assert_frame_equal(Forecaster.load(tmp_path / "m").predict(), forecast)
+
+
+def test_a_rule_forecasts_a_series_shorter_than_the_horizon():
+    """The last value needs one step: three months forecast a year (13 steps were asked for)."""
+    df = pd.DataFrame({"y": [1.0, 2.0, 3.0]}, index=pd.date_range("2024-01-01", periods=3, freq="MS"))
+    np.testing.assert_allclose(Forecaster("naive", prediction_length=12).fit(df).predict()["mean"], 3.0, rtol=1e-6)
+
+
 @pytest.mark.parametrize("make, match", [
     (lambda: Forecaster("nope", prediction_length=3), "known models: .*rsa_informer"),
     (lambda: Forecaster("dlinear", prediction_length=0), "prediction_length must be an integer >= 1"),

@@ -93,10 +93,11 @@ class _Stacked:
 
 
 def _origins(panel: Panel, stacked: _Stacked, context: int, horizon: int, start: int | str | pd.Timestamp | None,
-             n_windows: int | None, stride: int, *, whole_history: bool = False) -> tuple[np.ndarray, np.ndarray]:
+             n_windows: int | None, stride: int, *, padded: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Per item the first forecast origin (grid position of the first forecast step) and the number
     of windows, ``[I]`` int64 each; the origins are ``stride`` apart. A window needs ``context``
-    earlier steps, or, for a model that reads whole histories (``whole_history``), one."""
+    earlier steps, or, for a model whose windows may be ``padded`` (one that reads whole histories,
+    or is fitted on windows: :attr:`~tsrec.models.base.ForecastModel.pads_short_series`), one."""
     last = stacked.length - horizon  # [I] the last origin whose window fits
     if start is None:
         first = last - stride * ((1 if n_windows is None else n_windows) - 1)
@@ -104,11 +105,11 @@ def _origins(panel: Panel, stacked: _Stacked, context: int, horizon: int, start:
         first = np.full_like(last, int(start))
     else:
         first = _positions(panel, stacked, pd.Timestamp(start))
-    if whole_history and (early := np.flatnonzero(first < 1)).size:
+    if padded and (early := np.flatnonzero(first < 1)).size:
         i = early[0]
         raise ValueError(f"{panel.item_label(i)}: the first backtest window would start at position {first[i]}, "
                          "with no earlier step to forecast from; start later, or use fewer windows")
-    if not whole_history and (early := np.flatnonzero(first < context)).size:
+    if not padded and (early := np.flatnonzero(first < context)).size:
         i = early[0]
         raise ValueError(f"{panel.item_label(i)}: the first backtest window would start at position {first[i]}, "
                          f"but each window needs context_length={context} earlier steps; start later, use fewer "
@@ -270,8 +271,8 @@ def _backtest_errors(forecaster: Forecaster, df: Source, *, start: int | str | p
     horizon, context = forecaster.prediction_length, forecaster.context_length
     stride = stride or horizon
     stacked = _Stacked.of(panel)
-    whole = _reads_whole_history(forecaster)
-    first, count = _origins(panel, stacked, context, horizon, start, n_windows, stride, whole_history=whole)  # [I] each
+    padded = _pads_short_series(forecaster)
+    first, count = _origins(panel, stacked, context, horizon, start, n_windows, stride, padded=padded)  # [I] each
     y = np.where(stacked.observed, stacked.values, np.nan)  # [R, C]
     season = season_length or metric_season(panel.calendar)
     scale = seasonal_scale(y, season, lengths=stacked.length, ends=first)  # [I, C]
@@ -300,14 +301,16 @@ def _refitted(forecaster: Forecaster, read: Read, ends: np.ndarray) -> Forecaste
     return forecaster.unfitted_copy().fit_read(read.before(ends))
 
 
-def _reads_whole_history(forecaster: Forecaster) -> bool:
-    """Whether ``forecaster``'s model reads whole histories (its windows may start from a
-    series' first step): the fitted network's answer, else its class's (a backtest that refits)."""
+def _pads_short_series(forecaster: Forecaster) -> bool:
+    """Whether ``forecaster``'s windows may start from a series' first step, padded
+    (:attr:`~tsrec.models.base.ForecastModel.pads_short_series`): the fitted model's answer, else
+    its class's (a backtest that refits)."""
     if forecaster.model is not None:
-        return forecaster.model.reads_whole_history
+        return forecaster.model.pads_short_series
     from tsrec.models import model_spec
 
-    return model_spec(forecaster.model_name).model_class.whole_history
+    model_class = model_spec(forecaster.model_name).model_class
+    return model_class.whole_history or model_class.fits_windows
 
 
 def score_backtest(forecaster: Forecaster, errors: pd.DataFrame) -> BacktestResult:

@@ -111,14 +111,16 @@ class Prepared:
 
 
 def prepare(read: Read, val: Read | None, context: int, horizon: int, *, val_windows: int | None, robust: bool,
-            nonnegative: bool, windows: bool) -> Prepared:
+            nonnegative: bool, windows: bool, skip_short: bool = False) -> Prepared:
     """Split ``read`` (validation windows from its end, or ``val``'s), fit the target scaler (with
     ``robust``, :attr:`WindowConfig.robust <tsrec.config.WindowConfig.robust>`, isolated far values
     left out; with ``nonnegative``, the floor of the series never negative) and the covariate encoding on the training rows of each series, and with ``windows``
     build the training and validation :class:`WindowDataset` (isolated far values missing when the
-    scaler is robust; a level shift kept, :func:`~tsrec.data.scaling.level_shifts`)."""
+    scaler is robust; a level shift kept, :func:`~tsrec.data.scaling.level_shifts`); with
+    ``skip_short``, a series too short for a training window gives none (:func:`~tsrec.data.split_panel`)."""
     panel = read.panel
-    split = split_panel(panel, context, horizon, val_windows=val_windows, val_panel=None if val is None else val.panel)
+    split = split_panel(panel, context, horizon, val_windows=val_windows, val_panel=None if val is None else val.panel,
+                        skip_short=skip_short)
     _require_observed(panel, split.train_end)
     scaler = StandardScaler.fit([s.values for s in panel.items], [s.observed for s in panel.items], split.train_end,
                                 robust=robust, nonnegative=nonnegative)
@@ -215,9 +217,15 @@ def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = No
     # A model fitted on no window (one that reads whole histories, a rule on each window such as
     # seasonal naive, an ensemble of members fitted already) has no windows to split: the split sets
     # the training part the scaler and the data's cycles are taken from, which needs no context.
-    windows = trainable or (model_class.fits_windows and prefitted is None)
+    # A model fitted on windows at once (the ridge, the trees) skips a series too short for one and
+    # forecasts it from a padded window (ForecastModel.pads_short_series); a rule on each window (naive,
+    # seasonal naive) needs no more of a series than its rule reads.
+    fits_windows = model_class.fits_windows and prefitted is None
+    windows = trainable or fits_windows
+    rule = not (trainable or model_class.fits_windows or model_class.whole_history or prefitted is not None)
     prepared = prepare(read, val, context if windows else 1, horizon, val_windows=val_windows,
-                       robust=settings.window.robust, nonnegative=settings.window.nonnegative, windows=windows)
+                       robust=settings.window.robust, nonnegative=settings.window.nonnegative, windows=windows,
+                       skip_short=fits_windows or rule)
     facts = _facts(read, prepared.split, prepared.encoder)
     effective = settings if prefitted is None else dataclasses.replace(settings, network=prefitted.network)
     if prefitted is None:  # RSAConfig(prior="ets"): the ETS fit of the training part the REMs start from

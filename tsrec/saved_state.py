@@ -285,12 +285,14 @@ def _inconsistencies(state: FittedState) -> list[str]:
 
 def _history_shapes(state: FittedState, channels: int) -> tuple[str, Any, str, Any]:
     """The check of the history's shapes: ``[context_length, channels]`` for every series, or for a
-    model that reads whole histories at most ``context_length`` steps (each series as it was); a
+    model that pads short series (one that reads whole histories, or is fitted on windows:
+    :attr:`~tsrec.models.base.ForecastModel.pads_short_series`) at most ``context_length`` steps
+    (each series as it was); a
     network that forecasts missing tails (:func:`~tsrec.data.tails.fill_tails`) keeps up to as many
     more steps as the longest tail."""
     context = state.resolved.window.context_length
     shapes = sorted({s.values.shape for s in state.history.items})
-    if state.model.reads_whole_history:
+    if state.model.pads_short_series:
         return ("the history's shapes", [list(shape) for shape in shapes if not (0 < shape[0] <= context
                                                                                 and shape[1] == channels)],
                 f"[1..{context} (context_length) steps, {channels} channels]", [])
