@@ -140,7 +140,10 @@ def worker(path: Path, horizon: int, backtests: bool, wanted: int = BACKTEST_WIN
 
             _, backtest_seconds = cpu(lambda: backtest(forecaster, frame, n_windows=windows, baselines=(), **columns))
     board = forecaster.leaderboard
+    network = forecaster.resolved_settings.network  # the ensemble's members and their settings
+    members = dict(zip(getattr(network, "members", ()), getattr(network, "member_configs", ())))
     return {"fit": fit_seconds, "predict": predict_seconds, "backtest": backtest_seconds, "windows": windows,
+            "mstl_seasons": members.get("mstl", {}).get("season_lengths"),
             "chosen": {m: float(w) for m, w in zip(board.model, board.weight) if w > 0},
             "notes": {m: n for m, n in zip(board.model, board.note) if isinstance(n, str) and n}}
 
@@ -175,14 +178,16 @@ def fit_statsforecast(frame: pd.DataFrame, horizon: int, season: int, freq: str)
 
 
 def cross_validation(frame: pd.DataFrame, horizon: int, season: int, freq: str, members: list[str],
-                     wanted: int = BACKTEST_WINDOWS) -> float:
+                     wanted: int = BACKTEST_WINDOWS, mstl_seasons: list[int] | None = None) -> float:
     """statsforecast's ``cross_validation(refit=False)`` over the backtest's windows
-    (:func:`windows_of`), one horizon apart, of the statistical ``members`` (CPU seconds; NaN
-    without any)."""
+    (:func:`windows_of`), one horizon apart, of the statistical ``members`` (an ``mstl`` member with
+    the ``mstl_seasons`` it was fitted with; CPU seconds; NaN without any)."""
     import statsforecast.models as sf
     from statsforecast import StatsForecast
 
     models = [getattr(sf, STATSFORECAST[m])(season_length=season) for m in members if m in STATSFORECAST]
+    if "mstl" in members and mstl_seasons:
+        models.append(sf.MSTL(season_length=list(mstl_seasons)))
     if not models:
         return math.nan
     df = frame.rename(columns={"item_id": "unique_id", "timestamp": "ds", "target": "y"})
@@ -243,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.code is not None:
                 before.append(run_worker(args.code, path, horizon, backtests=False))
             validations.append(cross_validation(frame, horizon, season, freq, list(runs[-1]["chosen"]),
-                                                args.backtest_windows))
+                                                args.backtest_windows, runs[-1].get("mstl_seasons")))
         fit, predict, backtest = (float(np.median([r[key] for r in runs])) for key in ("fit", "predict", "backtest"))
         sf, cv = float(np.median(theirs)), float(np.median(validations))
         chosen = ", ".join(f"{m} {w:.2f}" for m, w in runs[-1]["chosen"].items())
