@@ -69,7 +69,8 @@ def test_seasonal_naive_is_exact_on_a_periodic_series():
     df = pd.DataFrame({"y": np.tile([1.0, 5.0, 2.0, 7.0], 30)}, index=pd.date_range("2024", periods=120, freq="D"))
     f = Forecaster("seasonal_naive", prediction_length=4, context_length=8, season_length=4).fit(df)
     result = backtest(f, df, start=8, stride=1, season_length=4, baselines=NAIVE)
-    assert result.metric("mse", "original") == 0.0
+    assert result.metric("mse", "scaled") == 0.0  # the values as the model reads them, float32
+    assert result.metric("mse", "original") < 1e-12  # the data's own, against forecasts read back from float32
 
 
 def test_refit_uses_only_data_before_each_origin(monkeypatch):
@@ -140,6 +141,22 @@ def test_the_naive_baselines_score_a_short_history():
         skill = backtest(f, df, n_windows=3, baselines=NAIVE).skill.set_index("baseline")
     assert not [w for w in said if "could not be run" in str(w.message)]
     assert np.isfinite(skill.loc[list(NAIVE), "mse_ratio"]).all()
+
+
+def test_the_truth_is_the_datas_own_values_so_a_zero_is_inside_a_band_floored_at_zero():
+    """Counts of a rare item (most days 0, never negative: bands floored at 0): the errors' truth
+    is each value as given, not read back from the float32 windows (a 0 came back as -5e-9 and fell
+    outside every band, an 80% band covering 4% of a series), and the coverage counts those zeros."""
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"y": rng.poisson(0.3, 200).astype(float)}, index=pd.date_range("2024-01-01", periods=200))
+    f = Forecaster("ets", prediction_length=14, conformal_windows=20).fit(df.iloc[:-28])
+    result = backtest(f, df, n_windows=2, levels=[80])
+    e = result.errors
+    np.testing.assert_array_equal(e.y_true.to_numpy(), df.y.to_numpy()[-28:])
+    inside = (e["y_q0.1"] <= e.y_true) & (e.y_true <= e["y_q0.9"])
+    assert (e["y_q0.1"] == 0).all() and (e.y_true == 0).any() and inside[e.y_true == 0].all()
+    assert result.intervals.coverage.iloc[0] == pytest.approx(inside.mean())
+    assert inside.mean() >= (e.y_true == 0).mean()
 
 
 def test_a_perfect_baseline_gives_an_infinite_ratio_not_an_error():
@@ -250,7 +267,7 @@ def window_by_window(series, f, baselines, *, start=None, n_windows=None, stride
                 at = origin + h
                 true = z[at] if seen[at] else np.nan
                 rows.append({"item_id": item, "origin": stamps[origin], "step": h + 1, "timestamp": stamps[at],
-                             "y_true": true * scale + loc, "y_pred": model[h] * scale + loc, "y_true_scaled": true,
+                             "y_true": v[at], "y_pred": model[h] * scale + loc, "y_true_scaled": true,
                              "y_pred_scaled": model[h], "observed": bool(seen[at]),
                              "forecast": bool(seen[origin - context:origin].any()), "seasonal_error": seasonal_error,
                              **{key: value for name, (season, _) in baselines.items()

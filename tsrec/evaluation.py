@@ -491,7 +491,9 @@ def _window_frame(panel: Panel, stacked: _Stacked, forecaster: Forecaster, resul
     future = stacked.rows(items, origin, np.arange(horizon))  # [N, H] the forecast steps' rows
     truth, observed = _window_values(stacked, scaler, future, scaler_rows)  # [N, H, C] each, as the model reads it
     true_scaled = np.where(observed, truth.astype(scaled.dtype), np.nan)  # [N, H, C]
-    column["y_true"][:] = np.where(observed, scaler.inverse_transform(true_scaled, scaler_rows), np.nan).ravel()
+    # the data's own values, not those read back from float32: a 0 read back as -5e-9 fell outside a
+    # band floored at 0 (a never-negative series' intervals), and an intermittent series' 80% band covered 4%
+    column["y_true"][:] = np.where(observed, stacked.values[future], np.nan).ravel()
     column["y_pred"][:] = result.mean.ravel()
     column["seasonal_error"][:] = np.broadcast_to(scale[items][:, None, :], shape).ravel()
     for name, raw in baselines.forecasts.items():

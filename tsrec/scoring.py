@@ -77,8 +77,9 @@ class BacktestResult:
     Attributes:
         errors: one row per window, item (wide frames: per column), horizon step: ``item_id``,
             ``origin`` (timestamp of the window's first forecast step), ``step`` (1..H),
-            ``timestamp``, ``y_true``, ``y_pred`` (original units), ``y_true_scaled``,
-            ``y_pred_scaled`` (the fitted scaler's units), ``observed``, ``forecast`` and
+            ``timestamp``, ``y_true`` (the data's own value), ``y_pred`` (original units), ``y_true_scaled``,
+            ``y_pred_scaled`` (the fitted scaler's units: the values as the model reads them, float32),
+            ``observed``, ``forecast`` and
             ``seasonal_error`` (the series' in-sample seasonal-naive MAE before its first origin,
             MASE's scale, :func:`tsrec.metrics.seasonal_scale`; NaN without that much history); per
             baseline its forecast ``y_<baseline>`` and ``y_<baseline>_scaled`` (in the model's
