@@ -424,6 +424,27 @@ def test_file_errors_come_before_torch_is_imported(case, tmp_path):
     assert proc.stderr.startswith("tsrec: error: ") and proc.stderr.count("\n") == 1
 
 
+@pytest.mark.slow  # two auto fits in fresh processes, 22 s
+def test_a_warning_is_one_line_naming_tsrec_and_python_s_own_with_debug(tmp_path):
+    """auto's warning for a series it does not validate (a new store, 20 days beside 200, horizon 14)
+    reads as the errors do, not as Python's file, line number and source line."""
+    frame = pd.concat([pd.DataFrame({"unique_id": item, "ds": pd.date_range(end="2024-06-30", periods=n, freq="D"),
+                                     "y": 10 + np.sin(np.arange(n))}) for item, n in (("a", 200), ("b", 200),
+                                                                                      ("new", 20))])
+    frame.to_csv(tmp_path / "stores.csv", index=False)
+    argv = ["fit", "--data", str(tmp_path / "stores.csv"), "--prediction-length", "14", "--output",
+            str(tmp_path / "out")]
+    proc = subprocess.run([sys.executable, "-c", IMPORTED, *argv], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines() == ["tsrec: warning: auto: 1 series hold fewer than 2 x prediction_length + 1 = 29 "
+                                        "steps (item 'new' (20 steps)), too few for a validation window and the "
+                                        "history before it: they are not validated, and the ensemble chosen on the "
+                                        "other 2 forecasts them"]
+    debug = subprocess.run([sys.executable, "-c", IMPORTED, "--debug", *argv], capture_output=True, text=True,
+                           timeout=300)
+    assert "UserWarning: auto: 1 series hold fewer" in debug.stderr and "cli.py" in debug.stderr
+
+
 def test_gluonts_json_warning_is_silenced(tmp_path):
     """GluonTS warns at import when orjson/ujson are missing; tsrec's GluonTS imports hide it."""
     code = ("import tsrec.interop.gluonts\n"

@@ -727,19 +727,32 @@ def _sigterm_raises() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _log_lines() -> Iterator[None]:
-    """The warnings tsrec logs (what a training stopped by a signal kept) as ``tsrec: ...`` lines on stderr."""
+def _log_lines(debug: bool) -> Iterator[None]:
+    """The warnings tsrec logs (what a training stopped by a signal kept) as ``tsrec: ...`` lines on
+    stderr, and the Python warnings it gives (a series auto does not validate, intervals that miss)
+    as ``tsrec: warning: ...`` lines, not Python's file, line and source; ``debug``: Python's own."""
     import logging
+    import warnings
 
     handler = logging.StreamHandler(sys.stderr)
     handler.setLevel(logging.WARNING)
     handler.setFormatter(logging.Formatter("tsrec: %(message)s"))
     logger = logging.getLogger("tsrec")
     logger.addHandler(handler)
+    shown = warnings.showwarning
+    if not debug:
+        warnings.showwarning = _warning_line
     try:
         yield
     finally:
         logger.removeHandler(handler)
+        warnings.showwarning = shown
+
+
+def _warning_line(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: Any = None, line: str | None = None) -> None:
+    """One warning as one ``tsrec: warning: ...`` line on stderr (:func:`warnings.showwarning`'s signature)."""
+    print(f"tsrec: warning: {' '.join(str(message).split())}", file=sys.stderr)
 
 
 def _interrupted(err: KeyboardInterrupt) -> int:
@@ -760,7 +773,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _error(err)
     except SystemExit as done:  # --help
         return int(done.code or 0)
-    with _sigterm_raises(), _log_lines():
+    with _sigterm_raises(), _log_lines(args.debug):
         try:
             check_inputs(args)
             return args.handler(args)  # torch and Lightning load in there, quietened where they train and predict
