@@ -99,9 +99,19 @@ def test_refit_uses_only_data_before_each_origin(monkeypatch):
                     origins[8] - pd.Timedelta(hours=1)]
 
 
+def test_a_window_with_fewer_steps_than_the_context_reads_them_as_predict_does(fitted):
+    """A network with a context of 24 forecast from 10 steps: the window is padded, as ``predict``
+    pads a series that short (it was refused, though predict forecast it)."""
+    df = frame()
+    errors = backtest(fitted, df, start=10, n_windows=1, baselines=()).errors
+    both = errors.merge(fitted.predict(df.iloc[:10]), on=["item_id", "timestamp"], validate="one_to_one")
+    assert len(both) == len(errors) == 12  # 6 steps of 2 columns
+    np.testing.assert_allclose(both.y_pred, both["mean"], rtol=1e-5)
+
+
 def test_backtest_errors(fitted):
-    with pytest.raises(ValueError, match="context_length=24"):
-        backtest(fitted, frame(), start=10)
+    with pytest.raises(ValueError, match="would start at position 0, with no earlier step to forecast from"):
+        backtest(fitted, frame(), start=0)
     with pytest.raises(ValueError, match="stride must be an integer >= 1"):
         backtest(fitted, frame(), stride=0)
     with pytest.raises(NotFittedError, match="not fitted"):

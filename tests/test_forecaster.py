@@ -205,14 +205,14 @@ def test_seasonal_naive_needs_no_training():
 
 @pytest.mark.parametrize(("model", "freq", "length", "horizon", "context", "expected"), [
     ("naive", "YS", 8, 3, 6, [7.0] * 3),  # its default context, 6, and the horizon: 9 steps were asked for
-    ("naive", "YS", 4, 3, 4, [3.0] * 3),  # shorter than the default context: it reads the whole series
+    ("naive", "YS", 4, 3, 6, [3.0] * 3),  # shorter than the context: read padded
     ("seasonal_naive", "W-SUN", 60, 4, 52, [8.0, 9.0, 10.0, 11.0]),  # a year of weeks: 52 + 4 were asked for
 ])
 def test_the_naive_rules_forecast_a_series_shorter_than_their_context_and_horizon(model, freq, length, horizon,
                                                                                  context, expected):
     """A rule on each window is fitted on no training window: like statsforecast's Naive, it
-    forecasts any series that holds its rule's steps (the last value, the last season), its
-    context capped by the series."""
+    forecasts any series that holds its rule's steps (the last value, the last season), a shorter
+    one than its context read padded."""
     df = pd.DataFrame({"y": np.arange(float(length))}, index=pd.date_range("2000", periods=length, freq=freq))
     f = Forecaster(model, prediction_length=horizon).fit(df)
     assert f.context_length == context
@@ -228,16 +228,17 @@ def ragged_monthly(lengths, seed=0):
                       for i, n in enumerate(lengths)], ignore_index=True)
 
 
-@pytest.mark.parametrize("model", ["ridge", "gbm"])
-def test_a_model_fitted_on_windows_skips_a_series_too_short_for_one_and_forecasts_it(model, tmp_path):
-    """A new series of 15 months beside 10-year ones (a window is 24 + 12 steps): it gives no
-    training window, so the fit is the one without it, and it is forecast from a window padded with
-    unobserved steps, after a save and load too (the whole fit was refused for it)."""
+@pytest.mark.parametrize("model, options", [("ridge", {}), ("gbm", {}), ("dlinear", TRAIN)])
+def test_a_series_too_short_for_a_training_window_gives_none_and_is_forecast(model, options, tmp_path):
+    """A new series of 15 months beside 10-year ones (a window is 24 + 12 steps, and a network's
+    validation windows more): it gives no training or validation window, so the fit is the one
+    without it, and it is forecast from a window padded with unobserved steps, after a save and
+    load too (the whole fit was refused for it)."""
     df = ragged_monthly([120, 120, 120, 15])
-    f = Forecaster(model, prediction_length=12).fit(df)
+    f = Forecaster(model, prediction_length=12, **options).fit(df)
     assert f.context_length == 24
     forecast = f.predict()
-    alone = Forecaster(model, prediction_length=12).fit(df[df.item_id != "s3"]).predict()
+    alone = Forecaster(model, prediction_length=12, **options).fit(df[df.item_id != "s3"]).predict()
     np.testing.assert_allclose(forecast[forecast.item_id != "s3"]["mean"], alone["mean"], rtol=1e-6)
     new = forecast[forecast.item_id == "s3"]["mean"]
     assert len(new) == 12 and np.isfinite(new).all() and 30 < new.min() and new.max() < 70

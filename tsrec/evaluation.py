@@ -36,11 +36,10 @@ from tsrec.data.scaling import OutlierWarning, StandardScaler
 from tsrec.data.schema import Schema
 from tsrec.data.source import Read, Source
 from tsrec.fitted import FittedState, ForecastResult
-from tsrec.fitting import context_for, fit_state
+from tsrec.fitting import fit_state
 from tsrec.forecaster import Forecaster
 from tsrec.forecasting import context_read, forecast_origins, interval_settings, window_origins
 from tsrec.metrics import seasonal_scale
-from tsrec.models import model_spec
 from tsrec.models.base import DEFAULT_QUANTILE_LEVELS
 from tsrec.models.parameters import refits
 from tsrec.nn.outputs import check_levels
@@ -92,12 +91,12 @@ class _Stacked:
         return self.start[items, None] + origin[:, None] + steps
 
 
-def _origins(panel: Panel, stacked: _Stacked, context: int, horizon: int, start: int | str | pd.Timestamp | None,
-             n_windows: int | None, stride: int, *, padded: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def _origins(panel: Panel, stacked: _Stacked, horizon: int, start: int | str | pd.Timestamp | None,
+             n_windows: int | None, stride: int) -> tuple[np.ndarray, np.ndarray]:
     """Per item the first forecast origin (grid position of the first forecast step) and the number
-    of windows, ``[I]`` int64 each; the origins are ``stride`` apart. A window needs ``context``
-    earlier steps, or, for a model whose windows may be ``padded`` (one that reads whole histories,
-    or is fitted on windows: :attr:`~tsrec.models.base.ForecastModel.pads_short_series`), one."""
+    of windows, ``[I]`` int64 each; the origins are ``stride`` apart. A window needs one earlier
+    step: one with fewer than ``context_length`` before it reads them padded, as ``predict`` reads
+    a series that short."""
     last = stacked.length - horizon  # [I] the last origin whose window fits
     if start is None:
         first = last - stride * ((1 if n_windows is None else n_windows) - 1)
@@ -105,15 +104,10 @@ def _origins(panel: Panel, stacked: _Stacked, context: int, horizon: int, start:
         first = np.full_like(last, int(start))
     else:
         first = _positions(panel, stacked, pd.Timestamp(start))
-    if padded and (early := np.flatnonzero(first < 1)).size:
+    if (early := np.flatnonzero(first < 1)).size:
         i = early[0]
         raise ValueError(f"{panel.item_label(i)}: the first backtest window would start at position {first[i]}, "
                          "with no earlier step to forecast from; start later, or use fewer windows")
-    if not padded and (early := np.flatnonzero(first < context)).size:
-        i = early[0]
-        raise ValueError(f"{panel.item_label(i)}: the first backtest window would start at position {first[i]}, "
-                         f"but each window needs context_length={context} earlier steps; start later, use fewer "
-                         "windows, or pass more history")
     if (late := np.flatnonzero(first > last)).size:
         i = late[0]
         raise ValueError(f"{panel.item_label(i)}: no backtest window fits: the first origin {first[i]} leaves fewer "
@@ -268,11 +262,10 @@ def _backtest_errors(forecaster: Forecaster, df: Source, *, start: int | str | p
     read = source.read(df, schema, categorical=() if fitted is None else fitted.categorical, freq=forecaster.freq,
                        gaps=forecaster.settings.window.gaps)
     panel, values = read.panel, read.covariates
-    horizon, context = forecaster.prediction_length, forecaster.context_length
+    horizon = forecaster.prediction_length
     stride = stride or horizon
     stacked = _Stacked.of(panel)
-    padded = _pads_short_series(forecaster)
-    first, count = _origins(panel, stacked, context, horizon, start, n_windows, stride, padded=padded)  # [I] each
+    first, count = _origins(panel, stacked, horizon, start, n_windows, stride)  # [I] each
     y = np.where(stacked.observed, stacked.values, np.nan)  # [R, C]
     season = season_length or metric_season(panel.calendar)
     scale = seasonal_scale(y, season, lengths=stacked.length, ends=first)  # [I, C]
@@ -299,18 +292,6 @@ def _refitted(forecaster: Forecaster, read: Read, ends: np.ndarray) -> Forecaste
     included), on each series' first ``ends`` ``[I]`` steps of ``read``: a slice of the arrays read
     (:meth:`Read.before <tsrec.data.source.Read.before>`), never the rows read again."""
     return forecaster.unfitted_copy().fit_read(read.before(ends))
-
-
-def _pads_short_series(forecaster: Forecaster) -> bool:
-    """Whether ``forecaster``'s windows may start from a series' first step, padded
-    (:attr:`~tsrec.models.base.ForecastModel.pads_short_series`): the fitted model's answer, else
-    its class's (a backtest that refits)."""
-    if forecaster.model is not None:
-        return forecaster.model.pads_short_series
-    from tsrec.models import model_spec
-
-    model_class = model_spec(forecaster.model_name).model_class
-    return model_class.whole_history or model_class.fits_windows
 
 
 def score_backtest(forecaster: Forecaster, errors: pd.DataFrame) -> BacktestResult:
@@ -426,10 +407,6 @@ def _run_baseline(name: str, read: Read, first: np.ndarray, count: np.ndarray, s
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            if not model_spec(name).model_class.whole_history:
-                before = read.before(np.where(count > 0, first, lengths))
-                context = min(context_for(settings, before.panel, None), int(first[count > 0].min()))
-                settings = ForecasterSettings.from_options(name, context_length=context, **options)
             for done in range(0, int(count.max()), every):
                 block_first, block_count = first + stride * done, np.clip(count - done, 0, every)  # [I] each
                 state = fit_state(read.before(np.where(block_count > 0, block_first, lengths)), settings).state

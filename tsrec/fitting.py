@@ -128,6 +128,8 @@ def prepare(read: Read, val: Read | None, context: int, horizon: int, *, val_win
                                    split.train_end)
     if not windows:
         return Prepared(split, scaler, encoder, None, None)
+    if skip_short and all(stop <= start for start, stop in split.train):  # no series holds a window:
+        split_panel(panel, context, horizon, val_windows=val_windows)  # the error that names the shortest
     encoded = encoder.encode(panel, read.covariates)
     train_set = WindowDataset.from_panel(panel, scaler, context, horizon, split.train, covariates=encoded,
                                          drop_far=True)
@@ -148,9 +150,10 @@ def context_for(settings: ForecasterSettings, panel: Panel, val: Panel | None) -
     """The context of a fit on ``panel``: for a model that reads whole histories
     (:func:`history_for`) the longest series; else the one set, else the model's default
     (:meth:`~tsrec.models.base.ForecastModel.default_context` at the frequency's season), capped
-    so that the shortest series still holds one training window and its validation windows,
-    and never below twice the horizon; for a rule on each window, fitted on none (naive, seasonal
-    naive), capped by the shortest series alone (the last value needs no training window)."""
+    so that at least half of the series (the lower median's length) hold one training window and
+    its validation windows (a shorter series gives none, and is forecast from a padded window), and
+    never below twice the horizon; for a rule on each window, fitted on none (naive, seasonal
+    naive), the model's default."""
     window = settings.window
     model_class = model_spec(settings.model).model_class
     if model_class.whole_history:
@@ -159,15 +162,14 @@ def context_for(settings: ForecasterSettings, panel: Panel, val: Panel | None) -
         return window.context_length
     horizon = window.prediction_length
     wanted = model_class.default_context(horizon, seasonality(panel.calendar))
-    shortest = min(len(item) for item in panel.items)
-    if not (model_class.trainable or model_class.fits_windows):
-        return min(wanted, shortest)
-    if wanted <= 2 * horizon:
+    if wanted <= 2 * horizon or not (model_class.trainable or model_class.fits_windows):
         return wanted
+    lengths = sorted(len(item) for item in panel.items)
+    typical = lengths[(len(lengths) - 1) // 2]  # at least half of the series are this long
     windows = 0 if val is not None else \
-        default_val_windows(shortest, horizon) if window.val_windows is None else window.val_windows
+        default_val_windows(typical, horizon) if window.val_windows is None else window.val_windows
     extra = horizon + windows - 1 if windows else 0
-    return max(2 * horizon, min(wanted, shortest - horizon - extra))
+    return max(2 * horizon, min(wanted, typical - horizon - extra))
 
 
 def history_for(model_class: type[ForecastModel], context_length: int | None, panel: Panel) -> int:
@@ -217,15 +219,12 @@ def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = No
     # A model fitted on no window (one that reads whole histories, a rule on each window such as
     # seasonal naive, an ensemble of members fitted already) has no windows to split: the split sets
     # the training part the scaler and the data's cycles are taken from, which needs no context.
-    # A model fitted on windows at once (the ridge, the trees) skips a series too short for one and
-    # forecasts it from a padded window (ForecastModel.pads_short_series); a rule on each window (naive,
-    # seasonal naive) needs no more of a series than its rule reads.
-    fits_windows = model_class.fits_windows and prefitted is None
-    windows = trainable or fits_windows
-    rule = not (trainable or model_class.fits_windows or model_class.whole_history or prefitted is not None)
+    # A series too short for a training window (and its validation windows) gives none, and is
+    # forecast from a padded window (as a rule on each window, naive or seasonal naive, forecasts any).
+    windows = trainable or (model_class.fits_windows and prefitted is None)
     prepared = prepare(read, val, context if windows else 1, horizon, val_windows=val_windows,
                        robust=settings.window.robust, nonnegative=settings.window.nonnegative, windows=windows,
-                       skip_short=fits_windows or rule)
+                       skip_short=not (model_class.whole_history or prefitted is not None))
     facts = _facts(read, prepared.split, prepared.encoder)
     effective = settings if prefitted is None else dataclasses.replace(settings, network=prefitted.network)
     if prefitted is None:  # RSAConfig(prior="ets"): the ETS fit of the training part the REMs start from
@@ -287,7 +286,8 @@ def _refit(resolved: ForecasterSettings, read: Read, context: int, run: _Run, bu
 
     training = resolved.training
     full = prepare(read, None, context, resolved.window.prediction_length, val_windows=0,
-                   robust=resolved.window.robust, nonnegative=resolved.window.nonnegative, windows=True)
+                   robust=resolved.window.robust, nonnegative=resolved.window.nonnegative, windows=True,
+                   skip_short=True)
     best_step = run.best_step if run.best_step is not None else run.budget["steps_run"]
     best_epoch = run.best_epoch if run.best_epoch is not None else len(run.history)
     plan = refit_budget(budget, best_step=max(best_step, 1), best_epoch=max(best_epoch, 1),

@@ -88,7 +88,7 @@ def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | No
     dataset = WindowDataset.for_prediction(
         recent, state.scaler, context, state.settings.window.prediction_length, scaler_rows=rows,
         covariates=_prediction_covariates(state, recent, values.tail(context), future_covariates),
-        padded=model.pads_short_series, dtype=window_dtype(model))
+        padded=True, dtype=window_dtype(model))
     learning = bands and method == "conformal" and state.calibration.update == "rolling"
     evidence = _evidence_after_fit(state, panel, values, rows, bands, batch_size) if learning else None
     cutoffs = np.full(len(panel.items), np.iinfo(np.int64).max) if evidence is not None else None
@@ -454,7 +454,7 @@ def forecast_origins(state: FittedState, panel: Panel, values: CovariateValues, 
     ranges = list(zip(first.tolist(), (first + stride * count).tolist()))
     dataset = WindowDataset.from_panel(panel, state.scaler, context_read(state, panel), horizon, ranges, stride=stride,
                                        scaler_rows=rows, covariates=state.covariates.encode(panel, values),
-                                       padded=state.model.pads_short_series, dtype=window_dtype(state.model))
+                                       padded=True, dtype=window_dtype(state.model))
     items, origins = window_origins(first, count, stride)  # [W] each
     if not (intervals and method == "conformal" and state.calibration.update == "rolling"):
         return forecast(state, dataset, rows[items], items, origins, levels=levels, intervals=intervals,

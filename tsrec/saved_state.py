@@ -284,25 +284,21 @@ def _inconsistencies(state: FittedState) -> list[str]:
 
 
 def _history_shapes(state: FittedState, channels: int) -> tuple[str, Any, str, Any]:
-    """The check of the history's shapes: ``[context_length, channels]`` for every series, or for a
-    model that pads short series (one that reads whole histories, or is fitted on windows:
-    :attr:`~tsrec.models.base.ForecastModel.pads_short_series`) at most ``context_length`` steps
-    (each series as it was); a
-    network that forecasts missing tails (:func:`~tsrec.data.tails.fill_tails`) keeps up to as many
-    more steps as the longest tail."""
+    """The check of the history's shapes: at most ``context_length`` steps of every series (all of
+    a shorter one: it is forecast from a padded window; a model that reads whole histories keeps
+    each series as it was, up to that) and ``channels`` channels; a network that forecasts missing
+    tails (:func:`~tsrec.data.tails.fill_tails`) keeps up to as many more steps as the series' tail."""
     context = state.resolved.window.context_length
-    shapes = sorted({s.values.shape for s in state.history.items})
-    if state.model.pads_short_series:
-        return ("the history's shapes", [list(shape) for shape in shapes if not (0 < shape[0] <= context
-                                                                                and shape[1] == channels)],
-                f"[1..{context} (context_length) steps, {channels} channels]", [])
     if fills_tails(state.model.trainable, state.covariates.config.columns):
         wrong = [(item.item_id, list(item.values.shape)) for item, gap in zip(state.history.items,
                                                                              tail_gaps(state.history))
-                 if not (context <= len(item) <= context + gap and item.values.shape[1] == channels)]
-        return ("the history's shapes", wrong[:3], f"[{context} (context_length) steps and the series' missing tail, "
-                                                   f"{channels} channels]", [])
-    return "the history's shapes", shapes, "[context_length, channels]", [(context, channels)]
+                 if not (0 < len(item) <= context + gap and item.values.shape[1] == channels)]
+        return ("the history's shapes", wrong[:3], f"[1..{context} (context_length) steps and the series' missing "
+                                                   f"tail, {channels} channels]", [])
+    shapes = sorted({s.values.shape for s in state.history.items})
+    return ("the history's shapes", [list(shape) for shape in shapes if not (0 < shape[0] <= context
+                                                                            and shape[1] == channels)],
+            f"[1..{context} (context_length) steps, {channels} channels]", [])
 
 
 def _saved_calibration(meta: dict[str, Any], tensors: dict[str, Any]) -> Calibration | None:

@@ -73,9 +73,8 @@ def split_panel(
 
     Raises ``ValueError`` for non-positive lengths and for a series too short to hold one training
     window plus its validation windows (naming the item, its length and the required length);
-    with ``skip_short`` (and no validation: a model fitted on windows, forecasting a shorter series
-    from a padded window), such a series gets no training window instead, and all of it is its
-    training part.
+    With ``skip_short`` (a model that forecasts a shorter series from a padded window), such a
+    series gets no training or validation window instead, and all of it is its training part.
     """
     context = check_int("context_length", context_length, 1)
     horizon = check_int("prediction_length", prediction_length, 1)
@@ -86,12 +85,12 @@ def split_panel(
         for i, series in enumerate(panel.items):
             windows = default_val_windows(len(series), horizon) if explicit is None else explicit
             extra = horizon + windows - 1 if windows else 0
-            if skip_short and not windows and len(series) < context + horizon:
+            reason = one_window + (f" + {extra} for {windows} validation windows" if windows else "")
+            if skip_short and len(series) < context + horizon + extra:
                 train.append((context, context))  # no window: too short for one
                 ends.append(len(series))
                 val.append((len(series), len(series)))
                 continue
-            reason = one_window + (f" + {extra} for {windows} validation windows" if windows else "")
             _require_length(panel, i, context + horizon + extra, reason)
             end = len(series) - extra
             train.append((context, end - horizon + 1))

@@ -244,16 +244,6 @@ class ForecastModel(nn.Module, abc.ABC):
         steps (``WindowDataset(..., padded=True)``) instead of refused."""
         return any(type(m).whole_history for m in self.modules() if isinstance(m, ForecastModel))
 
-    @property
-    def pads_short_series(self) -> bool:
-        """Whether a series shorter than the context is forecast from a window that starts with
-        unobserved steps instead of refused: where this model or one of its parts reads whole
-        histories (:attr:`reads_whole_history`) or is fitted on windows at once (the ridge, the
-        trees: such a series gave them no training window, and its missing context reads as
-        missing values do, :mod:`tsrec.models.windowed`)."""
-        return any(type(m).whole_history or type(m).fits_windows for m in self.modules()
-                   if isinstance(m, ForecastModel))
-
     def fit_series(self, values: Sequence[np.ndarray], observed: Sequence[np.ndarray],
                    like: ForecastModel | None = None) -> None:
         """Fit what a model that is not trained keeps of each fitted series, once, at ``fit``
