@@ -72,7 +72,7 @@ def split_panel(
     (default all of its windows).
 
     Raises ``ValueError`` for non-positive lengths and for a series too short to hold one training
-    window plus its validation windows (naming the item, its length and the required length);
+    window plus its validation windows (naming the item, its length and the required length).
     With ``skip_short`` (a model that forecasts a shorter series from a padded window), such a
     series gets no training or validation window instead, and all of it is its training part.
     """
