@@ -804,3 +804,16 @@ def test_windows_at_other_origins_share_the_stored_values():
         torch.testing.assert_close(got, want)
     with pytest.raises(ValueError, match=r"item 1: origins \[38, 40\) must lie within \[8, 36\]"):
         train.at_origins([(8, 9), (38, 40)])
+
+
+@pytest.mark.parametrize(("values", "advice"), [
+    (np.arange(1990, 2020), r"pd.to_datetime\(df\['t'\].astype\(int\).astype\(str\), format='%Y'\) for years"),
+    (np.arange(30) * 3600 + 1.6e9, r"pd.to_datetime\(df\['t'\], unit='s'\) for seconds since 1970"),
+])
+def test_a_numeric_time_column_gets_the_conversion_its_values_need(values, advice):
+    """Years as integers (1990, 1991, ...) are the common case: converting them as seconds since
+    1970 (the only advice there was) would have put them all in 1970's first hour."""
+    df = pd.DataFrame({"t": values, "y": np.arange(len(values), dtype=float)})
+    with pytest.raises(TypeError, match=rf"^time column 't' has numeric dtype \w+; convert it to datetimes, e.g. "
+                                        rf"df\['t'\] = {advice}$"):
+        canonicalize(df, time_col="t", target_col="y")

@@ -476,10 +476,12 @@ def _timestamps(df: pd.DataFrame, time_col: Hashable | None) -> pd.DatetimeIndex
         column = df[time_col]
         where = f"time column {time_col!r}"
         if is_numeric_dtype(column.dtype):
-            raise TypeError(
-                f"{where} has numeric dtype {column.dtype}; convert it to datetimes, e.g. "
-                f"df[{time_col!r}] = pd.to_datetime(df[{time_col!r}], unit='s')"
-            )
+            values = column.dropna().to_numpy()
+            years = values.size and (values == np.round(values)).all() and ((values >= 1000) & (values < 3000)).all()
+            example = (f"pd.to_datetime(df[{time_col!r}].astype(int).astype(str), format='%Y') for years" if years
+                       else f"pd.to_datetime(df[{time_col!r}], unit='s') for seconds since 1970")
+            raise TypeError(f"{where} has numeric dtype {column.dtype}; convert it to datetimes, e.g. "
+                            f"df[{time_col!r}] = {example}")
         try:  # a datetime column as it is (to_datetime would look at its values one by one)
             timestamps = pd.DatetimeIndex(column if isinstance(column.dtype, (np.dtype, pd.DatetimeTZDtype))
                                           and column.dtype.kind == "M" else pd.to_datetime(column))
