@@ -233,15 +233,15 @@ class ForecastModel(nn.Module, abc.ABC):
     @classmethod
     def default_context(cls, prediction_length: int, season: int) -> int:
         """The ``context_length`` a Forecaster gives this model when none is set (capped at ``fit``
-        by what the shortest series holds): twice the horizon, the window the networks' defaults
-        were chosen with."""
+        by what half of the series hold, :func:`tsrec.fitting.context_for`): twice the horizon, the
+        window the networks' defaults were chosen with."""
         return 2 * prediction_length
 
     @property
     def reads_whole_history(self) -> bool:
         """Whether this model or one of its parts (an ensemble's members) reads whole histories:
-        its windows then reach back before a shorter series' first step, padded with unobserved
-        steps (``WindowDataset(..., padded=True)``) instead of refused."""
+        its windows then hold the longest series' steps (:func:`tsrec.forecasting.context_read`),
+        a shorter series' starting with unobserved steps, in float64."""
         return any(type(m).whole_history for m in self.modules() if isinstance(m, ForecastModel))
 
     def fit_series(self, values: Sequence[np.ndarray], observed: Sequence[np.ndarray],
