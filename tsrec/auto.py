@@ -22,7 +22,9 @@ and forecasting one candidate, :mod:`tsrec.candidates`'; the networks' successiv
    the shortest series), forecast from every origin a stride that divides the horizon apart
    (:func:`~tsrec.validation.validation_stride`: on short data the windows overlap, and every one is scored). A series whose
    last values are missing is validated on windows ending at its last observed step, with a
-   warning naming it (a forecast from a filled-in tail is never scored). Every candidate is fitted
+   warning naming it (a forecast from a filled-in tail is never scored); one of fewer than
+   ``2 H + 1`` steps is not validated (:func:`_validated`: the ensemble chosen on the others
+   forecasts it, with a warning naming it). Every candidate is fitted
    on each series' steps before its held-out ones (:meth:`Read.before
    <tsrec.data.source.Read.before>`, a slice of the arrays read) and forecasts them
    (:func:`~tsrec.forecasting.forecast_origins`).
@@ -397,8 +399,9 @@ def _calibration_windows(candidates: Candidates, chosen: list[tuple[str, float]]
     items, origins, mean = validation.items, validation.origins, ensemble
     blocks, failed = 0, ""
     for block in range(1, (0 if refit else calibration_blocks(validation)) + 1):
-        span = validation.horizons * validation.truth.shape[1]  # [I] a series not validated forecasts no block
-        first = np.where(validation.validated, validation.first - block * span, validation.first)
+        span = validation.horizons * validation.truth.shape[1]  # steps per block
+        first = np.where(validation.validated, validation.first - block * span, validation.first)  # [I] (none of an
+        # unvalidated series: its count is 0)
         try:
             results = [(weight, candidates.forecast(name, first, like=variants.get(name))[1])
                        for name, weight in chosen]
