@@ -400,8 +400,8 @@ def _calibration_windows(candidates: Candidates, chosen: list[tuple[str, float]]
     blocks, failed = 0, ""
     for block in range(1, (0 if refit else calibration_blocks(validation)) + 1):
         span = validation.horizons * validation.truth.shape[1]  # steps per block
-        first = np.where(validation.validated, validation.first - block * span, validation.first)  # [I] (none of an
-        # unvalidated series: its count is 0)
+        # [I] each validated series a span earlier; one not validated forecasts no window (its count is 0)
+        first = np.where(validation.validated, validation.first - block * span, validation.first)
         try:
             results = [(weight, candidates.forecast(name, first, like=variants.get(name))[1])
                        for name, weight in chosen]
