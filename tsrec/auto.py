@@ -387,7 +387,8 @@ def _block_cost(name: str) -> str | None:
 
 
 def _calibration_windows(candidates: Candidates, chosen: list[tuple[str, float]], variants: dict[str, ForecastModel],
-                         refit: dict[str, str], ensemble: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, str]:
+                         refit: dict[str, str],
+                         ensemble: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, str]:
     """The windows the ensemble's bands are calibrated on: the validation's, whose forecasts are
     ``ensemble`` ``[W, H, C]``, and the earlier blocks :func:`~tsrec.validation.calibration_blocks`
     asks for (none where a member of ``refit`` would cost more than a fit per block: its name -> why,

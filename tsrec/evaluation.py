@@ -391,9 +391,8 @@ BASELINE_BATCH = 2**20
 def _run_baseline(name: str, read: Read, first: np.ndarray, count: np.ndarray, stride: int, horizon: int,
                   every: int) -> tuple[np.ndarray, float, list[tuple[type[Warning], str]]]:
     """The forecasts ``[W, H, C]`` of the registered model ``name`` (its default settings at the
-    backtest's horizon, without validation windows, as it has nothing to train; a model that reads
-    a context gets at most the steps before the earliest first origin, so that every window holds
-    it) of the windows of ``read``, fitted on all of each series' history before its first origin
+    backtest's horizon, without validation windows, as it has nothing to train; a window with
+    fewer steps before it than the model's context reads them padded) of the windows of ``read``, fitted on all of each series' history before its first origin
     (and again every ``every`` windows), the season it resolved, and the warnings its run gave
     (category and message, for the caller to say once per baseline named: the fit data's far values
     are the forecaster's to report, and are left out); a model that cannot be fitted gives NaN, with

@@ -320,5 +320,6 @@ def calibration_blocks(validation: Validation) -> int:
     validation fit had (a model fitted on much less would forecast worse than the one calibrated)."""
     wanted = math.ceil(CALIBRATION_EVIDENCE / max(1, validation.evidence)) - 1
     span = validation.horizons * validation.truth.shape[1]  # steps per block
-    room = int((validation.first[validation.validated] // 2 // span).min())  # blocks that leave each series half its history
+    # blocks that leave each validated series half its history
+    room = int((validation.first[validation.validated] // 2 // span).min())
     return max(0, min(wanted, MAX_CALIBRATION_BLOCKS, room))
