@@ -632,11 +632,16 @@ def test_the_models_fitted_on_windows_stay_candidates_beside_a_short_series():
     assert np.isfinite(f.predict().query("item_id == 's3'")["mean"]).all()
 
 
-def test_a_series_shorter_than_the_members_shortest_history_is_named():
-    with pytest.raises(ValueError, match=r"^item 's1' has 9 steps up to its last observed value, fewer than "
-                                         r"prediction_length \+ 1 = 13, the shortest history auto's members are fitted "
-                                         r"on: drop it, or use prediction_length <= 8"):
-        Forecaster(prediction_length=12).fit(ragged([120, 9]))
+def test_a_series_shorter_than_the_horizon_is_fitted_whole_and_forecast():
+    """A new series of 9 months at horizon 12 (fewer steps than one window of any member): every
+    candidate fits it whole (the statistical ones on its 9 steps, the ridge skips it in its windows),
+    and the ensemble forecasts it with bands; the whole fit was refused for it."""
+    with pytest.warns(UserWarning, match=r"\(item 's1' \(9 steps\)\), too few .* the other 2 forecasts them"):
+        f = Forecaster(prediction_length=12, candidates=("ets", "theta", "ridge", "naive")).fit(ragged([120, 9, 120]))
+    assert np.isfinite(f.leaderboard.set_index("model").val_score).all()
+    new = f.predict(levels=[80]).query("item_id == 's1'")
+    assert len(new) == 12 and np.isfinite(new[["mean", "0.1", "0.9"]].to_numpy()).all()
+    assert (new["0.1"] < new["mean"]).all() and (new["mean"] < new["0.9"]).all()
 
 
 def two_cycles(weeks=5):

@@ -551,6 +551,23 @@ def test_the_statistical_baselines_take_their_models_season_for_every_series():
     np.testing.assert_allclose(errors.y_ets, expected, rtol=1e-6)
 
 
+def test_the_statistical_baselines_fit_a_series_shorter_than_the_horizon_on_what_it_holds():
+    """A series with 9 steps before its first origin at horizon 12 (fewer than one window of context
+    1 + horizon): the ets baseline fits it on those 9 steps, as statsforecast does, and the skill
+    row has scores (one such series had emptied the whole row)."""
+    statsforecast = pytest.importorskip("statsforecast.models", reason="the stats extra: pip install 'tsrec[stats]'")
+    df = seasonal_panel(n_series=2, cycle=12)
+    f = Forecaster("seasonal_naive", prediction_length=12, context_length=12).fit(df, **STATS_LONG)
+    df = pd.concat([df[df.id == "s0"], df[df.id == "s1"].iloc[-21:]], ignore_index=True)
+    result = backtest(f, df, n_windows=1, baselines=("naive", "ets"), **STATS_LONG)
+    skill = result.skill.set_index("baseline")
+    assert np.isfinite(skill.loc["ets", "mse_ratio"]) and skill.loc["ets", "note"] == ""
+    y = df[df.id == "s1"].y.to_numpy()[:9]
+    expected = statsforecast.AutoETS(season_length=int(skill.loc["ets", "season"])).forecast(y=y, h=12)["mean"]
+    got = result.errors[result.errors.item_id == "s1"].sort_values("step").y_ets
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
 def test_a_fit_statsforecast_cannot_make_gives_the_last_value_and_a_warning():
     pytest.importorskip("statsforecast", reason="the stats extra: pip install 'tsrec[stats]'")
     df = frame(n=40)[["a"]]

@@ -78,6 +78,16 @@ def test_forecasts_are_statsforecasts_on_the_whole_histories_of_unequal_series(n
     np.testing.assert_allclose(forecast.sort_values(["item_id", "timestamp"])["mean"], expected, rtol=1e-6)
 
 
+@pytest.mark.parametrize(("name", "reference"), [("ets", "AutoETS"), ("theta", "AutoTheta"), ("ces", "AutoCES")])
+def test_a_series_shorter_than_the_horizon_is_fitted_on_the_steps_it_holds(name, reference):
+    """A new series of 9 months beside longer ones, horizon 12: fitted on its 9 steps, as statsforecast
+    fits it (the whole fit was refused for it: a window of context 1 + horizon did not fit)."""
+    df = panel(lengths=(40, 61, 9))
+    forecast = Forecaster(name, prediction_length=12).fit(df, **LONG).predict()
+    expected = statsforecasts(getattr(statsforecast, reference)(season_length=12), df, 12, "MS")
+    np.testing.assert_allclose(forecast.sort_values(["item_id", "timestamp"])["mean"], expected, rtol=1e-6)
+
+
 @pytest.mark.parametrize(("name", "reference"), [("ets", "AutoETS"), ("theta", "AutoTheta")])
 def test_forecasts_are_statsforecasts_per_channel_of_a_wide_frame(name, reference):
     df = positive_seasonal(channels=("a", "b"))

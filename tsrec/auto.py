@@ -23,8 +23,8 @@ and forecasting one candidate, :mod:`tsrec.candidates`'; the networks' successiv
    (:func:`~tsrec.validation.validation_stride`: on short data the windows overlap, and every one is scored). A series whose
    last values are missing is validated on windows ending at its last observed step, with a
    warning naming it (a forecast from a filled-in tail is never scored); one of fewer than
-   ``2 H + 1`` steps is not validated (:func:`_validated`: the ensemble chosen on the others
-   forecasts it, with a warning naming it). Every candidate is fitted
+   ``2 H + 1`` steps, however short, is not validated (:func:`_validated`: the ensemble chosen on
+   the others forecasts it, with a warning naming it). Every candidate is fitted
    on each series' steps before its held-out ones (:meth:`Read.before
    <tsrec.data.source.Read.before>`, a slice of the arrays read) and forecasts them
    (:func:`~tsrec.forecasting.forecast_origins`).
@@ -165,9 +165,10 @@ def _warn_missing_tails(panel: Panel, ends: np.ndarray) -> None:
 def _validated(panel: Panel, ends: np.ndarray, horizon: int) -> np.ndarray:
     """``[I]`` bool: the series of ``panel`` (observed up to ``ends`` ``[I]``) that hold a validation
     window and the history before it, ``2 H + 1`` steps (``H``: ``horizon``). A shorter one is not
-    validated: the candidates are fitted on all of it and the members forecast it (as AutoGluon
-    leaves such series out of its validation), with a warning naming it; ``ValueError`` where no
-    series is long enough, or one is shorter than the members' shortest history (``H + 1``)."""
+    validated: the candidates are fitted on all of it, however short (a statistical model that
+    cannot fit so few steps gives its last value, a windowed one reads it padded), and the members
+    forecast it (as AutoGluon leaves such series out of its validation), with a warning naming it;
+    ``ValueError`` where no series is long enough."""
     validated = ends >= 2 * horizon + 1
     if not validated.any():
         longest = int(np.argmax(ends))
@@ -175,15 +176,9 @@ def _validated(panel: Panel, ends: np.ndarray, horizon: int) -> np.ndarray:
             f"no series holds {2 * horizon + 1} steps up to its last observed value (the longest, "
             f"{panel.item_label(longest)}, has {ends[longest]}): auto validates its candidates on each series' last "
             f"prediction_length={horizon} steps and fits them on the steps before, which must hold at least "
-            f"prediction_length + 1 = {horizon + 1} (each candidate's shortest history). Use prediction_length <= "
-            f"{max(1, (int(ends[longest]) - 1) // 2)}, or fit a statistical model by name, which is not validated "
-            f"(Forecaster('ets', prediction_length={horizon}) forecasts from {horizon + 1} steps)")
-    if (short := np.flatnonzero(ends < horizon + 1)).size:
-        more = f" (and {len(short) - 1} more series)" if len(short) > 1 else ""
-        raise ValueError(
-            f"{panel.item_label(int(short[0]))} has {ends[short[0]]} steps up to its last observed value, fewer than "
-            f"prediction_length + 1 = {horizon + 1}, the shortest history auto's members are fitted on{more}: drop "
-            f"{'them' if more else 'it'}, or use prediction_length <= {max(1, int(ends[short].min()) - 1)}")
+            f"prediction_length + 1 = {horizon + 1}. Use prediction_length <= {max(1, (int(ends[longest]) - 1) // 2)}, "
+            f"or fit a statistical model by name, which is not validated (Forecaster('ets', "
+            f"prediction_length={horizon}))")
     if (unvalidated := np.flatnonzero(~validated)).size:
         named = ", ".join(f"{panel.item_label(int(i))} ({ends[i]} steps)" for i in unvalidated[:5])
         more = f" and {len(unvalidated) - 5} more" if len(unvalidated) > 5 else ""

@@ -111,16 +111,19 @@ class Prepared:
 
 
 def prepare(read: Read, val: Read | None, context: int, horizon: int, *, val_windows: int | None, robust: bool,
-            nonnegative: bool, windows: bool, skip_short: bool = False) -> Prepared:
+            nonnegative: bool, windows: bool) -> Prepared:
     """Split ``read`` (validation windows from its end, or ``val``'s), fit the target scaler (with
     ``robust``, :attr:`WindowConfig.robust <tsrec.config.WindowConfig.robust>`, isolated far values
     left out; with ``nonnegative``, the floor of the series never negative) and the covariate encoding on the training rows of each series, and with ``windows``
     build the training and validation :class:`WindowDataset` (isolated far values missing when the
-    scaler is robust; a level shift kept, :func:`~tsrec.data.scaling.level_shifts`); with
-    ``skip_short``, a series too short for a training window gives none (:func:`~tsrec.data.split_panel`)."""
+    scaler is robust; a level shift kept, :func:`~tsrec.data.scaling.level_shifts`). A series too
+    short for a training window (and its validation windows) gives none, and all of it is its
+    training part (:func:`~tsrec.data.split_panel`'s ``skip_short``): a statistical model fits it
+    whole, a windowed one forecasts it from a padded window; ``SeriesTooShort`` where windows are
+    built and no series holds one."""
     panel = read.panel
     split = split_panel(panel, context, horizon, val_windows=val_windows, val_panel=None if val is None else val.panel,
-                        skip_short=skip_short)
+                        skip_short=True)
     _require_observed(panel, split.train_end)
     scaler = StandardScaler.fit([s.values for s in panel.items], [s.observed for s in panel.items], split.train_end,
                                 robust=robust, nonnegative=nonnegative)
@@ -128,7 +131,7 @@ def prepare(read: Read, val: Read | None, context: int, horizon: int, *, val_win
                                    split.train_end)
     if not windows:
         return Prepared(split, scaler, encoder, None, None)
-    if skip_short and all(stop <= start for start, stop in split.train):  # no series holds a window:
+    if all(stop <= start for start, stop in split.train):  # no series holds a window:
         split_panel(panel, context, horizon, val_windows=val_windows)  # the error that names the shortest
     encoded = encoder.encode(panel, read.covariates)
     train_set = WindowDataset.from_panel(panel, scaler, context, horizon, split.train, covariates=encoded,
@@ -219,12 +222,12 @@ def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = No
     # A model fitted on no window (one that reads whole histories, a rule on each window such as
     # seasonal naive, an ensemble of members fitted already) has no windows to split: the split sets
     # the training part the scaler and the data's cycles are taken from, which needs no context.
-    # A series too short for a training window (and its validation windows) gives none, and is
-    # forecast from a padded window (as a rule on each window, naive or seasonal naive, forecasts any).
+    # A series too short for a training window (and its validation windows) gives none: a statistical
+    # model fits all of it (statsforecast's fallback, its last value, where it holds too few steps),
+    # a windowed one forecasts it from a padded window (as naive or seasonal naive forecast any).
     windows = trainable or (model_class.fits_windows and prefitted is None)
     prepared = prepare(read, val, context if windows else 1, horizon, val_windows=val_windows,
-                       robust=settings.window.robust, nonnegative=settings.window.nonnegative, windows=windows,
-                       skip_short=not (model_class.whole_history or prefitted is not None))
+                       robust=settings.window.robust, nonnegative=settings.window.nonnegative, windows=windows)
     facts = _facts(read, prepared.split, prepared.encoder)
     effective = settings if prefitted is None else dataclasses.replace(settings, network=prefitted.network)
     if prefitted is None:  # RSAConfig(prior="ets"): the ETS fit of the training part the REMs start from
@@ -286,8 +289,7 @@ def _refit(resolved: ForecasterSettings, read: Read, context: int, run: _Run, bu
 
     training = resolved.training
     full = prepare(read, None, context, resolved.window.prediction_length, val_windows=0,
-                   robust=resolved.window.robust, nonnegative=resolved.window.nonnegative, windows=True,
-                   skip_short=True)
+                   robust=resolved.window.robust, nonnegative=resolved.window.nonnegative, windows=True)
     best_step = run.best_step if run.best_step is not None else run.budget["steps_run"]
     best_epoch = run.best_epoch if run.best_epoch is not None else len(run.history)
     plan = refit_budget(budget, best_step=max(best_step, 1), best_epoch=max(best_epoch, 1),
