@@ -91,8 +91,10 @@ def test_interval_levels_are_percentages_and_bad_ones_say_so():
     with pytest.raises(ValueError, match=r"conformal_scores must be one of \('scaled', 'absolute'\)"):
         Forecaster("seasonal_naive", prediction_length=H, conformal_scores="relative")
     assert default_windows(1) == 30 and default_windows(10) == 10 and default_windows(1000) == 2
-    with pytest.raises(ValueError, match=r"item 's0' is too short to calibrate intervals on 300 windows of 6 steps "
-                                         r"\(288 observed steps\): pass conformal_windows=<fewer>"):
+    with pytest.raises(ValueError, match=r"conformal_windows=300 calibrates the intervals on each series' last 305 "
+                                         r"observed steps.*too few: item 's\d' has 0 time steps before them \(288 "
+                                         r"observed\), the most of any series. Pass conformal_windows=<fewer> \(at "
+                                         r"most 276 here\)"):
         Forecaster("seasonal_naive", prediction_length=H, conformal_windows=300).fit(noisy(), **COLS)
 
 
@@ -378,6 +380,20 @@ def test_calibration_windows_that_leave_too_little_to_fit_name_conformal_windows
                                          r"conformal_windows=<fewer>"):
         Forecaster("ets", prediction_length=3, conformal_windows=8).fit(_yearly(13), **COLS)
     assert Forecaster("ets", prediction_length=3, conformal_windows=4).fit(_yearly(13), **COLS).calibration.windows == 4
+
+
+def test_a_series_too_short_for_the_calibration_is_left_out_of_it_and_forecast_with_bands():
+    """A new series of 6 years beside one of 13 (horizon 3, 4 calibration windows: 10 steps needed):
+    the model is calibrated on the long one, fitted on all of the new one, and both get bands; a
+    warning names the new one (the whole fit was refused for it)."""
+    df = pd.concat([_yearly(13), _yearly(6).assign(id="new")], ignore_index=True)
+    with pytest.warns(UserWarning, match=r"conformal_windows=4: 1 series hold fewer than 10 steps \(item 'new' \(6 "
+                                         r"steps\)\), too few .* from the other 1's scaled scores"):
+        f = Forecaster("ets", prediction_length=3, conformal_windows=4).fit(df, **COLS)
+    alone = Forecaster("ets", prediction_length=3, conformal_windows=4).fit(_yearly(13), **COLS)
+    np.testing.assert_allclose(f.calibration.order, alone.calibration.order, rtol=1e-9, equal_nan=True)
+    bands = f.predict(levels=[80])
+    assert np.isfinite(bands[["0.1", "0.9"]].to_numpy()).all() and set(bands.item_id) == {"g", "new"}
 
 
 def test_auto_says_when_the_history_holds_fewer_calibration_windows_than_asked():

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 
 import numpy as np
 
@@ -32,16 +33,30 @@ __all__ = ["calibrated", "calibration_of", "calibration_origins", "fitted_scales
 
 def calibration_origins(read: Read, settings: ForecasterSettings) -> tuple[np.ndarray, np.ndarray, int]:
     """The calibration origins of ``read``'s series (:func:`~tsrec.conformal.origins_before_end`):
-    the settings' ``conformal_windows`` (set) per series; ``ValueError`` naming the series when one
-    is too short to hold them after a first step."""
+    the settings' ``conformal_windows`` (set) per series, on which the model is fitted on each
+    series' steps before them, at least ``prediction_length + 1`` (as auto validates). A series with
+    fewer (a new product) has none: it is fitted on all its steps, its bands come from the others'
+    scaled scores, and a warning names it; ``ValueError`` where every series is that short."""
     panel, horizon, windows = read.panel, settings.window.prediction_length, settings.conformal.windows
     ends = observed_ends(panel)
     first, count, stride = origins_before_end(ends, horizon, windows)
-    if (short := np.flatnonzero(first < 2)).size:
-        i = short[0]
-        raise ValueError(f"{panel.item_label(i)} is too short to calibrate intervals on {int(count[i])} windows of "
-                         f"{horizon} steps ({int(ends[i])} observed steps): pass conformal_windows=<fewer> (at least "
-                         "2), or conformal_windows=0 to fit without intervals")
+    short = first < horizon + 1  # [I]
+    if short.all():
+        i = int(np.argmax(ends))
+        raise SeriesTooShort(
+            f"conformal_windows={windows} calibrates the intervals on each series' last {windows + horizon - 1} "
+            f"observed steps, fitting the model on the steps before them, at least prediction_length + 1 = "
+            f"{horizon + 1}, and those are too few: {panel.item_label(i)} has {max(int(first[i]), 0)} time steps "
+            f"before them ({int(ends[i])} observed), the most of any series. Pass conformal_windows=<fewer> (at most "
+            f"{max(int(ends[i]) - 2 * horizon, 0)} here), or conformal_windows=0 to fit without intervals")
+    if short.any():
+        named = ", ".join(f"{panel.item_label(int(i))} ({int(ends[i])} steps)" for i in np.flatnonzero(short)[:5])
+        more = f" and {int(short.sum()) - 5} more" if short.sum() > 5 else ""
+        warnings.warn(f"conformal_windows={windows}: {int(short.sum())} series hold fewer than {windows + 2 * horizon} "
+                      f"steps ({named}{more}), too few for the calibration windows and prediction_length + 1 steps "
+                      f"before them: they are not calibrated on, and their bands come from the other "
+                      f"{int((~short).sum())}'s scaled scores", UserWarning, stacklevel=4)
+        first, count = np.where(short, ends, first), np.where(short, 0, count)
     return first, count, stride
 
 
@@ -58,7 +73,7 @@ def calibrated(read: Read, settings: ForecasterSettings, fit: Fit) -> Fit:
                                 trainer=dataclasses.replace(settings.trainer, output_dir=None))
     try:
         before = fit_state(read.before(first), quiet).state
-    except SeriesTooShort as error:
+    except SeriesTooShort as error:  # a windowed model: no series holds a training window before them
         raise SeriesTooShort(
             f"conformal_windows={settings.conformal.windows} calibrates the intervals on each series' last "
             f"{settings.conformal.windows + settings.window.prediction_length - 1} observed steps, fitting the model "
