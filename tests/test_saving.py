@@ -95,6 +95,31 @@ def test_saved_model_records_its_versions_and_every_files_checksum(fitted, tmp_p
     pd.testing.assert_frame_equal(Forecaster.load(path).predict(), fitted.predict())
 
 
+def test_integer_ids_come_back_as_integers_from_predict_backtest_and_a_saved_model(tmp_path):
+    """Store numbers as ids (a long frame's int64 column): the forecasts, the backtest's errors and a
+    saved model's forecasts give them back as int64, so they join the user's frame on that column
+    (they came back as text, and pandas refused the merge); the model is saved as format 12, which
+    tsrecs before it refuse as newer, and a model with text ids keeps its older format."""
+    from tsrec.evaluation import backtest
+
+    t = np.arange(60)
+    df = pd.concat([pd.DataFrame({"unique_id": i, "ds": pd.date_range("2020-01-01", periods=60, freq="D"),
+                                  "y": 10.0 + i + np.sin(2 * np.pi * t / 7)}) for i in (10, 2)])
+    f = Forecaster("seasonal_naive", prediction_length=7).fit(df)
+    forecast = f.predict()
+    assert forecast.item_id.dtype == np.int64 and set(forecast.item_id) == {2, 10}
+    joined = forecast.merge(df.assign(ds=df.ds + pd.Timedelta(days=7)), left_on=["item_id", "timestamp"],
+                            right_on=["unique_id", "ds"])
+    np.testing.assert_allclose(joined["mean"], joined.y)  # seasonal naive: last week again
+    assert backtest(f, df, n_windows=2).errors.item_id.dtype == np.int64
+    path = f.save(tmp_path / "m")
+    assert read_meta(path)["format_version"] == 12 and read_meta(path)["data"]["integer_ids"] is True
+    pd.testing.assert_frame_equal(Forecaster.load(path).predict(), forecast)
+    text = Forecaster("seasonal_naive", prediction_length=7).fit(df.astype({"unique_id": str}))
+    assert text.predict().item_id.dtype == object
+    assert read_meta(text.save(tmp_path / "t"))["format_version"] < 12
+
+
 def edit_robust(meta):
     meta["scaler"]["robust"] = False
 

@@ -512,6 +512,6 @@ def _channel_names(panel: Panel) -> np.ndarray:
     the one item; long: each item's id)."""
     if panel.layout == "wide":
         return np.array([panel.columns], dtype=object)
-    return np.array(panel.item_ids, dtype=object)[:, None]
+    return panel.output_ids()[:, None]
 
 

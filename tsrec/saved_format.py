@@ -39,7 +39,7 @@ __all__ = ["CONFIG_FILE", "EXTRA_STATE", "FORMAT_VERSION", "HEADER", "READABLE_V
 _T = TypeVar("_T")
 
 FORMAT = "tsrec-forecaster"
-FORMAT_VERSION = 11
+FORMAT_VERSION = 12
 #: Model formats this tsrec reads: 4 (tsrec 0.1 before whole-model checksums; see
 #: :func:`_verify_checksums`), 5 (the history as three tensors per series), 6 (the history packed
 #: end to end), 7 (every per-series value in ``weights.pt``, :func:`tsrec.saved_state._tensors`;
@@ -52,8 +52,10 @@ FORMAT_VERSION = 11
 #: :attr:`StandardScaler.floor <tsrec.data.scaling.StandardScaler>`; before it, none is) and 11 (a
 #: calibration that pools its steps or learns after the fit: ``weights.pt``'s ``conformal_profile``
 #: and the ``conformal`` entry's ``update`` and ``rolling``, :class:`~tsrec.conformal.Calibration`;
-#: a calibration saved before them reads as one that neither pools nor learns, as it was).
-READABLE_VERSIONS = (4, 5, 6, 7, 8, 9, 10, 11)
+#: a calibration saved before them reads as one that neither pools nor learns, as it was) and 12
+#: (``forecaster.json``'s ``data.integer_ids``: a long frame's integer ids, given back as integers,
+#: :attr:`Panel.integer_ids <tsrec.data.Panel>`; before it, ids are text).
+READABLE_VERSIONS = (4, 5, 6, 7, 8, 9, 10, 11, 12)
 #: The format of a model without a calibration: 7, which a tsrec from before format 8 reads too.
 UNCALIBRATED_VERSION = 7
 #: The format of a calibrated model without fitted parameters.
@@ -62,6 +64,8 @@ CALIBRATED_VERSION = 8
 PARAMETERS_VERSION = 9
 #: The format of a model with a floor and no calibration that pools steps or learns.
 FLOOR_VERSION = 10
+#: The format of a model with a calibration that pools steps or learns and text ids.
+PROFILE_VERSION = 11
 #: The state dict's entries of a module's extra state (the statistical models' parameters, format 9).
 EXTRA_STATE = "_extra_state"
 CONFIG_FILE = "forecaster.json"
@@ -116,12 +120,15 @@ def write_model(path: str | os.PathLike, tensors: dict[str, Any], content: dict[
 
 def format_version(tensors: dict[str, Any], content: dict[str, Any]) -> int:
     """The oldest format that holds a model of ``weights.pt``'s ``tensors`` and ``forecaster.json``'s
-    ``content``, so that older tsrecs read what they can: :data:`FORMAT_VERSION` with a calibration
-    that pools its steps or learns (its ``conformal_profile``), :data:`FLOOR_VERSION` with a scaler
+    ``content``, so that older tsrecs read what they can: :data:`FORMAT_VERSION` with integer ids,
+    :data:`PROFILE_VERSION` with a calibration that pools its steps or learns (its
+    ``conformal_profile``), :data:`FLOOR_VERSION` with a scaler
     floor, :data:`PARAMETERS_VERSION` with fitted parameters (extra states), else
     :data:`CALIBRATED_VERSION` with a conformal calibration and :data:`UNCALIBRATED_VERSION` without."""
-    if "conformal_profile" in tensors:
+    if content["data"].get("integer_ids"):
         return FORMAT_VERSION
+    if "conformal_profile" in tensors:
+        return PROFILE_VERSION
     if bool(torch.isfinite(tensors["scaler_floor"]).any()):
         return FLOOR_VERSION
     if any(key.endswith(EXTRA_STATE) for key in tensors["state_dict"]):

@@ -102,6 +102,7 @@ def _content(state: FittedState) -> dict[str, Any]:
             "layout": state.history.layout,
             "targets": list(state.history.columns),
             "tz": None if tz is None else str(tz),
+            **({"integer_ids": True} if state.history.integer_ids else {}),
         },
         "scaler": scaler,
         "covariates": {"encoder": state.covariates.to_dict()},
@@ -231,7 +232,8 @@ def _history(data: dict[str, Any], rows: _SeriesRows, values: Sequence[np.ndarra
     starts = np.r_[0, np.cumsum(grid_lengths)[:-1]][grid_of.reshape(-1)]  # [N] each series' first step in stamps
     with _gc_paused():
         items = tuple(map(Series, rows.item_ids, itertools.repeat(stamps), values, observed, starts.tolist()))
-    return Panel(calendar=calendar, layout=data["layout"], columns=tuple(data["targets"]), items=items)
+    return Panel(calendar=calendar, layout=data["layout"], columns=tuple(data["targets"]), items=items,
+                 integer_ids=data.get("integer_ids", False))
 
 
 @contextmanager

@@ -54,7 +54,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from pandas.api.types import is_complex_dtype, is_numeric_dtype
+from pandas.api.types import is_complex_dtype, is_integer_dtype, is_numeric_dtype
 from pandas.tseries.frequencies import to_offset
 
 from tsrec.config import GAP_POLICIES
@@ -125,12 +125,16 @@ class Panel:
     layout:  ``"wide"`` (one item, C = len(columns)) or ``"long"`` (one item per id, C = 1).
     columns: target variable names (the wide frame's columns, or the long frame's target column).
     items:   the series, wide: one with ``item_id`` ``"0"``; long: sorted by ``item_id``.
+    integer_ids: the long frame's ids were integers (an ``item_id`` holds one as text): frames of
+             forecasts give them back as integers (:meth:`output_ids`), so that they join the
+             user's frame on its id column.
     """
 
     calendar: Calendar
     layout: Layout
     columns: tuple[str, ...]
     items: tuple[Series, ...]
+    integer_ids: bool = False
 
     @property
     def freq(self) -> str:
@@ -141,6 +145,12 @@ class Panel:
     @property
     def item_ids(self) -> tuple[str, ...]:
         return tuple(s.item_id for s in self.items)
+
+    def output_ids(self) -> np.ndarray:
+        """``[N]`` the items' ids as the user's frame held them: int64 where they were integers
+        (:attr:`integer_ids`), else text (object)."""
+        ids = np.array(self.item_ids, dtype=object)
+        return ids.astype(np.int64) if self.integer_ids else ids
 
     @functools.cached_property
     def offsets(self) -> np.ndarray:
@@ -353,13 +363,14 @@ def read_targets(
         layout: Layout = "wide"
         targets = _wide_targets(df, time_col, target_col)
         codes = np.zeros(len(df), dtype=np.int64)  # [R]
-        item_ids = [WIDE_ITEM_ID]
+        item_ids, integer_ids = [WIDE_ITEM_ID], False
         grouping = f"df.groupby({time_key}).mean()"
     else:
         layout = "long"
         _require_column(df, id_col, "id_col")
         targets = [_long_target(df, id_col, time_col, target_col)]
         codes, item_ids = _item_codes(df[id_col], id_col)  # [R], [N]
+        integer_ids = is_integer_dtype(df[id_col].dtype)
         time_key = "df.index" if time_col is None else repr(time_col)
         grouping = f"df.groupby([{id_col!r}, {time_key}]).mean()"
     values = _target_values(df, targets, timestamps, wide=layout == "wide")  # [R, C]
@@ -391,7 +402,8 @@ def read_targets(
     index = regular_stamps(stamps[first], lengths, calendar)  # [sum T_i]
     items = tuple(Series(item_id, index, x, mask, start) for item_id, x, mask, start in
                   zip(item_ids, placement.per_item(grid), placement.per_item(observed), offsets[:-1].tolist()))
-    return Panel(calendar=calendar, layout=layout, columns=tuple(str(t) for t in targets), items=items), placement
+    return Panel(calendar=calendar, layout=layout, columns=tuple(str(t) for t in targets), items=items,
+                 integer_ids=integer_ids), placement
 
 
 def block_frame(names: Sequence[Hashable], block: np.ndarray, others: Mapping[Hashable, Any]) -> pd.DataFrame:
@@ -439,7 +451,7 @@ def forecast_frame(
     horizon, channels = mean.shape[1], mean.shape[2]
     lasts = panel.stamps[panel.offsets[positions] + origin - 1]  # [N] the step before each forecast
     stamps = future_indexes(lasts, panel.calendar, horizon)  # [N * H]
-    names = np.array(panel.columns if panel.layout == "wide" else panel.item_ids, dtype=object)
+    names = np.array(panel.columns, dtype=object) if panel.layout == "wide" else panel.output_ids()
     name = names[np.arange(channels)] if panel.layout == "wide" else names[positions][:, None]  # [C] or [N, 1]
     at = np.broadcast_to(np.arange(n_rows * horizon).reshape(n_rows, 1, horizon), (n_rows, channels, horizon))
     return pd.DataFrame(

@@ -517,7 +517,7 @@ def _joined(parts: Sequence[tuple[Panel, CovariateValues]]) -> tuple[Panel, Cova
     panels, values = zip(*parts)
     first = panels[0]
     panel = Panel(calendar=first.calendar, layout=first.layout, columns=first.columns,
-                  items=tuple(item for part in panels for item in part.items))
+                  items=tuple(item for part in panels for item in part.items), integer_ids=first.integer_ids)
     covariates = CovariateValues(dynamic=tuple(d for part in values for d in part.dynamic),
                                  static_real=np.concatenate([part.static_real for part in values]),
                                  static_cat=np.concatenate([part.static_cat for part in values]))
