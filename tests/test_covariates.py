@@ -2,6 +2,7 @@
 wide and long frames, through fit, predict, backtest, save/load and the CLI, and every bad case."""
 
 import json
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -318,3 +319,17 @@ def test_cli_fit_and_predict_with_covariates(long_df, tmp_path, capsys):
     assert main(["predict", "--model-dir", str(model), "--output", str(tmp_path / "no.csv")]) == 2
     assert "tsrec: error: dlinear was fitted with the future covariates ['x']" in capsys.readouterr().err
 
+
+
+def test_fit_names_the_columns_no_role_reads():
+    """A long frame's extra columns are read only where named as covariates: fit warns of those it
+    leaves out, and says how to name them; naming them (or dropping them) silences it."""
+    df = long_frame().assign(note="promo")
+    columns = {"id_col": "id", "time_col": "ds", "target_col": "y"}
+    with pytest.warns(UserWarning, match=r"the frame's columns \['x', 'p', 'region', 'size', 'note'\] are not read by "
+                                         r"the model: name a column it should read as a covariate \(past_covariates"):
+        Forecaster("naive", prediction_length=4).fit(df, **columns)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Forecaster("naive", prediction_length=4).fit(df.drop(columns="note"), past_covariates=["x", "p"],
+                                                     static_covariates=["region", "size"], **columns)

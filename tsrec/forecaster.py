@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -260,6 +261,8 @@ class Forecaster:
         categorical = source.categorical(df, schema)
         window = self.settings.window
         read = source.read(df, schema, categorical=categorical, freq=window.freq, gaps=window.gaps)
+        if isinstance(df, pd.DataFrame) and (note := read.schema.unread(df.columns, read.panel.columns)):
+            warnings.warn(note, UserWarning, stacklevel=2)
         val = None if val_df is None else source.read(val_df, schema, categorical=categorical, freq=read.panel.freq,
                                                       gaps=window.gaps)
         return self.fit_read(read, val=val, resume=resume)

@@ -88,6 +88,22 @@ class Schema:
         """``time_col``, ``id_col`` and ``target_col`` as keyword arguments."""
         return {"time_col": self.time_col, "id_col": self.id_col, "target_col": self.target_col}
 
+    def unread(self, columns: Sequence[Hashable], targets: Sequence[str]) -> str | None:
+        """What ``fit`` warns of a frame with ``columns`` where some column has no role, so that
+        nothing reads it (not the time or id column, not one of ``targets``, the target columns
+        read, as text, not a covariate): its name and how to give it one; None where every column
+        is read."""
+        used = {str(c) for c in (self.time_col, self.id_col) if c is not None}
+        used |= set(targets) | set(self.covariates.columns)
+        unread = [c for c in columns if str(c) not in used]
+        if not unread:
+            return None
+        many = len(unread) > 1
+        return (f"the frame's column{'s' if many else ''} {unread} {'are' if many else 'is'} not read by the model: "
+                "name a column it should read as a covariate (past_covariates=[...]: known up to the forecast origin; "
+                "future_covariates=[...]: known over the horizon too; static_covariates=[...]: one value per series), "
+                "or drop it")
+
     def require_layout(self, df: pd.DataFrame, targets: Sequence[str]) -> None:
         """``ValueError`` when ``df`` is not in the layout this schema reads, with the reshaping
         that makes it so; for a frame given where the schema is fixed (``predict``), whose
