@@ -388,7 +388,7 @@ def test_a_series_too_short_for_the_calibration_is_left_out_of_it_and_forecast_w
     warning names the new one (the whole fit was refused for it)."""
     df = pd.concat([_yearly(13), _yearly(6).assign(id="new")], ignore_index=True)
     with pytest.warns(UserWarning, match=r"conformal_windows=4: 1 series hold fewer than 10 steps \(item 'new' \(6 "
-                                         r"steps\)\), too few .* from the other 1's scaled scores"):
+                                         r"steps\)\), too few .* from the scaled scores of the other 1 series"):
         f = Forecaster("ets", prediction_length=3, conformal_windows=4).fit(df, **COLS)
     alone = Forecaster("ets", prediction_length=3, conformal_windows=4).fit(_yearly(13), **COLS)
     np.testing.assert_allclose(f.calibration.order, alone.calibration.order, rtol=1e-9, equal_nan=True)

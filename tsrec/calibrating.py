@@ -54,8 +54,8 @@ def calibration_origins(read: Read, settings: ForecasterSettings) -> tuple[np.nd
         more = f" and {int(short.sum()) - 5} more" if short.sum() > 5 else ""
         warnings.warn(f"conformal_windows={windows}: {int(short.sum())} series hold fewer than {windows + 2 * horizon} "
                       f"steps ({named}{more}), too few for the calibration windows and prediction_length + 1 steps "
-                      f"before them: they are not calibrated on, and their bands come from the other "
-                      f"{int((~short).sum())}'s scaled scores", UserWarning, stacklevel=4)
+                      f"before them: they are not calibrated on, and their bands come from the scaled scores of the "
+                      f"other {int((~short).sum())} series", UserWarning, stacklevel=4)
         first, count = np.where(short, ends, first), np.where(short, 0, count)
     return first, count, stride
 
