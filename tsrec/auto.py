@@ -180,11 +180,10 @@ def _validated(panel: Panel, ends: np.ndarray, horizon: int) -> np.ndarray:
             f"or fit a statistical model by name, which is not validated (Forecaster('ets', "
             f"prediction_length={horizon}))")
     if (unvalidated := np.flatnonzero(~validated)).size:
-        named = ", ".join(f"{panel.item_label(int(i))} ({ends[i]} steps)" for i in unvalidated[:5])
-        more = f" and {len(unvalidated) - 5} more" if len(unvalidated) > 5 else ""
+        named = panel.items_with_steps(unvalidated, ends[unvalidated])
         warnings.warn(f"auto: {len(unvalidated)} series hold fewer than 2 x prediction_length + 1 = {2 * horizon + 1} "
-                      f"steps ({named}{more}), too few for a validation window and the history before it: they are "
-                      f"not validated, and the ensemble chosen on the other {int(validated.sum())} forecasts them",
+                      f"steps ({named}), too few for a validation window and the history before it: they are not "
+                      f"validated, and the ensemble chosen on the other {int(validated.sum())} forecasts them",
                       UserWarning, stacklevel=5)
     return validated
 

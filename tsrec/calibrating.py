@@ -50,10 +50,9 @@ def calibration_origins(read: Read, settings: ForecasterSettings) -> tuple[np.nd
             f"before them ({int(ends[i])} observed), the most of any series. Pass conformal_windows=<fewer> (at most "
             f"{max(int(ends[i]) - 2 * horizon, 0)} here), or conformal_windows=0 to fit without intervals")
     if short.any():
-        named = ", ".join(f"{panel.item_label(int(i))} ({int(ends[i])} steps)" for i in np.flatnonzero(short)[:5])
-        more = f" and {int(short.sum()) - 5} more" if short.sum() > 5 else ""
+        named = panel.items_with_steps(np.flatnonzero(short), ends[short])
         warnings.warn(f"conformal_windows={windows}: {int(short.sum())} series hold fewer than {windows + 2 * horizon} "
-                      f"steps ({named}{more}), too few for the calibration windows and prediction_length + 1 steps "
+                      f"steps ({named}), too few for the calibration windows and prediction_length + 1 steps "
                       f"before them: they are not calibrated on, and their bands come from the scaled scores of the "
                       f"other {int((~short).sum())} series", UserWarning, stacklevel=4)
         first, count = np.where(short, ends, first), np.where(short, 0, count)

@@ -215,6 +215,13 @@ class Panel:
         """How error messages name ``items[position]``."""
         return "the series" if self.layout == "wide" else f"item {self.items[position].item_id!r}"
 
+    def items_with_steps(self, positions: np.ndarray, steps: np.ndarray, *, shown: int = 5) -> str:
+        """How a message names the items at ``positions`` ``[K]`` with their ``steps`` ``[K]``: the
+        first ``shown`` (``item 'a' (12 steps)``), then how many more."""
+        named = ", ".join(f"{self.item_label(int(i))} ({int(n)} step{'' if n == 1 else 's'})"
+                          for i, n in zip(positions[:shown], steps[:shown]))
+        return named + (f" and {len(positions) - shown} more" if len(positions) > shown else "")
+
     def channel_label(self, position: int, channel: int) -> str:
         """How error messages name channel ``channel`` of ``items[position]``: ``"column 'a'"``
         (wide) or ``"item 'x' (column 'y')"`` (long)."""
