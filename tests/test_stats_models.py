@@ -176,6 +176,22 @@ def test_weekly_and_quarterly_short_series_get_the_calendars_season():
                                rtol=1e-6)
 
 
+@pytest.mark.parametrize("positive", [True, False])
+def test_ets_over_a_season_of_more_than_24_is_statsforecasts_fit_without_the_search_it_discards(positive):
+    """Weekly data (season 52): statsforecast fits no seasonal ETS over 24 steps, so tsrec gives it
+    none to search (the seasonal fits it would make and discard cost 40x-600x the rest): the same
+    chosen model and forecasts as ``AutoETS(season_length=52)``, multiplicative candidates included."""
+    rng = np.random.default_rng(5)
+    t = np.arange(200)
+    y = 100 + 0.3 * t + 20 * np.sin(2 * np.pi * t / 52.18) + 3 * rng.standard_normal(200)
+    weekly = pd.DataFrame({"y": y if positive else y - 150}, index=pd.date_range("2020-01-05", periods=200, freq="W"))
+    f = Forecaster("ets", prediction_length=13).fit(weekly)
+    assert f.resolved_settings.network.season_length == 52 and f.model.statsforecast_model().season_length == 1
+    reference = statsforecast.AutoETS(season_length=52).fit(weekly["y"].to_numpy())
+    assert f.model.decode(*f.model.parameters.entry(0, 0)).model_["components"] == reference.model_["components"]
+    np.testing.assert_allclose(f.predict()["mean"], reference.predict(h=13)["mean"], rtol=1e-6)
+
+
 def test_a_calendar_season_the_data_contradict_is_overruled():
     """Hourly data with a clean 10-step cycle and no daily one: the data's line wins over 24."""
     t = np.arange(600)

@@ -62,6 +62,7 @@ def fit_smoothing_prior(histories: Sequence[np.ndarray], season: int, horizon: i
     Raises:
         ValueError: no history is long enough (``2 H + 2`` observed steps) or no fit succeeded.
     """
+    from tsrec.models.parameters import ets_season
     from tsrec.models.stats import fill_context, require_statsforecast
 
     AutoETS = require_statsforecast().AutoETS
@@ -83,7 +84,7 @@ def fit_smoothing_prior(histories: Sequence[np.ndarray], season: int, horizon: i
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    model = AutoETS(season_length=season).fit(fitted)
+                    model = AutoETS(season_length=ets_season(season)).fit(fitted)
                     forecast = np.asarray(model.predict(horizon)["mean"], dtype=np.float64)
             except Exception:  # noqa: BLE001 - statsforecast raises many kinds; an unfitted history adds nothing
                 continue

@@ -62,7 +62,7 @@ from tsrec.config import DataFacts
 from tsrec.models.base import ForecastModel
 from tsrec.models.naive import SeasonalConfig, choose_seasons
 from tsrec.models.parameters import (ETS_WIDTH, FITTED, LAST_VALUE, NONE, Parameters, ets_codes, ets_components,
-                                     ets_count, ets_fit, ets_valid, keeps_variant, refits)
+                                     ets_count, ets_fit, ets_season, ets_valid, keeps_variant, refits)
 
 __all__ = ["ARIMA", "CES", "ETS", "MSTL", "STATS_EXTRA", "DynamicTheta", "diverges", "MSTLConfig", "StatsConfig", "StatsModel",
            "Theta", "fill_context", "histories", "refitting", "require_statsforecast", "statsforecast_installed",
@@ -562,10 +562,15 @@ _CES_PAR = ("alpha_0", "alpha_1", "beta_0", "beta_1")
 class ETS(StatsModel):
     """statsforecast's ``AutoETS`` (exponential smoothing, the error, trend and season components
     chosen by AICc; Hyndman et al. 2008). statsforecast fits no seasonal component for a season
-    over 24 steps (weekly data's 52), as R's ``ets``. Keeps ``m``, the components, ``n_params`` and
-    ``par`` (smoothing parameters and initial states) of each fit."""
+    over 24 steps (weekly data's 52, hourly data's week), as R's ``ets``: such a season is not given
+    to it (:func:`~tsrec.models.parameters.ets_season`), which chooses among the same models at a
+    fraction of the cost. Keeps ``m``, the components, ``n_params`` and ``par`` (smoothing
+    parameters and initial states) of each fit."""
 
     statsforecast_name = "AutoETS"
+
+    def statsforecast_model(self) -> Any:
+        return self._models.AutoETS(season_length=ets_season(self.config.season_length))
 
     def code_width(self) -> int:
         return ETS_WIDTH
