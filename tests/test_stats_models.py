@@ -21,7 +21,7 @@ from tsrec.models import list_models
 from tsrec.models.ensemble import AUTO_CANDIDATES
 from tsrec.models.naive import choose_season, season_for, seasons_for
 from tsrec.models.parameters import FITTED, LAST_VALUE, REFIT_GROWTH, keeps_variant, refits
-from tsrec.models.stats import STATS_MODELS, diverges, fill_context, histories
+from tsrec.models.stats import LOCAL_HISTORY, STATS_MODELS, diverges, fill_context, histories
 from tests.saved_models import edit_weights, read_meta, write_checksummed
 
 statsforecast = pytest.importorskip("statsforecast.models", reason="the stats extra: pip install 'tsrec[stats]'")
@@ -190,6 +190,17 @@ def test_ets_over_a_season_of_more_than_24_is_statsforecasts_fit_without_the_sea
     reference = statsforecast.AutoETS(season_length=52).fit(weekly["y"].to_numpy())
     assert f.model.decode(*f.model.parameters.entry(0, 0)).model_["components"] == reference.model_["components"]
     np.testing.assert_allclose(f.predict()["mean"], reference.predict(h=13)["mean"], rtol=1e-6)
+
+
+def test_a_long_series_is_read_up_to_its_last_local_history_steps_except_by_mstl():
+    """3,000 hourly steps: CES reads the last 2,500 (AutoGluon's cap for local models; statsforecast's
+    Theta costs about the square of the steps), as statsforecast fits them; MSTL reads all of them."""
+    df = positive_seasonal(n=3000)
+    f = Forecaster("ces", prediction_length=H).fit(df)
+    assert LOCAL_HISTORY == 2500 and f.context_length == LOCAL_HISTORY
+    expected = statsforecast.AutoCES(season_length=24).forecast(y=df["load"].to_numpy()[-LOCAL_HISTORY:], h=H)["mean"]
+    np.testing.assert_allclose(f.predict()["mean"], expected, rtol=1e-6)
+    assert Forecaster("mstl", prediction_length=H).fit(df).context_length == 3000
 
 
 def test_a_calendar_season_the_data_contradict_is_overruled():
