@@ -60,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, default=None)
     parser.add_argument("--out-dir", type=Path, default=Path(__file__).parent / "results")
     args = parser.parse_args(argv)
+    given = sys.argv[1:] if argv is None else argv
     from tsrec.datasets import load
     from tsrec.models.stats import LOCAL_HISTORY
 
@@ -71,8 +72,9 @@ def main(argv: list[str] | None = None) -> int:
         for model in args.models:
             whole = run(frame, model, args.horizon, args.windows, whole=True)
             capped = run(frame, model, args.horizon, args.windows, whole=False)
+            capped_cpu = f"last {LOCAL_HISTORY}: fit CPU-s"
             rows.append({"data": spec, "steps fitted": len(frame) - args.horizon * args.windows, "model": model,
-                         "whole: fit CPU-s": whole["fit_cpu_s"], f"last {LOCAL_HISTORY}: fit CPU-s": capped["fit_cpu_s"],
+                         "whole: fit CPU-s": whole["fit_cpu_s"], capped_cpu: capped["fit_cpu_s"],
                          "whole: MSE": whole["mse"], f"last {LOCAL_HISTORY}: MSE": capped["mse"],
                          "MSE ratio": capped["mse"] / whole["mse"], "MAE ratio": capped["mae"] / whole["mae"]})
             print(rows[-1], flush=True)
@@ -87,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         markdown_table(table, floatfmt=".3f"), "",
         "Geometric mean of the ratios over the columns:", "",
         markdown_table(ratios, floatfmt=".3f"), "",
-        f"Command: `OMP_NUM_THREADS=1 {command_line('benchmarks.stats_history', sys.argv[1:] if argv is None else argv)}`; "
+        f"Command: `OMP_NUM_THREADS=1 {command_line('benchmarks.stats_history', given)}`; "
         f"commit {git_commit()}; machine: {machine()}; {now()}.", ""])
     args.out_dir.mkdir(parents=True, exist_ok=True)
     (args.out_dir / "stats_history.md").write_text(text)

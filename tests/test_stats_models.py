@@ -179,7 +179,7 @@ def test_weekly_and_quarterly_short_series_get_the_calendars_season():
 @pytest.mark.parametrize("positive", [True, False])
 def test_ets_over_a_season_of_more_than_24_is_statsforecasts_fit_without_the_search_it_discards(positive):
     """Weekly data (season 52): statsforecast fits no seasonal ETS over 24 steps, so tsrec gives it
-    none to search (the seasonal fits it would make and discard cost 40x-600x the rest): the same
+    none to search (the seasonal fits it would make and discard cost 60x-600x the rest): the same
     chosen model and forecasts as ``AutoETS(season_length=52)``, multiplicative candidates included."""
     rng = np.random.default_rng(5)
     t = np.arange(200)

@@ -261,7 +261,7 @@ class Forecaster:
         categorical = source.categorical(df, schema)
         window = self.settings.window
         read = source.read(df, schema, categorical=categorical, freq=window.freq, gaps=window.gaps)
-        if isinstance(df, pd.DataFrame) and (note := read.schema.unread(df.columns, read.panel.columns)):
+        if isinstance(df, pd.DataFrame) and (note := read.schema.unread_note(df.columns, read.panel.columns)):
             warnings.warn(note, UserWarning, stacklevel=2)
         val = None if val_df is None else source.read(val_df, schema, categorical=categorical, freq=read.panel.freq,
                                                       gaps=window.gaps)

@@ -88,7 +88,7 @@ class Schema:
         """``time_col``, ``id_col`` and ``target_col`` as keyword arguments."""
         return {"time_col": self.time_col, "id_col": self.id_col, "target_col": self.target_col}
 
-    def unread(self, columns: Sequence[Hashable], targets: Sequence[str]) -> str | None:
+    def unread_note(self, columns: Sequence[Hashable], targets: Sequence[str]) -> str | None:
         """What ``fit`` warns of a frame with ``columns`` where some column has no role, so that
         nothing reads it (not the time or id column, not one of ``targets``, the target columns
         read, as text, not a covariate): its name and how to give it one; None where every column

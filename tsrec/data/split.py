@@ -73,8 +73,9 @@ def split_panel(
 
     Raises ``ValueError`` for non-positive lengths and for a series too short to hold one training
     window plus its validation windows (naming the item, its length and the required length).
-    With ``skip_short`` (a model that forecasts a shorter series from a padded window), such a
-    series gets no training or validation window instead, and all of it is its training part.
+    With ``skip_short`` (every fit, :func:`tsrec.fitting.prepare`: a statistical model fits such a
+    series whole, a windowed one forecasts it from a padded window), such a series gets no training
+    or validation window instead, and all of it is its training part.
     """
     context = check_int("context_length", context_length, 1)
     horizon = check_int("prediction_length", prediction_length, 1)

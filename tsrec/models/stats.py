@@ -22,15 +22,12 @@ these models is built or forecasts. They are what a statsforecast user runs:
   before they were kept, a series or channel with nothing observed at fit, a window built by hand
   without ``series``). ``arima`` keeps none and fits every window (:class:`ARIMA` says why).
 - **The history, up to its last 2,500 steps**: each model reads every series whole
-  (``ForecastModel.whole_history``) up to its last :data:`LOCAL_HISTORY` steps, AutoGluon's cap for
-  its local models: its context is the longest series (or that cap), a shorter series' window
-  starts with unobserved steps that are not its history and are left out. statsforecast's Theta
-  costs about the square of the steps it reads (one series of 17,180 hourly steps: 56 CPU-s, of
-  its last 2,500: 0.8), and on 18 long hourly columns the cap lowered every model's MSE in the
-  geometric mean (ETS 0.95x, CES 0.84x, Theta 0.70x; benchmarks/results/stats_history.md). ``arima``
-  reads at most its last :attr:`ARIMA.max_history` steps, as its search costs seconds per series,
-  and ``mstl`` all of them, as its seasons need two cycles each (a ``context_length`` set by the
-  user caps every model the same way).
+  (``ForecastModel.whole_history``) up to its last :data:`LOCAL_HISTORY` steps (why, there): its
+  context is the longest series (or that cap), a shorter series' window starts with unobserved
+  steps that are not its history and are left out. ``arima`` reads at most its last
+  :attr:`ARIMA.max_history` steps, as its search costs seconds per series, and ``mstl`` all of
+  them, as its seasons need two cycles each (a ``context_length`` set by the user caps every model
+  the same way).
 - **The calendar's season** (:func:`tsrec.models.naive.season_for`), confirmed or overruled by the
   data, given up only where the longest history cannot hold two seasons; ``mstl`` takes the
   calendar's several seasons (:func:`tsrec.models.naive.seasons_for`).
@@ -69,14 +66,14 @@ from tsrec.models.naive import SeasonalConfig, choose_seasons
 from tsrec.models.parameters import (ETS_WIDTH, FITTED, LAST_VALUE, NONE, Parameters, ets_codes, ets_components,
                                      ets_count, ets_fit, ets_season, ets_valid, keeps_variant, refits)
 
-__all__ = ["ARIMA", "CES", "ETS", "LOCAL_HISTORY", "MSTL", "STATS_EXTRA", "DynamicTheta", "diverges", "MSTLConfig", "StatsConfig", "StatsModel",
-           "Theta", "fill_context", "histories", "refitting", "require_statsforecast", "statsforecast_installed",
-           "unscaled"]
+__all__ = ["ARIMA", "CES", "ETS", "LOCAL_HISTORY", "MSTL", "STATS_EXTRA", "DynamicTheta", "diverges", "MSTLConfig",
+           "StatsConfig", "StatsModel", "Theta", "fill_context", "histories", "refitting", "require_statsforecast",
+           "statsforecast_installed", "unscaled"]
 
 #: The most steps of each series a statistical model reads (its last ones): AutoGluon's
 #: ``max_ts_length`` for its local models. statsforecast's Theta costs about the square of the
-#: steps (AutoTheta on one hourly series: 2.6 CPU-s for 4,000 steps, 13.3 for 8,000, 56 for 17,180),
-#: and on 18 long hourly columns of ETTh1, ETTh2 and WTH the cap lowered each model's MSE in the
+#: steps (AutoTheta on one synthetic series: 2.6 CPU-s for 4,000 steps, 13.3 for 8,000; 56 on ETTh1's
+#: 17,180), and on 18 long hourly columns of ETTh1, ETTh2 and WTH the cap lowered each model's MSE in the
 #: geometric mean, 0.70x-0.95x, worse by more than 5% on 7 of 72 model-column pairs
 #: (benchmarks/results/stats_history.md). MSTL reads all of it (:class:`MSTL`).
 LOCAL_HISTORY = 2500
@@ -267,6 +264,7 @@ class StatsModel(ForecastModel):
     statsforecast_name: ClassVar[str]
     #: Whether the model keeps its fitted parameters and carries them forward (:class:`ARIMA` does not).
     carries_parameters: ClassVar[bool] = True
+    #: The last steps of each series read (:data:`LOCAL_HISTORY`; :class:`ARIMA` and :class:`MSTL` set their own).
     max_history = LOCAL_HISTORY
 
     def __init__(self, config: StatsConfig) -> None:
