@@ -181,13 +181,15 @@ def cross_validation(frame: pd.DataFrame, horizon: int, season: int, freq: str, 
                      wanted: int = BACKTEST_WINDOWS, mstl_seasons: list[int] | None = None) -> float:
     """statsforecast's ``cross_validation(refit=False)`` over the backtest's windows
     (:func:`windows_of`), one horizon apart, of the statistical ``members`` (an ``mstl`` member with
-    the ``mstl_seasons`` it was fitted with; CPU seconds; NaN without any)."""
+    the ``mstl_seasons`` and STL jumps it was fitted with; CPU seconds; NaN without any)."""
     import statsforecast.models as sf
     from statsforecast import StatsForecast
 
+    from tsrec.models.stats import stl_jumps
+
     models = [getattr(sf, STATSFORECAST[m])(season_length=season) for m in members if m in STATSFORECAST]
     if "mstl" in members and mstl_seasons:
-        models.append(sf.MSTL(season_length=list(mstl_seasons)))
+        models.append(sf.MSTL(season_length=list(mstl_seasons), stl_kwargs=stl_jumps(mstl_seasons)))
     if not models:
         return math.nan
     df = frame.rename(columns={"item_id": "unique_id", "timestamp": "ds", "target": "y"})

@@ -21,7 +21,7 @@ from tsrec.models import list_models
 from tsrec.models.ensemble import AUTO_CANDIDATES
 from tsrec.models.naive import choose_season, season_for, seasons_for
 from tsrec.models.parameters import FITTED, LAST_VALUE, REFIT_GROWTH, keeps_variant, refits
-from tsrec.models.stats import LOCAL_HISTORY, STATS_MODELS, diverges, fill_context, histories
+from tsrec.models.stats import LOCAL_HISTORY, STATS_MODELS, diverges, fill_context, histories, stl_jumps
 from tests.saved_models import edit_weights, read_meta, write_checksummed
 
 statsforecast = pytest.importorskip("statsforecast.models", reason="the stats extra: pip install 'tsrec[stats]'")
@@ -117,9 +117,34 @@ def test_mstl_takes_the_calendars_several_seasons_and_equals_statsforecast():
     forecast = f.predict()
     trend = statsforecast.AutoETS(model="ZZN")
     for item, seasons, values in (("long", [24, 168], y), ("short", [24], y[-200:] + 5)):
-        model = statsforecast.MSTL(season_length=seasons, trend_forecaster=trend)
+        model = statsforecast.MSTL(season_length=seasons, trend_forecaster=trend, stl_kwargs=stl_jumps(seasons))
         expected = model.forecast(y=values, h=H)["mean"]
         np.testing.assert_allclose(forecast[forecast.item_id == item]["mean"], expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("shortest", [2, 7, 12, 24, 48, 288])
+def test_mstls_jumps_are_a_tenth_of_the_shortest_seasons_stl_windows(shortest):
+    """R's stl smooths its trend and low-pass filter every tenth of their windows; the windows are
+    statsmodels' own for the shortest season at statsforecast's seasonal window (11)."""
+    from statsmodels.tsa.seasonal import STL
+
+    windows = STL(np.zeros(4 * shortest + 8), period=shortest, seasonal=11).config
+    assert stl_jumps((shortest, 7 * shortest)) == {"trend_jump": -(-windows["trend"] // 10),
+                                                   "low_pass_jump": -(-windows["low_pass"] // 10)}
+
+
+def test_mstls_jumps_leave_its_forecast_within_a_percent_of_every_step_smoothing():
+    """Half-hourly steps over six weeks with a day and a week (48, 336): the forecast with the jumps
+    is the one statsmodels' every-step smoothing gives, within 1% of the series' spread."""
+    t = np.arange(336 * 6)
+    y = 10 + 3 * np.sin(2 * np.pi * t / 48) + 2 * np.sin(2 * np.pi * t / 336) \
+        + np.cumsum(np.random.default_rng(0).normal(0, 0.05, len(t)))
+    trend = statsforecast.AutoETS(model="ZZN")
+    every_step = statsforecast.MSTL(season_length=[48, 336], trend_forecaster=trend).forecast(y=y, h=48)["mean"]
+    jumps = statsforecast.MSTL(season_length=[48, 336], trend_forecaster=trend,
+                               stl_kwargs=stl_jumps((48, 336))).forecast(y=y, h=48)["mean"]
+    assert stl_jumps((48, 336)) == {"trend_jump": 9, "low_pass_jump": 5}
+    assert np.abs(jumps - every_step).max() < 0.01 * y.std()
 
 
 def test_the_registry_holds_the_statistical_models_and_auto_leaves_arima_out():
@@ -513,7 +538,8 @@ def test_mstl_carries_its_seasons_and_trend_forward():
     df = pd.DataFrame({"y": y}, index=pd.date_range("2024-01-01", periods=len(t), freq="h"))
     f = Forecaster("mstl", prediction_length=H).fit(df.iloc[:-3 * H])
     result = backtest(f, df, n_windows=3, baselines=("naive",)).errors.sort_values(["origin", "step"])
-    model = statsforecast.MSTL(season_length=[24, 168], trend_forecaster=statsforecast.AutoETS(model="ZZN"))
+    model = statsforecast.MSTL(season_length=[24, 168], trend_forecaster=statsforecast.AutoETS(model="ZZN"),
+                               stl_kwargs=stl_jumps((24, 168)))
     model.fit(y[:-3 * H])
     expected = np.concatenate([model.forward(y=y[:len(y) - (3 - k) * H], h=H)["mean"] for k in range(3)])
     np.testing.assert_allclose(result.y_pred, expected, rtol=1e-6)
