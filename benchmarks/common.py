@@ -140,6 +140,13 @@ def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
         writer.writerows(rows)
 
 
+def write_report(path: Path, text: str) -> None:
+    """Write the markdown report ``text`` to ``path`` (its folder made) and print it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    print(text)
+
+
 def markdown_table(frame: Any, floatfmt: str = ".4f") -> str:
     """A pandas DataFrame as a GitHub markdown table (floats formatted with ``floatfmt``)."""
     def cell(value: Any) -> str:

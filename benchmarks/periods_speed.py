@@ -32,7 +32,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from benchmarks.common import ROOT, command_line, git_commit, machine, now  # noqa: E402
+from benchmarks.common import ROOT, command_line, git_commit, machine, now, write_report  # noqa: E402
 from tsrec.data import periods  # noqa: E402
 
 #: The last commit with the quadratic implementation (the reference being replaced).
@@ -150,9 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = measure(sorted(args.lengths), args.repeats, args.reference_limit)
     text = report(rows, command=command_line("benchmarks.periods_speed", argv), repeats=args.repeats,
                   reference_limit=args.reference_limit, load=(load_before, os.getloadavg()[0]))
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    (args.out_dir / "periods_speed.md").write_text(text)
-    print(text)
+    write_report(args.out_dir / "periods_speed.md", text)
     return 0
 
 
