@@ -724,7 +724,8 @@ def stl_jumps(seasons: Sequence[int]) -> dict[str, int]:
 class MSTL(StatsModel):
     """statsforecast's ``MSTL`` (the series decomposed by STL into several seasons, a trend and a
     remainder; the seasons forecast by seasonal naive, the trend and remainder by ``AutoETS`` of a
-    non-seasonal model, statsforecast's default trend forecaster). A history holds the seasons
+    non-seasonal model, statsforecast's default trend forecaster), STL's trend and low-pass smoothers
+    evaluated every tenth of their windows (:func:`stl_jumps`, R's ``stl``). A history holds the seasons
     of ``season_lengths`` it holds twice (STL's need): a shorter one is fitted with fewer, and
     one that holds none by the trend forecaster alone. Keeps each fit's seasons and its trend's
     ETS fit (its ``forward`` decomposes the window again, as statsforecast's does)."""
