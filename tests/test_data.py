@@ -817,3 +817,21 @@ def test_a_numeric_time_column_gets_the_conversion_its_values_need(values, advic
     with pytest.raises(TypeError, match=rf"^time column 't' has numeric dtype \w+; convert it to datetimes, e.g. "
                                         rf"df\['t'\] = {advice}$"):
         canonicalize(df, time_col="t", target_col="y")
+
+
+def test_periods_and_a_series_get_the_conversion_they_need():
+    """pandas periods (GluonTS's and statsmodels' monthly data) and a lone Series are common ways
+    to hold a series: each error names the one call that converts it."""
+    from tsrec import Forecaster
+
+    periods = pd.period_range("2019-01", periods=30, freq="M")
+    with pytest.raises(ValueError, match=r"has a PeriodIndex, not a DatetimeIndex; convert it to each period's start "
+                                         r"with df = df.to_timestamp\(\)$"):
+        canonicalize(pd.DataFrame({"y": np.arange(30.0)}, index=periods))
+    with pytest.raises(TypeError, match=r"^time column 't' holds periods \(period\[M\]\), not datetimes; convert it "
+                                        r"to each period's start with df\['t'\] = df\['t'\].dt.to_timestamp\(\)$"):
+        canonicalize(pd.DataFrame({"t": periods, "y": np.arange(30.0)}), time_col="t", target_col="y")
+    series = pd.Series(np.arange(30.0), index=periods.to_timestamp(), name="y")
+    with pytest.raises(TypeError, match=r"got Series; pass one series as a frame: s.to_frame\(\)$"):
+        Forecaster("naive", prediction_length=3).fit(series)
+    assert len(Forecaster("naive", prediction_length=3).fit(series.to_frame()).predict()) == 3

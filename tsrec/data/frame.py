@@ -481,6 +481,9 @@ def _require_column(df: pd.DataFrame, column: Hashable, argument: str) -> None:
 def _timestamps(df: pd.DataFrame, time_col: Hashable | None) -> pd.DatetimeIndex:
     """The ``[R]`` timestamps of the rows, from ``time_col`` or the ``DatetimeIndex``."""
     if time_col is None:
+        if isinstance(df.index, pd.PeriodIndex):
+            raise ValueError("no timestamps: the frame has a PeriodIndex, not a DatetimeIndex; convert it to each "
+                             "period's start with df = df.to_timestamp()")
         if not isinstance(df.index, pd.DatetimeIndex):
             raise ValueError(
                 f"no timestamps: the frame has a {type(df.index).__name__}, not a DatetimeIndex; "
@@ -501,6 +504,9 @@ def _timestamps(df: pd.DataFrame, time_col: Hashable | None) -> pd.DatetimeIndex
                        else f"pd.to_datetime(df[{time_col!r}], unit='s') for seconds since 1970")
             raise TypeError(f"{where} has numeric dtype {column.dtype}; convert it to datetimes, e.g. "
                             f"df[{time_col!r}] = {example}")
+        if isinstance(column.dtype, pd.PeriodDtype):
+            raise TypeError(f"{where} holds periods ({column.dtype}), not datetimes; convert it to each period's "
+                            f"start with df[{time_col!r}] = df[{time_col!r}].dt.to_timestamp()")
         try:  # a datetime column as it is (to_datetime would look at its values one by one)
             timestamps = pd.DatetimeIndex(column if isinstance(column.dtype, (np.dtype, pd.DatetimeTZDtype))
                                           and column.dtype.kind == "M" else pd.to_datetime(column))

@@ -173,6 +173,7 @@ def _files(source: object) -> Any:
 def _parquet(source: object) -> Any:
     """``source`` if :func:`is_parquet`, else a ``TypeError`` naming what a source may be."""
     if not is_parquet(source):
+        fix = "; pass one series as a frame: s.to_frame()" if isinstance(source, pd.Series) else ""
         raise TypeError(f"expected a pandas DataFrame, or long Parquet data (a file, a folder of files or a list of "
-                        f"files), got {type(source).__name__}")
+                        f"files), got {type(source).__name__}{fix}")
     return source
