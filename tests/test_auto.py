@@ -18,7 +18,7 @@ from tsrec import Forecaster
 from tsrec.halving import network_budget
 import tsrec.candidates
 import tsrec.halving
-from tsrec.validation import MAX_CALIBRATION_BLOCKS, Scores, Validation, calibration_blocks, greedy_weights, series_scales, shrunk_weights, validation_stride, validation_windows
+from tsrec.validation import MAX_CALIBRATION_BLOCKS, Scores, Validation, calibration_blocks, greedy_weights, repeated_forecasts, series_scales, shrunk_weights, validation_stride, validation_windows
 from tsrec.config import DEFAULT_MODEL
 from tsrec.data import canonicalize
 from tsrec.fitted import ForecastResult
@@ -219,6 +219,18 @@ def test_weights_shrink_toward_the_blend_of_the_best_few_by_the_evidence():
     many = shrunk_weights(greedy, scores, evidence=3000)
     assert many[0] > 0.99 and many[3] == 0 and many.sum() == pytest.approx(1)
     np.testing.assert_allclose(shrunk_weights(greedy, np.array([1.0, 2.0, 3.0, 4.0]), 30), [1, 0, 0, 0])
+
+
+def test_the_blend_takes_each_forecast_once():
+    """Seasonal naive without a season (yearly data) forecasts what naive does: the blend of the
+    best few takes it once, and the next distinct candidate in its place."""
+    forecasts = np.array([[1.0, 2.0, np.nan], [1.0, 2.0, np.nan], [0.0, 2.5, 1.0], [3.0, 3.0, 3.0], [1.0, 2.0, 0.0]])
+    scores = np.array([1.0, 1.0, 1.1, 1.2, 1.3])  # 0 and 1 repeat each other; 4 differs from them in one entry
+    repeats = repeated_forecasts(forecasts, scores)
+    np.testing.assert_array_equal(repeats, [False, True, False, False, False])
+    greedy = np.array([1.0, 0.0, 0.0, 0.0, 0.0])
+    np.testing.assert_allclose(shrunk_weights(greedy, scores, 0, repeats), [1 / 3, 0, 1 / 3, 1 / 3, 0])
+    np.testing.assert_allclose(shrunk_weights(greedy, scores, 0), [1 / 3, 1 / 3, 1 / 3, 0, 0])  # counted twice
 
 
 def test_greedy_selection_keeps_the_best_model_unless_averaging_helps():

@@ -5,7 +5,8 @@ or forecasts (:func:`tsrec.auto.fit_auto` does, and hands the forecasts in)::
     validation_windows, validation_stride    how many horizons each series holds out, origins how far apart
     Validation.of(panel, ends, ...)          their items, origins and truth  [W], [W], [W, H, C]
     Scores.add(name, forecast)               a candidate's score on the metric  (scaled [W * H * C])
-    Scores.weights(names, scores)            greedy_weights, then shrunk_weights toward the blend
+    Scores.weights(names, scores)            greedy_weights, then shrunk_weights toward the blend of
+                                             the best few distinct forecasts (repeated_forecasts)
     calibration_blocks(validation)           earlier blocks of windows the bands also read
 """
 
@@ -27,8 +28,8 @@ from tsrec.models.parameters import VARIANT_GROWTH
 
 __all__ = ["BLEND_SIZE", "CALIBRATION_EVIDENCE", "HALVING_FACTOR", "MAX_CALIBRATION_BLOCKS", "MIN_VAL_WINDOWS",
            "PRIOR_WINDOWS", "ROUNDS", "Scores", "VAL_WINDOWS_RULE", "Validation", "calibration_blocks", "entry_losses",
-           "eval_metric_for", "greedy_weights", "series_scales", "shrunk_weights", "validation_stride",
-           "validation_windows"]
+           "eval_metric_for", "greedy_weights", "repeated_forecasts", "series_scales", "shrunk_weights",
+           "validation_stride", "validation_windows"]
 
 #: Rounds of greedy ensemble selection (weights are multiples of 1 / ROUNDS).
 ROUNDS = 20
@@ -111,19 +112,36 @@ def greedy_weights(truth: np.ndarray, forecasts: np.ndarray, rounds: int = ROUND
     return best_counts / best_counts.sum()
 
 
-def shrunk_weights(greedy: np.ndarray, scores: np.ndarray, evidence: int) -> np.ndarray:
+def shrunk_weights(greedy: np.ndarray, scores: np.ndarray, evidence: int,
+                   repeats: np.ndarray | None = None) -> np.ndarray:
     """``greedy`` ``[M]`` weights shrunk toward the equal blend of the best few candidates by their
     validation ``scores`` ``[M]`` (lower is better): the :data:`BLEND_SIZE` best within
     :data:`HALVING_FACTOR` of the best. ``evidence``: the independent validation windows scored (series
     x channels x windows one horizon apart); the greedy weights get ``evidence / (evidence +
     PRIOR_WINDOWS)`` of the total, the blend the rest (:data:`PRIOR_WINDOWS`): a rule fixed before any
-    benchmark, so that two to five windows of a few series cannot hand one candidate everything."""
+    benchmark, so that two to five windows of a few series cannot hand one candidate everything.
+    ``repeats`` ``[M]`` bool (default none): the candidates whose forecasts repeat a better-ranked
+    one's (:func:`repeated_forecasts`), left out of the blend, which takes each forecast once."""
     best = float(np.min(scores))
-    order = [int(m) for m in np.argsort(scores, kind="stable") if scores[m] <= HALVING_FACTOR * best]
+    repeats = np.zeros(len(scores), dtype=bool) if repeats is None else repeats
+    order = [int(m) for m in np.argsort(scores, kind="stable")
+             if scores[m] <= HALVING_FACTOR * best and not repeats[m]]
     blend = np.zeros_like(greedy)
     blend[order[:BLEND_SIZE]] = 1.0 / len(order[:BLEND_SIZE])
     trust = evidence / (evidence + PRIOR_WINDOWS)
     return trust * greedy + (1.0 - trust) * blend
+
+
+def repeated_forecasts(forecasts: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """``[M]`` bool: the candidates whose ``forecasts`` ``[M, E]`` equal those of one ranked before them
+    by ``scores`` ``[M]`` (the earlier among equal scores), as seasonal naive without a season
+    (yearly data) repeats naive."""
+    order = np.argsort(scores, kind="stable")
+    repeats = np.zeros(len(scores), dtype=bool)
+    for rank, m in enumerate(order):
+        repeats[m] = any(np.array_equal(forecasts[m], forecasts[k], equal_nan=True) for k in order[:rank]
+                         if not repeats[k])
+    return repeats
 
 
 @dataclass(frozen=True)
@@ -292,13 +310,14 @@ class Scores:
     def weights(self, names: list[str], scores: list[float]) -> np.ndarray:
         """``[M]`` the weights of ``names`` (validation ``scores`` ``[M]``): the greedy weights over the
         entries with a true value and every one's forecast, shrunk toward the blend of the best
-        few (:func:`shrunk_weights`)."""
+        few distinct forecasts (:func:`shrunk_weights`, :func:`repeated_forecasts`)."""
         stacked = np.stack([self.scaled[name] for name in names])  # [M, E]
         common = np.isfinite(self.truth) & np.isfinite(stacked).all(axis=0)
         if not common.any():
             raise ValueError("auto: no validation entry has a true value and every candidate's forecast")
         greedy = greedy_weights(self.truth[common], stacked[:, common], metric=self.validation.metric)
-        return shrunk_weights(greedy, np.asarray(scores), self.validation.evidence)
+        return shrunk_weights(greedy, np.asarray(scores), self.validation.evidence,
+                              repeated_forecasts(stacked, np.asarray(scores)))
 
 
 def validation_stride(horizon: int, windows: int, wanted: int) -> int:
