@@ -6,7 +6,9 @@ progress lines, save/load and quantile ensembles."""
 from __future__ import annotations
 
 import io
+import re
 import sys
+import time
 
 import numpy as np
 import pandas as pd
@@ -151,7 +153,22 @@ def test_the_networks_budget_is_honoured(networks_allowed):
     f = Forecaster("auto", candidates=("seasonal_naive", "dlinear"), prediction_length=H, max_steps=100_000,
                    time_limit=1e-9, trainer_kwargs=QUIET).fit(hourly())
     row = f.leaderboard.set_index("model").loc["dlinear"]
-    assert row.note == "stopped before rung 1: the networks' budget of 0 CPU-s was spent" and np.isnan(row.val_score)
+    assert re.fullmatch(r"skipped: the fit had spent its time_limit of 1e-09 CPU-s on the statistical candidates "
+                        r"\(\d+\.\d\)", row.note) and np.isnan(row.val_score)
+
+
+def test_the_time_limit_caps_the_whole_fit_not_the_networks_alone(networks_allowed, monkeypatch):
+    """The statistical candidates are scored first; the networks get what they left of the user's
+    time_limit, where they had been given all of it on top."""
+    budgets = []
+    original = tsrec.halving.network_budget
+    monkeypatch.setattr(tsrec.halving, "network_budget",
+                        lambda observations, time_limit=None, stats_seconds=None:
+                        budgets.append(time_limit) or original(observations, time_limit, stats_seconds))
+    started = time.process_time()
+    Forecaster("auto", candidates=("ets", "dlinear"), prediction_length=H, max_steps=20, time_limit=600.0,
+               trainer_kwargs=QUIET).fit(hourly())
+    assert len(budgets) == 1 and 600.0 - (time.process_time() - started) <= budgets[0] < 600.0
 
 
 def test_a_run_that_spends_its_budget_share_goes_on_at_the_next_rung(networks_allowed, monkeypatch):

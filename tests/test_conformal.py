@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -193,6 +194,17 @@ def test_auto_calibrates_its_ensemble_by_default_at_the_cost_of_forecasts_only()
     # the selection reads the same windows one horizon apart whatever the calibration's stride
     pd.testing.assert_frame_equal(off.leaderboard[["model", "val_score", "weight"]],
                                   f.leaderboard[["model", "val_score", "weight"]])
+
+
+def test_a_time_limit_forecasts_no_calibration_block_it_has_no_time_for():
+    """The blocks refit the members; a time_limit that the validation spent leaves the bands the
+    validation's windows alone, and the leaderboard says why."""
+    f = Forecaster(prediction_length=H, candidates=("theta", "seasonal_naive"), time_limit=1e-6,
+                   trainer_kwargs=QUIET).fit(noisy(n=24 * 10), **COLS)
+    assert (f.calibration.windows, f.calibration.stride) == (22, 2)
+    assert re.fullmatch(r"22 windows per series, 24 independent \(series x windows one horizon apart\): the "
+                        r"validation's alone \(the time_limit leaves too little for block 1, about \d+\.\d CPU-s\)",
+                        f.leaderboard.attrs["calibration"])
 
 
 def test_auto_gives_covariates_to_the_candidates_that_take_them(monkeypatch):

@@ -58,8 +58,8 @@ and forecasting one candidate, :mod:`tsrec.candidates`'; the networks' successiv
    half of the networks still training and within :data:`~tsrec.validation.HALVING_FACTOR` of the leader's score
    (the leader may be a statistical model). The first rung spends :func:`~tsrec.halving.network_budget` CPU
    seconds (it grows with the observations, and stays within a few times what the statistical
-   candidates cost; ``time_limit`` sets it instead), each run the share of what is left that its
-   steps are of those still planned; a network halving keeps is never stopped for that budget
+   candidates cost; where ``time_limit`` caps the fit, what they left of it instead), each run the
+   share of what is left that its steps are of those still planned; a network halving keeps is never stopped for that budget
    alone (:func:`~tsrec.halving.fit_networks`). Rungs continue the same run from its checkpoint
    (``resume=True``), so a network that reaches the last rung has cost one training run. Networks
    are not refitted on the validation windows: the validated run is the member (AutoGluon's
@@ -319,7 +319,7 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
             rows[name].covariates = candidates.described if candidates.reads(name) else candidates.unused
         observations = int(sum(item.observed.sum() for item in panel.items))
         fit_networks(networks, rows, validated, scores, candidates, lengths=ends, channels=channels, windows=windows,
-                     observations=observations)
+                     observations=observations, spent_before=time.process_time() - started)
     kept = [name for name in names if name in scores.scaled]
     if not kept:
         raise ValueError("auto: no candidate was scored on the fit frame: " +
@@ -348,7 +348,10 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     if not calibrating:
         return fit
     ensemble = sum(weight * scores.means[name] for name, weight in chosen)  # [W, H, C] the ensemble's
-    items, origins, mean, windows, note = _calibration_windows(candidates, chosen, variants, refit, ensemble)
+    time_limit = settings.training.time_limit
+    items, origins, mean, windows, note = _calibration_windows(
+        candidates, chosen, variants, refit, ensemble, cost=sum(rows[name].cpu_seconds for name, _ in chosen),
+        deadline=None if time_limit is None else started + time_limit)
     fit.state.leaderboard.attrs["calibration"] = note
     calibration = calibration_of(fit.state, panel, items, origins, mean, windows, stride,
                                  settings.conformal.resolved_for(auto=True), time.process_time() - started)
@@ -381,19 +384,25 @@ def _block_cost(name: str) -> str | None:
 
 
 def _calibration_windows(candidates: Candidates, chosen: list[tuple[str, float]], variants: dict[str, ForecastModel],
-                         refit: dict[str, str],
-                         ensemble: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, str]:
+                         refit: dict[str, str], ensemble: np.ndarray, *, cost: float,
+                         deadline: float | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, str]:
     """The windows the ensemble's bands are calibrated on: the validation's, whose forecasts are
     ``ensemble`` ``[W, H, C]``, and the earlier blocks :func:`~tsrec.validation.calibration_blocks`
     asks for (none where a member of ``refit`` would cost more than a fit per block: its name -> why,
     :func:`_block_cost`), each forecast by the ``chosen`` members fitted on the history before it
-    (statistical ones keeping their ``variants``); a block a member cannot fit ends them there.
-    Returns their items and origins ``[W']``, forecasts ``[W', H, C]``, origins per series and the
-    leaderboard's note."""
+    (statistical ones keeping their ``variants``); a block a member cannot fit ends them there, and
+    so does one that would end past ``deadline`` (the CPU clock's reading where the user's
+    ``time_limit`` runs out; None: none), a block costing about ``cost`` CPU seconds (the chosen
+    members' validation), then what the last one cost. Returns their items and origins ``[W']``,
+    forecasts ``[W', H, C]``, origins per series and the leaderboard's note."""
     validation = candidates.validation
     items, origins, mean = validation.items, validation.origins, ensemble
-    blocks, failed = 0, ""
+    blocks, stopped = 0, ""
     for block in range(1, (0 if refit else calibration_blocks(validation)) + 1):
+        if deadline is not None and time.process_time() + cost > deadline:
+            stopped = f"the time_limit leaves too little for block {block}, about {cost:.1f} CPU-s"
+            break
+        started = time.process_time()
         span = validation.horizons * validation.truth.shape[1]  # steps per block
         # [I] each validated series a span earlier; one not validated forecasts no window (its count is 0)
         first = np.where(validation.validated, validation.first - block * span, validation.first)
@@ -401,23 +410,24 @@ def _calibration_windows(candidates: Candidates, chosen: list[tuple[str, float]]
             results = [(weight, candidates.forecast(name, first, like=variants.get(name))[1])
                        for name, weight in chosen]
         except (ValueError, RuntimeError) as err:  # a member the shorter history cannot fit: no earlier block
-            failed = f"block {block} failed: {err}"
+            stopped = f"block {block} failed: {err}"
             break
         items, origins = np.concatenate([results[0][1].items, items]), np.concatenate([results[0][1].origins, origins])
         mean = np.concatenate([sum(weight * result.mean for weight, result in results), mean])
-        blocks = block
-    return items, origins, mean, validation.windows * (blocks + 1), _calibration_note(validation, blocks, refit, failed)
+        blocks, cost = block, time.process_time() - started
+    return items, origins, mean, validation.windows * (blocks + 1), _calibration_note(validation, blocks, refit, stopped)
 
 
-def _calibration_note(validation: Validation, blocks: int, refit: dict[str, str], failed: str) -> str:
+def _calibration_note(validation: Validation, blocks: int, refit: dict[str, str], stopped: str) -> str:
     """What the leaderboard says of the calibration: its windows and why there are no more
-    (``refit``: the members an earlier block would cost more than a fit, and why; ``failed``: why an
-    earlier block could not be forecast)."""
+    (``refit``: the members an earlier block would cost more than a fit, and why; ``stopped``: why
+    the blocks wanted were not all forecast)."""
     evidence = validation.evidence * (blocks + 1)
     note = (f"{validation.windows * (blocks + 1)} windows per series, {evidence} independent (series x windows one "
             f"horizon apart)")
-    if failed:
-        return f"{note}: the validation's and {blocks} block(s) before them ({failed})"
+    if stopped:
+        return f"{note}: the validation's and {blocks} block(s) before them ({stopped})" if blocks else \
+            f"{note}: the validation's alone ({stopped})"
     if blocks:
         return f"{note}: the validation's and {blocks} block(s) before them, the members fitted before each"
     if evidence >= CALIBRATION_EVIDENCE:

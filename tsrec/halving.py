@@ -46,7 +46,7 @@ STATS_COST_RATIO = 3.0
 
 def network_budget(observations: int, time_limit: float | None = None, stats_seconds: float | None = None) -> float:
     """CPU seconds of network training in all for data of ``observations`` observed values: the
-    user's ``time_limit`` where set; else :data:`BUDGET_SECONDS` +
+    ``time_limit`` where set (what the fit has left of the user's); else :data:`BUDGET_SECONDS` +
     :data:`BUDGET_SECONDS_PER_OBSERVATION` per value, at most :data:`MAX_BUDGET_SECONDS`, and at
     most :data:`STATS_COST_RATIO` times ``stats_seconds``, the CPU seconds the statsforecast
     candidates cost (None: no such bound, as without statsforecast, where the last value and seasonal
@@ -67,9 +67,11 @@ def network_windows(lengths: np.ndarray, channels: int, horizon: int, windows: i
 
 def fit_networks(networks: list[str], rows: dict[str, Row], validated: dict[str, FittedState], scores: Scores,
                  candidates: Candidates, *, lengths: np.ndarray, channels: int, windows: int,
-                 observations: int) -> None:
+                 observations: int, spent_before: float) -> None:
     """Successive halving of the ``networks`` on the history before the validation windows (see
     the module); fills their ``rows`` and, for those scored, ``validated`` (their fitted states).
+    ``spent_before``: the CPU seconds the fit spent before them (the statistical candidates), which
+    the user's ``time_limit``, a cap on the whole fit, no longer holds for them.
 
     The budget is CPU seconds of this process. Each (network, rung) run may spend the share of what
     is left that its steps are of the steps still planned (the rest of this rung, and the later
@@ -77,7 +79,7 @@ def fit_networks(networks: list[str], rows: dict[str, Row], validated: dict[str,
     others' rung 1; what a run leaves unspent goes to the runs after it. The first rung spends
     :func:`network_budget`; a network that halving keeps (within :data:`~tsrec.validation.HALVING_FACTOR` of the
     leader, or ahead of it) is never stopped for that budget alone: its later rungs may spend up to
-    the user's ``time_limit``, else :data:`MAX_BUDGET_SECONDS` in all, and its note says so."""
+    what is left of the user's ``time_limit``, else :data:`MAX_BUDGET_SECONDS` in all, and its note says so."""
     settings = candidates.settings
     horizon = settings.window.prediction_length
     available = network_windows(lengths, channels, horizon, windows)
@@ -91,8 +93,15 @@ def fit_networks(networks: list[str], rows: dict[str, Row], validated: dict[str,
               and issubclass(model_spec(row.model).model_class.config_class, StatsConfig)]  # statsforecast's
     stats = sum(row.cpu_seconds for row in fitted) if fitted else None
     training = settings.training
-    budget = network_budget(observations, training.time_limit, stats)
-    cap = budget if training.time_limit is not None else MAX_BUDGET_SECONDS  # the later rungs' (see above)
+    remaining = None if training.time_limit is None else training.time_limit - spent_before  # of the user's cap
+    if remaining is not None and remaining <= 0:
+        for name in networks:
+            rows[name].note = (f"skipped: the fit had spent its time_limit of {training.time_limit:g} CPU-s on the "
+                               f"statistical candidates ({spent_before:.1f})")
+            progress(progress_line(rows[name]))
+        return
+    budget = network_budget(observations, remaining, stats)
+    cap = budget if remaining is not None else MAX_BUDGET_SECONDS  # the later rungs' (see above)
     # the whole run's steps; an epoch budget becomes the step budget of as many passes, validated as one
     # (a rung may end inside an epoch)
     steps = plan_budget(training, available).total_steps
