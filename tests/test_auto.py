@@ -96,7 +96,7 @@ def test_the_default_on_short_data_scores_the_statistical_models_and_skips_the_n
     assert len(networks) == 3 and networks.val_score.isna().all() and (networks.weight == 0).all()
     assert networks.note.str.fullmatch(r"skipped: \d+ training windows < 1000 \(networks are tried only on data "
                                        r"with at least that many\)").all()
-    assert scored == ["ets", "theta", "ces", "dynamic_theta", "seasonal_naive", "naive", "drift", "ridge", "gbm"]
+    assert scored == ["seasonal_naive", "naive", "drift", "ets", "theta", "ces", "dynamic_theta", "ridge", "gbm"]
     stats = board[~board.model.isin([*networks.model, "mstl", *INTERMITTENT_MODELS])]
     assert board.set_index("model").note["mstl"].startswith("skipped: 1 calendar season(s)")  # a day, not a week
     intermittent = board.set_index("model").loc[list(INTERMITTENT_MODELS)]
@@ -106,7 +106,9 @@ def test_the_default_on_short_data_scores_the_statistical_models_and_skips_the_n
 
 
 def test_statistical_candidates_are_scored_before_the_networks(networks_allowed, scored):
-    f = Forecaster("auto", candidates=("dlinear", "seasonal_naive", "theta"), **FAST).fit(hourly())
+    """The rules on each window first (a time_limit never skips them), then the other statistical
+    candidates, then the networks."""
+    f = Forecaster("auto", candidates=("dlinear", "theta", "seasonal_naive"), **FAST).fit(hourly())
     assert scored[:2] == ["seasonal_naive", "theta"] and set(scored[2:]) == {"dlinear"}
     assert list(f.leaderboard.sort_values("fit_seconds").model)  # every candidate timed
     assert set(f.leaderboard.model) == {"dlinear", "seasonal_naive", "theta"}
@@ -169,6 +171,12 @@ def test_the_time_limit_caps_the_whole_fit_not_the_networks_alone(networks_allow
     Forecaster("auto", candidates=("ets", "dlinear"), prediction_length=H, max_steps=20, time_limit=600.0,
                trainer_kwargs=QUIET).fit(hourly())
     assert len(budgets) == 1 and 600.0 - (time.process_time() - started) <= budgets[0] < 600.0
+    f = Forecaster("auto", candidates=("ets", "theta", "naive", "dlinear"), prediction_length=H, time_limit=1e-6,
+                   trainer_kwargs=QUIET).fit(hourly())  # spent by the first candidate, the rule
+    notes = f.leaderboard.set_index("model").note
+    assert notes["ets"] == notes["theta"] == "skipped: the fit had spent its time_limit of 1e-06 CPU-s on those before"
+    assert notes["dlinear"].startswith("skipped: the fit had spent its time_limit of 1e-06 CPU-s")
+    assert f.resolved_settings.network.members == ("naive",)
 
 
 def test_a_run_that_spends_its_budget_share_goes_on_at_the_next_rung(networks_allowed, monkeypatch):

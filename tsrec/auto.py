@@ -50,7 +50,9 @@ and forecasting one candidate, :mod:`tsrec.candidates`'; the networks' successiv
    ridge regression shared by every series on each window's lags and known-future features
    (:mod:`tsrec.models.ridge`), fitted in closed form on the windows before the validation ones,
    and on all of them when chosen, and ``gbm``, gradient-boosted trees shared by every series on
-   each window's lags and covariates (:mod:`tsrec.models.gbm`), fitted on the same windows.
+   each window's lags and covariates (:mod:`tsrec.models.gbm`), fitted on the same windows. The
+   rules on each window (``seasonal_naive``, ``naive``, ``drift``) are scored first; once the fit has
+   spent the user's ``time_limit``, the candidates after are skipped.
 4. **Networks** (the trainable candidates), only when the steps before the validation windows hold
    at least :data:`~tsrec.halving.MIN_NETWORK_WINDOWS` training windows (counted at a context of twice the
    horizon), by successive halving: every network trains for the first rung's share of its step
@@ -59,9 +61,10 @@ and forecasting one candidate, :mod:`tsrec.candidates`'; the networks' successiv
    (the leader may be a statistical model). The first rung spends :func:`~tsrec.halving.network_budget` CPU
    seconds (it grows with the observations, and stays within a few times what the statistical
    candidates cost; where ``time_limit`` caps the fit, what they left of it instead), each run the
-   share of what is left that its steps are of those still planned; a network halving keeps is never stopped for that budget
-   alone (:func:`~tsrec.halving.fit_networks`). Rungs continue the same run from its checkpoint
-   (``resume=True``), so a network that reaches the last rung has cost one training run. Networks
+   share of what is left that its steps are of those still planned; a network halving keeps is
+   never stopped for that budget alone (:func:`~tsrec.halving.fit_networks`). Rungs continue the
+   same run from its checkpoint (``resume=True``), so a network that reaches the last rung has
+   cost one training run. Networks
    are not refitted on the validation windows: the validated run is the member (AutoGluon's
    default, ``refit_full=False``); its RevIN makes it indifferent to the ensemble's scaler, which
    is fitted on all the history. A member without RevIN is refitted.
@@ -114,7 +117,7 @@ from tsrec.halving import fit_networks
 from tsrec.models.base import ForecastModel
 from tsrec.models.ensemble import AUTO, with_members
 from tsrec.models.intermittent import INTERMITTENT_MODELS, Intermittency, intermittency
-from tsrec.models.naive import MATCH_TOLERANCE, choose_seasons
+from tsrec.models.naive import MATCH_TOLERANCE, WindowRule, choose_seasons
 from tsrec.models.registry import model_spec
 from tsrec.models.stats import STATS_EXTRA, MSTLConfig, StatsConfig, statsforecast_installed
 from tsrec.settings import ForecasterSettings
@@ -287,14 +290,21 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     scores = Scores(validation)
     names = _candidates(settings)
     rows = {name: Row(name) for name in names}
-    # those whose every forecast costs a fit go last, to be compared with the others on their first windows
+    # the rules on each window first (they cost almost nothing: a time_limit never skips them); those
+    # whose every forecast costs a fit last, to be compared with the others on their first windows
     statistical = sorted((name for name in names if not model_spec(name).model_class.trainable),
-                         key=lambda name: model_spec(name).model_class.forecast_refits)
+                         key=lambda name: (model_spec(name).model_class.forecast_refits,
+                                           not issubclass(model_spec(name).model_class, WindowRule)))
     variants: dict[str, ForecastModel] = {}  # each statistical candidate validated: its variants per series
+    time_limit = settings.training.time_limit
     for name in statistical:
         rows[name].covariates = candidates.described if candidates.reads(name) else candidates.unused
         if (why := _unsuited(name, history, found)) is not None:
             rows[name].note = why
+            progress(progress_line(rows[name]))
+            continue
+        if time_limit is not None and scores.scaled and time.process_time() - started > time_limit:
+            rows[name].note = f"skipped: the fit had spent its time_limit of {time_limit:g} CPU-s on those before"
             progress(progress_line(rows[name]))
             continue
         if name in INTERMITTENT_MODELS:
@@ -348,7 +358,6 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     if not calibrating:
         return fit
     ensemble = sum(weight * scores.means[name] for name, weight in chosen)  # [W, H, C] the ensemble's
-    time_limit = settings.training.time_limit
     items, origins, mean, windows, note = _calibration_windows(
         candidates, chosen, variants, refit, ensemble, cost=sum(rows[name].cpu_seconds for name, _ in chosen),
         deadline=None if time_limit is None else started + time_limit)
@@ -415,7 +424,8 @@ def _calibration_windows(candidates: Candidates, chosen: list[tuple[str, float]]
         items, origins = np.concatenate([results[0][1].items, items]), np.concatenate([results[0][1].origins, origins])
         mean = np.concatenate([sum(weight * result.mean for weight, result in results), mean])
         blocks, cost = block, time.process_time() - started
-    return items, origins, mean, validation.windows * (blocks + 1), _calibration_note(validation, blocks, refit, stopped)
+    note = _calibration_note(validation, blocks, refit, stopped)
+    return items, origins, mean, validation.windows * (blocks + 1), note
 
 
 def _calibration_note(validation: Validation, blocks: int, refit: dict[str, str], stopped: str) -> str:
