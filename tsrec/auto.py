@@ -64,10 +64,9 @@ and forecasting one candidate, :mod:`tsrec.candidates`'; the networks' successiv
    share of what is left that its steps are of those still planned; a network halving keeps is
    never stopped for that budget alone (:func:`~tsrec.halving.fit_networks`). Rungs continue the
    same run from its checkpoint (``resume=True``), so a network that reaches the last rung has
-   cost one training run. Networks
-   are not refitted on the validation windows: the validated run is the member (AutoGluon's
-   default, ``refit_full=False``); its RevIN makes it indifferent to the ensemble's scaler, which
-   is fitted on all the history. A member without RevIN is refitted.
+   cost one training run. Networks are not refitted on the validation windows: the validated run
+   is the member (AutoGluon's default, ``refit_full=False``); its RevIN makes it indifferent to the
+   ensemble's scaler, which is fitted on all the history. A member without RevIN is refitted.
 5. **Choice.** Greedy ensemble selection with replacement (Caruana et al., ICML 2004): for
    :data:`~tsrec.validation.ROUNDS` rounds, add the candidate that most lowers the validation score of the
    equal-weighted average of those chosen so far (one may be chosen again), and keep the rounds'
