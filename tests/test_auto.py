@@ -640,6 +640,22 @@ def ragged(lengths, seed=0):
                       for i, n in enumerate(lengths)])
 
 
+def test_a_series_whose_validation_would_cost_it_its_season_is_left_out_of_it(validations):
+    """Monthly series, horizon 6, one validation window: the 26-month one holds two years, but not
+    before its window, where ETS and Theta could not fit the yearly season they forecast with; it is
+    left out, as the 20-month one (no two years at all) and the long ones are not. Where every
+    series would be left out, none is."""
+    candidates = ("ets", "theta", "seasonal_naive")
+    f = Forecaster(prediction_length=6, candidates=candidates).fit(ragged([120, 120, 30, 26, 20]))
+    assert validations[-1].count.tolist() == [1, 1, 1, 0, 1] and validations[-1].first[3] == 26
+    assert f.leaderboard.attrs["validation"] == (
+        "4 of 5 series validated, 1 window(s) of 6 steps each; 1 left out, as the history before their windows "
+        "holds fewer than two seasons of 12 steps where all of it holds two")
+    f = Forecaster(prediction_length=6, candidates=("ets", "seasonal_naive")).fit(ragged([26, 27]))
+    assert (validations[-1].count > 0).all()
+    assert f.leaderboard.attrs["validation"] == "2 of 2 series validated, 2 window(s) of 6 steps each"
+
+
 def test_a_series_too_short_to_validate_is_forecast_by_the_ensemble_chosen_on_the_others(validations):
     """A new series of 15 months in a panel of 10-year ones (horizon 12: 25 steps validate): it holds
     out nothing, the others are validated as without it, and the members fitted on all the history
