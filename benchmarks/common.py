@@ -140,6 +140,13 @@ def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
         writer.writerows(rows)
 
 
+def provenance(module: str, argv: list[str]) -> str:
+    """The line a results file ends with: the command that reruns ``python -m module`` with ``argv``
+    on one thread, the commit, the machine and the time."""
+    return (f"Command: `OMP_NUM_THREADS=1 {command_line(module, argv)}`; commit {git_commit()}; machine: {machine()}; "
+            f"{now()}.")
+
+
 def write_report(path: Path, text: str) -> None:
     """Write the markdown report ``text`` to ``path`` (its folder made) and print it."""
     path.parent.mkdir(parents=True, exist_ok=True)

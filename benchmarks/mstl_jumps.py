@@ -14,18 +14,16 @@ with the command, commit and machine. The files come from ``--data-dir`` (defaul
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 import warnings
-from pathlib import Path
 from unittest import mock
 
 import numpy as np
 import pandas as pd
 
-from benchmarks.common import command_line, git_commit, machine, markdown_table, now, write_report
-from benchmarks.stats_history import DEFAULT_DATA, scored_fit
+from benchmarks.common import markdown_table, provenance, write_report
+from benchmarks.stats_history import column_frames, column_parser, scored_fit
 
 #: Two long columns per sampling interval: hourly (seasons 24, 168), quarter-hourly (96, 672) and
 #: ten-minute (144, 1,008).
@@ -45,22 +43,15 @@ def run(frame: pd.DataFrame, horizon: int, windows: int, every_step: bool) -> di
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.mstl_jumps", description=__doc__.splitlines()[0])
-    parser.add_argument("--columns", nargs="+", default=list(COLUMNS), help="FILE:COLUMN, e.g. ETTm1:OT")
+    parser = column_parser("benchmarks.mstl_jumps", __doc__.splitlines()[0], COLUMNS)
     parser.add_argument("--steps", type=int, default=8064, help="steps fitted (default: 12 weeks of hours)")
-    parser.add_argument("--windows", type=int, default=10)
-    parser.add_argument("--data-dir", type=Path, default=None)
-    parser.add_argument("--out-dir", type=Path, default=Path(__file__).parent / "results")
     args = parser.parse_args(argv)
     given = sys.argv[1:] if argv is None else argv
-    from tsrec.datasets import load
     from tsrec.models.stats import stl_jumps
 
     warnings.simplefilter("ignore")
     rows = []
-    for spec in args.columns:
-        name, column = spec.split(":", 1)
-        frame = load(name, args.data_dir or DEFAULT_DATA)[[column]]
+    for spec, frame in column_frames(args.columns, args.data_dir):
         horizon = int(pd.Timedelta("1D") / (frame.index[1] - frame.index[0]))
         frame = frame.iloc[-(args.steps + horizon * args.windows):]
         every = run(frame, horizon, args.windows, every_step=True)
@@ -86,8 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         markdown_table(table, floatfmt=".3f"), "",
         "Geometric mean of the ratios over the columns: "
         + ", ".join(f"{name} {value:.3f}" for name, value in geomean.items()) + ".", "",
-        f"Command: `OMP_NUM_THREADS=1 {command_line('benchmarks.mstl_jumps', given)}`; "
-        f"commit {git_commit()}; machine: {machine()}; {now()}.", ""])
+        provenance("benchmarks.mstl_jumps", given), ""])
     write_report(args.out_dir / "mstl_jumps.md", text)
     return 0
 

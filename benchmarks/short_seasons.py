@@ -27,7 +27,7 @@ from unittest import mock
 import numpy as np
 import pandas as pd
 
-from benchmarks.common import command_line, git_commit, machine, markdown_table, now, write_report
+from benchmarks.common import markdown_table, provenance, write_report
 
 HORIZON = 12
 RUNS = ("default", "default, every series validated", "ces", "ets", "seasonal_naive")
@@ -104,8 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         markdown_table(summary, floatfmt=".3f"), "",
         "Per seed:", "",
         markdown_table(table, floatfmt=".3f"), "",
-        f"Command: `OMP_NUM_THREADS=1 {command_line('benchmarks.short_seasons', given)}`; "
-        f"commit {git_commit()}; machine: {machine()}; {now()}.", ""])
+        provenance("benchmarks.short_seasons", given), ""])
     write_report(args.out_dir / "short_seasons.md", text)
     return 0
 

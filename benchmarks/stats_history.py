@@ -18,12 +18,13 @@ import argparse
 import sys
 import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from benchmarks.common import command_line, git_commit, machine, markdown_table, now, write_report
+from benchmarks.common import markdown_table, provenance, write_report
 
 MODELS = ("ets", "ces", "dynamic_theta", "theta")
 COLUMNS = ("ETTh1:OT", "ETTh1:HUFL", "ETTh2:OT", "WTH:WetBulbCelsius")
@@ -57,24 +58,38 @@ def run(frame: pd.DataFrame, model: str, horizon: int, windows: int, whole: bool
         model_class.max_history = cap
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.stats_history", description=__doc__.splitlines()[0])
-    parser.add_argument("--columns", nargs="+", default=list(COLUMNS), help="FILE:COLUMN, e.g. ETTh1:OT")
-    parser.add_argument("--models", nargs="+", default=list(MODELS))
-    parser.add_argument("--horizon", type=int, default=24)
+def column_parser(module: str, description: str, columns: tuple[str, ...]) -> argparse.ArgumentParser:
+    """The arguments of a benchmark over long columns of the benchmark files: ``--columns``
+    (default ``columns``), ``--windows`` (backtest windows, default 10), ``--data-dir`` and ``--out-dir``."""
+    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=description)
+    parser.add_argument("--columns", nargs="+", default=list(columns), help="FILE:COLUMN, e.g. ETTh1:OT")
     parser.add_argument("--windows", type=int, default=10)
     parser.add_argument("--data-dir", type=Path, default=None)
     parser.add_argument("--out-dir", type=Path, default=Path(__file__).parent / "results")
+    return parser
+
+
+def column_frames(columns: list[str], data_dir: Path | None) -> Iterator[tuple[str, pd.DataFrame]]:
+    """Each of ``columns`` (``FILE:COLUMN``) and its one-column frame, read from ``data_dir``
+    (default ``$TSREC_DATA_DIR``'s loader default, else :data:`DEFAULT_DATA`)."""
+    from tsrec.datasets import load
+
+    for spec in columns:
+        name, column = spec.split(":", 1)
+        yield spec, load(name, data_dir or DEFAULT_DATA)[[column]]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = column_parser("benchmarks.stats_history", __doc__.splitlines()[0], COLUMNS)
+    parser.add_argument("--models", nargs="+", default=list(MODELS))
+    parser.add_argument("--horizon", type=int, default=24)
     args = parser.parse_args(argv)
     given = sys.argv[1:] if argv is None else argv
-    from tsrec.datasets import load
     from tsrec.models.stats import LOCAL_HISTORY
 
     warnings.simplefilter("ignore")
     rows = []
-    for spec in args.columns:
-        name, column = spec.split(":", 1)
-        frame = load(name, args.data_dir or DEFAULT_DATA)[[column]]
+    for spec, frame in column_frames(args.columns, args.data_dir):
         for model in args.models:
             whole = run(frame, model, args.horizon, args.windows, whole=True)
             capped = run(frame, model, args.horizon, args.windows, whole=False)
@@ -95,8 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         markdown_table(table, floatfmt=".3f"), "",
         "Geometric mean of the ratios over the columns:", "",
         markdown_table(ratios, floatfmt=".3f"), "",
-        f"Command: `OMP_NUM_THREADS=1 {command_line('benchmarks.stats_history', given)}`; "
-        f"commit {git_commit()}; machine: {machine()}; {now()}.", ""])
+        provenance("benchmarks.stats_history", given), ""])
     write_report(args.out_dir / "stats_history.md", text)
     return 0
 
