@@ -196,9 +196,10 @@ def _seasons_kept(ends: np.ndarray, validated: np.ndarray, span: int, season: in
     does; all of ``validated`` where none does. On another series a statistical candidate would be
     validated without the season it forecasts with (statsforecast fits one on two seasons), and
     seasonal naive, which needs one, would lead there for that alone: on 1,000 synthetic monthly
-    series of 3 to 6 years with a yearly cycle, validation gave seasonal naive 0.72 of the weight and
-    CES none, where CES alone forecasts best. The others are fitted on all their steps and forecast by
-    the ensemble chosen on these, as a series too short to validate is."""
+    series of 3 to 6 years with a yearly cycle it had 0.47-0.93 of the weight, and the test MAE was
+    9.52 where it is 8.32 with them left out (seeds 0-2, benchmarks/results/short_seasons.md). The
+    others are fitted on all their steps and forecast by the ensemble chosen on these, as a series
+    too short to validate is."""
     kept = validated & ((ends - span >= 2 * season) | (ends < 2 * season))
     return kept if kept.any() else validated
 
