@@ -193,7 +193,7 @@ def _validated(panel: Panel, ends: np.ndarray, horizon: int) -> np.ndarray:
 def _seasons_kept(ends: np.ndarray, validated: np.ndarray, span: int, season: int) -> np.ndarray:
     """``[I]`` bool: the ``validated`` series (observed up to ``ends`` ``[I]``) whose history before
     their validation windows (``span`` steps) holds two seasons of ``season`` steps wherever all of it
-    does; all of ``validated`` where none does. On another series a statistical candidate would be
+    does; all of ``validated`` where that would keep none. On another series a statistical candidate would be
     validated without the season it forecasts with (statsforecast fits one on two seasons), and
     seasonal naive, which needs one, would lead there for that alone: on 1,000 synthetic monthly
     series of 3 to 6 years with a yearly cycle it had 0.47-0.93 of the weight, and the test MAE was
