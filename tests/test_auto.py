@@ -252,10 +252,16 @@ def test_the_blend_takes_each_forecast_once():
     forecasts = np.array([[1.0, 2.0, np.nan], [1.0, 2.0, np.nan], [0.0, 2.5, 1.0], [3.0, 3.0, 3.0], [1.0, 2.0, 0.0]])
     scores = np.array([1.0, 1.0, 1.1, 1.2, 1.3])  # 0 and 1 repeat each other; 4 differs from them in one entry
     repeats = repeated_forecasts(forecasts, scores)
-    np.testing.assert_array_equal(repeats, [False, True, False, False, False])
+    np.testing.assert_array_equal(repeats, [-1, 0, -1, -1, -1])
     greedy = np.array([1.0, 0.0, 0.0, 0.0, 0.0])
     np.testing.assert_allclose(shrunk_weights(greedy, scores, 0, repeats), [1 / 3, 0, 1 / 3, 1 / 3, 0])
     np.testing.assert_allclose(shrunk_weights(greedy, scores, 0), [1 / 3, 1 / 3, 1 / 3, 0, 0])  # counted twice
+    rng = np.random.default_rng(0)
+    yearly = pd.DataFrame({f"c{i}": 100 + np.cumsum(rng.normal(size=40)) for i in range(3)},
+                          index=pd.date_range("1980-01-01", periods=40, freq="YS"))
+    board = Forecaster(prediction_length=4, candidates=("naive", "seasonal_naive", "theta")).fit(yearly).leaderboard
+    notes = board.set_index("model").note
+    assert notes["seasonal_naive"] == "the same forecasts as naive: blended once" and notes["naive"] == ""
 
 
 def test_greedy_selection_keeps_the_best_model_unless_averaging_helps():

@@ -350,6 +350,9 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
         raise ValueError("auto: no candidate was scored on the fit frame: " +
                          "; ".join(f"{r.model} {r.note}" for r in rows.values()))
     weights = scores.weights(kept, [rows[name].val_score for name in kept])
+    for name, first in zip(kept, scores.repeats(kept, [rows[name].val_score for name in kept]).tolist()):
+        if first >= 0:
+            rows[name].note = join_note(rows[name].note, f"the same forecasts as {kept[first]}: blended once")
     chosen = [(name, float(w)) for name, w in zip(kept, weights) if w > 0]
     _warn_unread_covariates(candidates, [name for name, _ in chosen], rows)
     members = [_member(name, validated.get(name), variants.get(name), candidates, read, rows[name])

@@ -120,12 +120,13 @@ def shrunk_weights(greedy: np.ndarray, scores: np.ndarray, evidence: int,
     x channels x windows one horizon apart); the greedy weights get ``evidence / (evidence +
     PRIOR_WINDOWS)`` of the total, the blend the rest (:data:`PRIOR_WINDOWS`): a rule fixed before any
     benchmark, so that two to five windows of a few series cannot hand one candidate everything.
-    ``repeats`` ``[M]`` bool (default none): the candidates whose forecasts repeat a better-ranked
-    one's (:func:`repeated_forecasts`), left out of the blend, which takes each forecast once."""
+    ``repeats`` ``[M]`` int64 (default none): for each candidate whose forecasts repeat a
+    better-ranked one's, that one's index, else -1 (:func:`repeated_forecasts`); a repeat is left
+    out of the blend, which takes each forecast once."""
     best = float(np.min(scores))
-    repeats = np.zeros(len(scores), dtype=bool) if repeats is None else repeats
+    repeats = np.full(len(scores), -1) if repeats is None else repeats
     order = [int(m) for m in np.argsort(scores, kind="stable")
-             if scores[m] <= HALVING_FACTOR * best and not repeats[m]]
+             if scores[m] <= HALVING_FACTOR * best and repeats[m] < 0]
     blend = np.zeros_like(greedy)
     blend[order[:BLEND_SIZE]] = 1.0 / len(order[:BLEND_SIZE])
     trust = evidence / (evidence + PRIOR_WINDOWS)
@@ -133,14 +134,14 @@ def shrunk_weights(greedy: np.ndarray, scores: np.ndarray, evidence: int,
 
 
 def repeated_forecasts(forecasts: np.ndarray, scores: np.ndarray) -> np.ndarray:
-    """``[M]`` bool: the candidates whose ``forecasts`` ``[M, E]`` equal those of one ranked before them
-    by ``scores`` ``[M]`` (the earlier among equal scores), as seasonal naive without a season
-    (yearly data) repeats naive."""
+    """``[M]`` int64: for each candidate whose ``forecasts`` ``[M, E]`` equal those of one ranked
+    before it by ``scores`` ``[M]`` (the earlier among equal scores), that one's index, else -1; as
+    seasonal naive without a season (yearly data) repeats naive."""
     order = np.argsort(scores, kind="stable")
-    repeats = np.zeros(len(scores), dtype=bool)
+    repeats = np.full(len(scores), -1, dtype=np.int64)
     for rank, m in enumerate(order):
-        repeats[m] = any(np.array_equal(forecasts[m], forecasts[k], equal_nan=True) for k in order[:rank]
-                         if not repeats[k])
+        repeats[m] = next((int(k) for k in order[:rank]
+                           if repeats[k] < 0 and np.array_equal(forecasts[m], forecasts[k], equal_nan=True)), -1)
     return repeats
 
 
@@ -316,8 +317,11 @@ class Scores:
         if not common.any():
             raise ValueError("auto: no validation entry has a true value and every candidate's forecast")
         greedy = greedy_weights(self.truth[common], stacked[:, common], metric=self.validation.metric)
-        return shrunk_weights(greedy, np.asarray(scores), self.validation.evidence,
-                              repeated_forecasts(stacked, np.asarray(scores)))
+        return shrunk_weights(greedy, np.asarray(scores), self.validation.evidence, self.repeats(names, scores))
+
+    def repeats(self, names: list[str], scores: list[float]) -> np.ndarray:
+        """``[M]`` :func:`repeated_forecasts` of ``names`` (validation ``scores`` ``[M]``)."""
+        return repeated_forecasts(np.stack([self.scaled[name] for name in names]), np.asarray(scores))
 
 
 def validation_stride(horizon: int, windows: int, wanted: int) -> int:
