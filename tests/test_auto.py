@@ -826,3 +826,17 @@ def test_without_statsforecast_the_networks_budget_is_not_tied_to_seasonal_naive
     assert budgets[-1][2] is None  # no bound by the statistical candidates' cost
     Forecaster("auto", candidates=("theta", "naive", "dlinear"), **FAST).fit(hourly())
     assert budgets[-1][2] > 0  # theta's CPU seconds (not naive's)
+
+
+def test_a_column_never_observed_and_a_quantile_output_without_networks_get_one_error_with_the_fix():
+    """A wide frame's column of NaN is named once (it was named once per candidate, 12 times); a
+    quantile output on data too small for the networks says what gives quantiles instead."""
+    df = hourly()
+    df["empty"] = np.nan
+    with pytest.raises(ValueError, match=r"^column 'empty' has no observed value in the training part \(its first 288 "
+                                         r"steps\); drop it, or fit on a frame where it has data$"):
+        Forecaster(**FAST).fit(df)
+    with pytest.raises(ValueError, match=r"auto: no candidate was scored on the fit frame: .*skipped: \d+ training "
+                                         r"windows < 1000 .*; output='quantile' scores the trainable candidates alone: "
+                                         r"fit the default output, whose conformal bands give quantiles"):
+        Forecaster(output="quantile", **FAST).fit(hourly())

@@ -111,7 +111,7 @@ from tsrec.data.scaling import StandardScaler
 from tsrec.data.time_features import calendar_cycles, metric_season
 from tsrec.data.source import Read
 from tsrec.fitted import FittedState
-from tsrec.fitting import Fit, Prefitted, fit_state
+from tsrec.fitting import Fit, Prefitted, fit_state, require_observed
 from tsrec.halving import fit_networks
 from tsrec.models.base import ForecastModel
 from tsrec.models.ensemble import AUTO, with_members
@@ -285,6 +285,7 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     if (empty := np.flatnonzero(ends == 0)).size:
         raise ValueError(f"{panel.item_label(int(empty[0]))} has no observed value: drop it, or fit on a frame "
                          "where it has data")
+    require_observed(panel, ends)  # a wide frame's column: once here, not once per candidate
     _warn_missing_tails(panel, ends)
     channels = len(panel.columns) if panel.layout == "wide" else 1
     validated = _validated(panel, ends, horizon)  # [I]
@@ -347,8 +348,12 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
                      observations=observations, spent_before=time.process_time() - started)
     kept = [name for name in names if name in scores.scaled]
     if not kept:
+        quantile = settings.network.output != "point"
+        fix = (f"; output={settings.network.output!r} scores the trainable candidates alone: fit the default output, "
+               "whose conformal bands give quantiles (predict(levels=[80, 90])), or name a network, e.g. "
+               f"Forecaster('dlinear', output={settings.network.output!r})") if quantile else ""
         raise ValueError("auto: no candidate was scored on the fit frame: " +
-                         "; ".join(f"{r.model} {r.note}" for r in rows.values()))
+                         "; ".join(f"{r.model} {r.note}" for r in rows.values()) + fix)
     weights = scores.weights(kept, [rows[name].val_score for name in kept])
     for name, first in zip(kept, scores.repeats(kept, [rows[name].val_score for name in kept]).tolist()):
         if first >= 0:

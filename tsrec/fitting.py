@@ -56,7 +56,7 @@ from tsrec.smoothing_prior import with_smoothing_prior
 from tsrec.training.budget import Budget, plan_budget, refit_budget
 
 __all__ = ["FAR_EXAMPLES", "Fit", "Prefitted", "Prepared", "context_for", "fit_state", "history_cap", "history_for",
-           "prepare", "report_far"]
+           "prepare", "report_far", "require_observed"]
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +124,7 @@ def prepare(read: Read, val: Read | None, context: int, horizon: int, *, val_win
     panel = read.panel
     split = split_panel(panel, context, horizon, val_windows=val_windows, val_panel=None if val is None else val.panel,
                         skip_short=True)
-    _require_observed(panel, split.train_end)
+    require_observed(panel, split.train_end)
     scaler = StandardScaler.fit([s.values for s in panel.items], [s.observed for s in panel.items], split.train_end,
                                 robust=robust, nonnegative=nonnegative)
     encoder = CovariateEncoder.fit(read.schema.covariates, read.categorical, read.covariates, panel,
@@ -364,7 +364,7 @@ def train(model: ForecastModel, resolved: ForecasterSettings, train_set: WindowD
                 record, seconds, trainer)
 
 
-def _require_observed(panel: Panel, train_end: Sequence[int]) -> None:
+def require_observed(panel: Panel, train_end: Sequence[int]) -> None:
     """A ``ValueError`` naming the first series and column with no observed value in its
     training part: a model cannot learn, or forecast, a variable it has never seen."""
     for position, (item, end) in enumerate(zip(panel.items, train_end)):
