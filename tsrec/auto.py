@@ -193,9 +193,9 @@ def _validated(panel: Panel, ends: np.ndarray, horizon: int) -> np.ndarray:
 def _seasons_kept(ends: np.ndarray, validated: np.ndarray, span: int, season: int) -> np.ndarray:
     """``[I]`` bool: the ``validated`` series (observed up to ``ends`` ``[I]``) whose history before
     their validation windows (``span`` steps) holds two seasons of ``season`` steps wherever all of it
-    does; all of ``validated`` where that would keep none. On another series a statistical candidate would be
-    validated without the season it forecasts with (statsforecast fits one on two seasons), and
-    seasonal naive, which needs one, would lead there for that alone: on 1,000 synthetic monthly
+    does; all of ``validated`` where that would keep none. On another series a statistical candidate
+    would be validated without the season it forecasts with (statsforecast fits one on two seasons),
+    and seasonal naive, which needs one, would lead there for that alone: on 1,000 synthetic monthly
     series of 3 to 6 years with a yearly cycle it had 0.47-0.93 of the weight, and the test MAE was
     9.52 where it is 8.32 with them left out (seeds 0-2, benchmarks/results/short_seasons.md). The
     others are fitted on all their steps and forecast by the ensemble chosen on these, as a series
@@ -294,8 +294,8 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     wanted = settings.conformal.windows or default_windows(len(panel.items) * channels)
     stride = validation_stride(horizon, windows, wanted)
     season = metric_season(panel.calendar)
-    kept = _seasons_kept(ends, validated, windows * horizon, season)
-    left_out, validated = int(validated.sum() - kept.sum()), kept
+    with_seasons = _seasons_kept(ends, validated, windows * horizon, season)
+    left_out, validated = int(validated.sum() - with_seasons.sum()), with_seasons
     observed = read.before(ends)
     found = intermittency([item.values for item in panel.items], [item.observed for item in panel.items])
     metric = eval_metric_for(settings.network.eval_metric, found)
@@ -348,14 +348,16 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
                      observations=observations, spent_before=time.process_time() - started)
     kept = [name for name in names if name in scores.scaled]
     if not kept:
-        quantile = settings.network.output != "point"
-        fix = (f"; output={settings.network.output!r} scores the trainable candidates alone: fit the default output, "
-               "whose conformal bands give quantiles (predict(levels=[80, 90])), or name a network, e.g. "
-               f"Forecaster('dlinear', output={settings.network.output!r})") if quantile else ""
+        output = settings.network.output
+        fix = (f"; output={output!r} scores the trainable candidates alone: fit the default output, whose "
+               "conformal bands give quantiles (predict(levels=[80, 90])), or name a network, e.g. "
+               f"Forecaster('dlinear', output={output!r})") if output != "point" else ""
         raise ValueError("auto: no candidate was scored on the fit frame: " +
                          "; ".join(f"{r.model} {r.note}" for r in rows.values()) + fix)
-    weights = scores.weights(kept, [rows[name].val_score for name in kept])
-    for name, first in zip(kept, scores.repeats(kept, [rows[name].val_score for name in kept]).tolist()):
+    val_scores = [rows[name].val_score for name in kept]
+    repeats = scores.repeats(kept, val_scores)  # [M] the candidate each repeats, -1 where none
+    weights = scores.weights(kept, val_scores, repeats)
+    for name, first in zip(kept, repeats.tolist()):
         if first >= 0:
             rows[name].note = join_note(rows[name].note, f"the same forecasts as {kept[first]}: blended once")
     chosen = [(name, float(w)) for name, w in zip(kept, weights) if w > 0]

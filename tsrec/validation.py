@@ -5,8 +5,9 @@ or forecasts (:func:`tsrec.auto.fit_auto` does, and hands the forecasts in)::
     validation_windows, validation_stride    how many horizons each series holds out, origins how far apart
     Validation.of(panel, ends, ...)          their items, origins and truth  [W], [W], [W, H, C]
     Scores.add(name, forecast)               a candidate's score on the metric  (scaled [W * H * C])
-    Scores.weights(names, scores)            greedy_weights, then shrunk_weights toward the blend of
-                                             the best few distinct forecasts (repeated_forecasts)
+    Scores.repeats(names, scores)            which candidates repeat another's forecasts
+    Scores.weights(names, scores, repeats)   greedy_weights, then shrunk_weights toward the blend of
+                                             the best few distinct forecasts
     calibration_blocks(validation)           earlier blocks of windows the bands also read
 """
 
@@ -308,16 +309,16 @@ class Scores:
         self.means.pop(name, None)
         self.scaled.pop(name, None)
 
-    def weights(self, names: list[str], scores: list[float]) -> np.ndarray:
+    def weights(self, names: list[str], scores: list[float], repeats: np.ndarray) -> np.ndarray:
         """``[M]`` the weights of ``names`` (validation ``scores`` ``[M]``): the greedy weights over the
         entries with a true value and every one's forecast, shrunk toward the blend of the best
-        few distinct forecasts (:func:`shrunk_weights`, :func:`repeated_forecasts`)."""
+        few distinct forecasts (:func:`shrunk_weights`; ``repeats``: :meth:`repeats`)."""
         stacked = np.stack([self.scaled[name] for name in names])  # [M, E]
         common = np.isfinite(self.truth) & np.isfinite(stacked).all(axis=0)
         if not common.any():
             raise ValueError("auto: no validation entry has a true value and every candidate's forecast")
         greedy = greedy_weights(self.truth[common], stacked[:, common], metric=self.validation.metric)
-        return shrunk_weights(greedy, np.asarray(scores), self.validation.evidence, self.repeats(names, scores))
+        return shrunk_weights(greedy, np.asarray(scores), self.validation.evidence, repeats)
 
     def repeats(self, names: list[str], scores: list[float]) -> np.ndarray:
         """``[M]`` :func:`repeated_forecasts` of ``names`` (validation ``scores`` ``[M]``)."""
