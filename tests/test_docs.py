@@ -8,9 +8,13 @@ import pytest
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 PAGES = sorted(page for page in DOCS.glob("*.md") if "```python" in page.read_text())
+#: Pages whose blocks take a quarter of a minute or more (gluonts.md: 19 s, its estimators trained and
+#: evaluated as written): run by ``-m slow`` (.ci/run), kept out of the default ``pytest -q``.
+SLOW_PAGES = {"gluonts.md"}
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[page.name for page in PAGES])
+@pytest.mark.parametrize("page", [pytest.param(page, marks=pytest.mark.slow) if page.name in SLOW_PAGES else page
+                                  for page in PAGES], ids=[page.name for page in PAGES])
 def test_doc_page_runs(page, tmp_path, monkeypatch, one_thread):
     monkeypatch.chdir(tmp_path)
     namespace = {"__name__": f"__{page.stem}__"}

@@ -45,6 +45,29 @@ Forecaster("dlinear", prediction_length=4, context_length=16, max_epochs=50, out
 print("after fit")
 """
 
+# The default (auto) on data large enough for its networks: the first network's second step touches
+# the marker argv[1] and waits for SIGTERM.
+AUTO_SCRIPT = """
+import sys, time
+from pathlib import Path
+import lightning.pytorch as pl, numpy as np, pandas as pd, torch
+from tsrec import Forecaster
+
+class SignalMe(pl.Callback):
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        if trainer.global_step == 1:
+            Path(sys.argv[1]).touch()
+            deadline = time.monotonic() + 300
+            while not trainer.received_sigterm and time.monotonic() < deadline:
+                time.sleep(0.01)
+
+torch.set_num_threads(1)
+t = np.arange(1200)
+df = pd.DataFrame({"y": np.sin(2 * np.pi * t / 24) + t / 600}, index=pd.date_range("2024-01-01", periods=1200, freq="h"))
+Forecaster(prediction_length=4, trainer_kwargs={"enable_progress_bar": False, "callbacks": [SignalMe()]}).fit(df)
+print("after fit")
+"""
+
 # The command with Forecaster.fit replaced by a wait: a signal before training starts.
 CLI_WAITING = """
 import sys, time
@@ -103,6 +126,18 @@ def test_ctrl_c_raises_keyboard_interrupt_from_fit_after_saying_nothing_was_kept
     lines = err.splitlines()
     assert lines[0] == line and lines[-1] == f"KeyboardInterrupt: {line}"
     assert "after fit" not in out
+
+
+def test_sigterm_during_autos_networks_says_nothing_was_kept_without_advising_resume(tmp_path):
+    """auto's networks train in its own temporary folder, removed as the signal ends its fit, and
+    auto refuses resume=True: the line says so instead of naming a checkpoint."""
+    from tsrec.candidates import UNKEPT
+
+    code, out, err = signal_when(tmp_path / "marker", [sys.executable, "-c", AUTO_SCRIPT, str(tmp_path / "marker")],
+                                 signal.SIGTERM, tmp_path)
+    assert code == 143
+    assert f"interrupted by SIGTERM: nothing kept: {UNKEPT}" in err.splitlines()
+    assert "resume=True" not in err and "after fit" not in out
 
 
 @pytest.fixture(scope="module")

@@ -30,12 +30,16 @@ from tsrec.models.registry import model_spec
 from tsrec.settings import ForecasterSettings
 from tsrec.validation import HALVING_FACTOR, Scores, Validation
 
-__all__ = ["SHARED_SETTINGS", "Candidates", "Clock", "Row", "join_note", "merged", "progress", "progress_line"]
+__all__ = ["SHARED_SETTINGS", "UNKEPT", "Candidates", "Clock", "Row", "join_note", "merged", "progress", "progress_line"]
 
 #: Settings of the auto Forecaster that each candidate gets (the rest are its own defaults;
 #: ``time_limit`` is the networks' budget instead, and networks are never refitted).
 SHARED_SETTINGS = ("val_windows", "gaps", "missing_context", "scaling", "seed", "batch_size", "max_steps", "max_epochs",
                    "precision", "deterministic", "num_workers", "compile")
+
+#: What a signal that stops a candidate's training says was kept: auto's networks train in a
+#: temporary folder of its own, which goes with the fit, and auto cannot resume (``fit_state``'s ``unkept``).
+UNKEPT = "auto trains its networks in a temporary folder, removed as its fit stops; fit again to start over"
 
 
 @dataclass
@@ -105,7 +109,7 @@ class Candidates:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # a candidate's own notes; its score says enough
             return fit_state(self._observed(name).before(first), self.settings_of(name, **overrides), resume=resume,
-                             like=like)
+                             like=like, unkept=UNKEPT)
 
     def origins(self, name: str, fit: Fit, first: np.ndarray, count: np.ndarray, stride: int) -> ForecastResult:
         """``fit``'s forecasts of the windows from ``first`` ``[I]``, ``count`` ``[I]`` origins per series

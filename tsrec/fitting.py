@@ -202,14 +202,16 @@ def _facts(read: Read, split: Split, encoder: CovariateEncoder) -> DataFacts:
 
 
 def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = None, resume: bool = False,
-              prefitted: Prefitted | None = None, like: ForecastModel | None = None) -> Fit:
+              prefitted: Prefitted | None = None, like: ForecastModel | None = None, unkept: str | None = None) -> Fit:
     """Fit ``settings`` (the user's, as given to the Forecaster) on ``read`` (validation windows
     from its end, or ``val``); see the module. ``resume``: continue the run whose checkpoint is in
     the settings' ``output_dir``. ``prefitted``: a network fitted elsewhere, taken as it is (its
     scaler fitted on all the history when ``refit_full``). ``like``: the same statistical model
     fitted on the first steps of ``read``'s series, whose variants it keeps
-    (:meth:`~tsrec.models.base.ForecastModel.fit_series`). Nothing is kept anywhere: an exception
-    leaves no trace but the logs and checkpoints in ``output_dir``."""
+    (:meth:`~tsrec.models.base.ForecastModel.fit_series`). ``unkept``: why a signal that stops
+    training keeps nothing to resume from, where the caller removes ``output_dir`` (said in place of
+    the advice to fit again with ``resume=True``). Nothing is kept anywhere: an exception leaves no
+    trace but the logs and checkpoints in ``output_dir``."""
     panel, horizon = read.panel, settings.window.prediction_length
     training = settings.training
     context = context_for(settings, panel, None if val is None else val.panel) if prefitted is None \
@@ -250,11 +252,11 @@ def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = No
                                                                               max_steps=budget.max_steps))
         with _far_values_named(panel, prepared.scaler):
             run = train(model, resolved, prepared.train_set, prepared.val_set, budget, resume=resume,
-                        describe=(panel, None if val is None else val.panel),
+                        describe=(panel, None if val is None else val.panel), unkept=unkept,
                         max_seconds=None if limit is None else (limit / 2 if refits else limit))
             if refits:
                 left = None if limit is None else limit - (time.perf_counter() - started)
-                model, scaler, encoder, refit, run = _refit(resolved, read, context, run, budget, left)
+                model, scaler, encoder, refit, run = _refit(resolved, read, context, run, budget, left, unkept)
     elif resume:
         raise ValueError(f"{settings.model!r} needs no training, so there is no run to resume; "
                          "fit without resume=True")
@@ -280,7 +282,8 @@ def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = No
 
 
 def _refit(resolved: ForecasterSettings, read: Read, context: int, run: _Run, budget: Budget,
-           max_seconds: float | None) -> tuple[ForecastModel, StandardScaler, CovariateEncoder, dict[str, Any], _Run]:
+           max_seconds: float | None, unkept: str | None,
+           ) -> tuple[ForecastModel, StandardScaler, CovariateEncoder, dict[str, Any], _Run]:
     """Train a fresh model (same seed) on every window of ``read``, validation part included,
     for as many passes as ``run`` made up to its best check (:func:`refit_budget`), with the
     scaler and covariate encoding fitted on all of it. Returns them, the refit's record and the
@@ -297,7 +300,7 @@ def _refit(resolved: ForecasterSettings, read: Read, context: int, run: _Run, bu
                         batch_size=training.batch_size)
     pl.seed_everything(training.seed, workers=True, verbose=False)
     model = build_model(resolved.model, resolved.network)
-    again = train(model, resolved, full.train_set, None, plan, describe=None, resume=False,
+    again = train(model, resolved, full.train_set, None, plan, describe=None, resume=False, unkept=unkept,
                   max_seconds=None if max_seconds is None else max(max_seconds, 1.0))
     record = {"windows": len(full.train_set), "steps": again.budget["steps_run"], "epochs": len(again.history),
               "seconds": again.seconds, "train_loss": again.history[-1]["train_loss"] if again.history else math.nan}
@@ -306,12 +309,12 @@ def _refit(resolved: ForecasterSettings, read: Read, context: int, run: _Run, bu
 
 def train(model: ForecastModel, resolved: ForecasterSettings, train_set: WindowDataset, val_set: WindowDataset | None,
           budget: Budget, *, describe: tuple[Panel, Panel | None] | None, resume: bool,
-          max_seconds: float | None) -> _Run:
+          max_seconds: float | None, unkept: str | None = None) -> _Run:
     """Train ``model`` in place through Lightning for ``budget``, with early stopping and the
     best check's weights restored when ``val_set`` is given. Logs go to the settings'
     ``output_dir``, or to a temporary folder removed on return; with ``output_dir`` set and
     ``describe`` (the training and validation panels), per-epoch checkpoints too, and ``resume``
-    continues from them. torch's intra-op threads are chosen for the network while it trains
+    continues from them (``unkept``: :func:`fit_state`'s). torch's intra-op threads are chosen for the network while it trains
     (:func:`~tsrec.training.threads.training_threads`)."""
     from tsrec.training import (
         EpochCheckpoint,
@@ -348,7 +351,7 @@ def train(model: ForecastModel, resolved: ForecasterSettings, train_set: WindowD
                                trainer_kwargs=resolved.trainer.trainer_kwargs, max_seconds=max_seconds,
                                checkpoint=None if checkpoints is None else EpochCheckpoint(checkpoints, run))
         fit_or_raise(trainer, module, make_loader(train_set, training, train=True), val_loader,
-                     ckpt_path=ckpt_path, resumable=resumable)
+                     ckpt_path=ckpt_path, resumable=resumable, unkept=unkept)
     log.debug("tsrec: training logs in %s", output_dir)
     restore = next((c for c in trainer.callbacks if isinstance(c, RestoreBestWeights)), None)
     stopping = next((c for c in trainer.callbacks if isinstance(c, SmoothedEarlyStopping)), None)

@@ -143,7 +143,7 @@ class InterruptRecorder(pl.Callback):
 
 def fit_or_raise(trainer: pl.Trainer, module: pl.LightningModule, train_loader: DataLoader,
                  val_loader: DataLoader | None = None, *, ckpt_path: str | Path | None = None,
-                 resumable: Path | None = None) -> None:
+                 resumable: Path | None = None, unkept: str | None = None) -> None:
     """``trainer.fit``, ended by Ctrl-C or SIGTERM as a Python program is, saying what was kept.
 
     Lightning ends a fit on Ctrl-C with ``sys.exit(1)``, and on SIGTERM at the end of the batch
@@ -153,7 +153,9 @@ def fit_or_raise(trainer: pl.Trainer, module: pl.LightningModule, train_loader: 
     ``KeyboardInterrupt`` with that line (Ctrl-C: uncaught, Python ends with the status of SIGINT,
     130) or :class:`TrainingTerminated` (SIGTERM: uncaught, the program exits with status 143).
     Kept is ``resumable``, the checkpoint ``resume=True`` continues from, once it exists (the
-    trainer's own :class:`EpochCheckpoint` writes it at the end of the first epoch). A SIGTERM
+    trainer's own :class:`EpochCheckpoint` writes it at the end of the first epoch). ``unkept``:
+    why nothing is kept whatever was written (a run in a folder its caller removes), said in place
+    of the advice to resume. A SIGTERM
     handler of the caller's that raises ``KeyboardInterrupt`` (the ``tsrec`` command's does) stops
     training at once and counts as SIGTERM; any other exception passes unchanged.
     """
@@ -164,23 +166,23 @@ def fit_or_raise(trainer: pl.Trainer, module: pl.LightningModule, train_loader: 
         stopped_by = err if recorder.exception is None else recorder.exception  # Lightning's sys.exit(1) hides Ctrl-C
         if not isinstance(stopped_by, (SIGTERMException, KeyboardInterrupt)):
             raise
-        raise _interrupted(trainer, resumable) from None
+        raise _interrupted(trainer, resumable, unkept) from None
     if isinstance(recorder.exception, KeyboardInterrupt):  # older Lightning returned after a Ctrl-C
-        raise _interrupted(trainer, resumable)
+        raise _interrupted(trainer, resumable, unkept)
 
 
-def _interrupted(trainer: pl.Trainer, resumable: Path | None) -> KeyboardInterrupt:
+def _interrupted(trainer: pl.Trainer, resumable: Path | None, unkept: str | None) -> KeyboardInterrupt:
     """The exception for a fit stopped by a signal, once its line is logged."""
     signum = signal.SIGTERM if trainer.received_sigterm else signal.SIGINT
     own = next((c for c in trainer.callbacks if isinstance(c, EpochCheckpoint) and c.path == resumable), None)
     # not a file an earlier fit left: this fit wrote it, or resumed from it
-    kept = resumable is not None and resumable.is_file() and (own is None or own.written or trainer.current_epoch > 0)
+    kept = unkept is None and resumable is not None and resumable.is_file() and (own is None or own.written or trainer.current_epoch > 0)
     if kept:
         what = (f"kept the checkpoint of the last finished epoch, {resumable}; fit again with resume=True "
                 "('tsrec fit ... --resume') to continue from it")
     else:
-        what = "nothing kept: " + ("no epoch had finished" if resumable is not None else
-                                   "checkpoints are written only when output_dir is set")
+        what = "nothing kept: " + (unkept or ("no epoch had finished" if resumable is not None else
+                                             "checkpoints are written only when output_dir is set"))
     name = "Ctrl-C (SIGINT)" if signum == signal.SIGINT else "SIGTERM"
     message = f"interrupted by {name}: {what}"
     log.warning(message)
