@@ -185,6 +185,40 @@ def test_bad_input_gives_clear_error(build, kwargs, error, fragments):
         assert fragment in str(info.value)
 
 
+def clock_times(zone: str, start: str, end: str, freq: str = "h") -> pd.DataFrame:
+    """A long frame of one series stamped with ``zone``'s local clock times, its zone dropped (as
+    meters and spreadsheets export them): the hour set back in autumn appears twice."""
+    stamps = pd.date_range(start, end, freq=freq, tz=zone)
+    return pd.DataFrame({"ds": stamps.tz_localize(None), "y": np.arange(len(stamps), dtype=float), "unique_id": "load"})
+
+
+@pytest.mark.parametrize("zone, start, freq", [("Europe/Berlin", "2023-01-01", "h"),
+                                               ("America/New_York", "2023-06-01", "30min"),
+                                               ("Australia/Sydney", "2022-01-01", "15min")])
+def test_clock_times_repeated_where_daylight_saving_ends_are_told_to_take_their_zone(zone, start, freq):
+    df = clock_times(zone, start, "2024-12-31", freq)
+    with pytest.raises(ValueError, match="duplicate timestamps in item 'load'") as info:
+        canonicalize(df, time_col="ds", id_col="unique_id")
+    message = str(info.value)
+    assert "daylight saving time ends" in message and "df['ds'] = df['ds'].dt.tz_localize(zone, ambiguous='infer')" in message
+    assert "df.groupby(['unique_id', 'ds']).mean()" in message
+    df["ds"] = df["ds"].dt.tz_localize(zone, ambiguous="infer")  # the fix as the message writes it
+    panel = canonicalize(df, time_col="ds", id_col="unique_id")
+    assert panel.items[0].values.shape[0] == len(pd.date_range(df["ds"].iloc[0], df["ds"].iloc[-1], freq=freq))
+
+
+@pytest.mark.parametrize("repeat", ["2023-10-29 02:00",  # a Sunday's night, but twice in one year
+                                    "2023-10-31 02:00",  # a Tuesday
+                                    "2023-10-29 11:00"])  # a Sunday's late morning
+def test_other_repeated_timestamps_are_not_taken_for_a_clock_change(repeat):
+    stamps = pd.date_range("2023-01-01", "2023-12-31", freq="h")
+    extra = [pd.Timestamp(repeat)] + ([pd.Timestamp("2023-03-26 01:00")] if repeat == "2023-10-29 02:00" else [])
+    df = pd.DataFrame({"y": 1.0}, index=stamps.append(pd.DatetimeIndex(extra)))
+    with pytest.raises(ValueError, match="aggregate them first, e.g. df.groupby\\(level=0\\).mean\\(\\)") as info:
+        canonicalize(df)
+    assert "daylight" not in str(info.value)
+
+
 # --- forecast frame and compatibility ---------------------------------------------------------
 
 

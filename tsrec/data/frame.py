@@ -388,7 +388,9 @@ def read_targets(
     first = np.flatnonzero(np.r_[True, item[1:] != item[:-1]])  # [N] first sorted row of each item
     stamps = timestamps[rows]  # [R]
     where = ["the frame"] if layout == "wide" else [f"item {i!r}" for i in item_ids]
-    _require_unique(stamps, item, where, grouping)
+    column = "df.index" if time_col is None else f"df[{time_col!r}]"
+    localize = f"{column} = {column}{'' if time_col is None else '.dt'}.tz_localize(zone, ambiguous='infer')"
+    _require_unique(stamps, item, where, grouping, localize)
     # pandas infers business hours ('bh') loosely: the session is read from the rows at its step
     calendar = Calendar.of(normalize_freq(freq)) if freq is not None else \
         Calendar(Calendar.of(_infer_freq(stamps, first, where)).step)
@@ -629,18 +631,42 @@ def _latest(rows: np.ndarray, item: np.ndarray, count: int) -> np.ndarray:
     return rows[np.arange(len(rows)) > end - count]
 
 
-def _require_unique(stamps: pd.DatetimeIndex, item: np.ndarray, where: Sequence[str], grouping: str) -> None:
+def _require_unique(stamps: pd.DatetimeIndex, item: np.ndarray, where: Sequence[str], grouping: str,
+                    localize: str) -> None:
     """``ValueError`` naming the first item (and its earliest timestamp) with two rows at one
-    time; ``stamps`` and ``item`` ``[R]`` are sorted by item, then time."""
+    time; ``stamps`` and ``item`` ``[R]`` are sorted by item, then time. Where the repeats look like
+    local clock times at the end of daylight saving time (:func:`_clock_change_repeats`), the
+    message gives ``localize`` (the code that gives the timestamps their zone) first."""
     times = stamps.asi8
     repeated = np.flatnonzero((item[1:] == item[:-1]) & (times[1:] == times[:-1]))
     if repeated.size:
         k = repeated[0] + 1
         count = int(((item == item[k]) & (times == times[k])).sum())
-        raise ValueError(
-            f"duplicate timestamps in {where[item[k]]}, e.g. {stamps[k]} appears {count} times; "
-            f"aggregate them first, e.g. {grouping}"
-        )
+        of_item = item == item[k]
+        if _clock_change_repeats(stamps[of_item], stamps[repeated[item[repeated] == item[k]] + 1]):
+            fix = (f"they look like local clock times, one hour repeated where daylight saving time ends: "
+                   f"give them the zone of their clock (zone = 'Europe/Berlin', say): {localize} (the repeated "
+                   f"hour is then two hours, one in each offset), or aggregate them, e.g. {grouping}")
+        else:
+            fix = f"aggregate them first, e.g. {grouping}"
+        raise ValueError(f"duplicate timestamps in {where[item[k]]}, e.g. {stamps[k]} appears {count} times; {fix}")
+
+
+def _clock_change_repeats(stamps: pd.DatetimeIndex, repeats: pd.DatetimeIndex) -> bool:
+    """Whether ``repeats`` (the repeated ones of one series' sorted ``stamps``) are what local clock
+    times without a zone repeat where daylight saving time ends: naive sub-daily stamps whose
+    repeats fall in one hour between midnight and 4 a.m. of a Sunday, of days at least 300 apart
+    (when Europe, North America and Oceania set their clocks back; a half-hour step repeats two
+    stamps of that hour)."""
+    if stamps.tz is not None or len(stamps) < 2 or (stamps[-1] - stamps[0]) < pd.Timedelta(days=1):
+        return False
+    step = np.diff(stamps.asi8).max()
+    if step <= 0 or step >= pd.Timedelta(days=1).value:
+        return False
+    hours = repeats.floor("h").unique()
+    days = hours.normalize()
+    apart = np.diff(days.asi8) >= pd.Timedelta(days=300).value  # the next year's change, not a second one
+    return bool((hours.hour < 4).all() and (days.dayofweek == 6).all() and apart.all())
 
 
 def _infer_freq(stamps: pd.DatetimeIndex, first: np.ndarray, where: Sequence[str]) -> str:
