@@ -236,6 +236,22 @@ def test_the_validation_scale_is_the_metrics_scale_over_each_series_history():
                                np.mean(np.abs(np.diff(history[0][:20]))))  # shorter than a season: at 1
 
 
+def test_a_series_flat_before_the_validation_windows_is_scaled_by_all_its_steps_not_by_one():
+    """A product launched inside the validation windows (zeros before them) has no scale there: in
+    the data's units (1) its errors would outweigh every other series' and choose for the panel."""
+    df = long_hourly(n=96)
+    before = canonicalize(df, id_col="id", time_col="ds", target_col="y")
+    launched = np.r_[np.zeros(60), 500 + 40 * np.sin(np.arange(36) / 3)]
+    df.loc[df.id == "c", "y"] = launched
+    panel = canonicalize(df, id_col="id", time_col="ds", target_col="y")
+    first = np.array([48, 48, 48])
+    for metric, whole in (("mase", np.mean(np.abs(launched[24:] - launched[:-24]))), ("mse", np.std(launched)),
+                          ("rmsse", np.sqrt(np.mean(np.diff(launched[60:]) ** 2)))):
+        scales = series_scales(panel, first, metric, 24)
+        np.testing.assert_allclose(scales[2, 0], whole)
+        np.testing.assert_allclose(scales[:2], series_scales(before, first, metric, 24)[:2])  # theirs as they were
+
+
 def test_weights_shrink_toward_the_blend_of_the_best_few_by_the_evidence():
     greedy = np.array([1.0, 0.0, 0.0, 0.0])
     scores = np.array([1.0, 1.1, 1.2, 5.0])  # the last is beyond HALVING_FACTOR of the best: never blended

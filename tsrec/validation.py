@@ -166,7 +166,7 @@ class Validation:
             (:func:`series_scales`): its in-sample seasonal naive MAE for ``"mase"``, the root mean
             square of its one-step changes for ``"rmsse"``, its standard deviation for ``"mse"`` and
             ``"mae"``, each over its history before ``first`` (the scale the field's test scores
-            use); ones for ``"smape"``.
+            use; over all its observed steps where that is 0 or undefined); ones for ``"smape"``.
     """
 
     first: np.ndarray
@@ -228,26 +228,38 @@ def series_scales(panel: Panel, first: np.ndarray, metric: str, season: int) -> 
     more than a season), for ``"rmsse"`` the root of the mean ``(y[t] - y[t - 1]) ** 2`` from the
     series' first nonzero value on (the M5 competition's scale: the zeros before a product's first
     sale are no history of its demand), for ``"mse"`` and ``"mae"`` the population standard
-    deviation; ones for ``"smape"``; 1 wherever the scale is 0 or undefined."""
+    deviation; ones for ``"smape"``. Where that is 0 or undefined (a product launched inside the
+    validation windows, flat or empty before them), the same scale over all its observed steps: in
+    the data's units its errors would outweigh every other series' scaled ones, and choose for the
+    whole panel alone; 1 where that is 0 or undefined too (a series that never moved)."""
     channels = len(panel.columns) if panel.layout == "wide" else 1
     scale = np.ones((len(panel.items), channels))
     if metric == "smape":
         return scale
     for i, (item, end) in enumerate(zip(panel.items, first.tolist())):
-        y = np.where(item.observed[:end], item.values[:end], np.nan)  # [T, C]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # a channel with nothing observed
-            if metric == "mase":
-                m = season if end > season else 1
-                value = np.nanmean(np.abs(y[m:] - y[:-m]), axis=0) if end > m else np.full(channels, np.nan)
-            elif metric == "rmsse":
-                started = np.maximum.accumulate(np.nan_to_num(y) != 0, axis=0)  # [T, C] from the first nonzero value
-                changes = np.where(started[1:] & started[:-1], y[1:] - y[:-1], np.nan)  # [T - 1, C]
-                value = np.sqrt(np.nanmean(changes ** 2, axis=0)) if end > 1 else np.full(channels, np.nan)
-            else:
-                value = np.nanstd(y, axis=0)
+        y = np.where(item.observed, item.values, np.nan)  # [T, C]
+        value = _scale(y[:end], metric, season)
+        usable = np.isfinite(value) & (value > 0)
+        if not usable.all():
+            value = np.where(usable, value, _scale(y, metric, season))
         scale[i] = np.where(np.isfinite(value) & (value > 0), value, 1.0)
     return scale
+
+
+def _scale(y: np.ndarray, metric: str, season: int) -> np.ndarray:
+    """``[C]`` :func:`series_scales`' scale of ``metric`` over the steps ``y`` ``[T, C]`` (NaN: not
+    observed); NaN where it has no steps to read."""
+    end, channels = y.shape
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a channel with nothing observed
+        if metric == "mase":
+            m = season if end > season else 1
+            return np.nanmean(np.abs(y[m:] - y[:-m]), axis=0) if end > m else np.full(channels, np.nan)
+        if metric == "rmsse":
+            started = np.maximum.accumulate(np.nan_to_num(y) != 0, axis=0)  # [T, C] from the first nonzero value
+            changes = np.where(started[1:] & started[:-1], y[1:] - y[:-1], np.nan)  # [T - 1, C]
+            return np.sqrt(np.nanmean(changes ** 2, axis=0)) if end > 1 else np.full(channels, np.nan)
+        return np.nanstd(y, axis=0)
 
 
 @dataclass
