@@ -189,7 +189,8 @@ def clock_times(zone: str, start: str, end: str, freq: str = "h") -> pd.DataFram
     """A long frame of one series stamped with ``zone``'s local clock times, its zone dropped (as
     meters and spreadsheets export them): the hour set back in autumn appears twice."""
     stamps = pd.date_range(start, end, freq=freq, tz=zone)
-    return pd.DataFrame({"ds": stamps.tz_localize(None), "y": np.arange(len(stamps), dtype=float), "unique_id": "load"})
+    values = np.arange(len(stamps), dtype=float)
+    return pd.DataFrame({"ds": stamps.tz_localize(None), "y": values, "unique_id": "load"})
 
 
 @pytest.mark.parametrize("zone, start, freq", [("Europe/Berlin", "2023-01-01", "h"),
@@ -200,7 +201,8 @@ def test_clock_times_repeated_where_daylight_saving_ends_are_told_to_take_their_
     with pytest.raises(ValueError, match="duplicate timestamps in item 'load'") as info:
         canonicalize(df, time_col="ds", id_col="unique_id")
     message = str(info.value)
-    assert "daylight saving time ends" in message and "df['ds'] = df['ds'].dt.tz_localize(zone, ambiguous='infer')" in message
+    assert "daylight saving time ends" in message
+    assert "df['ds'] = df['ds'].dt.tz_localize(zone, ambiguous='infer')" in message
     assert "df.groupby(['unique_id', 'ds']).mean()" in message
     df["ds"] = df["ds"].dt.tz_localize(zone, ambiguous="infer")  # the fix as the message writes it
     panel = canonicalize(df, time_col="ds", id_col="unique_id")

@@ -63,7 +63,8 @@ class SignalMe(pl.Callback):
 
 torch.set_num_threads(1)
 t = np.arange(1200)
-df = pd.DataFrame({"y": np.sin(2 * np.pi * t / 24) + t / 600}, index=pd.date_range("2024-01-01", periods=1200, freq="h"))
+df = pd.DataFrame({"y": np.sin(2 * np.pi * t / 24) + t / 600},
+                  index=pd.date_range("2024-01-01", periods=1200, freq="h"))
 Forecaster(prediction_length=4, trainer_kwargs={"enable_progress_bar": False, "callbacks": [SignalMe()]}).fit(df)
 print("after fit")
 """

@@ -30,7 +30,8 @@ from tsrec.models.registry import model_spec
 from tsrec.settings import ForecasterSettings
 from tsrec.validation import HALVING_FACTOR, Scores, Validation
 
-__all__ = ["SHARED_SETTINGS", "UNKEPT", "Candidates", "Clock", "Row", "join_note", "merged", "progress", "progress_line"]
+__all__ = ["SHARED_SETTINGS", "UNKEPT", "Candidates", "Clock", "Row", "join_note", "merged", "progress",
+           "progress_line"]
 
 #: Settings of the auto Forecaster that each candidate gets (the rest are its own defaults;
 #: ``time_limit`` is the networks' budget instead, and networks are never refitted).

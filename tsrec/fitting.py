@@ -202,7 +202,8 @@ def _facts(read: Read, split: Split, encoder: CovariateEncoder) -> DataFacts:
 
 
 def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = None, resume: bool = False,
-              prefitted: Prefitted | None = None, like: ForecastModel | None = None, unkept: str | None = None) -> Fit:
+              prefitted: Prefitted | None = None, like: ForecastModel | None = None,
+              unkept: str | None = None) -> Fit:
     """Fit ``settings`` (the user's, as given to the Forecaster) on ``read`` (validation windows
     from its end, or ``val``); see the module. ``resume``: continue the run whose checkpoint is in
     the settings' ``output_dir``. ``prefitted``: a network fitted elsewhere, taken as it is (its
@@ -314,8 +315,8 @@ def train(model: ForecastModel, resolved: ForecasterSettings, train_set: WindowD
     best check's weights restored when ``val_set`` is given. Logs go to the settings'
     ``output_dir``, or to a temporary folder removed on return; with ``output_dir`` set and
     ``describe`` (the training and validation panels), per-epoch checkpoints too, and ``resume``
-    continues from them (``unkept``: :func:`fit_state`'s). torch's intra-op threads are chosen for the network while it trains
-    (:func:`~tsrec.training.threads.training_threads`)."""
+    continues from them (``unkept``: :func:`fit_state`'s). torch's intra-op threads are chosen for
+    the network while it trains (:func:`~tsrec.training.threads.training_threads`)."""
     from tsrec.training import (
         EpochCheckpoint,
         ForecastingModule,

@@ -155,9 +155,9 @@ def fit_or_raise(trainer: pl.Trainer, module: pl.LightningModule, train_loader: 
     Kept is ``resumable``, the checkpoint ``resume=True`` continues from, once it exists (the
     trainer's own :class:`EpochCheckpoint` writes it at the end of the first epoch). ``unkept``:
     why nothing is kept whatever was written (a run in a folder its caller removes), said in place
-    of the advice to resume. A SIGTERM
-    handler of the caller's that raises ``KeyboardInterrupt`` (the ``tsrec`` command's does) stops
-    training at once and counts as SIGTERM; any other exception passes unchanged.
+    of the advice to resume. A SIGTERM handler of the caller's that raises ``KeyboardInterrupt``
+    (the ``tsrec`` command's does) stops training at once and counts as SIGTERM; any other
+    exception passes unchanged.
     """
     recorder = next((c for c in trainer.callbacks if isinstance(c, InterruptRecorder)), InterruptRecorder())
     try:
@@ -176,7 +176,8 @@ def _interrupted(trainer: pl.Trainer, resumable: Path | None, unkept: str | None
     signum = signal.SIGTERM if trainer.received_sigterm else signal.SIGINT
     own = next((c for c in trainer.callbacks if isinstance(c, EpochCheckpoint) and c.path == resumable), None)
     # not a file an earlier fit left: this fit wrote it, or resumed from it
-    kept = unkept is None and resumable is not None and resumable.is_file() and (own is None or own.written or trainer.current_epoch > 0)
+    kept = unkept is None and resumable is not None and resumable.is_file() and \
+        (own is None or own.written or trainer.current_epoch > 0)
     if kept:
         what = (f"kept the checkpoint of the last finished epoch, {resumable}; fit again with resume=True "
                 "('tsrec fit ... --resume') to continue from it")
