@@ -5,7 +5,7 @@ draws a synthetic weekly panel per seed (:func:`panel`: ``--series`` established
 200 weeks, and ``--launched`` products at zero until 20 weeks before the test, then selling at a
 level like the others'; the last 8 weeks of each are the test) and fits on the rest, one after the
 other: the default ``Forecaster(prediction_length=8)`` as it is (a series with no scale before its
-validation windows is divided by its scale over all its steps: ``tsrec.validation.series_scales``),
+validation windows is divided by its scale from its first sale on: ``tsrec.validation.series_scales``),
 the default with such a series divided by 1 (the rule before), and ``ces``, ``ets`` and
 ``seasonal_naive`` alone. Prints and writes (``launches.md`` in ``--out-dir``) each run's test MASE
 on the established series and on the launched ones (each absolute error over its series' in-sample
@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.series} synthetic weekly series of 150 to 200 weeks and {args.launched} products launched "
         f"{LAUNCHED_WEEKS} weeks before the test per seed (`benchmarks/launches.py`), the last {HORIZON} weeks of "
         "each the test; the default as it is (a series with no scale before its validation windows divided by its "
-        "scale over all its steps), the default with such a series divided by 1 (the rule before), and three "
+        "scale from its first sale on), the default with such a series divided by 1 (the rule before), and three "
         "statistical models alone. MASE: each absolute error over its series' in-sample naive MAE (a launched "
         "product's from its first sale), averaged over the established series and over the launched ones.", "",
         "Mean and spread (standard deviation) over the seeds:", "",

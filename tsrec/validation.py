@@ -166,7 +166,8 @@ class Validation:
             (:func:`series_scales`): its in-sample seasonal naive MAE for ``"mase"``, the root mean
             square of its one-step changes for ``"rmsse"``, its standard deviation for ``"mse"`` and
             ``"mae"``, each over its history before ``first`` (the scale the field's test scores
-            use; over all its observed steps where that is 0 or undefined); ones for ``"smape"``.
+            use; over its steps from its first nonzero value on where that is 0 or undefined); ones
+            for ``"smape"``.
     """
 
     first: np.ndarray
@@ -229,9 +230,10 @@ def series_scales(panel: Panel, first: np.ndarray, metric: str, season: int) -> 
     series' first nonzero value on (the M5 competition's scale: the zeros before a product's first
     sale are no history of its demand), for ``"mse"`` and ``"mae"`` the population standard
     deviation; ones for ``"smape"``. Where that is 0 or undefined (a product launched inside the
-    validation windows, flat or empty before them), the same scale over all its observed steps: in
-    the data's units its errors would outweigh every other series' scaled ones, and choose for the
-    whole panel alone; 1 where that is 0 or undefined too (a series that never moved)."""
+    validation windows, zero or empty before them), the same scale over all its observed steps from
+    its first nonzero value on (its own changes since its launch, not the jump from zero): in the
+    data's units its errors would outweigh every other series' scaled ones, and choose for the whole
+    panel alone; 1 where that is 0 or undefined too (a series that never moved)."""
     channels = len(panel.columns) if panel.layout == "wide" else 1
     scale = np.ones((len(panel.items), channels))
     if metric == "smape":
@@ -240,8 +242,9 @@ def series_scales(panel: Panel, first: np.ndarray, metric: str, season: int) -> 
         y = np.where(item.observed, item.values, np.nan)  # [T, C]
         value = _scale(y[:end], metric, season)
         usable = np.isfinite(value) & (value > 0)
-        if not usable.all():
-            value = np.where(usable, value, _scale(y, metric, season))
+        for c in np.flatnonzero(~usable):  # from its first nonzero value on: the jump from zero is no change of its own
+            start = int(np.argmax(np.nan_to_num(y[:, c]) != 0))
+            value[c] = _scale(y[start:, c:c + 1], metric, season)[0]
         scale[i] = np.where(np.isfinite(value) & (value > 0), value, 1.0)
     return scale
 
