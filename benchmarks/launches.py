@@ -122,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(rows[-1]), flush=True)
     table = pd.DataFrame(rows)
     summary = table.groupby("run", sort=False).agg(
-        mase_all=("mase_all", "mean"), all_spread=("mase_all", "std"), mase_established=("mase_established", "mean"), established_spread=("mase_established", "std"),
+        mase_all=("mase_all", "mean"), all_spread=("mase_all", "std"),
+        mase_established=("mase_established", "mean"), established_spread=("mase_established", "std"),
         mase_launched=("mase_launched", "mean"), launched_spread=("mase_launched", "std"),
         fit_cpu_s=("fit_cpu_s", "mean")).reset_index()
     text = "\n".join([
