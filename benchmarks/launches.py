@@ -1,4 +1,4 @@
-"""auto on a panel where a few products are launched inside its validation windows: their scale.
+"""auto on a panel where a few products are launched inside its validation windows: their scale, their zeros.
 
 ``python -m benchmarks.launches [--seeds 0 1 2] [--series 40] [--launched 4] [--out-dir DIR]``
 draws a synthetic weekly panel per seed (:func:`panel`: ``--series`` established series of 150 to
@@ -6,11 +6,12 @@ draws a synthetic weekly panel per seed (:func:`panel`: ``--series`` established
 level like the others'; the last 8 weeks of each are the test) and fits on the rest, one after the
 other: the default ``Forecaster(prediction_length=8)`` as it is (a series with no scale before its
 validation windows is divided by its scale from its first sale on: ``tsrec.validation.series_scales``),
-the default with such a series divided by 1 (the rule before), and ``ces``, ``ets`` and
-``seasonal_naive`` alone. Prints and writes (``launches.md`` in ``--out-dir``) each run's test MASE
-on all the series, on the established ones and on the launched ones (each absolute error over its
-series' in-sample naive MAE: a launched product's from its first sale), its fit's CPU seconds and the default's
-validation scores and members, per seed and as mean and spread over the seeds, with the command,
+the default with such a series divided by 1 (the rule before), the default with the launched
+products' zeros before their first sale given as missing (NaN), ``rsa_patchtst`` alone on either,
+and ``ces``, ``ets`` and ``seasonal_naive`` alone. Prints and writes (``launches.md`` in
+``--out-dir``) each run's test MASE on all the series, on the established ones and on the launched
+ones (each absolute error over its series' in-sample naive MAE: a launched product's from its
+first sale), its fit's CPU seconds and the default's validation scores and members, per seed and as mean and spread over the seeds, with the command,
 commit and machine. Run with ``OMP_NUM_THREADS=1``.
 """
 
@@ -32,7 +33,8 @@ from benchmarks.common import markdown_table, provenance, write_report
 
 HORIZON = 8
 LAUNCHED_WEEKS = 20  # a launched product's weeks of sales before the test
-RUNS = ("default", "default, launches divided by 1", "ces", "ets", "seasonal_naive")
+RUNS = ("default", "default, launches divided by 1", "default, NaN before launch", "rsa_patchtst",
+        "rsa_patchtst, NaN before launch", "ces", "ets", "seasonal_naive")
 
 
 def panel(series: int, launched: int, seed: int) -> pd.DataFrame:
@@ -80,13 +82,15 @@ def run(name: str, train: pd.DataFrame, test: pd.DataFrame) -> dict[str, object]
 
     started = time.process_time()
     frame = train.drop(columns="launched")
-    if name.startswith("default"):
-        rule = mock.patch("tsrec.validation.series_scales", divided_by_one) if name != "default" \
-            else contextlib.nullcontext()
-        with rule:
-            fitted = Forecaster(prediction_length=HORIZON).fit(frame)
-    else:
-        fitted = Forecaster(name, prediction_length=HORIZON).fit(frame)
+    model, _, variant = name.partition(", ")
+    if variant == "NaN before launch":  # the zeros before each product's first sale given as missing
+        frame = frame.assign(y=frame.y.where(frame.groupby("unique_id").y.transform(lambda y: (y != 0).cummax())))
+    rule = mock.patch("tsrec.validation.series_scales", divided_by_one) if variant == "launches divided by 1" \
+        else contextlib.nullcontext()
+    with rule:
+        fitted = Forecaster(prediction_length=HORIZON) if model == "default" else \
+            Forecaster(model, prediction_length=HORIZON)
+        fitted.fit(frame)
     seconds = time.process_time() - started
     forecast = fitted.predict().rename(columns={"item_id": "unique_id", "timestamp": "ds"})
     scored = forecast.merge(test, on=["unique_id", "ds"])
@@ -131,9 +135,10 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.series} synthetic weekly series of 150 to 200 weeks and {args.launched} products launched "
         f"{LAUNCHED_WEEKS} weeks before the test per seed (`benchmarks/launches.py`), the last {HORIZON} weeks of "
         "each the test; the default as it is (a series with no scale before its validation windows divided by its "
-        "scale from its first sale on), the default with such a series divided by 1 (the rule before), and three "
-        "statistical models alone. MASE: each absolute error over its series' in-sample naive MAE (a launched "
-        "product's from its first sale), averaged over every series' test steps, over the established series' and "
+        "scale from its first sale on), the default with such a series divided by 1 (the rule before), the default "
+        "with the launched products' zeros before their first sale given as missing (NaN), RSA-PatchTST alone on "
+        "either, and three statistical models alone. MASE: each absolute error over its series' in-sample naive "
+        "MAE (a launched product's from its first sale), averaged over every series' test steps, over the established series' and "
         "over the launched ones'.", "",
         "Mean and spread (standard deviation) over the seeds:", "",
         markdown_table(summary, floatfmt=".3f"), "",

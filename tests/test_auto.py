@@ -561,6 +561,45 @@ def test_one_short_series_does_not_refuse_the_panel():
     assert len(forecast) == 7 * 13 and forecast["mean"].notna().all()
 
 
+def launched(frame_of_nan: bool) -> pd.DataFrame:
+    """Six weekly series of 200 weeks, one of them a product launched 14 weeks before the end: NaN
+    (``frame_of_nan``, as a pivoted frame holds it) or no rows before."""
+    frames = []
+    for i in range(6):
+        t = np.arange(200)
+        y = 50 + 5 * i + 5 * np.sin(2 * np.pi * t / 52) + np.sin(t)
+        if i == 5:
+            y[:-14] = np.nan
+        frames.append(pd.DataFrame({"id": f"w{i}", "ds": pd.date_range(end="2024-12-29", periods=200, freq="W"),
+                                    "y": y}))
+    df = pd.concat(frames)
+    return df if frame_of_nan else df.dropna()
+
+
+@pytest.mark.parametrize("frame_of_nan", [True, False], ids=["NaN before", "no rows before"])
+def test_a_product_launched_inside_the_validation_windows_is_validated_on_its_own_steps(validations, frame_of_nan):
+    """A series whose values begin inside the validation windows every other series has (3 windows of
+    4 weeks) is as long as what it holds, NaN before it or not: the windows shrink to fit its 14 weeks
+    (it was handed the others' windows, and every candidate failed on its empty history before them)."""
+    f = Forecaster("auto", candidates=("seasonal_naive", "theta", "ets"), prediction_length=4).fit(
+        launched(frame_of_nan), id_col="id", time_col="ds")
+    assert f.leaderboard.val_score.notna().all() and validations[-1].windows == 1
+    assert validations[-1].validated.all()
+    forecast = f.predict()
+    assert len(forecast) == 6 * 4 and forecast["mean"].notna().all()
+
+
+def test_a_wide_frames_column_launched_inside_the_validation_windows_is_named_with_the_fix():
+    wide = launched(True).pivot(index="ds", columns="id", values="y")
+    auto = Forecaster("auto", candidates=("seasonal_naive", "theta"), prediction_length=4)
+    with pytest.raises(ValueError, match=r"column 'w5' is first observed at 2024-09-29 00:00:00, after auto's "
+                                         r"validation windows begin \(2024-08-18 00:00:00, the same for every column "
+                                         r"of a wide frame\).*Fit a long frame") as info:
+        auto.fit(wide)
+    fix = re.search(r"\((df\.rename_axis.*reset_index\(\))\)", str(info.value)).group(1)
+    assert auto.fit(eval(fix, {"df": wide})).predict()["mean"].notna().all()  # the fix as the message writes it
+
+
 def test_covariates_no_chosen_member_reads_are_named_in_a_warning():
     """On data too small for the networks, the covariates given to the default change nothing:
     a warning says so, why, and what reads them (it was silent)."""

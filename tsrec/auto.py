@@ -23,7 +23,7 @@ and forecasting one candidate, :mod:`tsrec.candidates`'; the networks' successiv
    (:func:`~tsrec.validation.validation_stride`: on short data the windows overlap, and every one is scored). A series whose
    last values are missing is validated on windows ending at its last observed step, with a
    warning naming it (a forecast from a filled-in tail is never scored); one of fewer than
-   ``2 H + 1`` steps, however short, is not validated (:func:`_validated`: the ensemble chosen on
+   ``2 H + 1`` steps from its first observed value, however short, is not validated (:func:`_validated`: the ensemble chosen on
    the others forecasts it, with a warning naming it). Every candidate is fitted
    on each series' steps before its held-out ones (:meth:`Read.before
    <tsrec.data.source.Read.before>`, a slice of the arrays read) and forecasts them
@@ -104,7 +104,7 @@ import pandas as pd
 
 from tsrec.calibrating import calibration_of
 from tsrec.candidates import Candidates, Clock, Row, join_note, progress, progress_line
-from tsrec.conformal import Calibration, default_windows, observed_ends
+from tsrec.conformal import Calibration, default_windows, observed_ends, observed_starts
 from tsrec.data.frame import Panel
 from tsrec.data.periods import dominant_periods
 from tsrec.data.scaling import StandardScaler
@@ -165,8 +165,9 @@ def _warn_missing_tails(panel: Panel, ends: np.ndarray) -> None:
 
 
 def _validated(panel: Panel, ends: np.ndarray, horizon: int) -> np.ndarray:
-    """``[I]`` bool: the series of ``panel`` (observed up to ``ends`` ``[I]``) that hold a validation
-    window and the history before it, ``2 H + 1`` steps (``H``: ``horizon``). A shorter one is not
+    """``[I]`` bool: the series of ``panel`` (``ends`` ``[I]``: their observed spans, from the first
+    observed step to the last) that hold a validation window and the history before it, ``2 H + 1``
+    steps (``H``: ``horizon``). A shorter one is not
     validated: the candidates are fitted on all of it, however short (a statistical model that
     cannot fit so few steps gives its last value, a windowed one reads it padded), and the members
     forecast it (as AutoGluon leaves such series out of its validation), with a warning naming it;
@@ -190,8 +191,28 @@ def _validated(panel: Panel, ends: np.ndarray, horizon: int) -> np.ndarray:
     return validated
 
 
-def _seasons_kept(ends: np.ndarray, validated: np.ndarray, span: int, season: int) -> np.ndarray:
-    """``[I]`` bool: the ``validated`` series (observed up to ``ends`` ``[I]``) whose history before
+def _require_columns_before(panel: Panel, validation: Validation) -> None:
+    """``ValueError`` naming a wide frame's first column with no observed value before the
+    validation windows (a product launched inside them): its series is validated with the frame's
+    other columns, so no candidate could be fitted on its history before them. A long frame leaves
+    such a series out of the validation (:func:`_validated`)."""
+    for position, item in enumerate(panel.items):
+        first = int(validation.first[position])
+        never = ~item.observed[:first].any(axis=0)  # [C]
+        if validation.validated[position] and never.any():
+            channel = int(np.argmax(never))
+            stamps = panel.stamps[panel.offsets[position]:panel.offsets[position + 1]]
+            begins = stamps[int(np.argmax(item.observed[:, channel]))]
+            raise ValueError(
+                f"{panel.channel_label(position, channel)} is first observed at {begins}, after auto's validation "
+                f"windows begin ({stamps[first]}, the same for every column of a wide frame): no candidate can be "
+                "fitted on its history before them. Fit a long frame, where each series is validated on the steps "
+                "it holds (df.rename_axis('timestamp').melt(ignore_index=False, var_name='item_id', "
+                "value_name='target').reset_index()), or drop the column")
+
+
+def _seasons_kept(spans: np.ndarray, validated: np.ndarray, span: int, season: int) -> np.ndarray:
+    """``[I]`` bool: the ``validated`` series (``spans`` ``[I]``: their observed spans) whose history before
     their validation windows (``span`` steps) holds two seasons of ``season`` steps wherever all of it
     does; all of ``validated`` where that would keep none. On another series a statistical candidate
     would be validated without the season it forecasts with (statsforecast fits one on two seasons),
@@ -200,7 +221,7 @@ def _seasons_kept(ends: np.ndarray, validated: np.ndarray, span: int, season: in
     9.52 where it is 8.32 with them left out (seeds 0-2, benchmarks/results/short_seasons.md). The
     others are fitted on all their steps and forecast by the ensemble chosen on these, as a series
     too short to validate is."""
-    kept = validated & ((ends - span >= 2 * season) | (ends < 2 * season))
+    kept = validated & ((spans - span >= 2 * season) | (spans < 2 * season))
     return kept if kept.any() else validated
 
 
@@ -288,19 +309,23 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     require_observed(panel, ends)  # a wide frame's column: once here, not once per candidate
     _warn_missing_tails(panel, ends)
     channels = len(panel.columns) if panel.layout == "wide" else 1
-    validated = _validated(panel, ends, horizon)  # [I]
-    windows = validation_windows(int(validated.sum()) * channels, int(ends[validated].min()), horizon)
+    # each series' observed span: one whose first values are missing (a product launched late in a
+    # frame of NaN before it) is as long as what it holds
+    spans = ends - observed_starts(panel)  # [I]
+    validated = _validated(panel, spans, horizon)  # [I]
+    windows = validation_windows(int(validated.sum()) * channels, int(spans[validated].min()), horizon)
     calibrating = settings.conformal.windows != 0
     wanted = settings.conformal.windows or default_windows(len(panel.items) * channels)
     stride = validation_stride(horizon, windows, wanted)
     season = metric_season(panel.calendar)
-    with_seasons = _seasons_kept(ends, validated, windows * horizon, season)
+    with_seasons = _seasons_kept(spans, validated, windows * horizon, season)
     left_out, validated = int(validated.sum() - with_seasons.sum()), with_seasons
     observed = read.before(ends)
     found = intermittency([item.values for item in panel.items], [item.observed for item in panel.items])
     metric = eval_metric_for(settings.network.eval_metric, found)
     settings = dataclasses.replace(settings, network=dataclasses.replace(settings.network, eval_metric=metric))
     validation = Validation.of(observed.panel, ends, windows, horizon, stride, metric, season, validated)
+    _require_columns_before(panel, validation)
     candidates = Candidates(settings, validation, observed, read.schema.covariates)
     history = observed.panel.head(validation.first)  # what the candidates are validated from
     scores = Scores(validation)

@@ -38,8 +38,8 @@ from tsrec.data.scaling import StandardScaler
 from tsrec.metrics import seasonal_scale
 
 __all__ = ["DEFAULT_LEVELS", "MAX_KEPT", "Calibration", "band_ends", "band_quantiles", "calibrate",
-           "check_interval_levels", "default_windows", "observed_ends", "origins_before_end", "rolling_size",
-           "series_scale", "step_profile"]
+           "check_interval_levels", "default_windows", "observed_ends", "observed_starts", "origins_before_end",
+           "rolling_size", "series_scale", "step_profile"]
 
 #: The interval levels a backtest scores for a calibrated model when none are named (percent).
 DEFAULT_LEVELS = (80.0, 90.0, 95.0)
@@ -124,6 +124,12 @@ def observed_ends(panel: Panel) -> np.ndarray:
         seen = np.flatnonzero(item.observed.any(axis=1))
         ends.append(int(seen[-1]) + 1 if len(seen) else 0)
     return np.asarray(ends, dtype=np.int64)
+
+
+def observed_starts(panel: Panel) -> np.ndarray:
+    """``[I]`` int64: each series' first step with an observed value (its length where it has none)."""
+    return np.asarray([int(np.argmax(seen)) if (seen := item.observed.any(axis=1)).any() else len(seen)
+                       for item in panel.items], dtype=np.int64)
 
 
 def origins_before_end(ends: np.ndarray, horizon: int, windows: int) -> tuple[np.ndarray, np.ndarray, int]:
