@@ -11,8 +11,9 @@ products' zeros before their first sale given as missing (NaN), ``rsa_patchtst``
 and ``ces``, ``ets`` and ``seasonal_naive`` alone. Prints and writes (``launches.md`` in
 ``--out-dir``) each run's test MASE on all the series, on the established ones and on the launched
 ones (each absolute error over its series' in-sample naive MAE: a launched product's from its
-first sale), its fit's CPU seconds and the default's validation scores and members, per seed and as mean and spread over the seeds, with the command,
-commit and machine. Run with ``OMP_NUM_THREADS=1``.
+first sale), its fit's CPU seconds and the default's validation scores and members, per seed and
+as mean and spread over the seeds, with the command, commit and machine. Run with
+``OMP_NUM_THREADS=1``.
 """
 
 from __future__ import annotations
@@ -138,8 +139,8 @@ def main(argv: list[str] | None = None) -> int:
         "scale from its first sale on), the default with such a series divided by 1 (the rule before), the default "
         "with the launched products' zeros before their first sale given as missing (NaN), RSA-PatchTST alone on "
         "either, and three statistical models alone. MASE: each absolute error over its series' in-sample naive "
-        "MAE (a launched product's from its first sale), averaged over every series' test steps, over the established series' and "
-        "over the launched ones'.", "",
+        "MAE (a launched product's from its first sale), averaged over every series' test steps, over the "
+        "established series' and over the launched ones'.", "",
         "Mean and spread (standard deviation) over the seeds:", "",
         markdown_table(summary, floatfmt=".3f"), "",
         "Per seed (`best_val_score`: the leaderboard's lowest validation MASE):", "",
