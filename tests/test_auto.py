@@ -471,6 +471,8 @@ def test_calibration_blocks_bring_the_independent_windows_toward_the_target_with
     # of 5 horizons of 6 steps, the shortest series decides
     assert calibration_blocks(_validation([130, 1000], 5, series=2)) == 2
     assert calibration_blocks(_validation([59], 5)) == 0
+    # counted from each series' first observed step: 130 steps after 940 missing ones hold 2 blocks
+    assert calibration_blocks(_validation([1070, 1000], 5, series=2), starts=np.array([940, 0])) == 2
 
 
 def test_a_network_member_keeps_the_calibration_to_the_validation_windows(networks_allowed):

@@ -458,7 +458,8 @@ def _calibration_windows(candidates: Candidates, chosen: list[tuple[str, float]]
     validation = candidates.validation
     items, origins, mean = validation.items, validation.origins, ensemble
     blocks, stopped = 0, ""
-    for block in range(1, (0 if refit else calibration_blocks(validation)) + 1):
+    starts = observed_starts(candidates.observed.panel)  # [I] a launched series' history begins there
+    for block in range(1, (0 if refit else calibration_blocks(validation, starts)) + 1):
         if deadline is not None and time.process_time() + cost > deadline:
             stopped = f"the time_limit leaves too little for block {block}, about {cost:.1f} CPU-s"
             break

@@ -350,15 +350,17 @@ def validation_stride(horizon: int, windows: int, wanted: int) -> int:
     return min((d for d in range(1, horizon + 1) if horizon % d == 0), key=off)
 
 
-def calibration_blocks(validation: Validation) -> int:
+def calibration_blocks(validation: Validation, starts: np.ndarray | None = None) -> int:
     """Blocks of calibration windows auto forecasts before its validation windows, each the
     validation's windows moved one validation span earlier and forecast by the chosen members
     fitted on the history before it: as many as bring the independent windows to
     :data:`CALIBRATION_EVIDENCE` (none where the validation holds that many), at most
-    :data:`MAX_CALIBRATION_BLOCKS`, and only while every validated series keeps at least half the history its
-    validation fit had (a model fitted on much less would forecast worse than the one calibrated)."""
+    :data:`MAX_CALIBRATION_BLOCKS`, and only while every validated series keeps at least half the
+    history its validation fit had, from its first observed step ``starts`` ``[I]`` (default: its
+    first step) on (a model fitted on much less would forecast worse than the one calibrated)."""
     wanted = math.ceil(CALIBRATION_EVIDENCE / max(1, validation.evidence)) - 1
     span = validation.horizons * validation.truth.shape[1]  # steps per block
+    history = validation.first - (0 if starts is None else starts)  # [I] observed steps before the windows
     # blocks that leave each validated series half its history
-    room = int((validation.first[validation.validated] // 2 // span).min())
+    room = int((history[validation.validated] // 2 // span).min())
     return max(0, min(wanted, MAX_CALIBRATION_BLOCKS, room))
