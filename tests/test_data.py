@@ -317,6 +317,23 @@ def test_split_errors_name_the_short_item():
             split_panel(panel, **kwargs)
 
 
+def test_a_series_is_as_long_as_its_steps_from_its_first_observed_value():
+    """A product launched late in a frame that holds NaN for it before is split as the series it is
+    without those rows: too short for validation windows, it is all training part (skip_short) or
+    named with the steps it holds (it got the others' windows, and a training part with nothing in it)."""
+    df = long_frame({"x": 30, "new": 30})
+    df.loc[(df.id == "new") & (df.index < df[df.id == "new"].index[20]), "y"] = np.nan  # its last 10 observed
+    panel = canonicalize(df, **LONG)
+    split = split_panel(panel, 4, 3, val_windows=2, skip_short=True)
+    new = panel.item_ids.index("new")
+    assert split.train_end[new] == 30 and split.train[new] == (4, 4)  # no window, all of it the training part
+    assert split.train_end[1 - new] == 30 - 4  # the other keeps its validation windows
+    with pytest.raises(ValueError, match="item 'new' has 10 time steps from its first observed value but "
+                                         "context_length=4 \\+ prediction_length=3 \\+ 4 for 2 validation windows "
+                                         "needs at least 11"):
+        split_panel(panel, 4, 3, val_windows=2)
+
+
 # --- scaling ----------------------------------------------------------------------------------
 
 

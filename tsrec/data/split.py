@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from tsrec._checks import check_int
-from tsrec.data.frame import Panel
+from tsrec.data.frame import Panel, Series
 
 OriginRange = tuple[int, int]
 """Half-open range ``[start, stop)`` of forecast origins of one item."""
@@ -72,7 +74,9 @@ def split_panel(
     (default all of its windows).
 
     Raises ``ValueError`` for non-positive lengths and for a series too short to hold one training
-    window plus its validation windows (naming the item, its length and the required length).
+    window plus its validation windows (naming the item, its length and the required length). A
+    series is as long as its steps from its first observed one (a product launched late in a frame
+    that holds NaN for it before is as short as it is without those rows).
     With ``skip_short`` (every fit, :func:`tsrec.fitting.prepare`: a statistical model fits such a
     series whole, a windowed one forecasts it from a padded window), such a series gets no training
     or validation window instead, and all of it is its training part.
@@ -84,10 +88,11 @@ def split_panel(
         explicit = None if val_windows is None else check_int("val_windows", val_windows, 0)
         train, ends, val = [], [], []
         for i, series in enumerate(panel.items):
-            windows = default_val_windows(len(series), horizon) if explicit is None else explicit
+            length = _observed_span(series)
+            windows = default_val_windows(length, horizon) if explicit is None else explicit
             extra = horizon + windows - 1 if windows else 0
             reason = one_window + (f" + {extra} for {windows} validation windows" if windows else "")
-            if skip_short and len(series) < context + horizon + extra:
+            if skip_short and length < context + horizon + extra:
                 train.append((context, context))  # no window: too short for one
                 ends.append(len(series))
                 val.append((len(series), len(series)))
@@ -119,11 +124,19 @@ def split_panel(
     )
 
 
+def _observed_span(series: Series) -> int:
+    """``series``' steps from its first observed one to its end (0 where none is observed)."""
+    seen = series.observed.any(axis=1)  # [T]
+    return len(seen) - int(np.argmax(seen)) if seen.any() else 0
+
+
 def _require_length(panel: Panel, position: int, needed: int, reason: str) -> None:
-    length = len(panel.items[position])
+    series = panel.items[position]
+    length = _observed_span(series)
     if length < needed:
+        since = " from its first observed value" if length < len(series) else ""
         raise SeriesTooShort(
-            f"{panel.item_label(position)} has {length} time steps but {reason} needs at least "
+            f"{panel.item_label(position)} has {length} time steps{since} but {reason} needs at least "
             f"{needed}; use a shorter context_length or prediction_length, fewer val_windows, or "
             "drop the short series"
         )
