@@ -171,3 +171,35 @@ def read_rows(path: Path) -> list[dict[str, str]]:
         return []
     with path.open(newline="") as fh:
         return list(csv.DictReader(fh))
+
+
+def seeded_runs(seeds: list[int], panel_of: Callable[[int], Any], runs: tuple[str, ...], horizon: int,
+                run: Callable[[str, Any, Any], dict[str, object]]) -> Any:
+    """Each seed's panel (``panel_of(seed)``: a long frame with ``unique_id``), each series' last
+    ``horizon`` steps held out as its test and the rest its training part, and every one of ``runs``
+    on it, one after the other (``run(name, train, test)``: its row), each row printed as it comes:
+    a DataFrame of ``seed``, ``run`` and the rows' columns."""
+    import json
+
+    import pandas as pd
+
+    rows = []
+    for seed in seeds:
+        df = panel_of(seed)
+        train = df.groupby("unique_id", group_keys=False).apply(lambda g: g.iloc[:-horizon])
+        test = df.groupby("unique_id").tail(horizon)
+        for name in runs:
+            rows.append({"seed": seed, "run": name, **run(name, train, test)})
+            print(json.dumps(rows[-1]), flush=True)
+    return pd.DataFrame(rows)
+
+
+def over_seeds(table: Any, columns: list[str]) -> Any:
+    """The mean and the spread (sample standard deviation) over seeds of ``columns`` of a
+    :func:`seeded_runs` ``table``, per run in the order they ran (the spread columns named
+    ``<column>_spread``)."""
+    aggregations = {}
+    for column in columns:
+        aggregations[column] = (column, "mean")
+        aggregations[f"{column}_spread"] = (column, "std")
+    return table.groupby("run", sort=False).agg(**aggregations).reset_index()

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
 import time
 import warnings
@@ -30,7 +29,7 @@ from unittest import mock
 import numpy as np
 import pandas as pd
 
-from benchmarks.common import markdown_table, provenance, write_report
+from benchmarks.common import markdown_table, over_seeds, provenance, seeded_runs, write_report
 
 HORIZON = 8
 LAUNCHED_WEEKS = 20  # a launched product's weeks of sales before the test
@@ -117,20 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     given = sys.argv[1:] if argv is None else argv
     warnings.simplefilter("ignore")
-    rows = []
-    for seed in args.seeds:
-        df = panel(args.series, args.launched, seed)
-        train = df.groupby("unique_id", group_keys=False).apply(lambda g: g.iloc[:-HORIZON])
-        test = df.groupby("unique_id").tail(HORIZON)
-        for name in RUNS:
-            rows.append({"seed": seed, "run": name, **run(name, train, test)})
-            print(json.dumps(rows[-1]), flush=True)
-    table = pd.DataFrame(rows)
-    summary = table.groupby("run", sort=False).agg(
-        mase_all=("mase_all", "mean"), all_spread=("mase_all", "std"),
-        mase_established=("mase_established", "mean"), established_spread=("mase_established", "std"),
-        mase_launched=("mase_launched", "mean"), launched_spread=("mase_launched", "std"),
-        fit_cpu_s=("fit_cpu_s", "mean")).reset_index()
+    table = seeded_runs(args.seeds, lambda seed: panel(args.series, args.launched, seed), RUNS, HORIZON, run)
+    summary = over_seeds(table, ["mase_all", "mase_established", "mase_launched", "fit_cpu_s"])
     text = "\n".join([
         "# auto with products launched inside its validation windows", "",
         f"{args.series} synthetic weekly series of 150 to 200 weeks and {args.launched} products launched "

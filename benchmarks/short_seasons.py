@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
 import time
 import warnings
@@ -27,7 +26,7 @@ from unittest import mock
 import numpy as np
 import pandas as pd
 
-from benchmarks.common import markdown_table, provenance, write_report
+from benchmarks.common import markdown_table, over_seeds, provenance, seeded_runs, write_report
 
 HORIZON = 12
 RUNS = ("default", "default, every series validated", "ces", "ets", "seasonal_naive")
@@ -82,18 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     given = sys.argv[1:] if argv is None else argv
     warnings.simplefilter("ignore")
-    rows = []
-    for seed in args.seeds:
-        df = panel(args.series, seed)
-        train = df.groupby("unique_id", group_keys=False).apply(lambda g: g.iloc[:-HORIZON])
-        test = df.groupby("unique_id").tail(HORIZON)
-        for name in RUNS:
-            rows.append({"seed": seed, "run": name, **run(name, train, test)})
-            print(json.dumps(rows[-1]), flush=True)
-    table = pd.DataFrame(rows)
-    summary = table.groupby("run", sort=False).agg(mae=("mae", "mean"), mae_spread=("mae", "std"),
-                                                   mase=("mase", "mean"), mase_spread=("mase", "std"),
-                                                   fit_cpu_s=("fit_cpu_s", "mean")).reset_index()
+    table = seeded_runs(args.seeds, lambda seed: panel(args.series, seed), RUNS, HORIZON, run)
+    summary = over_seeds(table, ["mae", "mase", "fit_cpu_s"])
     text = "\n".join([
         "# auto on many short seasonal series", "",
         f"{args.series} synthetic monthly series of 36 to 72 months per seed (`benchmarks/short_seasons.py`), "
