@@ -689,7 +689,7 @@ def test_a_series_too_short_to_validate_gets_an_error_saying_how_long_it_must_be
     failed with its own copy of a message that suggested fewer validation windows than one)."""
     df = pd.DataFrame({"y": 10 + np.random.default_rng(0).normal(0, 1, 40)},
                       index=pd.date_range("2020-01-01", periods=40, freq="MS"))
-    with pytest.raises(ValueError, match=r"^no series holds 49 steps up to its last observed value \(the longest, "
+    with pytest.raises(ValueError, match=r"^no series holds 49 steps from its first observed value to its last \(the longest, "
                                          r"the series, has 40\): .* Use prediction_length <= 19, or fit a "
                                          r"statistical model by name"):
         Forecaster(prediction_length=24).fit(df)

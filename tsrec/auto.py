@@ -23,8 +23,8 @@ and forecasting one candidate, :mod:`tsrec.candidates`'; the networks' successiv
    (:func:`~tsrec.validation.validation_stride`: on short data the windows overlap, and every one is scored). A series whose
    last values are missing is validated on windows ending at its last observed step, with a
    warning naming it (a forecast from a filled-in tail is never scored); one of fewer than
-   ``2 H + 1`` steps from its first observed value, however short, is not validated (:func:`_validated`: the ensemble chosen on
-   the others forecasts it, with a warning naming it). Every candidate is fitted
+   ``2 H + 1`` steps from its first observed value, however short, is not validated
+   (:func:`_validated`: the ensemble chosen on the others forecasts it, with a warning naming it). Every candidate is fitted
    on each series' steps before its held-out ones (:meth:`Read.before
    <tsrec.data.source.Read.before>`, a slice of the arrays read) and forecasts them
    (:func:`~tsrec.forecasting.forecast_origins`).
@@ -164,26 +164,27 @@ def _warn_missing_tails(panel: Panel, ends: np.ndarray) -> None:
                   "last observation", UserWarning, stacklevel=5)
 
 
-def _validated(panel: Panel, ends: np.ndarray, horizon: int) -> np.ndarray:
-    """``[I]`` bool: the series of ``panel`` (``ends`` ``[I]``: their observed spans, from the first
-    observed step to the last) that hold a validation window and the history before it, ``2 H + 1``
-    steps (``H``: ``horizon``). A shorter one is not
+def _validated(panel: Panel, spans: np.ndarray, horizon: int) -> np.ndarray:
+    """``[I]`` bool: the series of ``panel`` (``spans`` ``[I]``: their steps from the first observed
+    one to the last) that hold a validation window and the history before it, ``2 H + 1`` steps
+    (``H``: ``horizon``). A shorter one is not
     validated: the candidates are fitted on all of it, however short (a statistical model that
     cannot fit so few steps gives its last value, a windowed one reads it padded), and the members
     forecast it (as AutoGluon leaves such series out of its validation), with a warning naming it;
     ``ValueError`` where no series is long enough."""
-    validated = ends >= 2 * horizon + 1
+    validated = spans >= 2 * horizon + 1
     if not validated.any():
-        longest = int(np.argmax(ends))
+        longest = int(np.argmax(spans))
         raise ValueError(
-            f"no series holds {2 * horizon + 1} steps up to its last observed value (the longest, "
-            f"{panel.item_label(longest)}, has {ends[longest]}): auto validates its candidates on each series' last "
+            f"no series holds {2 * horizon + 1} steps from its first observed value to its last (the longest, "
+            f"{panel.item_label(longest)}, has {spans[longest]}): auto validates its candidates on each series' last "
             f"prediction_length={horizon} steps and fits them on the steps before, which must hold at least "
-            f"prediction_length + 1 = {horizon + 1}. Use prediction_length <= {max(1, (int(ends[longest]) - 1) // 2)}, "
+            f"prediction_length + 1 = {horizon + 1}. "
+            f"Use prediction_length <= {max(1, (int(spans[longest]) - 1) // 2)}, "
             f"or fit a statistical model by name, which is not validated (Forecaster('ets', "
             f"prediction_length={horizon}))")
     if (unvalidated := np.flatnonzero(~validated)).size:
-        named = panel.items_with_steps(unvalidated, ends[unvalidated])
+        named = panel.items_with_steps(unvalidated, spans[unvalidated])
         warnings.warn(f"auto: {len(unvalidated)} series hold fewer than 2 x prediction_length + 1 = {2 * horizon + 1} "
                       f"steps ({named}), too few for a validation window and the history before it: they are not "
                       f"validated, and the ensemble chosen on the other {int(validated.sum())} forecasts them",
@@ -194,8 +195,8 @@ def _validated(panel: Panel, ends: np.ndarray, horizon: int) -> np.ndarray:
 def _require_columns_before(panel: Panel, validation: Validation) -> None:
     """``ValueError`` naming a wide frame's first column with no observed value before the
     validation windows (a product launched inside them): its series is validated with the frame's
-    other columns, so no candidate could be fitted on its history before them. A long frame leaves
-    such a series out of the validation (:func:`_validated`)."""
+    other columns, so no candidate could be fitted on its history before them. A long frame's
+    series counts from its first observed value (:func:`_validated`)."""
     for position, item in enumerate(panel.items):
         first = int(validation.first[position])
         never = ~item.observed[:first].any(axis=0)  # [C]
