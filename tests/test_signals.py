@@ -20,10 +20,10 @@ import pytest
 # every case starts a Python process that imports torch and trains
 pytestmark = pytest.mark.slow
 
-# Fits DLinear on a small frame into output_dir argv[2] ("" for none); in the second epoch it touches
-# the marker argv[1] and waits for the signal (Ctrl-C interrupts the wait; SIGTERM is flagged by
-# Lightning, which stops training at the end of the batch).
-SCRIPT = """
+# A script's head: a callback that, once training reaches {when}, touches the marker argv[1] and
+# waits for the signal (Ctrl-C interrupts the wait; SIGTERM is flagged by Lightning, which stops
+# training at the end of the batch).
+SIGNAL_ME = """
 import sys, time
 from pathlib import Path
 import lightning.pytorch as pl, numpy as np, pandas as pd, torch
@@ -31,13 +31,17 @@ from tsrec import Forecaster
 
 class SignalMe(pl.Callback):
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
-        if trainer.current_epoch == 1 and batch_idx == 0:
+        if {when}:
             Path(sys.argv[1]).touch()
             deadline = time.monotonic() + 300
             while not trainer.received_sigterm and time.monotonic() < deadline:
                 time.sleep(0.01)
 
 torch.set_num_threads(1)
+"""
+
+# Fits DLinear on a small frame into output_dir argv[2] ("" for none), signalled in its second epoch.
+SCRIPT = SIGNAL_ME.format(when="trainer.current_epoch == 1 and batch_idx == 0") + """
 t = np.arange(200)
 df = pd.DataFrame({"y": np.sin(t / 4)}, index=pd.date_range("2024-01-01", periods=200, freq="h"))
 Forecaster("dlinear", prediction_length=4, context_length=16, max_epochs=50, output_dir=sys.argv[2] or None,
@@ -45,23 +49,8 @@ Forecaster("dlinear", prediction_length=4, context_length=16, max_epochs=50, out
 print("after fit")
 """
 
-# The default (auto) on data large enough for its networks: the first network's second step touches
-# the marker argv[1] and waits for SIGTERM.
-AUTO_SCRIPT = """
-import sys, time
-from pathlib import Path
-import lightning.pytorch as pl, numpy as np, pandas as pd, torch
-from tsrec import Forecaster
-
-class SignalMe(pl.Callback):
-    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
-        if trainer.global_step == 1:
-            Path(sys.argv[1]).touch()
-            deadline = time.monotonic() + 300
-            while not trainer.received_sigterm and time.monotonic() < deadline:
-                time.sleep(0.01)
-
-torch.set_num_threads(1)
+# The default (auto) on data large enough for its networks, signalled at the first network's second step.
+AUTO_SCRIPT = SIGNAL_ME.format(when="trainer.global_step == 1") + """
 t = np.arange(1200)
 df = pd.DataFrame({"y": np.sin(2 * np.pi * t / 24) + t / 600},
                   index=pd.date_range("2024-01-01", periods=1200, freq="h"))
