@@ -394,11 +394,15 @@ def test_calibration_windows_that_leave_too_little_to_fit_name_conformal_windows
     assert Forecaster("ets", prediction_length=3, conformal_windows=4).fit(_yearly(13), **COLS).calibration.windows == 4
 
 
-def test_a_series_too_short_for_the_calibration_is_left_out_of_it_and_forecast_with_bands():
+@pytest.mark.parametrize("missing_before", [False, True], ids=["no rows before", "NaN before"])
+def test_a_series_too_short_for_the_calibration_is_left_out_of_it_and_forecast_with_bands(missing_before):
     """A new series of 6 years beside one of 13 (horizon 3, 4 calibration windows: 10 steps needed):
     the model is calibrated on the long one, fitted on all of the new one, and both get bands; a
-    warning names the new one (the whole fit was refused for it)."""
-    df = pd.concat([_yearly(13), _yearly(6).assign(id="new")], ignore_index=True)
+    warning names the new one (the whole fit was refused for it). Its 7 years before as NaN rows
+    change nothing (they were counted as steps, and it was calibrated on a fit of 3 years)."""
+    new = _yearly(6) if not missing_before else \
+        pd.concat([_yearly(13).iloc[:7].assign(y=np.nan), _yearly(6).assign(ds=_yearly(13).ds.iloc[7:].to_numpy())])
+    df = pd.concat([_yearly(13), new.assign(id="new")], ignore_index=True)
     with pytest.warns(UserWarning, match=r"conformal_windows=4: 1 series hold fewer than 10 steps \(item 'new' \(6 "
                                          r"steps\)\), too few .* from the scaled scores of the other 1 series"):
         f = Forecaster("ets", prediction_length=3, conformal_windows=4).fit(df, **COLS)

@@ -19,7 +19,7 @@ import warnings
 import numpy as np
 
 from tsrec.config import ConformalConfig
-from tsrec.conformal import Calibration, calibrate, observed_ends, origins_before_end, series_scale
+from tsrec.conformal import Calibration, calibrate, observed_ends, observed_starts, origins_before_end, series_scale
 from tsrec.conformal_update import window_values
 from tsrec.data import Panel, SeriesTooShort
 from tsrec.data.source import Read
@@ -34,23 +34,26 @@ __all__ = ["calibrated", "calibration_of", "calibration_origins", "fitted_scales
 def calibration_origins(read: Read, settings: ForecasterSettings) -> tuple[np.ndarray, np.ndarray, int]:
     """The calibration origins of ``read``'s series (:func:`~tsrec.conformal.origins_before_end`):
     the settings' ``conformal_windows`` (set) per series, on which the model is fitted on each
-    series' steps before them, at least ``prediction_length + 1`` (as auto validates). A series with
-    fewer (a new product) has none: it is fitted on all its steps, its bands come from the others'
-    scaled scores, and a warning names it; ``ValueError`` where every series is that short."""
+    series' steps before them, at least ``prediction_length + 1`` from its first observed one (as
+    auto validates). A series with fewer (a new product) has none: it is fitted on all its steps,
+    its bands come from the others' scaled scores, and a warning names it; ``ValueError`` where
+    every series is that short."""
     panel, horizon, windows = read.panel, settings.window.prediction_length, settings.conformal.windows
     ends = observed_ends(panel)
     first, count, stride = origins_before_end(ends, horizon, windows)
-    short = first < horizon + 1  # [I]
+    starts = observed_starts(panel)  # [I]
+    before, spans = first - starts, ends - starts  # [I] steps before the windows, and in all, from the first observed
+    short = before < horizon + 1  # [I]
     if short.all():
-        i = int(np.argmax(ends))
+        i = int(np.argmax(spans))
         raise SeriesTooShort(
             f"conformal_windows={windows} calibrates the intervals on each series' last {windows + horizon - 1} "
             f"observed steps, fitting the model on the steps before them, at least prediction_length + 1 = "
-            f"{horizon + 1}, and those are too few: {panel.item_label(i)} has {max(int(first[i]), 0)} time steps "
-            f"before them ({int(ends[i])} observed), the most of any series. Pass conformal_windows=<fewer> (at most "
-            f"{max(int(ends[i]) - 2 * horizon, 0)} here), or conformal_windows=0 to fit without intervals")
+            f"{horizon + 1}, and those are too few: {panel.item_label(i)} has {max(int(before[i]), 0)} time steps "
+            f"before them ({int(spans[i])} observed), the most of any series. Pass conformal_windows=<fewer> (at most "
+            f"{max(int(spans[i]) - 2 * horizon, 0)} here), or conformal_windows=0 to fit without intervals")
     if short.any():
-        named = panel.items_with_steps(np.flatnonzero(short), ends[short])
+        named = panel.items_with_steps(np.flatnonzero(short), spans[short])
         warnings.warn(f"conformal_windows={windows}: {int(short.sum())} series hold fewer than {windows + 2 * horizon} "
                       f"steps ({named}), too few for the calibration windows and prediction_length + 1 steps "
                       f"before them: they are not calibrated on, and their bands come from the scaled scores of the "
