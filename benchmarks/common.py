@@ -203,3 +203,17 @@ def over_seeds(table: Any, columns: list[str]) -> Any:
         aggregations[column] = (column, "mean")
         aggregations[f"{column}_spread"] = (column, "std")
     return table.groupby("run", sort=False).agg(**aggregations).reset_index()
+
+
+def seeds_report(title: str, intro: str, table: Any, columns: list[str], module: str, argv: list[str], *,
+                 per_seed: str = "Per seed:") -> str:
+    """A :func:`seeded_runs` ``table``'s markdown report: its ``title``, ``intro``, the mean and spread
+    over seeds of ``columns`` (:func:`over_seeds`), every row (under ``per_seed``) and the
+    :func:`provenance` line of ``python -m module`` with ``argv``."""
+    return "\n".join([
+        f"# {title}", "", intro, "",
+        "Mean and spread (standard deviation) over the seeds:", "",
+        markdown_table(over_seeds(table, columns), floatfmt=".3f"), "",
+        per_seed, "",
+        markdown_table(table, floatfmt=".3f"), "",
+        provenance(module, argv), ""])

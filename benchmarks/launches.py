@@ -29,7 +29,7 @@ from unittest import mock
 import numpy as np
 import pandas as pd
 
-from benchmarks.common import markdown_table, over_seeds, provenance, seeded_runs, write_report
+from benchmarks.common import seeded_runs, seeds_report, write_report
 
 HORIZON = 8
 LAUNCHED_WEEKS = 20  # a launched product's weeks of sales before the test
@@ -117,9 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     given = sys.argv[1:] if argv is None else argv
     warnings.simplefilter("ignore")
     table = seeded_runs(args.seeds, lambda seed: panel(args.series, args.launched, seed), RUNS, HORIZON, run)
-    summary = over_seeds(table, ["mase_all", "mase_established", "mase_launched", "fit_cpu_s"])
-    text = "\n".join([
-        "# auto with products launched inside its validation windows", "",
+    text = seeds_report(
+        "auto with products launched inside its validation windows",
         f"{args.series} synthetic weekly series of 150 to 200 weeks and {args.launched} products launched "
         f"{LAUNCHED_WEEKS} weeks before the test per seed (`benchmarks/launches.py`), the last {HORIZON} weeks of "
         "each the test; the default as it is (a series with no scale before its validation windows divided by its "
@@ -127,12 +126,9 @@ def main(argv: list[str] | None = None) -> int:
         "with the launched products' zeros before their first sale given as missing (NaN), RSA-PatchTST alone on "
         "either, and three statistical models alone. MASE: each absolute error over its series' in-sample naive "
         "MAE (a launched product's from its first sale), averaged over every series' test steps, over the "
-        "established series' and over the launched ones'.", "",
-        "Mean and spread (standard deviation) over the seeds:", "",
-        markdown_table(summary, floatfmt=".3f"), "",
-        "Per seed (`best_val_score`: the leaderboard's lowest validation MASE):", "",
-        markdown_table(table, floatfmt=".3f"), "",
-        provenance("benchmarks.launches", given), ""])
+        "established series' and over the launched ones'.",
+        table, ["mase_all", "mase_established", "mase_launched", "fit_cpu_s"], "benchmarks.launches", given,
+        per_seed="Per seed (`best_val_score`: the leaderboard's lowest validation MASE):")
     write_report(args.out_dir / "launches.md", text)
     return 0
 

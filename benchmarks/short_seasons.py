@@ -26,7 +26,7 @@ from unittest import mock
 import numpy as np
 import pandas as pd
 
-from benchmarks.common import markdown_table, over_seeds, provenance, seeded_runs, write_report
+from benchmarks.common import seeded_runs, seeds_report, write_report
 
 HORIZON = 12
 RUNS = ("default", "default, every series validated", "ces", "ets", "seasonal_naive")
@@ -82,18 +82,13 @@ def main(argv: list[str] | None = None) -> int:
     given = sys.argv[1:] if argv is None else argv
     warnings.simplefilter("ignore")
     table = seeded_runs(args.seeds, lambda seed: panel(args.series, seed), RUNS, HORIZON, run)
-    summary = over_seeds(table, ["mae", "mase", "fit_cpu_s"])
-    text = "\n".join([
-        "# auto on many short seasonal series", "",
+    text = seeds_report(
+        "auto on many short seasonal series",
         f"{args.series} synthetic monthly series of 36 to 72 months per seed (`benchmarks/short_seasons.py`), "
         f"the last {HORIZON} of each the test; the default as it is, the default with every series long enough "
         "validated (before the rule that leaves out a series whose steps before its validation windows hold fewer "
-        "than two years where all of them hold two), and three statistical models alone.", "",
-        "Mean and spread (standard deviation) over the seeds:", "",
-        markdown_table(summary, floatfmt=".3f"), "",
-        "Per seed:", "",
-        markdown_table(table, floatfmt=".3f"), "",
-        provenance("benchmarks.short_seasons", given), ""])
+        "than two years where all of them hold two), and three statistical models alone.",
+        table, ["mae", "mase", "fit_cpu_s"], "benchmarks.short_seasons", given)
     write_report(args.out_dir / "short_seasons.md", text)
     return 0
 

@@ -24,8 +24,8 @@ and forecasting one candidate, :mod:`tsrec.candidates`'; the networks' successiv
    last values are missing is validated on windows ending at its last observed step, with a
    warning naming it (a forecast from a filled-in tail is never scored); one of fewer than
    ``2 H + 1`` steps from its first observed value, however short, is not validated
-   (:func:`_validated`: the ensemble chosen on the others forecasts it, with a warning naming it). Every candidate is fitted
-   on each series' steps before its held-out ones (:meth:`Read.before
+   (:func:`_validated`: the ensemble chosen on the others forecasts it, with a warning naming it).
+   Every candidate is fitted on each series' steps before its held-out ones (:meth:`Read.before
    <tsrec.data.source.Read.before>`, a slice of the arrays read) and forecasts them
    (:func:`~tsrec.forecasting.forecast_origins`).
 2. **Scores** on ``eval_metric`` (:data:`~tsrec.models.ensemble.EVAL_METRICS`; not named,
@@ -312,7 +312,8 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     channels = len(panel.columns) if panel.layout == "wide" else 1
     # each series' observed span: one whose first values are missing (a product launched late in a
     # frame of NaN before it) is as long as what it holds
-    spans = ends - observed_starts(panel)  # [I]
+    starts = observed_starts(panel)  # [I]
+    spans = ends - starts  # [I]
     validated = _validated(panel, spans, horizon)  # [I]
     windows = validation_windows(int(validated.sum()) * channels, int(spans[validated].min()), horizon)
     calibrating = settings.conformal.windows != 0
@@ -370,7 +371,7 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
         for name in networks:
             rows[name].covariates = candidates.described if candidates.reads(name) else candidates.unused
         observations = int(sum(item.observed.sum() for item in panel.items))
-        fit_networks(networks, rows, validated, scores, candidates, lengths=ends, channels=channels, windows=windows,
+        fit_networks(networks, rows, validated, scores, candidates, lengths=spans, channels=channels, windows=windows,
                      observations=observations, spent_before=time.process_time() - started)
     kept = [name for name in names if name in scores.scaled]
     if not kept:
@@ -411,7 +412,8 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
         return fit
     ensemble = sum(weight * scores.means[name] for name, weight in chosen)  # [W, H, C] the ensemble's
     items, origins, mean, windows, note = _calibration_windows(
-        candidates, chosen, variants, refit, ensemble, cost=sum(rows[name].cpu_seconds for name, _ in chosen),
+        candidates, chosen, variants, refit, ensemble, starts,
+        cost=sum(rows[name].cpu_seconds for name, _ in chosen),
         deadline=None if time_limit is None else started + time_limit)
     fit.state.leaderboard.attrs["calibration"] = note
     calibration = calibration_of(fit.state, panel, items, origins, mean, windows, stride,
@@ -445,13 +447,14 @@ def _block_cost(name: str) -> str | None:
 
 
 def _calibration_windows(candidates: Candidates, chosen: list[tuple[str, float]], variants: dict[str, ForecastModel],
-                         refit: dict[str, str], ensemble: np.ndarray, *, cost: float,
+                         refit: dict[str, str], ensemble: np.ndarray, starts: np.ndarray, *, cost: float,
                          deadline: float | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, str]:
     """The windows the ensemble's bands are calibrated on: the validation's, whose forecasts are
     ``ensemble`` ``[W, H, C]``, and the earlier blocks :func:`~tsrec.validation.calibration_blocks`
     asks for (none where a member of ``refit`` would cost more than a fit per block: its name -> why,
     :func:`_block_cost`), each forecast by the ``chosen`` members fitted on the history before it
-    (statistical ones keeping their ``variants``); a block a member cannot fit ends them there, and
+    (statistical ones keeping their ``variants``; ``starts`` ``[I]``: each series' first observed
+    step, where the history a block leaves it is counted from); a block a member cannot fit ends them there, and
     so does one that would end past ``deadline`` (the CPU clock's reading where the user's
     ``time_limit`` runs out; None: none), a block costing about ``cost`` CPU seconds (the chosen
     members' validation), then what the last one cost. Returns their items and origins ``[W']``,
@@ -459,7 +462,6 @@ def _calibration_windows(candidates: Candidates, chosen: list[tuple[str, float]]
     validation = candidates.validation
     items, origins, mean = validation.items, validation.origins, ensemble
     blocks, stopped = 0, ""
-    starts = observed_starts(candidates.observed.panel)  # [I] a launched series' history begins there
     for block in range(1, (0 if refit else calibration_blocks(validation, starts)) + 1):
         if deadline is not None and time.process_time() + cost > deadline:
             stopped = f"the time_limit leaves too little for block {block}, about {cost:.1f} CPU-s"

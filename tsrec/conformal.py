@@ -127,9 +127,9 @@ def observed_ends(panel: Panel) -> np.ndarray:
 
 
 def observed_starts(panel: Panel) -> np.ndarray:
-    """``[I]`` int64: each series' first step with an observed value (its length where it has none)."""
-    return np.asarray([int(np.argmax(seen)) if (seen := item.observed.any(axis=1)).any() else len(seen)
-                       for item in panel.items], dtype=np.int64)
+    """``[I]`` int64: each series' first step with an observed value (:attr:`Series.first_observed
+    <tsrec.data.frame.Series.first_observed>`)."""
+    return np.asarray([item.first_observed for item in panel.items], dtype=np.int64)
 
 
 def origins_before_end(ends: np.ndarray, horizon: int, windows: int) -> tuple[np.ndarray, np.ndarray, int]:

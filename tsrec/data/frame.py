@@ -108,6 +108,13 @@ class Series:
     def __len__(self) -> int:
         return len(self.values)
 
+    @property
+    def first_observed(self) -> int:
+        """The item's first step with an observed value (its length where none is): a long frame's
+        series counts from it, NaN rows before it or not."""
+        seen = self.observed.any(axis=1)  # [T]
+        return int(np.argmax(seen)) if seen.any() else len(seen)
+
 
 def split_at(array: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, ...]:
     """``array`` ``[offsets[-1], ...]`` cut into the views ``array[offsets[i]:offsets[i + 1]]``

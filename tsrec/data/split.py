@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from tsrec._checks import check_int
-from tsrec.data.frame import Panel, Series
+from tsrec.data.frame import Panel
 
 OriginRange = tuple[int, int]
 """Half-open range ``[start, stop)`` of forecast origins of one item."""
@@ -88,7 +86,7 @@ def split_panel(
         explicit = None if val_windows is None else check_int("val_windows", val_windows, 0)
         train, ends, val = [], [], []
         for i, series in enumerate(panel.items):
-            length = _observed_span(series)
+            length = len(series) - series.first_observed
             windows = default_val_windows(length, horizon) if explicit is None else explicit
             extra = horizon + windows - 1 if windows else 0
             reason = one_window + (f" + {extra} for {windows} validation windows" if windows else "")
@@ -124,15 +122,9 @@ def split_panel(
     )
 
 
-def _observed_span(series: Series) -> int:
-    """``series``' steps from its first observed one to its end (0 where none is observed)."""
-    seen = series.observed.any(axis=1)  # [T]
-    return len(seen) - int(np.argmax(seen)) if seen.any() else 0
-
-
 def _require_length(panel: Panel, position: int, needed: int, reason: str) -> None:
     series = panel.items[position]
-    length = _observed_span(series)
+    length = len(series) - series.first_observed
     if length < needed:
         since = " from its first observed value" if length < len(series) else ""
         raise SeriesTooShort(
