@@ -696,6 +696,17 @@ def test_a_series_too_short_to_validate_gets_an_error_saying_how_long_it_must_be
     assert len(Forecaster(prediction_length=19).fit(df).predict()) == 19
 
 
+def test_a_series_too_short_for_any_horizon_is_not_told_to_shorten_it():
+    """Two days and a one-day horizon: no horizon can be validated, so the error does not suggest
+    ``prediction_length <= 1`` (it did, for this very horizon); it names a model by name, which fits."""
+    df = pd.DataFrame({"y": [1.0, 2.0]}, index=pd.date_range("2021-01-01", periods=2, freq="D"))
+    with pytest.raises(ValueError, match=r"has 2\): .* No prediction_length can be validated on fewer than 3 steps: "
+                                         r"fit a statistical model by name") as raised:
+        Forecaster(prediction_length=1).fit(df)
+    assert "Use prediction_length" not in str(raised.value)
+    assert Forecaster("naive", prediction_length=1).fit(df).predict()["mean"].tolist() == [2.0]
+
+
 def ragged(lengths, seed=0):
     """A long frame of monthly series of ``lengths`` ending on the same month (a yearly cycle and noise)."""
     rng = np.random.default_rng(seed)

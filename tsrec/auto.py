@@ -175,14 +175,15 @@ def _validated(panel: Panel, spans: np.ndarray, horizon: int) -> np.ndarray:
     validated = spans >= 2 * horizon + 1
     if not validated.any():
         longest = int(np.argmax(spans))
+        feasible = (int(spans[longest]) - 1) // 2  # the longest horizon the longest series can be validated on
+        shorter = (f"Use prediction_length <= {feasible}, or fit" if feasible >= 1 else
+                   "No prediction_length can be validated on fewer than 3 steps: fit")
         raise ValueError(
             f"no series holds {2 * horizon + 1} steps from its first observed value to its last (the longest, "
             f"{panel.item_label(longest)}, has {spans[longest]}): auto validates its candidates on each series' last "
             f"prediction_length={horizon} steps and fits them on the steps before, which must hold at least "
-            f"prediction_length + 1 = {horizon + 1}. "
-            f"Use prediction_length <= {max(1, (int(spans[longest]) - 1) // 2)}, "
-            f"or fit a statistical model by name, which is not validated (Forecaster('ets', "
-            f"prediction_length={horizon}))")
+            f"prediction_length + 1 = {horizon + 1}. {shorter} a statistical model by name, which is not validated "
+            f"(Forecaster('ets', prediction_length={horizon}))")
     if (unvalidated := np.flatnonzero(~validated)).size:
         named = panel.items_with_steps(unvalidated, spans[unvalidated])
         warnings.warn(f"auto: {len(unvalidated)} series hold fewer than 2 x prediction_length + 1 = {2 * horizon + 1} "
