@@ -39,7 +39,7 @@ def _calibration(scores: np.ndarray, scorer: str = "absolute", stride: int = 1, 
     """The calibration of ``scores`` ``[H, n]`` as the residuals of a zero forecast of one series."""
     n_steps, n = scores.shape
     truth = scores.T[:, :, None]  # [W=n, H, 1]
-    return calibrate(np.zeros_like(truth), truth, np.ones(truth.shape, bool), np.ones((n, 1)), np.ones((1, 1)), n,
+    return calibrate(np.zeros_like(truth), truth, np.ones(truth.shape, bool), np.zeros(n, np.int64), np.ones((1, 1)), n,
                      stride, ConformalConfig(scores=scorer, **config), 0.0)
 
 
@@ -116,6 +116,47 @@ def test_scaled_calibration_gives_each_series_its_own_width_and_covers_new_data(
     assert (abs(per_series.coverage - 0.90) < 0.08).all(), per_series
     assert result.metric("interval_coverage_90", "fraction") == pytest.approx(0.90, abs=0.04)
 
+
+
+def test_a_constant_series_band_is_in_its_own_units_not_one_data_unit(tmp_path):
+    """A flat series has no one-step change to scale its scores by. Its band was the pooled score
+    times 1, in the data's units whatever they were (a series at 5.0 got 2.4 to 7.6 at 80%). Now it
+    is scaled by its own forecasts' errors: 0 where they were exact, and the other series' bands do
+    not depend on its level. Saved and loaded, the zero scale gives the same bands."""
+    varying = noisy(n=24 * 12)
+    ds = varying["ds"].unique()
+
+    def panel(level):
+        return pd.concat([varying, pd.DataFrame({"id": "flat", "ds": ds, "y": level})], ignore_index=True)
+
+    fits = {level: Forecaster("seasonal_naive", prediction_length=H, conformal_windows=8).fit(panel(level), **COLS)
+            for level in (5.0, 5e6)}
+    bands = {level: f.predict(levels=[80]).set_index(["item_id", "timestamp"]) for level, f in fits.items()}
+    for level, band in bands.items():
+        flat = band.loc["flat"]
+        assert (flat["mean"] == level).all() and (flat["0.1"] == level).all() and (flat["0.9"] == level).all()
+    pd.testing.assert_frame_equal(bands[5.0].drop(index="flat"), bands[5e6].drop(index="flat"))
+    assert (fits[5.0].calibration.scale == 0).sum() == 1  # the flat series alone
+    fits[5.0].save(tmp_path / "m")
+    pd.testing.assert_frame_equal(Forecaster.load(tmp_path / "m").predict(levels=[80]).set_index(
+        ["item_id", "timestamp"]), bands[5.0])
+
+
+def test_a_constant_series_forecast_inexactly_is_scaled_by_its_errors():
+    """Scores of a series of scale 0 are its residuals over their mean absolute value (its own
+    units); a panel of constant series forecast exactly keeps its zeros, a band of width 0."""
+    truth = np.zeros((4, 2, 1))  # [W, H, C]: two series, two windows each
+    mean = np.array([0.0, 0.0, 1e-3, -3e-3])[:, None, None] * np.ones((1, 2, 1))
+    rows = np.array([0, 0, 1, 1])
+    calibration = calibrate(mean, truth, np.ones(truth.shape, bool), rows, np.zeros((2, 1)), 2, 1,
+                            ConformalConfig(scores="scaled"), 0.0)
+    assert calibration.scale[:, 0].tolist() == [0.0, pytest.approx(2e-3)]
+    assert calibration.counts.tolist() == [2, 2]  # series 0 adds no score; series 1's are 0.5 and 1.5
+    np.testing.assert_allclose(calibration.order, [[0.5, 1.5], [0.5, 1.5]])
+    exact = calibrate(np.zeros((4, 2, 1)), truth, np.ones(truth.shape, bool), rows, np.zeros((2, 1)), 2, 1,
+                      ConformalConfig(scores="scaled"), 0.0)
+    assert exact.scale.tolist() == [[0.0], [0.0]] and exact.counts.tolist() == [4, 4]
+    assert (exact.width(50) == 0).all()
 
 def test_calibration_is_saved_with_the_model_and_loads_back(tmp_path):
     df = noisy()

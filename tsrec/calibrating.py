@@ -95,7 +95,7 @@ def calibration_of(state: FittedState, panel: Panel, items: np.ndarray, origins:
     series' residuals divided by its scale (:func:`fitted_scales`); ``cpu_seconds``: what it cost."""
     truth, seen = window_values(panel, items, origins, mean.shape[1])  # [W, H, C] each
     rows, fitted_scale = fitted_scales(state, panel)
-    return calibrate(mean, truth, seen, fitted_scale[rows[items]], fitted_scale, windows, stride, config, cpu_seconds)
+    return calibrate(mean, truth, seen, rows[items], fitted_scale, windows, stride, config, cpu_seconds)
 
 
 def fitted_scales(state: FittedState, panel: Panel) -> tuple[np.ndarray, np.ndarray]:

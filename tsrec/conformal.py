@@ -38,8 +38,8 @@ from tsrec.data.scaling import StandardScaler
 from tsrec.metrics import seasonal_scale
 
 __all__ = ["DEFAULT_LEVELS", "MAX_KEPT", "Calibration", "band_ends", "band_quantiles", "calibrate",
-           "check_interval_levels", "default_windows", "observed_ends", "observed_starts", "origins_before_end",
-           "rolling_size", "series_scale", "step_profile"]
+           "check_interval_levels", "default_windows", "error_scale", "observed_ends", "observed_starts",
+           "origins_before_end", "rolling_size", "series_scale", "step_profile"]
 
 #: The interval levels a backtest scores for a calibrated model when none are named (percent).
 DEFAULT_LEVELS = (80.0, 90.0, 95.0)
@@ -107,14 +107,32 @@ def band_quantiles(levels: Sequence[float]) -> tuple[float, ...]:
 
 def series_scale(panel: Panel, scaler: StandardScaler, rows: np.ndarray) -> np.ndarray:
     """``[I, C]``: each series' and channel's mean absolute one-step change over its observed steps
-    (a naive forecast's in-sample error: :func:`tsrec.metrics.seasonal_scale` at season 1); where
-    it is 0 or undefined (a constant series, a single observation), the scaler's ``scale`` (``rows``
-    ``[I]``), else 1."""
+    (a naive forecast's in-sample error: :func:`tsrec.metrics.seasonal_scale` at season 1). 0 for a
+    constant series (:func:`calibrate` scales it by its own calibration errors); where undefined
+    (a single observation), the scaler's ``scale`` (``rows`` ``[I]``), else 1."""
     y = np.concatenate([np.where(s.observed, s.values, np.nan) for s in panel.items])  # [sum T_i, C]
     out = seasonal_scale(y, 1, lengths=np.diff(panel.offsets))  # [I, C]
     fallback = np.asarray(scaler.scale, dtype=np.float64)[rows]  # [I, C]
-    out = np.where(np.isfinite(out) & (out > 0), out, fallback)
-    return np.where(np.isfinite(out) & (out > 0), out, 1.0)
+    out = np.where(np.isfinite(out), out, fallback)
+    return np.where(np.isfinite(out) & (out >= 0), out, 1.0)
+
+
+def error_scale(residual: np.ndarray, rows: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """``scale`` ``[N, C]`` with each 0 (a constant series, :func:`series_scale`) replaced by its
+    series' and channel's mean absolute residual ``residual`` ``[W, H, C]`` (NaN: none) over its
+    windows (rows ``rows`` ``[W]``): its band is then as wide as its own forecasts' errors, in its own
+    units, and 0 where they were all exact (or it had no window)."""
+    constant = scale == 0  # [N, C]
+    if not constant.any():
+        return scale
+    total = np.zeros_like(scale)
+    count = np.zeros_like(scale)
+    seen = np.isfinite(residual)  # [W, H, C]
+    np.add.at(total, rows, np.where(seen, np.abs(residual), 0.0).sum(axis=1))
+    np.add.at(count, rows, seen.sum(axis=1))
+    with np.errstate(invalid="ignore"):
+        own = np.where(count > 0, total / count, 0.0)  # [N, C]
+    return np.where(constant, own, scale)
 
 
 def observed_ends(panel: Panel) -> np.ndarray:
@@ -152,7 +170,8 @@ class Calibration:
             them, or :data:`MAX_KEPT` ranks spread over them; NaN after a step's ``kept``).
         counts: ``[H]`` int64, the scores of each step (``n_h``).
         scale: ``[N, C]`` float64, what each fitted series' and channel's residuals were divided by
-            (:func:`series_scale`; ones for ``"absolute"``), in the fitted series' order.
+            (:func:`series_scale`, a constant series' by :func:`error_scale`; ones for ``"absolute"``),
+            in the fitted series' order; 0: a constant series forecast exactly (a band of width 0).
         windows: calibration origins per series; ``stride``: steps between them.
         cpu_seconds: what the calibration cost (the fit before the origins and their forecasts).
         profile: ``[H]`` float64, each step's mean score where the steps' scores are pooled
@@ -243,7 +262,7 @@ class Calibration:
         """The calibration :meth:`to_dict` and :meth:`tensors` wrote; ``ValueError`` naming the entry
         where they are missing or could not have been written by :func:`calibrate` (a count or
         order statistic that does not fit the others, a score that is negative, unsorted or not a
-        number, a scale that is not positive): an edit, even one given new checksums, is refused
+        number, a scale that is negative): an edit, even one given new checksums, is refused
         here instead of failing at ``predict``. Whether it fits the model (its horizon, series and
         channels) is the loader's check (:mod:`tsrec.saved_state`)."""
         arrays = {}
@@ -265,8 +284,8 @@ class Calibration:
                 and (np.diff(ranked, axis=1)[kept[:, 1:]] >= 0).all()):
             raise ValueError("the saved calibration's conformal_order is not each step's ascending nonnegative scores "
                              "followed by NaN")
-        if not (np.isfinite(scale).all() and (scale > 0).all()):
-            raise ValueError("the saved calibration's conformal_scale is not finite and positive everywhere")
+        if not (np.isfinite(scale).all() and (scale >= 0).all()):
+            raise ValueError("the saved calibration's conformal_scale is not finite and nonnegative everywhere")
         if data.get("scores") not in CONFORMAL_SCORES:
             raise ValueError(f"the saved calibration's scores is {data.get('scores')!r}, not one of {CONFORMAL_SCORES}")
         for key in ("windows", "stride"):
@@ -293,18 +312,25 @@ class Calibration:
                    profile=profile, update=update, rolling=rolling)
 
 
-def calibrate(mean: np.ndarray, truth: np.ndarray, observed: np.ndarray, scale: np.ndarray, fitted_scale: np.ndarray,
+def calibrate(mean: np.ndarray, truth: np.ndarray, observed: np.ndarray, rows: np.ndarray, fitted_scale: np.ndarray,
               windows: int, stride: int, config: ConformalConfig, cpu_seconds: float) -> Calibration:
     """The :class:`Calibration` of ``W`` calibration windows: their forecasts ``mean``, true values
-    ``truth`` and whether each was ``observed`` (``[W, H, C]`` each), and each window's series'
-    scale ``scale`` ``[W, C]`` (used for ``"scaled"`` scores); ``fitted_scale`` ``[N, C]``: every
-    fitted series' (:attr:`Calibration.scale`). ``ValueError`` for a horizon step
-    with no score (no observed value with a forecast)."""
+    ``truth`` and whether each was ``observed`` (``[W, H, C]`` each), and each window's fitted
+    series ``rows`` ``[W]``; ``fitted_scale`` ``[N, C]``: every fitted series' scale
+    (:func:`series_scale`, used for ``"scaled"`` scores; a 0 becomes :func:`error_scale`'s,
+    :attr:`Calibration.scale`). A series whose scale stays 0 (constant, every forecast exact) adds
+    no score (unless no series adds one: then its zeros) and gets a band of width 0. ``ValueError`` for a horizon step with no score (no
+    observed value with a forecast)."""
     horizon = mean.shape[1]
-    divisor = scale[:, None, :] if config.scores == "scaled" else 1.0  # [W, 1, C]
-    with np.errstate(invalid="ignore"):
-        score = np.abs(truth - mean) / divisor  # [W, H, C]
+    residual = np.where(observed, truth - mean, np.nan)  # [W, H, C]
+    if config.scores == "scaled":
+        fitted_scale = error_scale(residual, rows, fitted_scale)
+    divisor = fitted_scale[rows][:, None, :] if config.scores == "scaled" else 1.0  # [W, 1, C]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        score = np.abs(residual) / divisor  # [W, H, C]: NaN for an exact forecast of a constant series
     score = np.where(observed & np.isfinite(score), score, np.nan).transpose(1, 0, 2).reshape(horizon, -1)  # [H, W*C]
+    exact = (residual == 0).transpose(1, 0, 2).reshape(horizon, -1)  # [H, W*C]
+    score = np.where(~np.isfinite(score).any(axis=1, keepdims=True) & exact, 0.0, score)  # only constants: width 0
     counts = np.isfinite(score).sum(axis=1)  # [H]
     if (counts == 0).any():
         raise ValueError(f"conformal calibration: horizon step {int(np.argmin(counts)) + 1} has no observed value "
