@@ -58,3 +58,19 @@ def test_coverage_off_by_more_than_three_points_within_two_standard_errors_meets
     assert "on every dataset: **not met** (✗ and ✗✗ rows); within 3 points or two binomial standard errors " \
         "(issue 47's target, for sets with few windows): **met**" in text
     assert "those compared): 1 of 1 (**met**)" in text
+
+
+def test_overlapping_windows_count_stride_over_horizon_of_a_draw():
+    """fertility's test windows are 1 year apart with a horizon of 6 (the config's): six windows
+    share the steps that miss together, so 600 windows are 100 draws, and 5.5 points over is within
+    two standard errors (8.0 points) where 600 draws would put it beyond them (3.3)."""
+    rows = []
+    for level in LEVELS:
+        rows.append(dict(dataset="fertility", model="default", seed=0, level=level, status="ok",
+                         coverage=level / 100 + 0.055 * (level == 80), coverage_se=0.01, width=1.0, winkler=1.0,
+                         cpu_seconds=1.0, windows=600))
+    frame = pd.DataFrame(rows).reindex(columns=COLUMNS).assign(command="cmd", commit="abc", machine="m", date="d")
+    text = render(frame, "x.csv")
+    assert "| fertility | 80 | 85.5 ± 4.0 ✗ |" in text
+    assert "(issue 47's target, for sets with few windows): **met**; counting every (series, window) as one draw, " \
+        "overlapping or not: **not met** (fertility at 80)" in text
