@@ -732,12 +732,30 @@ def test_a_series_whose_validation_would_cost_it_its_season_is_left_out_of_it(va
     assert f.leaderboard.attrs["validation"] == "2 of 2 series validated, 2 window(s) of 6 steps each"
 
 
+def test_a_few_short_series_do_not_set_every_series_validation_windows(validations):
+    """20 monthly series of 10 years and 2 products of 30 months, horizon 6: the windows are those
+    of the series once the shortest tenth is set aside (3, where the products alone allowed 2), and
+    the products, too short for 3 windows and as long a history, are not validated, with a warning;
+    with 2 products of 11 series (more than a tenth) they set the windows (2), as before."""
+    candidates = ("naive", "seasonal_naive")
+    with pytest.warns(UserWarning, match=r"auto: 2 series hold fewer than 36 steps \(item 's20' \(30 steps\), item "
+                                         r"'s21' \(30 steps\)\), too few for 3 validation window\(s\) of "
+                                         r"prediction_length=6 and as long a history before them"):
+        f = Forecaster(prediction_length=6, candidates=candidates).fit(ragged([120] * 20 + [30] * 2))
+    assert sorted(validations[-1].count.tolist()) == [0, 0] + [5] * 20  # 3 windows, origins 3 steps apart
+    assert f.leaderboard.attrs["validation"] == "20 of 22 series validated, 3 window(s) of 6 steps each"
+    f = Forecaster(prediction_length=6, candidates=candidates).fit(ragged([120] * 9 + [30] * 2))
+    assert f.leaderboard.attrs["validation"].startswith("9 of 11 series validated, 2 window(s) of 6 steps each; 2 "
+                                                        "left out, as the history before their windows holds fewer "
+                                                        "than two seasons")  # the products, by the season rule
+
 def test_a_series_too_short_to_validate_is_forecast_by_the_ensemble_chosen_on_the_others(validations):
     """A new series of 15 months in a panel of 10-year ones (horizon 12: 25 steps validate): it holds
     out nothing, the others are validated as without it, and the members fitted on all the history
     forecast it, with bands; a warning names it (the whole fit was refused for it)."""
-    with pytest.warns(UserWarning, match=r"auto: 1 series hold fewer than 2 x prediction_length \+ 1 = 25 steps "
-                                         r"\(item 's3' \(15 steps\)\), too few .* the other 3 forecasts them"):
+    with pytest.warns(UserWarning, match=r"auto: 1 series hold fewer than 120 steps \(item 's3' \(15 steps\)\), too "
+                                         r"few for 5 validation window\(s\) of prediction_length=12 and as long a "
+                                         r"history before them: .* the other 3 forecasts them"):
         f = Forecaster(prediction_length=12, candidates=("ets", "theta", "naive")).fit(ragged([120, 120, 120, 15]))
     validation = validations[-1]
     assert validation.count.tolist()[3] == 0 and validation.first[3] == 15 and set(validation.items) == {0, 1, 2}

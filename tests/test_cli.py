@@ -436,10 +436,10 @@ def test_a_warning_is_one_line_naming_tsrec_and_python_s_own_with_debug(tmp_path
             str(tmp_path / "out")]
     proc = subprocess.run([sys.executable, "-c", IMPORTED, *argv], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stderr.splitlines() == ["tsrec: warning: auto: 1 series hold fewer than 2 x prediction_length + 1 = 29 "
-                                        "steps (item 'new' (20 steps)), too few for a validation window and the "
-                                        "history before it: they are not validated, and the ensemble chosen on the "
-                                        "other 2 forecasts them"]
+    assert proc.stderr.splitlines() == ["tsrec: warning: auto: 1 series hold fewer than 140 steps (item 'new' (20 "
+                                        "steps)), too few for 5 validation window(s) of prediction_length=14 and as "
+                                        "long a history before them: they are not validated, and the ensemble chosen "
+                                        "on the other 2 forecasts them"]
     debug = subprocess.run([sys.executable, "-c", IMPORTED, "--debug", *argv], capture_output=True, text=True,
                            timeout=300)
     assert "UserWarning: auto: 1 series hold fewer" in debug.stderr and "cli.py" in debug.stderr

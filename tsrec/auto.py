@@ -23,8 +23,10 @@ and forecasting one candidate, :mod:`tsrec.candidates`'; the networks' successiv
    (:func:`~tsrec.validation.validation_stride`: on short data the windows overlap, and every one is scored). A series whose
    last values are missing is validated on windows ending at its last observed step, with a
    warning naming it (a forecast from a filled-in tail is never scored); one of fewer than
-   ``2 H + 1`` steps from its first observed value, however short, is not validated
-   (:func:`_validated`: the ensemble chosen on the others forecasts it, with a warning naming it).
+   ``2 H + 1`` steps from its first observed value, however short, is not validated, nor one too
+   short for the windows and as long a history before them where it is among the shortest tenth
+   of the series, which do not set the windows (:func:`_validated`: the ensemble chosen on the
+   others forecasts it, with a warning naming it).
    Every candidate is fitted on each series' steps before its held-out ones (:meth:`Read.before
    <tsrec.data.source.Read.before>`, a slice of the arrays read) and forecasts them
    (:func:`~tsrec.forecasting.forecast_origins`).
@@ -120,8 +122,8 @@ from tsrec.models.naive import MATCH_TOLERANCE, WindowRule, choose_seasons
 from tsrec.models.registry import model_spec
 from tsrec.models.stats import STATS_EXTRA, MSTLConfig, StatsConfig, statsforecast_installed
 from tsrec.settings import ForecasterSettings
-from tsrec.validation import (CALIBRATION_EVIDENCE, Scores, Validation, calibration_blocks, eval_metric_for,
-                              validation_stride, validation_windows)
+from tsrec.validation import (CALIBRATION_EVIDENCE, SHORT_SHARE, Scores, Validation, calibration_blocks,
+                              eval_metric_for, validation_stride, validation_windows)
 
 __all__ = ["AUTO", "LEADERBOARD_COLUMNS", "fit_auto"]
 
@@ -164,14 +166,18 @@ def _warn_missing_tails(panel: Panel, ends: np.ndarray) -> None:
                   "last observation", UserWarning, stacklevel=5)
 
 
-def _validated(panel: Panel, spans: np.ndarray, horizon: int) -> np.ndarray:
+def _validated(panel: Panel, spans: np.ndarray, horizon: int, channels: int) -> tuple[np.ndarray, int]:
     """``[I]`` bool: the series of ``panel`` (``spans`` ``[I]``: their steps from the first observed
-    one to the last) that hold a validation window and the history before it, ``2 H + 1`` steps
-    (``H``: ``horizon``). A shorter one is not
+    one to the last) that are validated, and their windows per series
+    (:func:`~tsrec.validation.validation_windows`, ``channels`` per series). The windows are those
+    the shortest series allows once a tenth of the series at most, the shortest, are set aside
+    (:data:`~tsrec.validation.SHORT_SHARE`: a few new products do not cut every series' windows
+    to theirs); a series is validated where it holds them and as long a history before them (or,
+    on one window, ``H + 1`` steps: ``2 H + 1`` in all, ``H``: ``horizon``). A shorter one is not
     validated: the candidates are fitted on all of it, however short (a statistical model that
     cannot fit so few steps gives its last value, a windowed one reads it padded), and the members
     forecast it (as AutoGluon leaves such series out of its validation), with a warning naming it;
-    ``ValueError`` where no series is long enough."""
+    ``ValueError`` where no series holds ``2 H + 1`` steps."""
     validated = spans >= 2 * horizon + 1
     if not validated.any():
         longest = int(np.argmax(spans))
@@ -184,13 +190,18 @@ def _validated(panel: Panel, spans: np.ndarray, horizon: int) -> np.ndarray:
             f"prediction_length={horizon} steps and fits them on the steps before, which must hold at least "
             f"prediction_length + 1 = {horizon + 1}. {shorter} a statistical model by name, which is not validated "
             f"(Forecaster('ets', prediction_length={horizon}))")
+    kept = spans[validated]
+    shortest = int(np.quantile(kept, SHORT_SHARE, method="lower"))  # the shortest once a tenth is set aside
+    windows = validation_windows(int((kept >= shortest).sum()) * channels, shortest, horizon)
+    validated = spans >= max(2 * windows * horizon, 2 * horizon + 1)
     if (unvalidated := np.flatnonzero(~validated)).size:
         named = panel.items_with_steps(unvalidated, spans[unvalidated])
-        warnings.warn(f"auto: {len(unvalidated)} series hold fewer than 2 x prediction_length + 1 = {2 * horizon + 1} "
-                      f"steps ({named}), too few for a validation window and the history before it: they are not "
-                      f"validated, and the ensemble chosen on the other {int(validated.sum())} forecasts them",
-                      UserWarning, stacklevel=5)
-    return validated
+        need = max(2 * windows * horizon, 2 * horizon + 1)
+        warnings.warn(f"auto: {len(unvalidated)} series hold fewer than {need} steps ({named}), too few for "
+                      f"{windows} validation window(s) of prediction_length={horizon} and as long a history before "
+                      f"them: they are not validated, and the ensemble chosen on the other {int(validated.sum())} "
+                      "forecasts them", UserWarning, stacklevel=5)
+    return validated, windows
 
 
 def _require_columns_before(panel: Panel, validation: Validation) -> None:
@@ -315,8 +326,7 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     # frame of NaN before it) is as long as what it holds
     starts = observed_starts(panel)  # [I]
     spans = ends - starts  # [I]
-    validated = _validated(panel, spans, horizon)  # [I]
-    windows = validation_windows(int(validated.sum()) * channels, int(spans[validated].min()), horizon)
+    validated, windows = _validated(panel, spans, horizon, channels)  # [I], windows per series
     calibrating = settings.conformal.windows != 0
     wanted = settings.conformal.windows or default_windows(len(panel.items) * channels)
     stride = validation_stride(horizon, windows, wanted)

@@ -28,9 +28,9 @@ from tsrec.models.intermittent import Intermittency
 from tsrec.models.parameters import VARIANT_GROWTH
 
 __all__ = ["BLEND_SIZE", "CALIBRATION_EVIDENCE", "HALVING_FACTOR", "MAX_CALIBRATION_BLOCKS", "MIN_VAL_WINDOWS",
-           "PRIOR_WINDOWS", "ROUNDS", "Scores", "VAL_WINDOWS_RULE", "Validation", "calibration_blocks", "entry_losses",
-           "eval_metric_for", "greedy_weights", "repeated_forecasts", "series_scales", "shrunk_weights",
-           "validation_stride", "validation_windows"]
+           "PRIOR_WINDOWS", "ROUNDS", "SHORT_SHARE", "Scores", "VAL_WINDOWS_RULE", "Validation", "calibration_blocks",
+           "entry_losses", "eval_metric_for", "greedy_weights", "repeated_forecasts", "series_scales",
+           "shrunk_weights", "validation_stride", "validation_windows"]
 
 #: Rounds of greedy ensemble selection (weights are multiples of 1 / ROUNDS).
 ROUNDS = 20
@@ -42,6 +42,11 @@ BLEND_SIZE = 3
 #: The validation windows the equal blend is worth (:func:`shrunk_weights`): with as many independent
 #: windows scored, the greedy weights and the blend count half each.
 PRIOR_WINDOWS = 30
+#: The share of the series, the shortest, that do not set the validation windows (a rule fixed
+#: before any benchmark: a few products launched late in a panel are validated on none, as
+#: AutoGluon leaves series too short for its windows out, rather than cut every series' windows to
+#: theirs; AutoGluon sets its windows by the median series, which would leave half of them out).
+SHORT_SHARE = 0.1
 #: The AutoGluon rule (series fewer than, windows): else :data:`MIN_VAL_WINDOWS`.
 VAL_WINDOWS_RULE = ((20, 5), (100, 3))
 MIN_VAL_WINDOWS = 2
