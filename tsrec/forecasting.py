@@ -76,6 +76,7 @@ def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | No
         values = CovariateValues.none(panel)
     context = context_read(state, panel)
     rows = state.history.check_compatible(panel)
+    _report_cut_short(state, panel, rows)
     panel = _without_placeholders(state, panel, rows)
     # The windows read the last context_length steps only: they are built from those alone.
     recent = panel.tail(context)
@@ -410,6 +411,23 @@ def _report_tails(state: FittedState, panel: Panel) -> None:
     if gaps:
         warnings.warn(f"{len(gaps)} series end with missing values: {', '.join(gaps[:5])}"
                       f"{' ...' if len(gaps) > 5 else ''}; {'; '.join(sorted(notes))}", UserWarning, stacklevel=4)
+
+
+def _report_cut_short(state: FittedState, panel: Panel, rows: np.ndarray) -> None:
+    """Warn naming the series of ``panel`` (the fitted rows ``rows`` ``[I]``) that hold fewer steps
+    than ``state`` kept of them at ``fit`` (its last ``context_length`` steps of each,
+    :attr:`FittedState.history <tsrec.fitted.FittedState.history>`): a frame of recent rows only,
+    whose forecasts read those steps alone (a network pads its window, a statistical member
+    filters the few steps given) and differ from the forecasts of the whole history."""
+    kept = np.diff(state.history.offsets)[rows]  # [I]
+    given = np.diff(panel.offsets)  # [I]
+    if not (short := np.flatnonzero(given < kept)).size:
+        return
+    warnings.warn(f"predict: {len(short)} series hold fewer steps than the model read of them at fit "
+                  f"({panel.items_with_steps(short, given[short])}; it read up to {int(kept[short].max())} of each): "
+                  "their forecasts read these steps alone and differ from the forecasts of their whole history; "
+                  "pass each series' whole history, or call predict() without a frame to forecast from the end of "
+                  "the fit data", UserWarning, stacklevel=4)
 
 
 def _report_blind(state: FittedState, panel: Panel, blind: np.ndarray, context: int) -> None:
