@@ -4,6 +4,7 @@ item read alone gives, and the row placement puts other columns on the same step
 from __future__ import annotations
 
 import importlib
+import re
 
 import numpy as np
 import pandas as pd
@@ -100,6 +101,24 @@ def test_weeks_on_different_weekdays_are_different_frequencies():
     with pytest.raises(ValueError, match="'W-MON' in item 'a', 'W-TUE' in item 'b'"):
         canonicalize(pd.concat(frames), time_col="time", id_col="id", target_col="y")
 
+
+
+@pytest.mark.parametrize("freqs, period", [(("W-SUN", "W-MON"), "W"), (("MS", "ME"), "M"), (("QS-JAN", "QE-DEC"), "Q")])
+def test_one_period_dated_differently_gets_the_line_that_dates_it_one_way(freqs, period):
+    """Stores whose weeks end on different days, months dated by their start or end: the error gives
+    the line that dates every row by its period's first day, and that line makes the frame fit
+    (other mixes keep the advice to resample)."""
+    df = pd.concat([pd.DataFrame({"id": name, "time": pd.date_range("2020-01-01", periods=12, freq=freq), "y": 1.0})
+                    for name, freq in zip("ab", freqs)])
+    line = f"df['time'] = df['time'].dt.to_period('{period}').dt.start_time"
+    with pytest.raises(ValueError, match=r"dated differently: date every row by its \w+'s first day, "
+                       + re.escape(line)):
+        canonicalize(df, time_col="time", id_col="id", target_col="y")
+    exec(line, {"df": df})
+    assert len(canonicalize(df, time_col="time", id_col="id", target_col="y").items) == 2
+    hourly = pd.DataFrame({"id": "a", "time": pd.date_range("2021-01-01", periods=10, freq="h"), "y": 1.0})
+    with pytest.raises(ValueError, match=r"\); resample them to one frequency and pass freq=\.\.\.$"):
+        canonicalize(pd.concat([hourly, df[df.id == "b"]]), time_col="time", id_col="id", target_col="y")
 
 def test_ids_equal_as_text_are_one_item_and_missing_ids_are_named():
     time = pd.date_range("2021-01-01", periods=4, freq="h")

@@ -400,7 +400,7 @@ def read_targets(
     _require_unique(stamps, item, where, grouping, localize)
     # pandas infers business hours ('bh') loosely: the session is read from the rows at its step
     calendar = Calendar.of(normalize_freq(freq)) if freq is not None else \
-        Calendar(Calendar.of(_infer_freq(stamps, first, where)).step)
+        Calendar(Calendar.of(_infer_freq(stamps, first, where, column)).step)
     detected = calendar.session is None and (session := sessions.detect(stamps, first, calendar.step)) is not None
     if detected:
         calendar = Calendar.of(session.alias)  # rows only in some hours or on some weekdays: their open steps
@@ -676,8 +676,9 @@ def _clock_change_repeats(stamps: pd.DatetimeIndex, repeats: pd.DatetimeIndex) -
     return bool((hours.hour < 4).all() and (days.dayofweek == 6).all() and apart.all())
 
 
-def _infer_freq(stamps: pd.DatetimeIndex, first: np.ndarray, where: Sequence[str]) -> str:
-    """``pd.infer_freq`` per item (all must agree); otherwise, rows being missing, the calendar
+def _infer_freq(stamps: pd.DatetimeIndex, first: np.ndarray, where: Sequence[str], column: str = "df.index") -> str:
+    """``pd.infer_freq`` per item (all must agree: else a ``ValueError`` with the fix,
+    :func:`_one_frequency`, ``column`` the time column's expression); otherwise, rows being missing, the calendar
     frequency their dates follow (:func:`~tsrec.data.time_features.calendar_freq`: business days,
     weeks, months, quarters, years); otherwise the most common step.
 
@@ -708,10 +709,7 @@ def _infer_freq(stamps: pd.DatetimeIndex, first: np.ndarray, where: Sequence[str
             inferred.setdefault(found, where[position])
     if len(inferred) > 1:
         found = ", ".join(f"{f!r} in {place}" for f, place in inferred.items())
-        raise ValueError(
-            f"the series have different frequencies ({found}); resample them to one frequency "
-            "and pass freq=..."
-        )
+        raise ValueError(f"the series have different frequencies ({found}); {_one_frequency(list(inferred), column)}")
     if inferred:
         return normalize_freq(next(iter(inferred)))
     if steps.size == 0:
@@ -911,6 +909,29 @@ def _weekends_empty(place: str, index: pd.DatetimeIndex, calendar: Calendar) -> 
         "look like business days (freq 'B')"
     )
     return problem, "pass freq='B' (or leave freq unset: it is inferred)"
+
+
+#: The calendar period of each kind of anchored frequency: weeks ending on different weekdays, a
+#: month's start and end, ... are the same periods, dated differently.
+_PERIODS = ((pd.offsets.Week, "W", "week"),
+            ((pd.offsets.MonthBegin, pd.offsets.MonthEnd, pd.offsets.BusinessMonthBegin, pd.offsets.BusinessMonthEnd),
+             "M", "month"),
+            ((pd.offsets.QuarterBegin, pd.offsets.QuarterEnd), "Q", "quarter"),
+            ((pd.offsets.YearBegin, pd.offsets.YearEnd), "Y", "year"))
+
+
+def _one_frequency(freqs: Sequence[str], column: str) -> str:
+    """How to put series of frequencies ``freqs`` on one: where they are one calendar period dated
+    differently (weeks ending on a Sunday and on a Monday, months dated by their start and end), the
+    line that dates every row by its period's first day (``column``: the time column's expression,
+    or ``df.index``); else resampling."""
+    offsets = [to_offset(freq) for freq in freqs]
+    for kinds, period, name in _PERIODS:
+        if all(isinstance(offset, kinds) and offset.n == 1 for offset in offsets):
+            dt = "" if column == "df.index" else ".dt"
+            return (f"they are one {name} dated differently: date every row by its {name}'s first day, "
+                    f"{column} = {column}{dt}.to_period({period!r}){dt}.start_time")
+    return "resample them to one frequency and pass freq=..."
 
 
 def _looks_like(place: str, index: pd.DatetimeIndex, otherwise: str) -> str:
