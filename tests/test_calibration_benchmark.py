@@ -66,9 +66,9 @@ def test_overlapping_windows_count_stride_over_horizon_of_a_draw():
     two standard errors (8.0 points) where 600 draws would put it beyond them (3.3)."""
     rows = []
     for level in LEVELS:
-        rows.append(dict(dataset="fertility", model="default", seed=0, level=level, status="ok",
-                         coverage=level / 100 + 0.055 * (level == 80), coverage_se=0.01, width=1.0, winkler=1.0,
-                         cpu_seconds=1.0, windows=600))
+        rows.append({"dataset": "fertility", "model": "default", "seed": 0, "level": level, "status": "ok",
+                     "coverage": level / 100 + 0.055 * (level == 80), "coverage_se": 0.01, "width": 1.0,
+                     "winkler": 1.0, "cpu_seconds": 1.0, "windows": 600})
     frame = pd.DataFrame(rows).reindex(columns=COLUMNS).assign(command="cmd", commit="abc", machine="m", date="d")
     text = render(frame, "x.csv")
     assert "| fertility | 80 | 85.5 ± 4.0 ✗ |" in text

@@ -193,10 +193,10 @@ def _validated(panel: Panel, spans: np.ndarray, horizon: int, channels: int) -> 
     kept = spans[validated]
     shortest = int(np.quantile(kept, SHORT_SHARE, method="lower"))  # the shortest once a tenth is set aside
     windows = validation_windows(int((kept >= shortest).sum()) * channels, shortest, horizon)
-    validated = spans >= max(2 * windows * horizon, 2 * horizon + 1)
+    need = max(2 * windows * horizon, 2 * horizon + 1)  # the windows and as long a history before them
+    validated = spans >= need
     if (unvalidated := np.flatnonzero(~validated)).size:
         named = panel.items_with_steps(unvalidated, spans[unvalidated])
-        need = max(2 * windows * horizon, 2 * horizon + 1)
         warnings.warn(f"auto: {len(unvalidated)} series hold fewer than {need} steps ({named}), too few for "
                       f"{windows} validation window(s) of prediction_length={horizon} and as long a history before "
                       f"them: they are not validated, and the ensemble chosen on the other {int(validated.sum())} "

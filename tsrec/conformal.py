@@ -319,8 +319,8 @@ def calibrate(mean: np.ndarray, truth: np.ndarray, observed: np.ndarray, rows: n
     series ``rows`` ``[W]``; ``fitted_scale`` ``[N, C]``: every fitted series' scale
     (:func:`series_scale`, used for ``"scaled"`` scores; a 0 becomes :func:`error_scale`'s,
     :attr:`Calibration.scale`). A series whose scale stays 0 (constant, every forecast exact) adds
-    no score (unless no series adds one: then its zeros) and gets a band of width 0. ``ValueError`` for a horizon step with no score (no
-    observed value with a forecast)."""
+    no score (unless no series adds one: then its zeros) and gets a band of width 0. ``ValueError``
+    for a horizon step with no score (no observed value with a forecast)."""
     horizon = mean.shape[1]
     residual = np.where(observed, truth - mean, np.nan)  # [W, H, C]
     if config.scores == "scaled":

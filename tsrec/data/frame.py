@@ -678,8 +678,8 @@ def _clock_change_repeats(stamps: pd.DatetimeIndex, repeats: pd.DatetimeIndex) -
 
 def _infer_freq(stamps: pd.DatetimeIndex, first: np.ndarray, where: Sequence[str], column: str = "df.index") -> str:
     """``pd.infer_freq`` per item (all must agree: else a ``ValueError`` with the fix,
-    :func:`_one_frequency`, ``column`` the time column's expression); otherwise, rows being missing, the calendar
-    frequency their dates follow (:func:`~tsrec.data.time_features.calendar_freq`: business days,
+    :func:`_one_frequency`, ``column`` the time column's expression); otherwise, rows being
+    missing, the calendar frequency their dates follow (:func:`~tsrec.data.time_features.calendar_freq`: business days,
     weeks, months, quarters, years); otherwise the most common step.
 
     ``stamps`` ``[R]`` sorted by item, then time, item ``i`` starting at row ``first[i]``. Items
