@@ -18,6 +18,7 @@ from tsrec.collective import by_series, gather_parts, world
 from tsrec.config import DEFAULT_MODEL, CovariateConfig, DataFacts, TrainingConfig
 from tsrec.conformal import Calibration
 from tsrec.data import CovariateEncoder, Panel, StandardScaler, normalize_freq, source
+from tsrec.data.launches import report_leading_zeros
 from tsrec.data.schema import Schema
 from tsrec.data.source import Source
 from tsrec.data.tails import fills_tails, tail_gap
@@ -263,6 +264,8 @@ class Forecaster:
         read = source.read(df, schema, categorical=categorical, freq=window.freq, gaps=window.gaps)
         if isinstance(df, pd.DataFrame) and (note := read.schema.unread_note(df.columns, read.panel.columns)):
             warnings.warn(note, UserWarning, stacklevel=2)
+        if self.model_name == AUTO or self.trainable:  # the networks forecast from such zeros
+            report_leading_zeros(read.panel, window.prediction_length, stacklevel=3)
         val = None if val_df is None else source.read(val_df, schema, categorical=categorical, freq=read.panel.freq,
                                                       gaps=window.gaps)
         return self.fit_read(read, val=val, resume=resume)
