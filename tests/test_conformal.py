@@ -7,6 +7,7 @@ import dataclasses
 import json
 import math
 import re
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -141,6 +142,24 @@ def test_a_constant_series_band_is_in_its_own_units_not_one_data_unit(tmp_path):
     pd.testing.assert_frame_equal(Forecaster.load(tmp_path / "m").predict(levels=[80]).set_index(
         ["item_id", "timestamp"]), bands[5.0])
 
+
+
+def test_a_series_constant_at_fit_that_moves_since_is_named_at_predict():
+    """Its band keeps width 0 (its calibration saw no error): predict names it where the values it
+    is given are no longer one value, and does not where they are, or where no band is asked for."""
+    rng = np.random.default_rng(0)
+    ds = pd.date_range("2022-01-01", periods=260, freq="D")
+    df = pd.concat([pd.DataFrame({"id": "a", "ds": ds, "y": 50 + rng.normal(0, 1, 260)}),
+                    pd.DataFrame({"id": "stuck", "ds": ds, "y": np.r_[np.full(200, 7.0), 7 + rng.normal(0, 1, 60)]})])
+    fit_part = df.groupby("id").head(200)
+    f = Forecaster("seasonal_naive", prediction_length=H, conformal_windows=8).fit(fit_part, **COLS)
+    with pytest.warns(UserWarning, match=r"^predict: 1 series were constant at fit and have moved since \(item "
+                                         r"'stuck'\): their conformal bands have width 0"):
+        f.predict(df, levels=[80])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        f.predict(fit_part, levels=[80])
+        f.predict(df)
 
 def test_a_constant_series_forecast_inexactly_is_scaled_by_its_errors():
     """Scores of a series of scale 0 are its residuals over their mean absolute value (its own

@@ -99,6 +99,8 @@ def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | No
                           evidence=evidence, cutoffs=cutoffs)
     _report_blind(state, panel, result.blind, context)
     _report_unfollowed_shifts(state, recent, rows, result)
+    if bands and method == "conformal":
+        _report_moved_constants(state, panel, rows)
     return result
 
 
@@ -428,6 +430,25 @@ def _report_cut_short(state: FittedState, panel: Panel, rows: np.ndarray) -> Non
                   "their forecasts read these steps alone and differ from the forecasts of their whole history; "
                   "pass each series' whole history, or call predict() without a frame to forecast from the end of "
                   "the fit data", UserWarning, stacklevel=4)
+
+
+def _report_moved_constants(state: FittedState, panel: Panel, rows: np.ndarray) -> None:
+    """Warn naming the series of ``panel`` (fitted rows ``rows`` ``[I]``) whose conformal band has
+    width 0 (constant at ``fit`` and forecast exactly there: a calibration scale of 0,
+    :func:`~tsrec.conformal.error_scale`) and whose values given here are not all one value: the
+    band says nothing of how they move now."""
+    flat = state.calibration.scale[rows] == 0  # [I, C]
+    moved = []
+    for i, c in np.argwhere(flat):
+        item = panel.items[i]
+        seen = item.values[item.observed[:, c], c]  # [n] its observed values
+        if seen.size and seen.max() > seen.min() and (not moved or moved[-1] != i):
+            moved.append(int(i))
+    if moved:
+        named = ", ".join(panel.item_label(int(i)) for i in moved[:5]) + (" ..." if len(moved) > 5 else "")
+        warnings.warn(f"predict: {len(moved)} series were constant at fit and have moved since ({named}): their "
+                      "conformal bands have width 0, as their calibration saw no error; fit again on the data that "
+                      "holds their changes for bands that do", UserWarning, stacklevel=4)
 
 
 def _report_blind(state: FittedState, panel: Panel, blind: np.ndarray, context: int) -> None:
