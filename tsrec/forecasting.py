@@ -28,7 +28,7 @@ import pandas as pd
 import torch
 
 from tsrec._checks import check_optional_int
-from tsrec.conformal import band_quantiles, check_interval_levels
+from tsrec.conformal import band_quantiles, check_interval_levels, observed_starts
 from tsrec.conformal_update import Evidence, learned_widths, window_values
 from tsrec.data import CovariateValues, Panel, WindowCovariates, WindowDataset, future_index
 from tsrec.data.covariates import check_context, read_future
@@ -418,11 +418,12 @@ def _report_tails(state: FittedState, panel: Panel) -> None:
 def _report_cut_short(state: FittedState, panel: Panel, rows: np.ndarray) -> None:
     """Warn naming the series of ``panel`` (the fitted rows ``rows`` ``[I]``) that hold fewer steps
     than ``state`` kept of them at ``fit`` (its last ``context_length`` steps of each,
-    :attr:`FittedState.history <tsrec.fitted.FittedState.history>`): a frame of recent rows only,
-    whose forecasts read those steps alone (a network pads its window, a statistical member
-    filters the few steps given) and differ from the forecasts of the whole history."""
-    kept = np.diff(state.history.offsets)[rows]  # [I]
-    given = np.diff(panel.offsets)  # [I]
+    :attr:`FittedState.history <tsrec.fitted.FittedState.history>`; each counted from its first
+    observed value, so that NaN rows before a launch count alike given or not): a frame of recent
+    rows only, whose forecasts read those steps alone (a network pads its window, a statistical
+    member filters the few steps given) and differ from the forecasts of the whole history."""
+    kept = (np.diff(state.history.offsets) - observed_starts(state.history))[rows]  # [I]
+    given = np.diff(panel.offsets) - observed_starts(panel)  # [I]
     if not (short := np.flatnonzero(given < kept)).size:
         return
     warnings.warn(f"predict: {len(short)} series hold fewer steps than the model read of them at fit "
