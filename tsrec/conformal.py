@@ -328,7 +328,7 @@ def calibrate(mean: np.ndarray, truth: np.ndarray, observed: np.ndarray, rows: n
     divisor = fitted_scale[rows][:, None, :] if config.scores == "scaled" else 1.0  # [W, 1, C]
     with np.errstate(invalid="ignore", divide="ignore"):
         score = np.abs(residual) / divisor  # [W, H, C]: NaN for an exact forecast of a constant series
-    score = np.where(observed & np.isfinite(score), score, np.nan).transpose(1, 0, 2).reshape(horizon, -1)  # [H, W*C]
+    score = np.where(np.isfinite(score), score, np.nan).transpose(1, 0, 2).reshape(horizon, -1)  # [H, W*C]
     exact = (residual == 0).transpose(1, 0, 2).reshape(horizon, -1)  # [H, W*C]
     score = np.where(~np.isfinite(score).any(axis=1, keepdims=True) & exact, 0.0, score)  # only constants: width 0
     counts = np.isfinite(score).sum(axis=1)  # [H]
