@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tsrec import Forecaster
+from tsrec.evaluation import backtest
 from tsrec.config import FAR_IQRS, WindowConfig
 from tsrec.data import StandardScaler
 from tests.saved_models import write_format_4
@@ -252,7 +253,7 @@ def test_fit_and_predict_warn_naming_series_and_timestamps(one_thread):
     recent = long_frame({"a": series(5.0, 1.0, 0)})
     recent.loc[LENGTH - 3, "y"] = -4e7
     with pytest.warns(OutlierWarning, match=r"1 value\(s\) in the last 24 steps forecast from .*item 'a' \(column "
-                                            r"'y'\) at 2024-01-07 13:00:00 \(-4e\+07\).*instance normalisation"):
+                                            r"'y'\) at 2024-01-07 13:00:00 \(-4e\+07\).*forecasts with them treated as missing"):
         got = forecaster.predict(recent)
     assert np.abs(got["mean"] - 5.0).max() < 3
 
@@ -279,3 +280,54 @@ def test_scaling_is_a_setting_saved_with_the_model_and_old_files_load_as_standar
     assert not old.scaler.robust and np.isinf(old.scaler.high).all()
     pd.testing.assert_frame_equal(old.predict(), fitted.predict())
     assert old.unfitted_copy().settings.window.scaling == "standard"
+
+
+def frame_with(value: float, at: int) -> pd.DataFrame:
+    """Two series of :func:`series`, ``value`` at step ``at`` of the second."""
+    values = {"a": series(5.0, 1.0, 0), "b": series(-300.0, 20.0, 1)}
+    values["b"][at] = value
+    return long_frame(values)
+
+
+@pytest.mark.parametrize("at", [40, LENGTH - 20, LENGTH - 3])
+@pytest.mark.parametrize("model", ["theta", "ces", "seasonal_naive", "ridge"])
+def test_a_far_value_is_forecast_from_as_a_missing_one(model, at, one_thread):
+    """Issue #28's typo for the models that read whole histories or fit in closed form: the value
+    was missing to their fit, and is to their forecasts too (predict, a backtest's windows), so
+    they forecast as from NaN there. Before, seasonal naive repeated the typo a season later and
+    Theta forecast 450 for a series around 50 with one value of 5000 three steps before its end."""
+    pytest.importorskip("statsforecast", reason="the stats extra: pip install 'tsrec[stats]'")
+    got = {}
+    for name, value in (("typo", 1e6), ("missing", np.nan)):
+        df = frame_with(value, at)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", OutlierWarning)
+            forecaster = Forecaster(model, prediction_length=HORIZON).fit(df, id_col="id", time_col="ds",
+                                                                          target_col="y")
+            errors = backtest(forecaster, df, n_windows=3, id_col="id", time_col="ds", target_col="y",
+                              baselines=()).errors
+        got[name] = forecaster.predict()["mean"].to_numpy(), errors["forecast"].to_numpy()
+    np.testing.assert_allclose(got["typo"][0], got["missing"][0], rtol=1e-9)
+    np.testing.assert_allclose(got["typo"][1], got["missing"][1], rtol=1e-9)
+    assert np.abs(got["typo"][0]).max() < 400
+
+
+def test_the_default_ranks_and_calibrates_as_if_a_typo_in_its_validation_windows_were_missing(one_thread):
+    """auto scores its candidates against the values its models read: a typo inside the validation
+    windows is neither truth nor context, so the leaderboard, the weights and the conformal bands
+    are those of the same frame with NaN there. Before, every candidate's error on the typo
+    (1e6 here) outweighed the rest of its score."""
+    pytest.importorskip("statsforecast", reason="the stats extra: pip install 'tsrec[stats]'")
+    got = {}
+    for name, value in (("typo", 1e6), ("missing", np.nan)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", OutlierWarning)
+            forecaster = Forecaster(prediction_length=HORIZON, candidates=["theta", "seasonal_naive", "naive", "ridge"])
+            forecaster.fit(frame_with(value, LENGTH - 3), id_col="id", time_col="ds", target_col="y")
+        got[name] = forecaster.leaderboard, forecaster.predict(levels=[80])
+    (typo, typo_fc), (missing, missing_fc) = got["typo"], got["missing"]
+    np.testing.assert_allclose(typo["val_score"], missing["val_score"], rtol=1e-9)
+    np.testing.assert_allclose(typo["weight"], missing["weight"], rtol=1e-9)
+    assert typo["val_score"].max() < 10
+    for column in ("mean", "0.1", "0.9"):
+        np.testing.assert_allclose(typo_fc[column], missing_fc[column], rtol=1e-9)

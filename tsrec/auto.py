@@ -111,6 +111,7 @@ from tsrec.data.frame import Panel
 from tsrec.data.periods import dominant_periods
 from tsrec.data.scaling import StandardScaler
 from tsrec.data.time_features import calendar_cycles, metric_season
+from tsrec.data.windows import far_as_missing
 from tsrec.data.source import Read
 from tsrec.fitted import FittedState
 from tsrec.fitting import Fit, Prefitted, fit_state, require_observed
@@ -287,14 +288,18 @@ def _warn_unread_covariates(candidates: Candidates, chosen: list[str], rows: dic
                   "Forecaster('gbm', ...)), or name candidates that read them", UserWarning, stacklevel=5)
 
 
-def _ends_before_placeholders(panel: Panel, robust: bool) -> np.ndarray:
-    """``[I]``: each series' length up to its last observed step that is not in a run of placeholder
-    values at its end (``-9999``, a repeated far value: read as missing with ``far_values="missing"``,
-    :meth:`~tsrec.data.scaling.StandardScaler.placeholders`), so that no validation window scores the
-    candidates on them; :func:`~tsrec.conformal.observed_ends` where the scaler keeps far values."""
+def _scored(panel: Panel, robust: bool) -> tuple[Panel, np.ndarray]:
+    """What the validation scores the candidates against: ``panel`` with the values a robust scaler
+    fitted on all of it reads as missing (:func:`~tsrec.data.windows.far_as_missing`: a typo of 1e9,
+    ``-9999``, as every model reads them with ``far_values="missing"``), so that no candidate is
+    ranked by its error on a typo, and ``[I]`` each series' length up to its last observed step that
+    is not in a run of placeholder values at its end, so that no validation window ends on them
+    (:meth:`~tsrec.data.scaling.StandardScaler.placeholders`; one or two far values at the very end
+    stay isolated, and unscored); ``panel`` and :func:`~tsrec.conformal.observed_ends` where the
+    scaler keeps far values."""
     ends = observed_ends(panel)
     if not robust:
-        return ends
+        return panel, ends
     scaler = StandardScaler.fit([s.values for s in panel.items], [s.observed for s in panel.items], robust=True)
     for i, item in enumerate(panel.items):
         steps = len(item.values)
@@ -302,7 +307,7 @@ def _ends_before_placeholders(panel: Panel, robust: bool) -> np.ndarray:
         if placeholders.any():
             seen = np.flatnonzero((item.observed & ~placeholders).any(axis=1))
             ends[i] = int(seen[-1]) + 1 if len(seen) else 0
-    return ends
+    return far_as_missing(panel, scaler), ends
 
 
 def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = None, resume: bool = False) -> Fit:
@@ -315,7 +320,7 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
                          "end of the fit frame; fit a model by name for these")
     started = time.process_time()
     panel, horizon = read.panel, settings.window.prediction_length
-    ends = _ends_before_placeholders(panel, settings.window.robust)  # [I]
+    scored, ends = _scored(panel, settings.window.robust)  # [I]
     if (empty := np.flatnonzero(ends == 0)).size:
         raise ValueError(f"{panel.item_label(int(empty[0]))} has no observed value: drop it, or fit on a frame "
                          "where it has data")
@@ -337,7 +342,7 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     found = intermittency([item.values for item in panel.items], [item.observed for item in panel.items])
     metric = eval_metric_for(settings.network.eval_metric, found)
     settings = dataclasses.replace(settings, network=dataclasses.replace(settings.network, eval_metric=metric))
-    validation = Validation.of(observed.panel, ends, windows, horizon, stride, metric, season, validated)
+    validation = Validation.of(scored.head(ends), ends, windows, horizon, stride, metric, season, validated)
     _require_columns_before(panel, validation)
     candidates = Candidates(settings, validation, observed, read.schema.covariates)
     history = observed.panel.head(validation.first)  # what the candidates are validated from

@@ -23,6 +23,7 @@ from tsrec.conformal import Calibration, calibrate, observed_ends, observed_star
 from tsrec.conformal_update import window_values
 from tsrec.data import Panel, SeriesTooShort
 from tsrec.data.source import Read
+from tsrec.data.windows import far_as_missing
 from tsrec.fitted import FittedState
 from tsrec.fitting import Fit, fit_state
 from tsrec.forecasting import forecast_origins
@@ -92,9 +93,12 @@ def calibration_of(state: FittedState, panel: Panel, items: np.ndarray, origins:
     """The calibration of ``state`` (fitted on ``panel``) from forecasts ``mean`` ``[W, H, C]`` of the
     windows ``(items[k], origins[k])`` ``[W]`` of ``panel``, made before them (``windows`` origins
     per series, ``stride`` apart), against their truth (:func:`~tsrec.conformal.calibrate`), each
-    series' residuals divided by its scale (:func:`fitted_scales`); ``cpu_seconds``: what it cost."""
-    truth, seen = window_values(panel, items, origins, mean.shape[1])  # [W, H, C] each
+    series' residuals divided by its scale (:func:`fitted_scales`); ``cpu_seconds``: what it cost.
+    The values ``state``'s scaler reads as missing (:func:`~tsrec.data.windows.far_as_missing`: a
+    typo of 1e9) are neither truth nor in a scale: one would widen every band."""
+    panel = far_as_missing(panel, state.scaler, state.history.check_compatible(panel))
     rows, fitted_scale = fitted_scales(state, panel)
+    truth, seen = window_values(panel, items, origins, mean.shape[1])  # [W, H, C] each
     return calibrate(mean, truth, seen, rows[items], fitted_scale, windows, stride, config, cpu_seconds)
 
 

@@ -46,6 +46,7 @@ from tsrec.data.source import Read
 from tsrec.data.split import SeriesTooShort, Split, default_val_windows
 from tsrec.data.tails import fills_tails, with_tails
 from tsrec.data.time_features import seasonality
+from tsrec.data.windows import far_as_missing
 from tsrec.fitted import FittedState, TrainingSummary
 from tsrec.models import ForecastModel, build_model, model_spec
 from tsrec.models.ensemble import Ensemble, EnsembleConfig
@@ -264,7 +265,8 @@ def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = No
     elif prefitted is None and isinstance(model, WindowFit):  # the ridge, the trees: at once on every window
         model.fit_windows(prepared.train_set, seed=training.seed)
     elif prefitted is None:  # the statistical models: their parameters, fitted once on all the history
-        model.fit_series([s.values for s in panel.items], _kept(panel, scaler), like=like)
+        model.fit_series([s.values for s in panel.items], [s.observed for s in far_as_missing(panel, scaler).items],
+                         like=like)
     summary = TrainingSummary(pd.DataFrame(run.history, columns=list(TrainingSummary.COLUMNS)), run.best_epoch,
                               time.perf_counter() - started, run.best_step, run.budget, refit)
     # The history predict() forecasts from: the context, and a missing tail after it where a network forecasts one.
@@ -409,12 +411,14 @@ def report_far(state: FittedState, panel: Panel, rows: np.ndarray, when: str, *,
     if count:
         named = ", ".join(f"{label} at {stamp} ({value:.6g})" for label, stamp, value in examples)
         more = f" and {count - len(examples)} more" if count > len(examples) else ""
-        if when == "predict":
+        if when == "predict" and state.scaler.robust:
+            effect = "the model forecasts with them treated as missing, as it was fitted (far_values='keep' keeps them)"
+        elif when == "predict":
             effect = ("the network's instance normalisation reads the ones far from their window as missing "
                       "(far_values='keep' reads them as they are)" if revin
                       else "the model forecasts from them as they are")
         elif state.scaler.robust:
-            effect = "the model was fitted with them treated as missing (far_values='keep' keeps them)"
+            effect = "the model was fitted and forecasts with them treated as missing (far_values='keep' keeps them)"
         else:
             effect = ("they set their series' scale and the model was trained on them (scaling='robust' "
                       "leaves them out)" if not keep else "they set their series' scale and the model was "
@@ -423,16 +427,6 @@ def report_far(state: FittedState, panel: Panel, rows: np.ndarray, when: str, *,
                     f"{FAR_IQRS:g} interquartile ranges beyond its quartiles), apart from any level shift: {named}"
                     f"{more}; {effect}. Check them (a typo, a wrong unit, a placeholder such as -9999?)")
     warnings.warn(". ".join(said), OutlierWarning, stacklevel=stacklevel)
-
-
-def _kept(panel: Panel, scaler: StandardScaler) -> list[np.ndarray]:
-    """Each item's ``observed`` ``[T_i, C]`` less its isolated far values and placeholder runs, as the
-    networks' windows read them (``stored(..., drop_far=True)``): what a statistical model fits on."""
-    if not scaler.robust:
-        return [s.observed for s in panel.items]
-    return [s.observed & ~scaler.far_parts(s.values, s.observed, np.full(len(s.values), i),
-                                           np.zeros(len(s.values), np.int64))[0]
-            for i, s in enumerate(panel.items)]
 
 
 @contextlib.contextmanager

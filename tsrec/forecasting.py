@@ -34,6 +34,7 @@ from tsrec.data import CovariateValues, Panel, WindowCovariates, WindowDataset, 
 from tsrec.data.covariates import check_context, read_future
 from tsrec.data.scaling import OutlierWarning, item_blocks
 from tsrec.data.tails import fill_tails, fills_tails, with_tails
+from tsrec.data.windows import far_as_missing
 from tsrec.fitted import FittedState, ForecastResult, unscale
 from tsrec.fitting import history_cap, report_far
 from tsrec.models import ForecastModel
@@ -82,6 +83,8 @@ def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | No
     recent = panel.tail(context)
     report_far(state, recent, rows, "predict", stacklevel=4)
     _report_tails(state, recent)
+    panel = far_as_missing(panel, state.scaler, rows)  # as the model was fitted: every model forecasts without them
+    recent = panel.tail(context)
     if fills_tails(model.trainable, encoder.config.columns):  # missing tails forecast from the last observations
         gapped, _ = with_tails(panel, CovariateValues.none(panel), context)
         recent = fill_tails(gapped, state.settings.window.prediction_length, context,
@@ -491,6 +494,7 @@ def forecast_origins(state: FittedState, panel: Panel, values: CovariateValues, 
     ``levels``, ``intervals``, ``method``: as :func:`forecast`'s."""
     horizon = state.settings.window.prediction_length
     rows = state.history.check_compatible(panel)  # [I]
+    panel = far_as_missing(panel, state.scaler, rows)  # each window's context as the model reads one at predict
     ranges = list(zip(first.tolist(), (first + stride * count).tolist()))
     dataset = WindowDataset.from_panel(panel, state.scaler, context_read(state, panel), horizon, ranges, stride=stride,
                                        scaler_rows=rows, covariates=state.covariates.encode(panel, values),

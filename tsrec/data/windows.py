@@ -4,6 +4,7 @@ DistributedSampler shards it as is)."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -520,8 +521,7 @@ def stored_panel(
         items = np.repeat(rows[block.start:block.stop], lengths[block])  # [sum T_i]
         x = scaler.transform(values, items)  # [sum T_i, C]
         if drop_far and scaler.robust:
-            series = np.repeat(np.arange(len(block)), lengths[block])  # [sum T_i]
-            observed[first:last] &= ~scaler.far_parts(values, observed[first:last], items, series)[0]
+            observed[first:last] &= ~_read_as_missing(scaler, values, observed[first:last], items, lengths[block])
         if (bad := first_unrepresentable(x, observed[first:last])) is not None:
             step, c = bad
             position = block.start + int(np.searchsorted(np.cumsum(lengths[block]), step, side="right"))
@@ -535,6 +535,41 @@ def stored_panel(
             )
         target[first:last] = np.where(observed[first:last], x, 0.0)
     return StoredSeries(target, observed, time_feat, lengths.astype(np.int64), np.asarray(feature_lengths, np.int64))
+
+
+def far_as_missing(panel: Panel, scaler: StandardScaler, scaler_rows: Sequence[int] | None = None) -> Panel:
+    """``panel`` with the values that its ``scaler`` (row ``scaler_rows[i]`` for item ``i``, default
+    ``i``) reads as missing, unobserved: with a robust scaler (``StandardScaler.robust``), the isolated
+    values beyond its fences and the runs of placeholders at a series' end; a level shift up to a
+    series' end is kept (``StandardScaler.far_parts``). What the training windows read
+    (``drop_far``), and so what every model forecasts from and every validation and calibration
+    scores against. ``panel`` itself where the scaler keeps every value, or none is far."""
+    if not scaler.robust:
+        return panel
+    rows = np.arange(len(panel.items)) if scaler_rows is None else np.asarray(scaler_rows, dtype=np.int64)  # [N]
+    lengths = np.diff(panel.offsets)  # [N]
+    items = list(panel.items)
+    for block in item_blocks(lengths):
+        values = np.concatenate([items[i].values for i in block])  # [sum T_i, C]
+        observed = np.concatenate([items[i].observed for i in block])
+        far = _read_as_missing(scaler, values, observed, np.repeat(rows[block.start:block.stop], lengths[block]),
+                               lengths[block])
+        if not far.any():
+            continue
+        for i, mask in zip(block, np.split(far, np.cumsum(lengths[block])[:-1])):
+            if mask.any():
+                items[i] = dataclasses.replace(items[i], observed=items[i].observed & ~mask)
+    changed = any(new is not old for new, old in zip(items, panel.items))
+    return dataclasses.replace(panel, items=tuple(items)) if changed else panel
+
+
+def _read_as_missing(scaler: StandardScaler, values: np.ndarray, observed: np.ndarray, rows: np.ndarray,
+                     lengths: np.ndarray) -> np.ndarray:
+    """``[M, C]`` bool: the observed values of items laid end to end (``values``, ``observed``
+    ``[M, C]``; ``rows`` ``[M]`` each step's scaler row, ``lengths`` ``[n]`` the items' steps) that
+    the robust ``scaler`` reads as missing (:func:`far_as_missing`)."""
+    series = np.repeat(np.arange(len(lengths)), lengths)  # [M]
+    return scaler.far_parts(values, observed, rows, series)[0]
 
 
 def first_unrepresentable(x: np.ndarray, observed: np.ndarray) -> tuple[int, int] | None:
