@@ -233,3 +233,28 @@ def test_read_before_slices_what_a_read_of_the_rows_before_each_cut_gives():
     assert read.before([len(s) for s in read.panel.items]).panel is read.panel  # nothing cut: the panel itself
     with pytest.raises(ValueError, match="would keep no step"):
         read.before([0] * len(read.panel.items))
+
+
+def test_a_frame_indexed_by_series_and_time_reads_as_the_long_frame_it_is():
+    """AutoGluon's TimeSeriesDataFrame (and df.set_index(["item_id", "timestamp"])) is a frame with a
+    MultiIndex of series and timestamps: fit, predict, its future covariates and a backtest read it
+    as its reset_index(); an unnamed MultiIndex gets the line that makes its levels columns."""
+    from tsrec.evaluation import backtest
+
+    rng = np.random.default_rng(0)
+    stamps = pd.date_range("2024-01-01", periods=60, freq="D")
+    flat = pd.concat([pd.DataFrame({"item_id": key, "timestamp": stamps, "promo": rng.integers(0, 2, stamps.size),
+                                    "target": 5 + key + np.sin(np.arange(60)) + 0.1 * rng.standard_normal(60)})
+                      for key in (1, 2)], ignore_index=True)
+    ahead = flat.assign(timestamp=flat["timestamp"] + pd.Timedelta(days=60))[["item_id", "timestamp", "promo"]]
+    indexed = flat.set_index(["item_id", "timestamp"])
+    got = {}
+    frames = {"flat": (flat, ahead), "indexed": (indexed, ahead.set_index(["item_id", "timestamp"]))}
+    for name, (frame, future) in frames.items():
+        forecaster = Forecaster("ridge", prediction_length=3).fit(frame, future_covariates=["promo"])
+        got[name] = (forecaster.predict(frame, future_covariates=future),
+                     backtest(forecaster, frame, n_windows=2, baselines=()).errors)
+    pd.testing.assert_frame_equal(got["flat"][0], got["indexed"][0])
+    pd.testing.assert_frame_equal(got["flat"][1], got["indexed"][1])
+    with pytest.raises(ValueError, match=r"MultiIndex of levels \[None, None\].*df = df.reset_index\(\)"):
+        Forecaster("naive", prediction_length=3).fit(indexed.rename_axis([None, None]))

@@ -35,7 +35,7 @@ import pandas as pd
 from pandas.api.types import is_bool_dtype, is_complex_dtype, is_numeric_dtype
 
 from tsrec.config import CovariateConfig, static_embedding_dim
-from tsrec.data.frame import Panel, Placement, _timestamps, read_targets
+from tsrec.data.frame import Panel, Placement, _timestamps, index_as_columns, read_targets
 from tsrec.data.scaling import StandardScaler
 from tsrec.data.time_features import future_index, future_indexes
 from tsrec.data.windows import WindowCovariates, first_unrepresentable
@@ -146,6 +146,7 @@ def read_future(frame: Any, panel: Panel, config: CovariateConfig, horizon: int,
     """
     if not isinstance(frame, pd.DataFrame):
         raise TypeError(f"future_covariates must be a pandas DataFrame, got {type(frame).__name__}")
+    frame = index_as_columns(frame)
     _require_columns(frame, config.future, "future_covariates")
     if id_col is not None:
         _require_columns(frame, [id_col], "future_covariates", kind="id column")

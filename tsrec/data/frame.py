@@ -487,12 +487,32 @@ def _require_column(df: pd.DataFrame, column: Hashable, argument: str) -> None:
         )
 
 
+def index_as_columns(df: Any) -> Any:
+    """``df`` as a long frame where it is a frame indexed by series and time, a MultiIndex of two
+    named levels whose second holds timestamps (AutoGluon's ``TimeSeriesDataFrame``, or a frame
+    after ``df.set_index(["item_id", "timestamp"])``): a plain DataFrame with those levels as its
+    first columns (``df.reset_index()``); anything else as it is."""
+    if not isinstance(df, pd.DataFrame) or not isinstance(df.index, pd.MultiIndex) or df.index.nlevels != 2:
+        return df
+    times = df.index.levels[1]
+    if None in df.index.names or not isinstance(times, (pd.DatetimeIndex, pd.PeriodIndex)):
+        return df
+    return pd.DataFrame(df).reset_index()
+
+
 def _timestamps(df: pd.DataFrame, time_col: Hashable | None) -> pd.DatetimeIndex:
     """The ``[R]`` timestamps of the rows, from ``time_col`` or the ``DatetimeIndex``."""
     if time_col is None:
         if isinstance(df.index, pd.PeriodIndex):
             raise ValueError("no timestamps: the frame has a PeriodIndex, not a DatetimeIndex; convert it to each "
                              "period's start with df = df.to_timestamp()")
+        if isinstance(df.index, pd.MultiIndex):
+            raise ValueError(
+                f"no timestamps: the frame has a MultiIndex of levels {list(df.index.names)}, not a DatetimeIndex; "
+                "make its levels columns with df = df.reset_index(), and name them (id_col=, time_col=) unless they "
+                "are AutoGluon's item_id, timestamp or Nixtla's unique_id, ds (a MultiIndex of two named levels, "
+                "series then timestamps, is read as such)"
+            )
         if not isinstance(df.index, pd.DatetimeIndex):
             raise ValueError(
                 f"no timestamps: the frame has a {type(df.index).__name__}, not a DatetimeIndex; "

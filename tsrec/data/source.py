@@ -26,7 +26,7 @@ import pandas as pd
 
 from tsrec.config import CovariateConfig
 from tsrec.data.covariates import CovariateValues, categorical_statics, read_frame
-from tsrec.data.frame import Panel
+from tsrec.data.frame import Panel, index_as_columns
 from tsrec.data.schema import Schema
 
 __all__ = ["ParquetSeries", "Read", "Source", "categorical", "conventional", "is_parquet", "read",
@@ -96,6 +96,7 @@ def read(source: Source, schema: Schema, *, categorical: Sequence[str], freq: st
     (:meth:`Schema.require_layout <tsrec.data.schema.Schema.require_layout>`). A long frame in a
     column convention needs no column names (:meth:`Schema.conventional
     <tsrec.data.schema.Schema.conventional>`): ``Read.schema`` holds the names it was read with."""
+    source = index_as_columns(source)
     schema = conventional(source, schema)
     options = {"freq": freq, "gaps": gaps, "last": last, **schema.columns}
     if isinstance(source, pd.DataFrame):
@@ -117,7 +118,7 @@ def conventional(source: Source, schema: Schema) -> Schema:
     if schema.id_col is not None:
         return schema
     if isinstance(source, pd.DataFrame):
-        return schema.conventional(source.columns)
+        return schema.conventional(index_as_columns(source).columns)
     from tsrec.data.parquet import empty_frame
 
     return schema.conventional(empty_frame(_files(source)).columns)
@@ -127,7 +128,7 @@ def categorical(source: Source, schema: Schema) -> tuple[str, ...]:
     """The static covariates of ``source`` that are categorical (not real numbers), from its
     dtypes (a Parquet source's schema: no row is read)."""
     if isinstance(source, pd.DataFrame):
-        return categorical_statics(source, schema.covariates)
+        return categorical_statics(index_as_columns(source), schema.covariates)
     from tsrec.data.parquet import empty_frame
 
     return categorical_statics(empty_frame(_files(source)), schema.covariates)
@@ -138,7 +139,7 @@ def series_ids(source: Source, id_col: Hashable, *, part: tuple[int, int] = (0, 
     frame its id column as it stands (``[rows]``, repeats included). ``part=(k, n)``: of Parquet files, those of the ``k``-th of ``n`` runs of the files
     alone (:func:`~tsrec.data.parquet.series_ids`); a frame or :class:`ParquetSeries` has one part."""
     if isinstance(source, pd.DataFrame):
-        return source[id_col].to_numpy(object)
+        return index_as_columns(source)[id_col].to_numpy(object)
     if isinstance(source, ParquetSeries):
         return np.asarray(source.ids, dtype=object)
     from tsrec.data.parquet import series_ids as parquet_ids
@@ -150,6 +151,7 @@ def subset(source: Source, id_col: Hashable, ids: Sequence[Any]) -> Source:
     """The series ``ids`` of ``source``: a frame's rows of them, or of Parquet data a
     :class:`ParquetSeries`, whose rows are read when it is."""
     if isinstance(source, pd.DataFrame):
+        source = index_as_columns(source)
         return source[source[id_col].isin(ids)]
     return ParquetSeries(_files(source), tuple(ids))
 
@@ -158,6 +160,7 @@ def rows_of(source: Source, id_col: Hashable, ids: Sequence[Any]) -> pd.DataFram
     """The rows of the series ``ids`` of ``source`` as a frame: a DataFrame's, or of long Parquet
     data (a file, a folder or a list of files) only those series' rows, every column read."""
     if isinstance(source, pd.DataFrame):
+        source = index_as_columns(source)
         return source[source[id_col].isin(ids)]
     from tsrec.data.parquet import read_series
 
