@@ -331,3 +331,23 @@ def test_the_default_ranks_and_calibrates_as_if_a_typo_in_its_validation_windows
     assert typo["val_score"].max() < 10
     for column in ("mean", "0.1", "0.9"):
         np.testing.assert_allclose(typo_fc[column], missing_fc[column], rtol=1e-9)
+
+
+def test_the_cycles_and_season_are_read_without_the_far_values():
+    """The data's cycles (the spectrum's lines, which set the season of seasonal naive, the
+    statistical models and a backtest's baselines) are read from the values the model reads: a
+    typo of 1e7 every 97 days made the typos' lines the data's and a weekly series' season 3."""
+    rng = np.random.default_rng(0)
+    stamps = pd.date_range("2021-01-01", periods=400, freq="D")
+    clean = pd.DataFrame({"ds": stamps, "y": 20 + 3 * np.sin(2 * np.pi * np.arange(400) / 7) + rng.normal(size=400)})
+    dirty = clean.copy()
+    dirty.loc[::97, "y"] = 1e7
+    facts = {}
+    for name, df in (("clean", clean), ("dirty", dirty)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", OutlierWarning)
+            forecaster = Forecaster("seasonal_naive", prediction_length=7).fit(df.set_index("ds"))
+        facts[name] = forecaster.data_facts.periods
+        seasons = backtest(forecaster, df.set_index("ds"), n_windows=2, baselines=("seasonal_naive",)).errors
+        assert (seasons["season_seasonal_naive"] == 7).all(), name
+    assert facts["dirty"] == facts["clean"] and round(facts["clean"][0]) == 7

@@ -345,7 +345,7 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     validation = Validation.of(scored.head(ends), ends, windows, horizon, stride, metric, season, validated)
     _require_columns_before(panel, validation)
     candidates = Candidates(settings, validation, observed, read.schema.covariates)
-    history = observed.panel.head(validation.first)  # what the candidates are validated from
+    history = scored.head(validation.first)  # what the candidates are validated from, as they read it
     scores = Scores(validation)
     names = _candidates(settings)
     rows = {name: Row(name) for name in names}

@@ -193,9 +193,11 @@ def history_cap(model_class: type[ForecastModel], context_length: int | None) ->
     return min(caps) if caps else None
 
 
-def _facts(read: Read, split: Split, encoder: CovariateEncoder) -> DataFacts:
-    """What the resolver reads off the training rows of ``read``."""
-    panel = read.panel
+def _facts(read: Read, split: Split, scaler: StandardScaler, encoder: CovariateEncoder) -> DataFacts:
+    """What the resolver reads off the training rows of ``read``: the data's cycles from the values
+    ``scaler`` does not read as missing (:func:`~tsrec.data.windows.far_as_missing`: a typo of 1e7
+    every 97 rows made the spectrum's lines the typos' and a weekly series' season 3)."""
+    panel = far_as_missing(read.panel, scaler)
     periods = dominant_periods([s.values[:end] for s, end in zip(panel.items, split.train_end)],
                                [s.observed[:end] for s, end in zip(panel.items, split.train_end)])
     return data_facts(panel.calendar, n_channels=len(panel.columns) if panel.layout == "wide" else 1, periods=periods,
@@ -232,7 +234,7 @@ def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = No
     windows = trainable or (model_class.fits_windows and prefitted is None)
     prepared = prepare(read, val, context if windows else 1, horizon, val_windows=val_windows,
                        robust=settings.window.robust, nonnegative=settings.window.nonnegative, windows=windows)
-    facts = _facts(read, prepared.split, prepared.encoder)
+    facts = _facts(read, prepared.split, prepared.scaler, prepared.encoder)
     effective = settings if prefitted is None else dataclasses.replace(settings, network=prefitted.network)
     if prefitted is None:  # RSAConfig(prior="ets"): the ETS fit of the training part the REMs start from
         train_values = [s.values[:end] for s, end in zip(panel.items, prepared.split.train_end)]
