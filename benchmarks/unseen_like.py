@@ -897,9 +897,11 @@ def run_id(row: dict[str, Any]) -> tuple[str, str, str, str]:
 
 def planned_runs(config: dict[str, Any], args: argparse.Namespace) -> list[tuple[str, str, int | None]]:
     """``(dataset, model, seed)`` of the config narrowed by the command line, in the config's order:
-    baselines first (seed None), then tsrec models per seed, then the optional models."""
+    baselines first (seed None), then tsrec models per seed, then the optional models (with
+    ``--with-neuralforecast``) and the config's ``extra_models`` that ``--model`` names."""
     models = [*config["baselines"], *config["models"], *(config.get("optional_models", [])
-                                                         if args.with_neuralforecast else [])]
+                                                         if args.with_neuralforecast else []),
+              *(m for m in config.get("extra_models", []) if m in (args.model or []))]
     seeds = args.seeds if args.seeds is not None else config["seeds"]
     unknown = sorted(set(args.model or []) - set(models))
     if unknown:
