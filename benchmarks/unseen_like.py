@@ -1071,26 +1071,34 @@ def candidate_row(candidate: str) -> str:
     return CANDIDATE_ROWS.get(candidate, candidate)
 
 
-def candidates_alone(ok: dict[str, list[dict[str, str]]], metric: str) -> list[str]:
-    """The rows of the default's candidates (every candidate of its recorded leaderboards) that ran
-    alone on this dataset with ``metric``."""
-    names = dict.fromkeys(candidate_row(c["model"]) for _, board in leaderboards(ok.get(DEFAULT, []))
+def candidates_alone(ok: dict[str, list[dict[str, str]]], metric: str, model: str = DEFAULT) -> list[str]:
+    """The rows of the candidates of ``model`` (the default, or another selection: every candidate of
+    its recorded leaderboards) that ran alone on this dataset with ``metric``."""
+    names = dict.fromkeys(candidate_row(c["model"]) for _, board in leaderboards(ok.get(model, []))
                           for c in board["candidates"])
     return [name for name in names if name in ok and _has(ok[name], metric)]
 
 
+def selections(by_dataset: dict[str, dict[str, list[dict[str, str]]]]) -> list[str]:
+    """The models other than the default whose runs recorded a leaderboard (the default with other
+    options, e.g. ``default_mse``), in the order of the results."""
+    return list(dict.fromkeys(model for ok in by_dataset.values() for model, runs in ok.items()
+                              if model != DEFAULT and leaderboards(runs)))
+
+
 def judge_default(by_dataset: dict[str, dict[str, list[dict[str, str]]]],
-                  metric: str = "mse") -> list[DefaultJudgement]:
-    """The default's :class:`DefaultJudgement` by ``metric`` on every dataset where it and a free
-    baseline have that score (``by_dataset``: dataset -> model -> its ``ok`` rows)."""
+                  metric: str = "mse", model: str = DEFAULT) -> list[DefaultJudgement]:
+    """The :class:`DefaultJudgement` of ``model`` (the default, or another selection) by ``metric`` on
+    every dataset where it and a free baseline have that score (``by_dataset``: dataset -> model ->
+    its ``ok`` rows)."""
     judged = []
     for dataset, ok in by_dataset.items():
         best = best_free(ok, metric)
-        if DEFAULT not in ok or best is None or not _has(ok[DEFAULT], metric):
+        if model not in ok or best is None or not _has(ok[model], metric):
             continue
-        runs = ok[DEFAULT]
+        runs = ok[model]
         score = _mean(runs, metric)
-        alone = candidates_alone(ok, metric)
+        alone = candidates_alone(ok, metric, model)
         best_alone = min(alone, key=lambda m: _mean(ok[m], metric)) if alone else None
         anchor = float(ok[ENSEMBLE][0]["cpu_seconds"]) if ENSEMBLE in ok else None
         judged.append(DefaultJudgement(dataset, metric, int(runs[0]["train_observations"]), best,
@@ -1322,6 +1330,8 @@ def targets_section(by_dataset: dict[str, dict[str, list[dict[str, str]]]]) -> l
             lines.append(f"- Not judged by {name} (no {DEFAULT} run, or no free baseline, with that score): "
                          f"{', '.join(unjudged)}.")
         lines.append("")
+    for model in selections(by_dataset):
+        lines += selection_targets(by_dataset, model)
     judged = judge_default(by_dataset)
     lines += [f"Issue 36's cost target: at most {CPU_SECONDS_SMALL:.0f} CPU-s on a dataset of at most "
               f"{SMALL_DATASET:,} observations before the first origin, and at most {CPU_TIMES_ENSEMBLE:g}x the CPU "
@@ -1335,6 +1345,31 @@ def targets_section(by_dataset: dict[str, dict[str, list[dict[str, str]]]]) -> l
                      f"{_yes(j.cpu_small_ok) or 'larger'} | {_yes(j.cpu_anchor_ok)} |")
     lines += ["", f"- Cost target: {target_verdicts(judged)[2]}.", ""]
     return lines
+
+
+def selection_targets(by_dataset: dict[str, dict[str, list[dict[str, str]]]], model: str) -> list[str]:
+    """Markdown lines: issue 46's targets for another selection ``model`` (the default with other
+    options), by the test score that matches the ``eval_metric`` it validated by (MSE for ``mse``,
+    else MASE), beside the default's on the same datasets."""
+    named = sorted({board["eval_metric"] for ok in by_dataset.values()
+                    for _, board in leaderboards(ok.get(model, []))})
+    metric = TEST_METRIC.get(named[0], "mase") if len(named) == 1 else "mase"
+    judged = judge_default(by_dataset, metric, model)
+    default = {j.dataset: j for j in judge_default(by_dataset, metric)}
+    name = metric.upper()
+    title = f"`{model}` (the default validated, selected and weighted by `eval_metric` {', '.join(named)}), by {name}, " \
+        "beside the default:"
+    header = f"| dataset | best free | {model} / best free | within {WITHIN_BEST_FREE:.0%} | ahead | " \
+        f"best candidate alone | {model} / it | beaten | default / best free |"
+    lines = [title, "", header, "|---|---|---|---|---|---|---|---|---|"]
+    for j in judged:
+        ours = default.get(j.dataset)
+        lines.append(f"| {j.dataset} | {j.best_free} | {j.ratio:.3f} | {_yes(j.within)} | {_yes(j.ahead)} | "
+                     f"{j.best_alone or ''} | {_number(j.alone_ratio)} | {_yes(j.beaten)} | "
+                     f"{'' if ours is None else f'{ours.ratio:.3f}'} |")
+    accuracy, candidates, _ = target_verdicts(judged)
+    return lines + ["", f"- Accuracy target ({name}, {model}): {accuracy}.",
+                    f"- Candidates alone ({name}, {model}): {candidates}.", ""]
 
 
 def ranking_section(by_dataset: dict[str, dict[str, list[dict[str, str]]]]) -> list[str]:

@@ -593,3 +593,26 @@ def test_covariates_are_carried_forward_like_the_target():
     assert filled[ul.TARGET].tolist() == [1, 1, 3] and filled["driver"].tolist() == [5, 6, 6]
     with pytest.raises(ValueError, match=r"\['a'\] start with a missing value"):
         ul.model_inputs(truth.assign(driver=[np.nan, 1.0, 2.0]))
+
+
+def test_another_selection_is_judged_by_the_test_score_of_its_eval_metric_beside_the_default():
+    """A run of the default with other options (default_mse: eval_metric='mse') is a selection of its
+    own: its targets by the test score matching the eval_metric it recorded (MSE here), its candidates
+    those of its own leaderboards, and the default's ratio beside it on each dataset."""
+    rows = [_row("a", "seasonal_naive", 2.0, mase=2.0), _row("a", "auto_ets", 1.0, mase=1.0),
+            _row("a", "auto_theta", 1.5, mase=0.8),
+            _row("a", "default", 1.1, seed="0", mase=0.84, board=_board({"ets": 0.5})),
+            _row("a", "default_mse", 0.95, seed="0", mase=0.9, board=_board({"ets": 0.5, "theta": 0.7}, "mse")),
+            _row("a", "ets", 1.04, seed="0", mase=0.9), _row("a", "theta", 0.9, seed="0", mase=0.95)]
+    by_dataset = {"a": {}}
+    for row in rows:
+        by_dataset["a"].setdefault(row["model"], []).append(row)
+    assert ul.selections(by_dataset) == ["default_mse"]
+    (judged,) = ul.judge_default(by_dataset, "mse", "default_mse")
+    assert (judged.ratio, judged.best_alone, judged.alone_ratio) == (pytest.approx(0.95), "theta",
+                                                                     pytest.approx(0.95 / 0.9))
+    lines = ul.selection_targets(by_dataset, "default_mse")
+    assert "`eval_metric` mse), by MSE" in lines[0]
+    assert "| a | auto_ets | 0.950 | yes | yes | theta | 1.056 | yes | 1.100 |" in lines
+    assert "- Candidates alone (MSE, default_mse): not met: a candidate alone more than 5% ahead on 1 of 1 " \
+           "datasets." in lines

@@ -193,11 +193,10 @@ def history_cap(model_class: type[ForecastModel], context_length: int | None) ->
     return min(caps) if caps else None
 
 
-def _facts(read: Read, split: Split, scaler: StandardScaler, encoder: CovariateEncoder) -> DataFacts:
-    """What the resolver reads off the training rows of ``read``: the data's cycles from the values
-    ``scaler`` does not read as missing (:func:`~tsrec.data.windows.far_as_missing`: a typo of 1e7
-    every 97 rows made the spectrum's lines the typos' and a weekly series' season 3)."""
-    panel = far_as_missing(read.panel, scaler)
+def _facts(panel: Panel, split: Split, encoder: CovariateEncoder) -> DataFacts:
+    """What the resolver reads off the training rows of ``panel``, the values the scaler reads as
+    missing unobserved (:func:`~tsrec.data.windows.far_as_missing`: a typo of 1e7 every 97 rows made
+    the spectrum's lines the typos' and a weekly series' season 3)."""
     periods = dominant_periods([s.values[:end] for s, end in zip(panel.items, split.train_end)],
                                [s.observed[:end] for s, end in zip(panel.items, split.train_end)])
     return data_facts(panel.calendar, n_channels=len(panel.columns) if panel.layout == "wide" else 1, periods=periods,
@@ -234,7 +233,8 @@ def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = No
     windows = trainable or (model_class.fits_windows and prefitted is None)
     prepared = prepare(read, val, context if windows else 1, horizon, val_windows=val_windows,
                        robust=settings.window.robust, nonnegative=settings.window.nonnegative, windows=windows)
-    facts = _facts(read, prepared.split, prepared.scaler, prepared.encoder)
+    kept = far_as_missing(panel, prepared.scaler)  # what the models read: far values missing
+    facts = _facts(kept, prepared.split, prepared.encoder)
     effective = settings if prefitted is None else dataclasses.replace(settings, network=prefitted.network)
     if prefitted is None:  # RSAConfig(prior="ets"): the ETS fit of the training part the REMs start from
         train_values = [s.values[:end] for s, end in zip(panel.items, prepared.split.train_end)]
@@ -267,8 +267,7 @@ def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = No
     elif prefitted is None and isinstance(model, WindowFit):  # the ridge, the trees: at once on every window
         model.fit_windows(prepared.train_set, seed=training.seed)
     elif prefitted is None:  # the statistical models: their parameters, fitted once on all the history
-        model.fit_series([s.values for s in panel.items], [s.observed for s in far_as_missing(panel, scaler).items],
-                         like=like)
+        model.fit_series([s.values for s in panel.items], [s.observed for s in kept.items], like=like)
     summary = TrainingSummary(pd.DataFrame(run.history, columns=list(TrainingSummary.COLUMNS)), run.best_epoch,
                               time.perf_counter() - started, run.best_step, run.budget, refit)
     # The history predict() forecasts from: the context, and a missing tail after it where a network forecasts one.
