@@ -351,3 +351,27 @@ def test_the_cycles_and_season_are_read_without_the_far_values():
         seasons = backtest(forecaster, df.set_index("ds"), n_windows=2, baselines=("seasonal_naive",)).errors
         assert (seasons["season_seasonal_naive"] == 7).all(), name
     assert facts["dirty"] == facts["clean"] and round(facts["clean"][0]) == 7
+
+
+def test_a_backtest_names_the_far_values_it_scores_as_given():
+    """A backtest scores the frame as given (its truth), though every model forecasts as if a typo
+    were missing: it names the far values in the windows scored and in the histories MASE's scale is
+    read from, with the fix. Nothing is said of clean data, nor where far_values='keep' says they are real."""
+    df = frame_with(1e6, LENGTH - 4)
+    df.loc[(df["id"] == "a") & (df.index % LENGTH == 30), "y"] = -1e6  # before the windows
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OutlierWarning)
+        forecaster = Forecaster("seasonal_naive", prediction_length=HORIZON).fit(df, id_col="id", time_col="ds",
+                                                                               target_col="y")
+    columns = dict(id_col="id", time_col="ds", target_col="y")
+    with pytest.warns(OutlierWarning, match=r"backtest: 1 value\(s\) in the windows scored and 1 in the histories "
+                                            r"before them .*item 'b' \(column 'y'\) at 2024-01-07 12:00:00 "
+                                            r"\(1e\+06\)\. .*set them to NaN"):
+        backtest(forecaster, df, n_windows=2, baselines=(), **columns)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OutlierWarning)  # the fit's own warning
+        kept = Forecaster("seasonal_naive", prediction_length=HORIZON, far_values="keep").fit(df, **columns)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", OutlierWarning)
+        backtest(forecaster, frame_with(np.nan, 3), n_windows=2, baselines=(), **columns)
+        backtest(kept, df, n_windows=2, baselines=(), **columns)

@@ -28,13 +28,14 @@ import numpy as np
 import pandas as pd
 
 from tsrec._checks import check_optional_int
-from tsrec.config import CovariateConfig
+from tsrec.config import FAR_IQRS, CovariateConfig
 from tsrec.conformal import DEFAULT_LEVELS
 from tsrec.data import CovariateValues, Panel, metric_season, source
 from tsrec.data.frame import block_frame
 from tsrec.data.scaling import OutlierWarning, StandardScaler
 from tsrec.data.schema import Schema
 from tsrec.data.source import Read, Source
+from tsrec.data.windows import far_as_missing
 from tsrec.fitted import FittedState, ForecastResult
 from tsrec.fitting import fit_state
 from tsrec.forecaster import Forecaster
@@ -266,6 +267,8 @@ def _backtest_errors(forecaster: Forecaster, df: Source, *, start: int | str | p
     stride = stride or horizon
     stacked = _Stacked.of(panel)
     first, count = _origins(panel, stacked, horizon, start, n_windows, stride)  # [I] each
+    if forecaster.settings.window.robust:
+        _report_far_truth(panel, first)
     y = np.where(stacked.observed, stacked.values, np.nan)  # [R, C]
     season = season_length or metric_season(panel.calendar)
     scale = seasonal_scale(y, season, lengths=stacked.length, ends=first)  # [I, C]
@@ -285,6 +288,35 @@ def _backtest_errors(forecaster: Forecaster, df: Source, *, start: int | str | p
         parts.append(_window_frame(panel, stacked, forecaster, result, rows, scale,
                                    scores.of(result.items, result.origins, first, count, stride)))
     return parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)  # one block: no copy
+
+
+def _report_far_truth(panel: Panel, first: np.ndarray) -> None:
+    """Warn (:class:`~tsrec.data.scaling.OutlierWarning`) naming the values of ``panel`` that a robust
+    scaler fitted on all of it reads as missing (:func:`~tsrec.data.windows.far_as_missing`: a typo
+    of 1e7, -9999) where a backtest scores them as given: in the windows from each series' first
+    origin ``first`` ``[I]`` on, and in the histories before them that MASE's scale is read from.
+    Every model forecasts as if they were missing, but an error on one outweighs every other (a
+    typo of 1e7 in a daily series around 20 took every skill ratio to 1.000)."""
+    kept = far_as_missing(panel, StandardScaler.fit([s.values for s in panel.items],
+                                                    [s.observed for s in panel.items], robust=True))
+    if kept is panel:
+        return
+    examples: dict[bool, list[str]] = {True: [], False: []}  # in the windows scored, before them
+    counts = {True: 0, False: 0}
+    for i, (item, clean) in enumerate(zip(panel.items, kept.items)):
+        for t, c in zip(*np.nonzero(item.observed & ~clean.observed)):
+            scored = bool(t >= first[i])
+            counts[scored] += 1
+            if len(examples[scored]) < 3:
+                examples[scored].append(
+                    f"{panel.channel_label(i, int(c))} at {item.index[t]} ({item.values[t, c]:.6g})")
+    named = (examples[True] or examples[False])[:3]
+    warnings.warn(f"backtest: {counts[True]} value(s) in the windows scored and {counts[False]} in the histories "
+                  f"before them (from which MASE's scale is read) lie far outside their series' distribution (more "
+                  f"than {FAR_IQRS:g} interquartile ranges beyond its quartiles, apart from any level shift): "
+                  f"{', '.join(named)}. Every model forecasts as if they were missing, but they are scored as given, "
+                  "and an error on one outweighs every other: set them to NaN (or drop those rows) to score without "
+                  "them", OutlierWarning, stacklevel=4)
 
 
 def _refitted(forecaster: Forecaster, read: Read, ends: np.ndarray) -> Forecaster:
