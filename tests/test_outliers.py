@@ -363,7 +363,7 @@ def test_a_backtest_names_the_far_values_it_scores_as_given():
         warnings.simplefilter("ignore", OutlierWarning)
         forecaster = Forecaster("seasonal_naive", prediction_length=HORIZON).fit(df, id_col="id", time_col="ds",
                                                                                target_col="y")
-    columns = dict(id_col="id", time_col="ds", target_col="y")
+    columns = {"id_col": "id", "time_col": "ds", "target_col": "y"}
     with pytest.warns(OutlierWarning, match=r"backtest: 1 value\(s\) in the windows scored and 1 in the histories "
                                             r"before them .*item 'b' \(column 'y'\) at 2024-01-07 12:00:00 "
                                             r"\(1e\+06\)\. .*set them to NaN"):
