@@ -375,3 +375,19 @@ def test_a_backtest_names_the_far_values_it_scores_as_given():
         warnings.simplefilter("error", OutlierWarning)
         backtest(forecaster, frame_with(np.nan, 3), n_windows=2, baselines=(), **columns)
         backtest(kept, df, n_windows=2, baselines=(), **columns)
+
+
+def test_predict_of_the_fitted_history_does_not_name_its_far_values_again():
+    """fit names a typo once; predict() of the fitted history forecasts as if it were missing without
+    saying so again at every call, while a frame given to predict is checked as new data."""
+    df = frame_with(1e6, LENGTH - 4)
+    columns = {"id_col": "id", "time_col": "ds", "target_col": "y"}
+    with pytest.warns(OutlierWarning, match="fitted and forecasts with them treated as missing"):
+        forecaster = Forecaster("theta", prediction_length=HORIZON).fit(df, **columns)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", OutlierWarning)
+        again = forecaster.predict()
+    with pytest.warns(OutlierWarning, match="in the last .* steps forecast from .*forecasts with them treated as "
+                                            "missing"):
+        given = forecaster.predict(df)
+    pd.testing.assert_frame_equal(again, given)

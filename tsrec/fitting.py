@@ -381,14 +381,18 @@ def require_observed(panel: Panel, train_end: Sequence[int]) -> None:
                              f"training part (its first {end} steps); drop it, or fit on a frame where it has data")
 
 
-def report_far(state: FittedState, panel: Panel, rows: np.ndarray, when: str, *, stacklevel: int) -> None:
+def report_far(state: FittedState, panel: Panel, rows: np.ndarray, when: str, *, stacklevel: int,
+               isolated: bool = True) -> None:
     """Warn (:class:`~tsrec.data.scaling.OutlierWarning`) about the observed values of ``panel``
     beyond the fences of their scaler row (``rows`` ``[N]``) of ``state``'s scaler: the fit data
     (``when="fit"``) or the contexts forecast from (``"predict"``). Level shifts (runs up to a
     series' end, :func:`~tsrec.data.scaling.level_shifts`) are named as such, with where each
     starts and its level, apart from the isolated far values (the first :data:`FAR_EXAMPLES`
-    named with their series, column and timestamp): one warning, a sentence for each kind."""
+    named with their series, column and timestamp): one warning, a sentence for each kind.
+    ``isolated=False``: the level shifts alone (``predict`` of the fitted history, whose isolated far
+    values the fit named)."""
     count, examples, shifts = _far_values(panel, state.scaler, rows)
+    count = count if isolated else 0
     if not count and not shifts:
         return
     keep = state.resolved.window.far_values == "keep"

@@ -61,9 +61,11 @@ def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | No
     the state is left as it is).
 
     Warns (:class:`~tsrec.data.scaling.OutlierWarning`) naming context values far from their
-    series' training distribution, and names the series whose context holds no observation (their
-    forecast is NaN; an error with ``missing_context="raise"``). ``levels``, ``intervals``: the
-    interval levels (percent) and what gives their bands (:func:`interval_settings`)."""
+    series' training distribution (of the fitted history itself, ``panel`` being ``state.history``,
+    the level shifts alone: the fit named its isolated far values), and names the series whose
+    context holds no observation (their forecast is NaN; an error with ``missing_context="raise"``).
+    ``levels``, ``intervals``: the interval levels (percent) and what gives their bands
+    (:func:`interval_settings`)."""
     name, model, encoder = state.settings.model, state.model, state.covariates
     bands, method = interval_settings(state, levels, intervals, quantiles)
     if not model.output.probabilistic and (quantiles is not None or num_samples is not None):
@@ -78,10 +80,11 @@ def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | No
     context = context_read(state, panel)
     rows = state.history.check_compatible(panel)
     _report_cut_short(state, panel, rows)
+    fitted = panel is state.history  # predict() of the fitted history: the fit named its isolated far values
     panel = _without_placeholders(state, panel, rows)
     # The windows read the last context_length steps only: they are built from those alone.
     recent = panel.tail(context)
-    report_far(state, recent, rows, "predict", stacklevel=4)
+    report_far(state, recent, rows, "predict", stacklevel=4, isolated=not fitted)
     _report_tails(state, recent)
     panel = far_as_missing(panel, state.scaler, rows)  # as the model was fitted: every model forecasts without them
     recent = panel.tail(context)
