@@ -253,7 +253,8 @@ def test_fit_and_predict_warn_naming_series_and_timestamps(one_thread):
     recent = long_frame({"a": series(5.0, 1.0, 0)})
     recent.loc[LENGTH - 3, "y"] = -4e7
     with pytest.warns(OutlierWarning, match=r"1 value\(s\) in the last 24 steps forecast from .*item 'a' \(column "
-                                            r"'y'\) at 2024-01-07 13:00:00 \(-4e\+07\).*forecasts with them treated as missing"):
+                                            r"'y'\) at 2024-01-07 13:00:00 \(-4e\+07\).*forecasts with them treated "
+                                            r"as missing"):
         got = forecaster.predict(recent)
     assert np.abs(got["mean"] - 5.0).max() < 3
 
@@ -391,3 +392,56 @@ def test_predict_of_the_fitted_history_does_not_name_its_far_values_again():
                                             "missing"):
         given = forecaster.predict(df)
     pd.testing.assert_frame_equal(again, given)
+
+
+def covariate_frame(typo_at: int | None = None, value: float = 1e9) -> pd.DataFrame:
+    """One daily series driven by a temperature (a known-future covariate), ``value`` at step ``typo_at``."""
+    rng = np.random.default_rng(11)
+    temp = 15 + 8 * np.sin(2 * np.pi * np.arange(200) / 365) + rng.normal(size=200)
+    df = pd.DataFrame({"ds": pd.date_range("2022-01-01", periods=200, freq="D"), "temp": temp,
+                       "y": 100 + 3 * temp + rng.normal(size=200)})
+    if typo_at is not None:
+        df.loc[typo_at, "temp"] = value
+    return df.set_index("ds")
+
+
+def test_a_far_covariate_value_is_read_as_missing_and_named():
+    """A typo in a covariate (1e9 in a temperature) flattened it in training (its std set by the
+    typo: the ridge lost the signal) and, in the forecast steps, sent every forecast to 1e7-1e9. It is
+    now read as missing, as the covariate's training mean, at fit and at predict, and named."""
+    train, ahead = slice(None, -14), slice(-14, None)
+    clean, typo = covariate_frame(), covariate_frame(typo_at=60)
+    with pytest.warns(OutlierWarning, match=r"1 covariate value\(s\) in the fit data .*covariate 'temp' of the "
+                                            r"series at 2022-03-02 00:00:00 \(1e\+09\); the model reads them as "
+                                            r"missing"):
+        fitted = Forecaster("ridge", prediction_length=14).fit(typo.iloc[train], future_covariates=["temp"])
+    missing = Forecaster("ridge", prediction_length=14).fit(covariate_frame(typo_at=60, value=np.nan).iloc[train],
+                                                            future_covariates=["temp"])
+    future = clean.iloc[ahead][["temp"]]
+    np.testing.assert_allclose(fitted.predict(future_covariates=future)["mean"],
+                               missing.predict(future_covariates=future)["mean"], rtol=1e-9)
+    wrong = future.copy()
+    wrong.iloc[3, 0] = -1e9
+    with pytest.warns(OutlierWarning, match=r"1 covariate value\(s\) that the forecast reads .*at 2022-07-09 "
+                                            r"00:00:00 \(-1e\+09\)"):
+        got = fitted.predict(future_covariates=wrong)["mean"].to_numpy()
+    as_mean = future.copy()
+    as_mean.iloc[3, 0] = fitted.fitted.covariates.dynamic.loc[0, 0]  # the training mean
+    np.testing.assert_allclose(got, fitted.predict(future_covariates=as_mean)["mean"], rtol=1e-9)
+    assert np.abs(got - clean.iloc[ahead]["y"].to_numpy()).max() < 50
+
+
+def test_a_covariate_set_once_in_training_and_far_values_keep_are_read_as_they_are():
+    """A flag set on one day of training (a holiday) has fences of no width: it and the next holiday
+    are data. With far_values='keep' every covariate value is data, as every target value is."""
+    df = covariate_frame()
+    df["holiday"] = 0.0
+    df.iloc[[50, 190], df.columns.get_loc("holiday")] = 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", OutlierWarning)
+        fitted = Forecaster("ridge", prediction_length=14).fit(df.iloc[:-14], future_covariates=["temp", "holiday"])
+        fitted.predict(future_covariates=df.iloc[-14:][["temp", "holiday"]])
+        kept = Forecaster("ridge", prediction_length=14, far_values="keep").fit(covariate_frame(typo_at=60).iloc[:-14],
+                                                                                future_covariates=["temp"])
+    assert not kept.fitted.covariates.dynamic.robust and not kept.fitted.covariates.read_as_missing(
+        np.array([186]), np.full((186, 1), 1e9)).any()

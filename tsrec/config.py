@@ -551,6 +551,9 @@ FAR_IQRS = 20.0
 #: values at the end: a typo?) stay far. 3 is the shortest run a typo is unlikely to make.
 SHIFT_STEPS = 3
 
+#: How many far values an :class:`~tsrec.data.scaling.OutlierWarning` names (it counts them all).
+FAR_EXAMPLES = 5
+
 FAR_VALUES = ("missing", "keep")
 
 GAP_POLICIES = ("raise", "warn")

@@ -38,8 +38,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tsrec.config import FAR_IQRS, SHIFT_STEPS, DataFacts, TrainingConfig
-from tsrec.data import CovariateEncoder, Panel, StandardScaler, WindowDataset, data_facts, split_panel
+from tsrec.config import FAR_EXAMPLES, FAR_IQRS, SHIFT_STEPS, DataFacts, TrainingConfig
+from tsrec.data import CovariateEncoder, CovariateValues, Panel, StandardScaler, WindowDataset, data_facts, split_panel
 from tsrec.data.periods import dominant_periods
 from tsrec.data.scaling import OutlierWarning, item_blocks
 from tsrec.data.source import Read
@@ -56,13 +56,10 @@ from tsrec.settings import ForecasterSettings
 from tsrec.smoothing_prior import with_smoothing_prior
 from tsrec.training.budget import Budget, plan_budget, refit_budget
 
-__all__ = ["FAR_EXAMPLES", "Fit", "Prefitted", "Prepared", "context_for", "fit_state", "history_cap", "history_for",
-           "prepare", "report_far", "require_observed"]
+__all__ = ["Fit", "Prefitted", "Prepared", "context_for", "fit_state", "history_cap", "history_for",
+           "prepare", "report_far", "report_far_covariates", "require_observed"]
 
 log = logging.getLogger(__name__)
-
-#: How many far values an :class:`~tsrec.data.scaling.OutlierWarning` names (it counts them all).
-FAR_EXAMPLES = 5
 
 
 @dataclass(frozen=True)
@@ -129,7 +126,7 @@ def prepare(read: Read, val: Read | None, context: int, horizon: int, *, val_win
     scaler = StandardScaler.fit([s.values for s in panel.items], [s.observed for s in panel.items], split.train_end,
                                 robust=robust, nonnegative=nonnegative)
     encoder = CovariateEncoder.fit(read.schema.covariates, read.categorical, read.covariates, panel,
-                                   split.train_end)
+                                   split.train_end, robust=robust)
     if not windows:
         return Prepared(split, scaler, encoder, None, None)
     if all(stop <= start for start, stop in split.train):  # no series holds a window:
@@ -280,6 +277,7 @@ def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = No
                         facts=facts, summary=summary, schema=read.schema,
                         leaderboard=None if prefitted is None else prefitted.leaderboard)
     report_far(state, panel, np.arange(len(panel.items)), "fit", stacklevel=4)
+    report_far_covariates(state, panel, read.covariates, "fit", stacklevel=4)
     if val is not None:
         report_far(state, val.panel, np.asarray(prepared.split.val_rows), "fit", stacklevel=4)
     return Fit(state, run.trainer)
@@ -432,6 +430,26 @@ def report_far(state: FittedState, panel: Panel, rows: np.ndarray, when: str, *,
                     f"{FAR_IQRS:g} interquartile ranges beyond its quartiles), apart from any level shift: {named}"
                     f"{more}; {effect}. Check them (a typo, a wrong unit, a placeholder such as -9999?)")
     warnings.warn(". ".join(said), OutlierWarning, stacklevel=stacklevel)
+
+
+def report_far_covariates(state: FittedState, panel: Panel, values: CovariateValues, when: str,
+                          future: Sequence[np.ndarray] | None = None, *, context: bool = True,
+                          stacklevel: int) -> None:
+    """Warn (:class:`~tsrec.data.scaling.OutlierWarning`) naming the dynamic covariate values of
+    ``panel`` (``values``, and ``future`` per item ``[H, Kf]`` at ``predict``; ``context=False``:
+    those alone) far outside their training distribution, which the model reads as missing
+    (:meth:`~tsrec.data.covariates.CovariateEncoder.read_as_missing`): the fit data (``when="fit"``)
+    or what a forecast reads (``"predict"``)."""
+    count, named = state.covariates.far_values(panel, values, future, context=context)
+    if not count:
+        return
+    where = "in the fit data" if when == "fit" else "that the forecast reads"
+    more = f" and {count - len(named)} more" if count > len(named) else ""
+    warnings.warn(f"{count} covariate value(s) {where} lie far outside their training distribution (more than "
+                  f"{FAR_IQRS:g} interquartile ranges beyond its quartiles, apart from a level shift): "
+                  f"{', '.join(named)}{more}; the model reads them as missing, as their training mean "
+                  "(far_values='keep' reads them as they are). Check them (a typo, a wrong unit, a placeholder "
+                  "such as -9999?)", OutlierWarning, stacklevel=stacklevel)
 
 
 @contextlib.contextmanager

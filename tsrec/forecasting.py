@@ -36,7 +36,7 @@ from tsrec.data.scaling import OutlierWarning, item_blocks
 from tsrec.data.tails import fill_tails, fills_tails, with_tails
 from tsrec.data.windows import far_as_missing
 from tsrec.fitted import FittedState, ForecastResult, unscale
-from tsrec.fitting import history_cap, report_far
+from tsrec.fitting import history_cap, report_far, report_far_covariates
 from tsrec.models import ForecastModel
 from tsrec.models.base import MISSING_TAIL_AS_MEAN
 from tsrec.models.stats import refitting
@@ -94,7 +94,7 @@ def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | No
                             functools.partial(_forecast_cut, state, rows, batch_size))[0].tail(context)
     dataset = WindowDataset.for_prediction(
         recent, state.scaler, context, state.settings.window.prediction_length, scaler_rows=rows,
-        covariates=_prediction_covariates(state, recent, values.tail(context), future_covariates),
+        covariates=_prediction_covariates(state, recent, values.tail(context), future_covariates, named=not fitted),
         padded=True, dtype=window_dtype(model))
     learning = bands and method == "conformal" and state.calibration.update == "rolling"
     evidence = _evidence_after_fit(state, panel, values, rows, bands, batch_size) if learning else None
@@ -267,10 +267,12 @@ def outputs(state: FittedState, dataset: WindowDataset, *, batch_size: int | Non
 
 
 def _prediction_covariates(state: FittedState, panel: Panel, values: CovariateValues,
-                           future_covariates: pd.DataFrame | None) -> WindowCovariates:
+                           future_covariates: pd.DataFrame | None, *, named: bool | None = None) -> WindowCovariates:
     """The covariates of the prediction windows of ``panel``: its ``values`` (every dynamic
     covariate known over the context) and the future covariates of the horizon, from
-    ``future_covariates``."""
+    ``future_covariates``. ``named``: warn naming the values far outside their training
+    distribution (:func:`~tsrec.fitting.report_far_covariates`), those of the context too (True)
+    or the future ones alone (False: the fitted history's, which the fit named); None: no warning."""
     name, config = state.settings.model, state.covariates.config
     horizon = state.settings.window.prediction_length
     if future_covariates is not None and not config.future:
@@ -287,6 +289,8 @@ def _prediction_covariates(state: FittedState, panel: Panel, values: CovariateVa
                              id_col=state.schema.id_col)
     else:
         future = tuple(np.zeros((horizon, 0)) for _ in panel.items)
+    if named is not None:
+        report_far_covariates(state, panel, values, "predict", future, context=named, stacklevel=5)
     return state.covariates.encode(panel, values, future)
 
 

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import is_bool_dtype, is_complex_dtype, is_numeric_dtype
 
-from tsrec.config import CovariateConfig, static_embedding_dim
+from tsrec.config import FAR_EXAMPLES, CovariateConfig, static_embedding_dim
 from tsrec.data.frame import Panel, Placement, _timestamps, index_as_columns, read_targets
 from tsrec.data.scaling import StandardScaler
 from tsrec.data.time_features import future_index, future_indexes
@@ -208,9 +208,12 @@ class CovariateEncoder:
 
     @classmethod
     def fit(cls, config: CovariateConfig, categorical: Sequence[str], values: CovariateValues, panel: Panel,
-            train_end: Sequence[int]) -> CovariateEncoder:
+            train_end: Sequence[int], *, robust: bool = False) -> CovariateEncoder:
         """Fit on ``values`` of ``panel``: dynamic covariates on each item's rows ``[0, train_end[i])``.
-        ``ValueError`` naming a dynamic covariate with no observed value there."""
+        ``robust`` (the targets' ``scaling="robust"`` with ``far_values="missing"``): a dynamic
+        covariate's values far outside its training distribution are left out of its statistics and
+        read as missing wherever it is encoded (:meth:`read_as_missing`). ``ValueError`` naming a
+        dynamic covariate with no observed value there."""
         training = np.concatenate([d[:end] for d, end in zip(values.dynamic, train_end)])  # [sum, Kd]
         observed = np.isfinite(training)
         never = [name for name, seen in zip(config.dynamic, observed.any(axis=0)) if not seen]
@@ -219,7 +222,7 @@ class CovariateEncoder:
             raise ValueError(f"covariate {never[0]!r} has no observed value in the training part of {where}; drop it, "
                              "or fit on a frame where it has data")
         static = values.static_real
-        return cls(config, tuple(categorical), StandardScaler.fit([training], [observed]),
+        return cls(config, tuple(categorical), StandardScaler.fit([training], [observed], robust=robust),
                    StandardScaler.fit([static], [np.isfinite(static)]),
                    tuple(tuple(sorted(set(column))) for column in values.static_cat.T))
 
@@ -250,20 +253,68 @@ class CovariateEncoder:
         scaled at once, on its steps laid end to end."""
         n_past = len(self.config.past)
         static = self.static.transform(values.static_real, 0)  # [N, Ks]
-        dynamic = list(values.dynamic)  # per item [T_i, Kd]
-        if future is not None:
-            for position, ahead in enumerate(future):
-                known = np.full((len(ahead), dynamic[position].shape[1]), np.nan)  # [H, Kd]
-                known[:, n_past:] = ahead
-                dynamic[position] = np.concatenate([dynamic[position], known])
-        lengths = np.array([len(d) for d in dynamic], dtype=np.int64)  # [N] T_i (+ H)
-        stacked = np.concatenate(dynamic) if dynamic else np.zeros((0, len(self.config.dynamic)))  # [sum, Kd]
-        scaled = self._scaled(panel, lengths, stacked)  # [sum, Kd]
+        lengths, stacked = self._stacked(values, future)  # [N], [sum, Kd]
+        scaled = self._scaled(panel, lengths, np.where(self.read_as_missing(lengths, stacked), np.nan, stacked))
         flag = np.ones((len(scaled), 1 if n_past else 0))
         features = np.concatenate([scaled[:, :n_past], flag, scaled[:, n_past:],
                                    np.repeat(static, lengths, axis=0)], axis=1)  # [sum, K]
         return WindowCovariates(features, self.past_only,
                                 self._codes(panel, values.static_cat))
+
+    def _stacked(self, values: CovariateValues,
+                 future: Sequence[np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``[N]`` each item's steps ``T'_i`` (``T_i``, plus ``H`` with ``future``) and ``[sum T'_i, Kd]``
+        its dynamic covariates laid end to end, the future ones after each item's steps (its past
+        ones NaN there)."""
+        dynamic = list(values.dynamic)  # per item [T_i, Kd]
+        if future is not None:
+            for position, ahead in enumerate(future):
+                known = np.full((len(ahead), dynamic[position].shape[1]), np.nan)  # [H, Kd]
+                known[:, len(self.config.past):] = ahead
+                dynamic[position] = np.concatenate([dynamic[position], known])
+        lengths = np.array([len(d) for d in dynamic], dtype=np.int64)  # [N] T_i (+ H)
+        return lengths, np.concatenate(dynamic) if dynamic else np.zeros((0, len(self.config.dynamic)))
+
+    def read_as_missing(self, lengths: np.ndarray, dynamic: np.ndarray) -> np.ndarray:
+        """``[sum T'_i, Kd]`` bool: the values of ``dynamic`` (items' steps laid end to end,
+        ``lengths`` ``[N]``) that a robust encoder reads as missing, as the targets' far values are
+        read (:meth:`~tsrec.data.scaling.StandardScaler.far_parts`: beyond the training fences,
+        apart from a level shift up to an item's end): a typo of 1e9 in a temperature no longer
+        flattens the covariate in training, nor sends every forecast to 1e7 at ``predict``. None
+        for an encoder that keeps every value (``far_values="keep"``, one saved before), nor in a
+        column that held one value but once in training (its fences have no width: a holiday flag
+        set on one day is data, and so is the next holiday)."""
+        if not self.dynamic.robust or not dynamic.size:
+            return np.zeros(dynamic.shape, dtype=bool)
+        series = np.repeat(np.arange(len(lengths)), lengths)  # [sum]
+        far = self.dynamic.far_parts(dynamic, np.isfinite(dynamic), np.zeros(len(dynamic), np.int64), series)[0]
+        return far & (self.dynamic.low[0] < self.dynamic.high[0])  # [sum, Kd]
+
+    def far_values(self, panel: Panel, values: CovariateValues, future: Sequence[np.ndarray] | None = None, *,
+                   context: bool = True) -> tuple[int, list[str]]:
+        """How many values of ``values`` (and ``future``, per item ``[H, Kf]``) of ``panel`` the
+        encoder reads as missing (:meth:`read_as_missing`; ``context=False``: those in ``future``
+        alone), and the first :data:`FAR_EXAMPLES` named with their covariate, series and step."""
+        lengths, stacked = self._stacked(values, future)
+        far = self.read_as_missing(lengths, stacked)  # [sum, Kd]
+        if not context:
+            far &= np.concatenate([np.arange(n) >= len(item) for n, item in zip(lengths, panel.items)])[:, None]
+        named = []
+        for t, k in np.argwhere(far)[:FAR_EXAMPLES]:
+            position, stamp = self._step(panel, lengths, int(t))
+            named.append(f"covariate {self.config.dynamic[k]!r} of {panel.item_label(position)} at {stamp} "
+                         f"({stacked[t, k]:.6g})")
+        return int(far.sum()), named
+
+    @staticmethod
+    def _step(panel: Panel, lengths: np.ndarray, t: int) -> tuple[int, Any]:
+        """The item of row ``t`` of covariates laid end to end (``lengths`` ``[N]``, forecast steps
+        included), and its timestamp."""
+        position = int(np.searchsorted(np.cumsum(lengths), t, side="right"))
+        step = t - int(lengths[:position].sum())
+        item = panel.items[position]
+        stamps = item.index.append(future_index(item.index[-1], panel.calendar, int(lengths[position]) - len(item)))
+        return position, stamps[step]
 
     def _scaled(self, panel: Panel, lengths: np.ndarray, dynamic: np.ndarray) -> np.ndarray:
         """``dynamic`` ``[sum_i T'_i, Kd]`` (item ``i``'s ``T'_i = lengths[i]`` steps, forecast steps
@@ -272,11 +323,8 @@ class CovariateEncoder:
         scaled = self.dynamic.transform(dynamic, 0)  # [sum, Kd]
         if (beyond := first_unrepresentable(scaled, np.isfinite(dynamic))) is not None:
             t, k = beyond
-            position = int(np.searchsorted(np.cumsum(lengths), t, side="right"))
-            step = t - int(lengths[:position].sum())
-            item = panel.items[position]
-            stamps = item.index.append(future_index(item.index[-1], panel.calendar, int(lengths[position]) - len(item)))
-            raise ValueError(f"covariate {self.config.dynamic[k]!r} of {panel.item_label(position)} at {stamps[step]}: "
+            position, stamp = self._step(panel, lengths, t)
+            raise ValueError(f"covariate {self.config.dynamic[k]!r} of {panel.item_label(position)} at {stamp}: "
                              f"the value {dynamic[t, k]:.6g} scales to {scaled[t, k]:.6g} with the training "
                              "statistics, beyond float32's range; check the value (a wrong unit or a typo?)")
         return np.nan_to_num(scaled, nan=0.0)
