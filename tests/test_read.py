@@ -145,13 +145,19 @@ def test_panel_time_features_equal_each_item_alone(freq, tz, monkeypatch):
 
 
 def test_a_covariate_beyond_float32_once_scaled_names_its_item_and_step():
+    """Read as it is (far_values='keep'), a covariate value beyond float32 once scaled is an error
+    naming it; by default it is far from the training distribution, so read as missing and named."""
+    from tsrec.data.scaling import OutlierWarning
+
     frame = _items(np.random.default_rng(3), "h").sort_values(["id", "time"], ignore_index=True)
     frame["x"] = np.random.default_rng(4).normal(size=len(frame))
     row = frame.index[frame.id == "item2"][-1]  # in the validation part: outside the training statistics
     frame.loc[row, "x"] = 1e300
+    columns = {"time_col": "time", "id_col": "id", "target_col": "y", "past_covariates": ["x"]}
     with pytest.raises(ValueError, match=rf"covariate 'x' of item 'item2' at {frame.time[row]}: the value 1e\+300"):
-        Forecaster("dlinear", prediction_length=2, max_steps=1).fit(frame, time_col="time", id_col="id",
-                                                                    target_col="y", past_covariates=["x"])
+        Forecaster("dlinear", prediction_length=2, max_steps=1, far_values="keep").fit(frame, **columns)
+    with pytest.warns(OutlierWarning, match=rf"covariate 'x' of item 'item2' at {frame.time[row]} \(1e\+300\)"):
+        Forecaster("dlinear", prediction_length=2, max_steps=1).fit(frame, **columns)
 
 
 def test_statistics_and_scaling_in_blocks_of_series_equal_one_pass(monkeypatch):
