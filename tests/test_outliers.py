@@ -445,3 +445,25 @@ def test_a_covariate_set_once_in_training_and_far_values_keep_are_read_as_they_a
                                                                                 future_covariates=["temp"])
     assert not kept.fitted.covariates.dynamic.robust and not kept.fitted.covariates.read_as_missing(
         np.array([186]), np.full((186, 1), 1e9)).any()
+
+
+def test_spikes_that_a_covariate_marks_are_named_with_the_fix_that_lets_them_be_learned():
+    """A holiday (+30 on noise of std 1, a flag given as a future covariate) is 20 interquartile
+    ranges out, so read as missing, as a typo would be, and the ridge could not learn it (50.0 at
+    the next holiday, 80 true). With covariates the warning says so and names far_values='keep',
+    with which the ridge learns it from the 12 holidays of its training part."""
+    rng = np.random.default_rng(12)
+    stamps = pd.date_range("2022-01-01", periods=800, freq="D")
+    holiday = np.zeros(800)
+    holiday[20:770:60] = 1.0
+    df = pd.DataFrame({"holiday": holiday, "y": 50 + 30 * holiday + rng.normal(size=800)}, index=stamps)
+    train, ahead = df.iloc[:737], df.iloc[737:751]  # the next holiday is the 4th step ahead (740)
+    with pytest.warns(OutlierWarning, match=r"If they are real events that the covariates mark .* fit with "
+                                            r"far_values='keep'"):
+        Forecaster("ridge", prediction_length=14).fit(train, future_covariates=["holiday"])
+    kept = Forecaster("ridge", prediction_length=14, far_values="keep").fit(train, future_covariates=["holiday"])
+    got = kept.predict(future_covariates=ahead[["holiday"]])["mean"].to_numpy()
+    assert got[3] > 75 and np.abs(np.delete(got, 3) - 50).max() < 3
+    with pytest.warns(OutlierWarning) as caught:
+        Forecaster("ridge", prediction_length=14).fit(train[["y"]])
+    assert "covariates mark" not in str(caught[0].message)  # no covariates: no such event to name

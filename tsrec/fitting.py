@@ -426,9 +426,12 @@ def report_far(state: FittedState, panel: Panel, rows: np.ndarray, when: str, *,
             effect = ("they set their series' scale and the model was trained on them (scaling='robust' "
                       "leaves them out)" if not keep else "they set their series' scale and the model was "
                       "trained on them (far_values='keep')")
+        events = (" If they are real events that the covariates mark (a holiday, a promotion), fit with "
+                  "far_values='keep': read as missing, they cannot be learned" if state.scaler.robust and
+                  state.covariates.config.dynamic else "")
         said.append(f"{count} value(s) {where} lie far outside their series' training distribution (more than "
                     f"{FAR_IQRS:g} interquartile ranges beyond its quartiles), apart from any level shift: {named}"
-                    f"{more}; {effect}. Check them (a typo, a wrong unit, a placeholder such as -9999?)")
+                    f"{more}; {effect}. Check them (a typo, a wrong unit, a placeholder such as -9999?){events}")
     warnings.warn(". ".join(said), OutlierWarning, stacklevel=stacklevel)
 
 
