@@ -337,7 +337,8 @@ def test_the_default_ranks_and_calibrates_as_if_a_typo_in_its_validation_windows
 def test_the_cycles_and_season_are_read_without_the_far_values():
     """The data's cycles (the spectrum's lines, which set the season of seasonal naive, the
     statistical models and a backtest's baselines) are read from the values the model reads: a
-    typo of 1e7 every 97 days made the typos' lines the data's and a weekly series' season 3."""
+    typo of 1e7 every 97 days made the typos' lines the data's, and the season of a daily series
+    with a weekly cycle 3."""
     rng = np.random.default_rng(0)
     stamps = pd.date_range("2021-01-01", periods=400, freq="D")
     clean = pd.DataFrame({"ds": stamps, "y": 20 + 3 * np.sin(2 * np.pi * np.arange(400) / 7) + rng.normal(size=400)})
@@ -407,7 +408,7 @@ def covariate_frame(typo_at: int | None = None, value: float = 1e9) -> pd.DataFr
 
 def test_a_far_covariate_value_is_read_as_missing_and_named():
     """A typo in a covariate (1e9 in a temperature) flattened it in training (its std set by the
-    typo: the ridge lost the signal) and, in the forecast steps, sent every forecast to 1e7-1e9. It is
+    typo: the ridge lost the signal) and, in the forecast steps, sent 9 of 14 forecasts to 5e6-3e9. It is
     now read as missing, as the covariate's training mean, at fit and at predict, and named."""
     train, ahead = slice(None, -14), slice(-14, None)
     clean, typo = covariate_frame(), covariate_frame(typo_at=60)

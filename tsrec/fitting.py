@@ -193,7 +193,8 @@ def history_cap(model_class: type[ForecastModel], context_length: int | None) ->
 def _facts(panel: Panel, split: Split, encoder: CovariateEncoder) -> DataFacts:
     """What the resolver reads off the training rows of ``panel``, where the values the scaler reads
     as missing are unobserved (:func:`~tsrec.data.windows.far_as_missing`: a typo of 1e7 every 97
-    rows made the spectrum's lines the typos' and a weekly series' season 3)."""
+    rows made the spectrum's lines the typos', and the season of a daily series with a weekly
+    cycle 3)."""
     periods = dominant_periods([s.values[:end] for s, end in zip(panel.items, split.train_end)],
                                [s.observed[:end] for s, end in zip(panel.items, split.train_end)])
     return data_facts(panel.calendar, n_channels=len(panel.columns) if panel.layout == "wide" else 1, periods=periods,

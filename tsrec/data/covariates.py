@@ -280,7 +280,7 @@ class CovariateEncoder:
         ``lengths`` ``[N]``) that a robust encoder reads as missing, as the targets' far values are
         read (:meth:`~tsrec.data.scaling.StandardScaler.far_parts`: beyond the training fences,
         apart from a level shift up to an item's end): a typo of 1e9 in a temperature no longer
-        flattens the covariate in training, nor sends every forecast to 1e7 at ``predict``. None
+        flattens the covariate in training, nor sends most forecasts to 5e6-3e9 at ``predict``. None
         for an encoder that keeps every value (``far_values="keep"``, one saved before), nor in a
         column that held one value but once in training (its fences have no width: a holiday flag
         set on one day is data, and so is the next holiday)."""
