@@ -345,7 +345,8 @@ def test_rolling_windows_repeat_item_ids(quantile_predictor) -> None:
 
 
 def test_entries_without_item_id() -> None:
-    """Named by position as in training; one fitted series takes every entry without an id."""
+    """Named by position as in training (a position past them is a new series); one fitted series takes every
+    entry without an id."""
     from gluonts.dataset.common import ListDataset
 
     from tsrec.interop.gluonts import TsrecEstimator
@@ -361,8 +362,9 @@ def test_entries_without_item_id() -> None:
     assert not np.allclose(forecasts[0].mean, forecasts[1].mean)
     single = TsrecEstimator("dlinear", prediction_length=H, **TINY).train(unnamed(entries[:1]))
     assert len(list(single.predict(unnamed(entries[:1] * 3)))) == 3
-    with pytest.raises(ValueError, match=r"unknown item ids \['2', '3'\]"):
-        list(predictor.predict(unnamed(entries * 2)))
+    again = list(predictor.predict(unnamed(entries * 2)))  # positions 2 and 3: series new to the model
+    assert len(again) == 4 and all(np.isfinite(f.mean).all() for f in again)
+    np.testing.assert_allclose(again[0].mean, forecasts[0].mean)
 
 
 def test_validation_data_picks_the_best_epoch() -> None:

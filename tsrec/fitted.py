@@ -23,9 +23,10 @@ import pandas as pd
 import torch
 
 from tsrec.config import DataFacts
-from tsrec.conformal import Calibration
+from tsrec.conformal import Calibration, series_scale
 from tsrec.data import CovariateEncoder, CovariateValues, Panel, StandardScaler, forecast_frame
 from tsrec.data.schema import Schema
+from tsrec.data.windows import far_as_missing
 from tsrec.models import ForecastModel
 from tsrec.settings import ForecasterSettings
 
@@ -126,6 +127,41 @@ class FittedState:
     schema: Schema
     leaderboard: pd.DataFrame | None = None
     calibration: Calibration | None = None
+
+    def with_new_series(self, panel: Panel, values: CovariateValues) -> FittedState:
+        """This state with the series of ``panel`` that ``fit`` never saw (a new product, a new
+        meter; ``values``: ``panel``'s covariates) appended after the fitted ones, for one forecast;
+        this state itself where there are none. Each new series gets a scaler row fitted on the
+        history given, with the fit's options (robust fences, the floor of a series never negative),
+        and, in a calibration of scaled scores, its scale read off that history
+        (:func:`~tsrec.conformal.series_scale`, as at ``fit``). Nothing else changes: the networks,
+        the ridge and the trees read a new series' windows as any other's, the statistical models
+        fit it on the history given (they hold no parameters of it), an ensemble keeps its weights
+        and conformal bands their pooled scores; as neuralforecast, AutoGluon and statsforecast
+        forecast series new at predict."""
+        known = set(self.history.item_ids)
+        new = [i for i, item_id in enumerate(panel.item_ids) if item_id not in known]
+        if not new:
+            return self
+        items = tuple(panel.items[i] for i in new)
+        fitted = len(self.history.items)
+        history = dataclasses.replace(self.history, items=self.history.items + items)
+        scaler = self.scaler.appended(StandardScaler.fit([s.values for s in items], [s.observed for s in items],
+                                                         robust=self.scaler.robust,
+                                                         nonnegative=self.resolved.window.nonnegative))
+        calibration = self.calibration
+        if calibration is not None:
+            rows = np.arange(fitted, fitted + len(items))  # [M] the new series' scaler rows
+            given = far_as_missing(dataclasses.replace(panel, items=items), scaler, rows)
+            scale = series_scale(given, scaler, rows) if calibration.scores == "scaled" else \
+                np.ones((len(items), calibration.scale.shape[1]))  # [M, C]
+            calibration = dataclasses.replace(calibration, scale=np.concatenate([calibration.scale, scale]))
+        old = self.covariate_history
+        covariate_history = CovariateValues(old.dynamic + tuple(values.dynamic[i] for i in new),
+                                            np.concatenate([old.static_real, values.static_real[new]]),
+                                            np.concatenate([old.static_cat, values.static_cat[new]]))
+        return dataclasses.replace(self, history=history, scaler=scaler, covariate_history=covariate_history,
+                                   calibration=calibration)
 
 
 @dataclass(frozen=True)

@@ -306,7 +306,12 @@ class Forecaster:
                 batch_size: int | None = None, levels: Sequence[float] | None = None,
                 intervals: str | None = None, refit: bool = False) -> pd.DataFrame:
         """Forecast the ``prediction_length`` steps after the end of the fitted frame, or of ``df``
-        (same columns, or known ids, as the fitted frame; at least ``context_length`` steps).
+        (the fitted frame's columns; at least ``context_length`` steps of each series).
+
+        ``df`` may hold series that ``fit`` never saw (a new product, a new meter): each is scaled with
+        statistics of the history given and forecast from it, a statistical model (or ``auto``'s
+        statistical members) fitting it there, with the fitted ensemble weights and conformal scores
+        (``docs/models.md``, "Series new at predict"). A ``backtest`` scores the fitted series only.
 
         A model fitted with future covariates needs ``future_covariates``: a frame in the fit
         frame's layout (its time column or a DatetimeIndex, and ``id_col`` for a long frame) with a

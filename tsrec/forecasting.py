@@ -52,8 +52,9 @@ def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | No
                   num_samples: int | None = None, batch_size: int | None = None,
                   levels: Sequence[float] | None = None, intervals: str | None = None,
                   refit: bool = False) -> ForecastResult:
-    """The forecasts of the ``prediction_length`` steps after every series of ``panel`` (known ids
-    of the fitted data, read with the fitted schema or built directly), as arrays: what
+    """The forecasts of the ``prediction_length`` steps after every series of ``panel`` (read with
+    the fitted schema or built directly; a series ``fit`` never saw is forecast from its own history,
+    :meth:`~tsrec.fitted.FittedState.with_new_series`), as arrays: what
     ``Forecaster.predict`` returns as a frame. ``values``: ``panel``'s covariates (None for a model
     without covariates); ``future_covariates``: the future covariates' values over the horizon.
     ``refit``: the statistical models (or an ensemble's) fit each series again on the history
@@ -77,6 +78,7 @@ def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | No
             raise ValueError(f"{name} reads the covariates {list(encoder.config.columns)}: "
                              "pass their values with the series (predict a frame that holds them)")
         values = CovariateValues.none(panel)
+    state = state.with_new_series(panel, values)
     context = context_read(state, panel)
     rows = state.history.check_compatible(panel)
     _report_cut_short(state, panel, rows)

@@ -210,6 +210,16 @@ class StandardScaler:
         loc, scale = self._shaped((self.loc, self.scale), items, np.ndim(x))
         return np.asarray(x, dtype=np.float64) * scale + loc
 
+    def appended(self, other: StandardScaler) -> StandardScaler:
+        """This scaler's rows, then ``other``'s (``[N + M, C]``): the rows of series new to a fitted
+        scaler, fitted on their own histories (:meth:`tsrec.fitted.FittedState.with_new_series`)."""
+        if other.loc.shape[1:] != self.loc.shape[1:] or other.robust != self.robust:
+            raise ValueError(f"appended rows need the same channels and robustness: got {other.loc.shape[1:]} "
+                             f"(robust={other.robust}) for {self.loc.shape[1:]} (robust={self.robust})")
+        rows = {name: np.concatenate([getattr(self, name), getattr(other, name)])
+                for name in ("loc", "scale", "low", "high", "floor")}
+        return StandardScaler(**rows, robust=self.robust)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable ``{"loc": [[...]], "scale": [[...]], "low": ..., "high": ..., "robust": bool}``
         (exact float64 round trip; unbounded fences are written as JSON ``Infinity``, as Python's
