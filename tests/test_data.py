@@ -145,7 +145,7 @@ BAD_INPUTS = [
     (lambda: wide_frame().reset_index(drop=True), {}, ValueError, ["DatetimeIndex", "time_col="]),
     (lambda: wide_frame().assign(b="x"), {}, TypeError, ["'b'", "pd.to_numeric"]),
     (lambda: long_frame().assign(y="1"), LONG, TypeError, ["'y'", "object"]),
-    (lambda: long_frame().assign(ts=1), LONG, TypeError, ["'ts'", "pd.to_datetime"]),
+    (lambda: long_frame().assign(ts=1), LONG, TypeError, ["'ts'", "pd.date_range", "for step numbers"]),
     (
         lambda: wide_frame().iloc[[0, 1, 1, 2]],
         {},
@@ -862,14 +862,44 @@ def test_windows_at_other_origins_share_the_stored_values():
 @pytest.mark.parametrize(("values", "advice"), [
     (np.arange(1990, 2020), r"pd.to_datetime\(df\['t'\].astype\(int\).astype\(str\), format='%Y'\) for years"),
     (np.arange(30) * 3600 + 1.6e9, r"pd.to_datetime\(df\['t'\], unit='s'\) for seconds since 1970"),
+    (np.arange(1, 31), (r"pd.date_range\('2000-01-01', periods=int\(df\['t'\].max\(\)\) \+ 1, freq='MS'\)\[df\['t'\]\] "
+                        r"for step numbers \(0, 1, 2, ...\) of monthly data, with the data's own start and freq "
+                        r"\(tsrec reads the calendar: its seasons and calendar features\)")),
 ])
 def test_a_numeric_time_column_gets_the_conversion_its_values_need(values, advice):
     """Years as integers (1990, 1991, ...) are the common case: converting them as seconds since
-    1970 (the only advice there was) would have put them all in 1970's first hour."""
+    1970 (the only advice there was) would have put them all in 1970's first hour; so are step
+    numbers (statsforecast's integer ``ds``), which would have been seconds too."""
     df = pd.DataFrame({"t": values, "y": np.arange(len(values), dtype=float)})
     with pytest.raises(TypeError, match=rf"^time column 't' has numeric dtype \w+; convert it to datetimes, e.g. "
                                         rf"df\['t'\] = {advice}$"):
         canonicalize(df, time_col="t", target_col="y")
+
+
+def test_the_advice_for_step_numbers_dates_them_at_the_frequency_named():
+    df = pd.DataFrame({"t": np.arange(1, 31), "y": np.arange(30, dtype=float)})
+    df["t"] = pd.date_range('2000-01-01', periods=int(df['t'].max()) + 1, freq='MS')[df['t']]  # the advice, as given
+    panel = canonicalize(df, time_col="t", target_col="y")
+    assert panel.freq == "MS" and len(panel.items[0]) == 30
+
+
+def test_readings_at_irregular_times_are_told_the_grid_their_steps_are_near():
+    """A logger's daily readings at varying times of day fit no grid; the advice was ``freq='h'``
+    whatever the steps, which then fails on every row. It now names the step nearest their
+    median and the floor that puts them on it, which reads."""
+    rng = np.random.default_rng(0)
+    times = pd.date_range("2024-01-01", periods=60, freq="D") + pd.to_timedelta(rng.integers(0, 3600, 60), unit="s")
+    df = pd.DataFrame({"t": times, "y": rng.normal(size=60)})
+    with pytest.raises(ValueError, match=r"no step accounts for half of them; their median is \d days \d\d:\d\d:\d\d, "
+                                         r"about one 'D' step: put readings taken at irregular times on that grid, "
+                                         r"df\['t'\] = df\['t'\]\.dt\.floor\('D'\) \(then average the rows that "
+                                         r"share a step\), or pass freq=...$"):
+        canonicalize(df, time_col="t", target_col="y")
+    df["t"] = df["t"].dt.floor("D")
+    assert canonicalize(df, time_col="t", target_col="y").freq == "D"
+    minutes = pd.date_range("2024-01-01", periods=60, freq="5min") + pd.to_timedelta(rng.integers(0, 50, 60), unit="s")
+    with pytest.raises(ValueError, match=r"about one '5min' step"):
+        canonicalize(pd.DataFrame({"t": minutes, "y": 1.0}), time_col="t", target_col="y")
 
 
 def test_periods_and_a_series_get_the_conversion_they_need():

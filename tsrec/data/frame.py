@@ -47,6 +47,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
+import math
 import warnings
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -527,12 +528,8 @@ def _timestamps(df: pd.DataFrame, time_col: Hashable | None) -> pd.DatetimeIndex
         column = df[time_col]
         where = f"time column {time_col!r}"
         if is_numeric_dtype(column.dtype):
-            values = column.dropna().to_numpy()
-            years = values.size and (values == np.round(values)).all() and ((values >= 1000) & (values < 3000)).all()
-            example = (f"pd.to_datetime(df[{time_col!r}].astype(int).astype(str), format='%Y') for years" if years
-                       else f"pd.to_datetime(df[{time_col!r}], unit='s') for seconds since 1970")
             raise TypeError(f"{where} has numeric dtype {column.dtype}; convert it to datetimes, e.g. "
-                            f"df[{time_col!r}] = {example}")
+                            f"df[{time_col!r}] = {_numeric_time_advice(column.dropna().to_numpy(), time_col)}")
         if isinstance(column.dtype, pd.PeriodDtype):
             raise TypeError(f"{where} holds periods ({column.dtype}), not datetimes; convert it to each period's "
                             f"start with df[{time_col!r}] = df[{time_col!r}].dt.to_timestamp()")
@@ -744,13 +741,50 @@ def _infer_freq(stamps: pd.DatetimeIndex, first: np.ndarray, where: Sequence[str
         shown = ", ".join(str(pd.Timedelta(int(u))) for u in unique[:4])
         shortest = to_offset(pd.Timedelta(int(unique[0]))).freqstr
         session = sessions.suggest(stamps[first[0]:ends[0]], shortest)  # rows only in some hours or weekdays
-        example = f"freq={session!r} if the rows are a session (opening or trading hours, docs/data.md#sessions)" \
-            if session is not None else "e.g. freq='h'"
+        advice = f"pass freq=..., freq={session!r} if the rows are a session (opening or trading hours, " \
+            "docs/data.md#sessions)" if session is not None else _irregular_times_advice(steps, column)
         raise ValueError(
             f"cannot infer the frequency: the steps between timestamps vary ({shown}, ...) and no "
-            f"step accounts for half of them; pass freq=..., {example}"
+            f"step accounts for half of them; {advice}"
         )
     return normalize_freq(to_offset(pd.Timedelta(int(unique[counts.argmax()]))).freqstr)
+
+
+#: The steps a grid of irregular readings is suggested (:func:`_irregular_times_advice`), with their length.
+_READING_STEPS = {step: pd.Timedelta(length).value for step, length in (
+    ("s", "1s"), ("min", "1min"), ("5min", "5min"), ("10min", "10min"), ("15min", "15min"), ("30min", "30min"),
+    ("h", "1h"), ("D", "1D"), ("W", "7D"))}
+
+
+def _irregular_times_advice(steps: np.ndarray, column: str) -> str:
+    """What a frame whose ``steps`` (``[S]`` ns between consecutive rows) fit no grid is advised:
+    the grid of the :data:`_READING_STEPS` step nearest their median (in ratio), readings at
+    irregular times (a logger's, a sensor's) being put on it by flooring their times."""
+    median = float(np.median(steps))
+    nearest = min(_READING_STEPS, key=lambda step: abs(math.log(max(median, 1.0) / _READING_STEPS[step])))
+    return (f"their median is {pd.Timedelta(int(median))}, about one {nearest!r} step: put readings taken at "
+            f"irregular times on that grid, {column} = {column}.dt.floor({nearest!r}) (then average the rows that "
+            "share a step), or pass freq=...")
+
+
+#: Integer times below this are read as step numbers (statsforecast's integer ``ds``: 1, 2, 3, ...), at or
+#: above it as seconds since 1970 (1e8 s is March 1973).
+_STEP_NUMBERS_BELOW = 10 ** 8
+
+
+def _numeric_time_advice(values: np.ndarray, time_col: Hashable) -> str:
+    """The conversion a numeric time column's ``values`` ``[R]`` need, as code: integers 1000-2999
+    are years; other integers below :data:`_STEP_NUMBERS_BELOW` step numbers, which carry no
+    calendar, dated at the data's own frequency (the example's months); else seconds since 1970."""
+    column = f"df[{time_col!r}]"
+    whole = values.size and (values == np.round(values)).all()
+    if whole and ((values >= 1000) & (values < 3000)).all():
+        return f"pd.to_datetime({column}.astype(int).astype(str), format='%Y') for years"
+    if whole and ((values >= 0) & (values < _STEP_NUMBERS_BELOW)).all():
+        return (f"pd.date_range('2000-01-01', periods=int({column}.max()) + 1, freq='MS')[{column}] for step numbers "
+                "(0, 1, 2, ...) of monthly data, with the data's own start and freq (tsrec reads the calendar: its "
+                "seasons and calendar features)")
+    return f"pd.to_datetime({column}, unit='s') for seconds since 1970"
 
 
 def _positions(stamps: pd.DatetimeIndex, item: np.ndarray, first: np.ndarray, where: Sequence[str],
