@@ -89,8 +89,29 @@ def test_the_default_forecasts_new_series_with_intervals():
     pd.testing.assert_frame_equal(fc[fc.item_id != "x"].reset_index(drop=True), f.predict(df, levels=[80]))
 
 
-def test_a_backtest_of_the_fitted_model_still_names_series_it_was_not_fitted_on():
+def test_a_backtest_scores_new_series_scaled_by_their_history_before_the_first_origin():
+    """A window rule forecasts a new copy of a fitted series as that series (up to the float32 of
+    windows scaled by other statistics); its scaled columns
+    read the copy's own scale, from its steps before the first origin (no look-ahead)."""
     df = daily(("a", "b"))
-    f = Forecaster("seasonal_naive", prediction_length=7).fit(df)
-    with pytest.raises(ValueError, match=r"unknown item ids \['x'\]"):
-        backtest(f, pd.concat([df, daily(("x",))], ignore_index=True), n_windows=2)
+    f = Forecaster("seasonal_naive", prediction_length=7).fit(df.groupby("unique_id").head(120))
+    copy = renamed(df[df.unique_id == "a"], {"a": "x"})
+    errors = backtest(f, pd.concat([df, copy], ignore_index=True), n_windows=3).errors
+    a, x = (errors[errors.item_id == name].reset_index(drop=True) for name in ("a", "x"))
+    assert len(x) == 21
+    np.testing.assert_allclose(x["y_pred"], a["y_pred"], rtol=1e-6)  # the windows hold float32
+    first = len(copy) - 21
+    y = copy["y"].to_numpy()[:first]
+    np.testing.assert_allclose(x["y_true_scaled"], (x["y_true"] - y.mean()) / y.std(), rtol=1e-6)
+
+
+def test_a_statistical_model_backtests_a_new_series_fitted_at_every_origin():
+    pytest.importorskip("statsforecast", reason="the stats extra: pip install 'tsrec[stats]'")
+    df = daily(("a", "b"))
+    f = Forecaster("ets", prediction_length=7).fit(df.groupby("unique_id").head(120))
+    copy = renamed(df[df.unique_id == "a"], {"a": "x"})
+    new = backtest(f, pd.concat([df, copy], ignore_index=True), n_windows=2, baselines=["naive"]).errors
+    refit = backtest(f, df, n_windows=2, refit_every=1, baselines=["naive"]).errors
+    # the same fits, on histories unscaled by other statistics (float64 round trips apart)
+    np.testing.assert_allclose(new.loc[new.item_id == "x", "y_pred"], refit.loc[refit.item_id == "a", "y_pred"],
+                               rtol=1e-6)

@@ -148,7 +148,9 @@ def backtest(forecaster: Forecaster, df: Source, *, start: int | str | pd.Timest
     """Forecast from rolling origins over ``df`` and score every window.
 
     Args:
-        forecaster: a fitted Forecaster (or an unfitted one with ``refit_every``).
+        forecaster: a fitted Forecaster (or an unfitted one with ``refit_every``). Series of ``df`` it
+            was not fitted on are scaled by their steps before their first origin and forecast as
+            ``predict`` forecasts them (:meth:`~tsrec.fitted.FittedState.with_new_series`).
         df: the frame to backtest on, in the layout the forecaster was fitted with, or long
             Parquet data (a file, a folder of files or a list of files), read once: the refits
             (``refit_every``, ``auto``'s and calibrated models' included) and the baselines are fitted
@@ -280,12 +282,15 @@ def _backtest_errors(forecaster: Forecaster, df: Source, *, start: int | str | p
         block_first, block_count = first + stride * done, np.clip(count - done, 0, block)  # [I] each
         if refit_every is not None:
             forecaster = _refitted(forecaster, read, _block_ends(stacked, block_first, block_count))
-        rows = forecaster.panel.check_compatible(panel)
+        # series the forecaster was not fitted on: scaled by their history before their first origin
+        before = np.clip(block_first, 1, None)  # [I]
+        state = forecaster.fitted.with_new_series(panel.head(before), values.head(before))
+        rows = state.history.check_compatible(panel)
         intervals, method = bands.resolve(forecaster)
-        result = forecast_origins(forecaster.fitted, panel, values, block_first, block_count, stride,
+        result = forecast_origins(state, panel, values, block_first, block_count, stride,
                                   levels=() if method == "conformal" else levels, intervals=intervals, method=method,
                                   batch_size=batch_size)
-        parts.append(_window_frame(panel, stacked, forecaster, result, rows, scale,
+        parts.append(_window_frame(panel, stacked, state.scaler, result, rows, scale,
                                    scores.of(result.items, result.origins, first, count, stride)))
     return parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)  # one block: no copy
 
@@ -474,10 +479,10 @@ def _levels(forecaster: Forecaster, quantiles: Sequence[float] | None) -> tuple[
     return DEFAULT_QUANTILE_LEVELS
 
 
-def _window_frame(panel: Panel, stacked: _Stacked, forecaster: Forecaster, result: ForecastResult, rows: np.ndarray,
+def _window_frame(panel: Panel, stacked: _Stacked, scaler: StandardScaler, result: ForecastResult, rows: np.ndarray,
                   scale: np.ndarray, baselines: _Baselines) -> pd.DataFrame:
     """Tidy per-window, per-step, per-channel rows for one block of windows ``(result.items[k],
-    result.origins[k])`` ``[N]`` with ``rows`` ``[I]`` the items' scaler rows: the forecasts of
+    result.origins[k])`` ``[N]`` with ``rows`` ``[I]`` the items' rows of the forecaster's ``scaler``: the forecasts of
     ``result`` (its quantiles too, for a probabilistic model), the truth, each series' MASE scale
     ``scale`` ``[I, C]`` (:func:`~tsrec.metrics.seasonal_scale`), and the ``baselines`` of these
     windows (:meth:`_Baselines.of`) with their seasons and ``stats_fit_steps``.
@@ -486,7 +491,6 @@ def _window_frame(panel: Panel, stacked: _Stacked, forecaster: Forecaster, resul
     without a copy (:func:`block_frame`)."""
     items, origin, scaled = result.items, result.origins, result.scaled
     n, horizon, channels = scaled.shape
-    scaler = forecaster.scaler
     scaler_rows = rows[items]  # [N]
     shape = (n, horizon, channels)
     names = ["y_true", "y_pred", "seasonal_error",

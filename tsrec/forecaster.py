@@ -311,7 +311,7 @@ class Forecaster:
         ``df`` may hold series that ``fit`` never saw (a new product, a new meter): each is scaled with
         statistics of the history given and forecast from it, a statistical model (or ``auto``'s
         statistical members) fitting it there, with the fitted ensemble weights and conformal scores
-        (``docs/models.md``, "Series new at predict"). A ``backtest`` scores the fitted series only.
+        (``docs/models.md``, "Series new at predict"; a ``backtest`` scores them too).
 
         A model fitted with future covariates needs ``future_covariates``: a frame in the fit
         frame's layout (its time column or a DatetimeIndex, and ``id_col`` for a long frame) with a
