@@ -282,9 +282,8 @@ def _backtest_errors(forecaster: Forecaster, df: Source, *, start: int | str | p
         block_first, block_count = first + stride * done, np.clip(count - done, 0, block)  # [I] each
         if refit_every is not None:
             forecaster = _refitted(forecaster, read, _block_ends(stacked, block_first, block_count))
-        # series the forecaster was not fitted on: scaled by their history before their first origin
-        before = np.clip(block_first, 1, None)  # [I]
-        state = forecaster.fitted.with_new_series(panel.head(before), values.head(before))
+        # series the forecaster was not fitted on: known by their steps before their first origin
+        state = forecaster.fitted.with_new_series(panel, values, np.clip(block_first, 1, None))
         rows = state.history.check_compatible(panel)
         intervals, method = bands.resolve(forecaster)
         result = forecast_origins(state, panel, values, block_first, block_count, stride,

@@ -128,38 +128,41 @@ class FittedState:
     leaderboard: pd.DataFrame | None = None
     calibration: Calibration | None = None
 
-    def with_new_series(self, panel: Panel, values: CovariateValues) -> FittedState:
+    def with_new_series(self, panel: Panel, values: CovariateValues, ends: np.ndarray | None = None) -> FittedState:
         """This state with the series of ``panel`` that ``fit`` never saw (a new product, a new
         meter; ``values``: ``panel``'s covariates) appended after the fitted ones, for one forecast;
-        this state itself where there are none. Each new series gets a scaler row fitted on the
-        history given, with the fit's options (robust fences, the floor of a series never negative),
-        and, in a calibration of scaled scores, its scale read off that history
-        (:func:`~tsrec.conformal.series_scale`, as at ``fit``). Nothing else changes: the networks,
-        the ridge and the trees read a new series' windows as any other's, the statistical models
-        fit it on the history given (they hold no parameters of it), an ensemble keeps its weights
-        and conformal bands their pooled scores; as neuralforecast, AutoGluon and statsforecast
-        forecast series new at predict."""
+        this state itself where there are none. Each new series is known by its history given, or
+        by its first ``ends[i]`` steps (``[I]``, at least 1: a backtest's steps before each series'
+        first origin): there it gets a scaler row, fitted with the fit's options (robust fences, the
+        floor of a series never negative), and, in a calibration of scaled scores, its scale
+        (:func:`~tsrec.conformal.series_scale`, as at ``fit``), and that is its fitted history.
+        Nothing else changes: the networks, the ridge and the trees read a new series' windows as
+        any other's, the statistical models fit it on the history a window gives (they hold no
+        parameters of it), an ensemble keeps its weights and conformal bands their pooled scores;
+        as neuralforecast, AutoGluon and statsforecast forecast series new at predict."""
         known = set(self.history.item_ids)
-        new = [i for i, item_id in enumerate(panel.item_ids) if item_id not in known]
-        if not new:
+        new = np.array([i for i, item_id in enumerate(panel.item_ids) if item_id not in known], dtype=np.int64)
+        if not new.size:
             return self
-        items = tuple(panel.items[i] for i in new)
+        part = dataclasses.replace(panel, items=tuple(panel.items[i] for i in new))
+        given = CovariateValues(tuple(values.dynamic[i] for i in new), values.static_real[new], values.static_cat[new])
+        if ends is not None:
+            part, given = part.head(np.asarray(ends)[new]), given.head(np.asarray(ends)[new])
         fitted = len(self.history.items)
-        history = dataclasses.replace(self.history, items=self.history.items + items)
-        scaler = self.scaler.appended(StandardScaler.fit([s.values for s in items], [s.observed for s in items],
-                                                         robust=self.scaler.robust,
-                                                         nonnegative=self.resolved.window.nonnegative))
+        own = StandardScaler.fit([s.values for s in part.items], [s.observed for s in part.items],
+                                 robust=self.scaler.robust, nonnegative=self.resolved.window.nonnegative)
+        scaler = self.scaler.appended(own)
         calibration = self.calibration
         if calibration is not None:
-            rows = np.arange(fitted, fitted + len(items))  # [M] the new series' scaler rows
-            given = far_as_missing(dataclasses.replace(panel, items=items), scaler, rows)
-            scale = series_scale(given, scaler, rows) if calibration.scores == "scaled" else \
-                np.ones((len(items), calibration.scale.shape[1]))  # [M, C]
+            rows = np.arange(fitted, fitted + new.size)  # [M] the new series' scaler rows
+            scale = series_scale(far_as_missing(part, scaler, rows), scaler, rows) if calibration.scores == "scaled" \
+                else np.ones((new.size, calibration.scale.shape[1]))  # [M, C]
             calibration = dataclasses.replace(calibration, scale=np.concatenate([calibration.scale, scale]))
         old = self.covariate_history
-        covariate_history = CovariateValues(old.dynamic + tuple(values.dynamic[i] for i in new),
-                                            np.concatenate([old.static_real, values.static_real[new]]),
-                                            np.concatenate([old.static_cat, values.static_cat[new]]))
+        covariate_history = CovariateValues(old.dynamic + given.dynamic,
+                                            np.concatenate([old.static_real, given.static_real]),
+                                            np.concatenate([old.static_cat, given.static_cat]))
+        history = dataclasses.replace(self.history, items=self.history.items + part.items)
         return dataclasses.replace(self, history=history, scaler=scaler, covariate_history=covariate_history,
                                    calibration=calibration)
 
