@@ -9,7 +9,7 @@ from tsrec import Forecaster
 from tsrec.data import StandardScaler
 from tsrec.evaluation import backtest
 
-TRAIN = dict(max_epochs=2, batch_size=64, trainer_kwargs={"enable_progress_bar": False, "logger": False})
+TRAIN = {"max_epochs": 2, "batch_size": 64, "trainer_kwargs": {"enable_progress_bar": False, "logger": False}}
 
 
 def daily(ids, n=150, seed=0, levels=None):
@@ -115,3 +115,20 @@ def test_a_statistical_model_backtests_a_new_series_fitted_at_every_origin():
     # the same fits, on histories unscaled by other statistics (float64 round trips apart)
     np.testing.assert_allclose(new.loc[new.item_id == "x", "y_pred"], refit.loc[refit.item_id == "a", "y_pred"],
                                rtol=1e-6)
+
+
+@pytest.mark.slow
+def test_the_benchmark_scores_a_statistical_model_on_held_out_series_of_public_data(tmp_path):
+    """benchmarks/new_series.py on statsmodels' macrodata (12 quarterly series): ETS fitted without
+    every other series forecasts them as well as fitted on them, within a tenth (fitted at each
+    origin, it reads more than the carried parameters of the warm fit)."""
+    pytest.importorskip("statsforecast", reason="the stats extra: pip install 'tsrec[stats]'")
+    pytest.importorskip("statsmodels", reason="macrodata ships with statsmodels")
+    from benchmarks import new_series
+
+    assert new_series.main(["--datasets", "macrodata", "--models", "ets", "--seeds", "0",
+                            "--out-dir", str(tmp_path)]) == 0
+    report = (tmp_path / "new_series.md").read_text()
+    row = next(line for line in report.splitlines() if line.startswith("| macrodata | ets | 6 | 12 |"))
+    ratio = float(row.split("|")[7])
+    assert 0.9 < ratio < 1.1
