@@ -451,7 +451,8 @@ class TsrecPredictor(Predictor):
     def _request(self, position: int, entry: Mapping[str, Any]) -> _Request:
         """``entry`` (at ``position`` in the dataset) read at the fitted frequency, checked
         univariate, cut to the steps the forecast reads (:func:`~tsrec.forecasting.steps_read`) and
-        named by its fitted series."""
+        named by its ``item_id``, else by its position (the fitted series there, or a series new to
+        the model past them; a model fitted on one series takes every entry without one as it)."""
         series = _read_entry(position, entry, self.freq)
         _require_univariate(position, series, "the dataset")
         fitted = self.forecaster.panel.item_ids
