@@ -27,13 +27,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmarks.common import markdown_table, provenance, write_report
+from benchmarks.common import seeds_report, write_report
 from benchmarks.unseen_like import ID, TARGET, TIME, load_dataset, model_inputs
 
 CONFIG = Path(__file__).parent / "configs" / "unseen_like.toml"
 DATASETS = ("fertility", "us_employment", "macrodata")
 MODELS = ("default", "ridge", "ets")
 TEST_FRACTION = 0.2
+#: The columns whose mean and spread over the seeds the report gives.
+COLUMNS = ["warm_mase", "cold_mase", "mase_ratio", "mse_z_ratio", "warm_fit_cpu_s", "cold_fit_cpu_s"]
 
 
 def held_out(ids: pd.Index) -> set[str]:
@@ -99,28 +101,19 @@ def main(argv: list[str] | None = None) -> int:
                              **run(model, seed, frame, spec["horizon"], new)})
                 print(rows[-1], flush=True)
     table = pd.DataFrame(rows)
-    summary = table.groupby(["dataset", "model"], sort=False).agg(
-        new=("new", "first"), series=("series", "first"), warm_mase=("warm_mase", "mean"),
-        cold_mase=("cold_mase", "mean"), mase_ratio=("mase_ratio", "mean"), mase_ratio_spread=("mase_ratio", "std"),
-        mse_z_ratio=("mse_z_ratio", "mean"), mse_z_ratio_spread=("mse_z_ratio", "std"),
-        warm_fit_cpu_s=("warm_fit_cpu_s", "mean"), cold_fit_cpu_s=("cold_fit_cpu_s", "mean")).reset_index()
+    table.insert(0, "run", table.dataset + " " + table.model)
     intro = (
         "Every other series of each dataset (sorted by id) held out; each model fitted on the steps before the "
         "test's first origin of every series (`warm`) or of the others alone (`cold`: the held-out series are new "
         "to it), then backtested over the last fifth of every series, `H` apart (`benchmarks/new_series.py`). "
         "Scores on the held-out series alone: MASE (absolute errors over each series' in-sample seasonal naive "
         "MAE) and the MSE of errors z-scored by each series' mean and std before the first origin; `ratio`: cold "
-        "over warm (1: a new series forecast as well as a fitted one). Mean and spread (sample std) over seeds. "
+        "over warm (1: a new series forecast as well as a fitted one). "
         "For one model (`ridge`, `ets`) the ratio measures the forecast of a series it was not fitted on (`ets` "
         "then fits it at every origin, where the warm fit carries its parameters forward); for `default` it also "
         "measures a choice of members and weights made on the other half of the series (per seed, "
         "`warm_members` and `cold_members`).")
-    text = "\n".join([
-        "# Series new at predict", "", intro, "",
-        markdown_table(summary, floatfmt=".3f"), "",
-        "Per seed:", "",
-        markdown_table(table, floatfmt=".3f"), "",
-        provenance("benchmarks.new_series", given), ""])
+    text = seeds_report("Series new at predict", intro, table, COLUMNS, "benchmarks.new_series", given)
     write_report(args.out_dir / "new_series.md", text)
     return 0
 

@@ -129,6 +129,6 @@ def test_the_benchmark_scores_a_statistical_model_on_held_out_series_of_public_d
     assert new_series.main(["--datasets", "macrodata", "--models", "ets", "--seeds", "0",
                             "--out-dir", str(tmp_path)]) == 0
     report = (tmp_path / "new_series.md").read_text()
-    row = next(line for line in report.splitlines() if line.startswith("| macrodata | ets | 6 | 12 |"))
-    ratio = float(row.split("|")[7])
+    row = next(line for line in report.splitlines() if line.startswith("| macrodata ets |"))
+    ratio = float(row.split("|")[6])  # run, warm_mase (spread), cold_mase (spread), mase_ratio
     assert 0.9 < ratio < 1.1
