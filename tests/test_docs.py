@@ -9,8 +9,10 @@ import pytest
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 PAGES = sorted(page for page in DOCS.glob("*.md") if "```python" in page.read_text())
 #: Pages whose blocks take a quarter of a minute or more (gluonts.md: 19 s, its estimators trained and
-#: evaluated as written): run by ``-m slow`` (.ci/run), kept out of the default ``pytest -q``.
-SLOW_PAGES = {"gluonts.md"}
+#: evaluated as written), and the seed zoo's pages (relevancy_rnn.md 8 s, srupp.md and starsaber.md 4 s
+#: each; their models have tests of their own, tests/test_relevancy.py, test_srupp.py and
+#: test_starsaber.py): run by ``-m slow`` (.ci/run), kept out of the default ``pytest -q``.
+SLOW_PAGES = {"gluonts.md", "relevancy_rnn.md", "srupp.md", "starsaber.md"}
 
 
 @pytest.mark.parametrize("page", [pytest.param(page, marks=pytest.mark.slow) if page.name in SLOW_PAGES else page

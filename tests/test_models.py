@@ -21,6 +21,10 @@ B, LC, LABEL, H, C, F = 3, 32, 16, 8, 3, 4
 DATA = DataFacts(season=4, n_channels=C, n_time_features=F)  # fills what the options leave to the data
 # Every registered network but the ensemble, which is built from fitted members (its own test below).
 NETWORKS = [name for name in list_models() if name != "auto"]
+#: The models whose contracts are run by ``-m slow`` (.ci/run) alone: ARIMA's search costs 2-7 s per
+#: case here (tests/test_stats_models.py holds its test against statsforecast in the default run).
+SLOW_CONTRACTS = {"arima"}
+CONTRACTS = [pytest.param(name, marks=pytest.mark.slow) if name in SLOW_CONTRACTS else name for name in NETWORKS]
 
 
 
@@ -65,7 +69,7 @@ def test_unknown_model_and_option_errors_name_the_alternatives():
         model_config("informer", d_modle=8)
 
 
-@pytest.mark.parametrize("name", NETWORKS)
+@pytest.mark.parametrize("name", CONTRACTS)
 @pytest.mark.parametrize("extra", [{}, {"revin": True}, {"channel_independent": True}],
                          ids=["plain", "revin", "channel_independent"])
 def test_model_contract(name, extra):
@@ -107,7 +111,7 @@ def covariate_batch(seed=0):
             "static_cat": torch.randint(0, CARDINALITY, (B, 1), generator=g)}
 
 
-@pytest.mark.parametrize("name", NETWORKS)
+@pytest.mark.parametrize("name", CONTRACTS)
 @pytest.mark.parametrize("extra", [{}, {"channel_independent": True}], ids=["plain", "channel_independent"])
 def test_model_contract_with_covariates(name, extra):
     """Every trainable model forecasts from the covariates (the shared covariate path: static
