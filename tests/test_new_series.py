@@ -62,6 +62,15 @@ def test_a_new_series_is_scaled_by_its_own_history_with_the_fit_s_options():
     assert extended.scaler.floor[2, 0] == 0.0  # never negative: never forecast below 0, as a fitted one
 
 
+def test_a_long_frame_given_to_a_model_fitted_on_a_wide_one_is_named_as_such_not_as_new_series():
+    index = pd.date_range("2024-01-01", periods=200, freq="h")
+    wide = pd.DataFrame({"a": np.sin(np.arange(200) / 4) + 5, "b": np.cos(np.arange(200) / 4) + 5}, index=index)
+    f = Forecaster("seasonal_naive", prediction_length=6).fit(wide)
+    long = wide.rename_axis("timestamp").melt(ignore_index=False, var_name="item_id", value_name="target")
+    with pytest.raises(ValueError, match="the model was fitted on a wide frame but got a long frame"):
+        f.predict(long.reset_index())
+
+
 def test_a_statistical_model_fits_a_new_series_on_the_history_given_with_bands_of_its_own_scale():
     pytest.importorskip("statsforecast", reason="the stats extra: pip install 'tsrec[stats]'")
     df = daily(("a", "b"))

@@ -140,6 +140,8 @@ class FittedState:
         any other's, the statistical models fit it on the history a window gives (they hold no
         parameters of it), an ensemble keeps its weights and conformal bands their pooled scores;
         as neuralforecast, AutoGluon and statsforecast forecast series new at predict."""
+        if (panel.layout, self.history.layout) != ("long", "long"):  # a wide frame is one series, "0"
+            return self  # another layout than the fitted one: Panel.check_compatible names it
         known = set(self.history.item_ids)
         new = np.array([i for i, item_id in enumerate(panel.item_ids) if item_id not in known], dtype=np.int64)
         if not new.size:
