@@ -497,7 +497,8 @@ def forecast_origins(state: FittedState, panel: Panel, values: CovariateValues, 
                      stride: int, *, levels: Sequence[float] = (), intervals: Sequence[float] = (),
                      method: str | None = None, batch_size: int | None = None) -> ForecastResult:
     """The forecasts of the windows ``(item, first[item] + stride * k)``, ``k < count[item]``, of
-    ``panel`` (``values``: its covariates; series of ``state``'s fitted ids), each from its own
+    ``panel`` (``values``: its covariates; series of ``state``'s fitted ids, a backtest's new ones
+    appended by :meth:`~tsrec.fitted.FittedState.with_new_series` first), each from its own
     context, in :func:`window_origins`' order: a backtest's windows (:func:`tsrec.evaluation.backtest`
     scores them; conformal calibration, :mod:`tsrec.calibrating`, takes their residuals).
     ``levels``, ``intervals``, ``method``: as :func:`forecast`'s."""
