@@ -301,6 +301,11 @@ def test_split_with_separate_validation_panel():
     assert split.train == ((8, 27), (8, 37)) and split.train_end == (30, 40)
     assert split.val == ((8, 17),) and split.val_rows == (1,)
     assert split_panel(panel, 8, 4, val_panel=val_panel, val_windows=2).val == ((15, 17),)
+    other = canonicalize(long_frame({"y": 20, "new": 20}), **LONG)  # a series the fit frame lacks
+    with pytest.raises(ValueError, match=r"^val_df holds 1 series the fit frame does not \(\['new'\]\): val_df "
+                                         r"validates the model on later steps of the series it is fitted on, .*; drop "
+                                         r"them from val_df, or give their earlier steps to fit as well$"):
+        split_panel(panel, 8, 4, val_panel=other)
 
 
 def test_split_errors_name_the_short_item():

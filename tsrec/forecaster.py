@@ -207,7 +207,8 @@ class Forecaster:
             target_col: str | None = None, val_df: Source | None = None, resume: bool = False,
             past_covariates: Sequence[str] | None = None, future_covariates: Sequence[str] | None = None,
             static_covariates: Sequence[str] | None = None) -> Forecaster:
-        """Train on ``df`` (validation from its end, or on ``val_df``); returns ``self``.
+        """Train on ``df`` (validation from its end, or on ``val_df``: later steps of series of
+        ``df``, each scaled with its statistics from ``df``); returns ``self``.
 
         ``df`` is a DataFrame (wide or long, see the class docstring) or long Parquet data: a file,
         a folder of ``*.parquet`` files or a list of files, read a chunk of series at a time

@@ -67,7 +67,8 @@ def split_panel(
     Without ``val_panel``: the last ``val_windows`` origins of each item are validation origins
     (default :func:`default_val_windows`: the windows whose targets are the item's last 10% of
     steps; 0 disables validation) and training uses the rows before the first validation target.
-    With ``val_panel`` (e.g. canonicalised ``val_df``; same layout and known ids): training uses
+    With ``val_panel`` (e.g. canonicalised ``val_df``; same layout, series of ``panel`` only: a
+    ``ValueError`` names others): training uses
     all of ``panel`` and validation the last ``val_windows`` origins of each ``val_panel`` item
     (default all of its windows).
 
@@ -103,6 +104,12 @@ def split_panel(
         if explicit == 0:
             return Split(train=tuple(train), train_end=tuple(ends), val=None, val_rows=None)
         return Split(train=tuple(train), train_end=tuple(ends), val=tuple(val), val_rows=tuple(range(len(ends))))
+    if unknown := sorted(set(val_panel.item_ids) - set(panel.item_ids)):
+        shown = f"{unknown[:5]}{' ...' if len(unknown) > 5 else ''}"
+        raise ValueError(
+            f"val_df holds {len(unknown)} series the fit frame does not ({shown}): "
+            "val_df validates the model on later steps of the series it is fitted on, each scaled with its "
+            "statistics from the fit frame; drop them from val_df, or give their earlier steps to fit as well")
     rows = panel.check_compatible(val_panel)
     windows = None if val_windows is None else check_int("val_windows", val_windows, 1)
     for i in range(len(panel.items)):
