@@ -253,15 +253,58 @@ BAD_PREDICT = {
         lambda df: {"df": _with(df, lambda d: (d["id"] == "b") & (d["ds"] == pd.Timestamp(LAST_A)), "region", "east"),
                     "future_covariates": _future(df)},
         rf"static covariate 'region' is not constant within item 'b': 'north' at .* but 'east' at {LAST_A}"),
-    "unknown category": (lambda df: {"df": _with(df, lambda d: d["id"] == "c", "region", "west"),
-                                     "future_covariates": _future(df)},
-                         (r"static covariate 'region' of item 'c' is 'west', a category the model did not see in "
-                          r"fit \(it knows 'north', 'south'\)")),
     "static covariate missing": (lambda df: {"df": _with(df, lambda d: d["id"] == "a", "size", np.nan),
                                              "future_covariates": _future(df)},
                                  # predict reads each series' last context_length rows: the first of them
                                  r"static covariate 'size' of item 'a' is missing at 2024-01-0\d \d\d:00:00"),
 }
+
+
+def test_a_category_fit_never_saw_is_named_and_read_as_the_average_of_the_known_ones(fitted, long_df):
+    """A series whose static category is new (a store of a new type; a new series, or a fitted one
+    given another value) is forecast, each model reading the category as the average of the known
+    ones, and a warning names it: it was an error."""
+    new = _with(long_df, lambda d: d["id"] == "c", "region", "west")
+    with pytest.warns(UserWarning, match=r"predict: 1 static covariate value\(s\) are categories the model did not "
+                                         r"see in fit \(item 'c': region 'west' \(known: 'north', 'south'\)\); each "
+                                         r"is read as the average of the known categories"):
+        fc = fitted.predict(new, future_covariates=_future(long_df))
+    assert np.isfinite(fc["mean"]).all()
+    embedding = fitted.model.static_embedding.tables[0]
+    with torch.no_grad():  # the average category's embedding: the forecast as with it in place of one known
+        known = fitted.predict(long_df, future_covariates=_future(long_df))
+        original = embedding.weight.clone()
+        embedding.weight[:] = original.mean(0)
+        averaged = fitted.predict(long_df, future_covariates=_future(long_df))
+        embedding.weight[:] = original
+    c = fc["item_id"] == "c"
+    np.testing.assert_allclose(fc.loc[c, "mean"], averaged.loc[c, "mean"], rtol=1e-5)
+    assert not np.allclose(fc.loc[c, "mean"], known.loc[c, "mean"])
+    pd.testing.assert_frame_equal(fc[~c], known[~c])
+
+
+@pytest.mark.parametrize("model", ["ridge", "gbm"])
+def test_the_ridge_and_the_trees_read_a_category_fit_never_saw_as_the_average_and_as_missing(model, long_df):
+    from tsrec.models.gbm import GradientBoosting
+    from tsrec.models.ridge import LagRidge
+
+    f = Forecaster(model, prediction_length=H, context_length=LC).fit(long_df, **LONG, **ALL)
+    new = _with(long_df, lambda d: d["id"] == "c", "region", "west")
+    with pytest.warns(UserWarning, match="region 'west'"):
+        fc = f.predict(new, future_covariates=_future(long_df))
+    assert np.isfinite(fc["mean"]).all()
+    codes = torch.tensor([[-1], [0], [1]])  # an unseen category, then the two known ones
+    if isinstance(f.model, LagRidge):
+        from tsrec.models.ridge import _indicators
+
+        np.testing.assert_array_equal(_indicators(codes[:, 0], 2).numpy(), [[0.5, 0.5], [1.0, 0.0], [0.0, 1.0]])
+    else:
+        assert isinstance(f.model, GradientBoosting)
+        width = f.model.batch_features
+        batch = {"future_time_feat": torch.zeros(3, H, width), "past_time_feat": torch.zeros(3, LC, width),
+                 "static_cat": codes}
+        statics = f.model._exogenous(batch, 3)[:, :, -1]  # [3, H] the code, each step
+        assert torch.isnan(statics[0]).all() and (statics[1] == 0).all() and (statics[2] == 1).all()
 
 
 @pytest.mark.parametrize("case", list(BAD_PREDICT))

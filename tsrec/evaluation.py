@@ -37,7 +37,7 @@ from tsrec.data.schema import Schema
 from tsrec.data.source import Read, Source
 from tsrec.data.windows import far_as_missing
 from tsrec.fitted import FittedState, ForecastResult
-from tsrec.fitting import fit_state
+from tsrec.fitting import fit_state, report_unseen_categories
 from tsrec.forecaster import Forecaster
 from tsrec.forecasting import context_read, forecast_origins, interval_settings, window_origins
 from tsrec.metrics import seasonal_scale
@@ -271,6 +271,8 @@ def _backtest_errors(forecaster: Forecaster, df: Source, *, start: int | str | p
     first, count = _origins(panel, stacked, horizon, start, n_windows, stride)  # [I] each
     if forecaster.settings.window.robust:
         _report_far_truth(panel, first)
+    if refit_every is None:  # a refitting backtest's blocks are fitted on the frame's own categories
+        report_unseen_categories(forecaster.fitted, panel, values, "backtest", stacklevel=5)
     y = np.where(stacked.observed, stacked.values, np.nan)  # [R, C]
     season = season_length or metric_season(panel.calendar)
     scale = seasonal_scale(y, season, lengths=stacked.length, ends=first)  # [I, C]

@@ -57,7 +57,7 @@ from tsrec.smoothing_prior import with_smoothing_prior
 from tsrec.training.budget import Budget, plan_budget, refit_budget
 
 __all__ = ["Fit", "Prefitted", "Prepared", "context_for", "fit_state", "history_cap", "history_for",
-           "prepare", "report_far", "report_far_covariates", "require_observed"]
+           "prepare", "report_far", "report_far_covariates", "report_unseen_categories", "require_observed"]
 
 log = logging.getLogger(__name__)
 
@@ -454,6 +454,21 @@ def report_far_covariates(state: FittedState, panel: Panel, values: CovariateVal
                   f"{', '.join(named)}{more}; the model reads them as missing, as their training mean "
                   "(far_values='keep' reads them as they are). Check them (a typo, a wrong unit, a placeholder "
                   "such as -9999?)", OutlierWarning, stacklevel=stacklevel)
+
+
+def report_unseen_categories(state: FittedState, panel: Panel, values: CovariateValues, when: str, *,
+                             stacklevel: int) -> None:
+    """Warn naming the categorical static covariates of ``panel``'s series (``values``) whose
+    category ``fit`` never saw (a new store of a new type), which every model reads as the average
+    of the known ones (:data:`~tsrec.data.covariates.UNSEEN`), in ``when`` (``"predict"``,
+    ``"backtest"``)."""
+    if not (named := state.covariates.unseen(panel, values.static_cat)):
+        return
+    more = f" and {len(named) - 5} more" if len(named) > 5 else ""
+    warnings.warn(f"{when}: {len(named)} static covariate value(s) are categories the model did not see in fit "
+                  f"({'; '.join(named[:5])}{more}); each is read as the average of the known categories (a network's "
+                  "embeddings averaged, the ridge's indicators 1/n each, the trees' missing value). Refit on data "
+                  "that hold them to learn their effect", UserWarning, stacklevel=stacklevel)
 
 
 @contextlib.contextmanager

@@ -36,7 +36,7 @@ from tsrec.data.scaling import OutlierWarning, item_blocks
 from tsrec.data.tails import fill_tails, fills_tails, with_tails
 from tsrec.data.windows import far_as_missing
 from tsrec.fitted import FittedState, ForecastResult, unscale
-from tsrec.fitting import history_cap, report_far, report_far_covariates
+from tsrec.fitting import history_cap, report_far, report_far_covariates, report_unseen_categories
 from tsrec.models import ForecastModel
 from tsrec.models.base import MISSING_TAIL_AS_MEAN
 from tsrec.models.stats import refitting
@@ -293,6 +293,7 @@ def _prediction_covariates(state: FittedState, panel: Panel, values: CovariateVa
         future = tuple(np.zeros((horizon, 0)) for _ in panel.items)
     if named is not None:
         report_far_covariates(state, panel, values, "predict", future, context=named, stacklevel=5)
+        report_unseen_categories(state, panel, values, "predict", stacklevel=5)
     return state.covariates.encode(panel, values, future)
 
 

@@ -40,8 +40,15 @@ from tsrec.data.scaling import StandardScaler
 from tsrec.data.time_features import future_index, future_indexes
 from tsrec.data.windows import WindowCovariates, first_unrepresentable
 
-__all__ = ["CovariateEncoder", "CovariateValues", "categorical_statics", "check_context", "read_covariates",
+__all__ = ["UNSEEN", "CovariateEncoder", "CovariateValues", "categorical_statics", "check_context", "read_covariates",
            "read_frame", "read_future", "without_covariates"]
+
+
+#: The code of a categorical static covariate's category that ``fit`` never saw (a new store of a new
+#: type at ``predict``): every model reads it as the average of the known categories
+#: (:class:`~tsrec.nn.covariates.StaticEmbedding`'s mean embedding, the ridge's indicators all
+#: ``1 / n``, the trees' missing value).
+UNSEEN = -1
 
 
 @dataclass(frozen=True)
@@ -258,8 +265,7 @@ class CovariateEncoder:
         flag = np.ones((len(scaled), 1 if n_past else 0))
         features = np.concatenate([scaled[:, :n_past], flag, scaled[:, n_past:],
                                    np.repeat(static, lengths, axis=0)], axis=1)  # [sum, K]
-        return WindowCovariates(features, self.past_only,
-                                self._codes(panel, values.static_cat))
+        return WindowCovariates(features, self.past_only, self._codes(values.static_cat))
 
     def _stacked(self, values: CovariateValues,
                  future: Sequence[np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -329,19 +335,26 @@ class CovariateEncoder:
                              "statistics, beyond float32's range; check the value (a wrong unit or a typo?)")
         return np.nan_to_num(scaled, nan=0.0)
 
-    def _codes(self, panel: Panel, static_cat: np.ndarray) -> np.ndarray:
-        """``[N, Kc]`` int64 codes of ``static_cat``; ``ValueError`` naming an unknown category."""
-        codes = np.zeros(static_cat.shape, dtype=np.int64)
-        for k, (name, known) in enumerate(zip(self.categorical, self.categories)):
+    def _codes(self, static_cat: np.ndarray) -> np.ndarray:
+        """``[N, Kc]`` int64 codes of ``static_cat``: each category's position among those fitted,
+        :data:`UNSEEN` for one ``fit`` never saw (:meth:`unseen` names them)."""
+        codes = np.full(static_cat.shape, UNSEEN, dtype=np.int64)
+        for k, known in enumerate(self.categories):
             lookup = {category: code for code, category in enumerate(known)}
-            for position, value in enumerate(static_cat[:, k]):
-                if value not in lookup:
-                    shown = ", ".join(repr(c) for c in known[:10]) + (" ..." if len(known) > 10 else "")
-                    raise ValueError(f"static covariate {name!r} of {panel.item_label(position)} is {value!r}, a "
-                                     f"category the model did not see in fit (it knows {shown}); use a known "
-                                     "category, or refit on data that include it")
-                codes[position, k] = lookup[value]
+            codes[:, k] = [lookup.get(value, UNSEEN) for value in static_cat[:, k]]
         return codes
+
+    def unseen(self, panel: Panel, static_cat: np.ndarray) -> list[str]:
+        """How a message names each categorical static covariate of ``panel``'s items (``static_cat``
+        ``[N, Kc]``) whose category ``fit`` never saw: ``"item 'c': region 'west' (known: 'north',
+        'south')"``, one per item and covariate."""
+        found = []
+        for position, k in zip(*np.nonzero(self._codes(static_cat) == UNSEEN)):
+            known = self.categories[k]
+            shown = ", ".join(repr(c) for c in known[:10]) + (" ..." if len(known) > 10 else "")
+            found.append(f"{panel.item_label(int(position))}: {self.categorical[k]} {static_cat[position, k]!r} "
+                         f"(known: {shown})")
+        return found
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable state (exact float64 round trip)."""

@@ -197,6 +197,7 @@ class GradientBoosting(WindowFit):
         codes = batch.get("static_cat")
         kinds = len(self.config.static_cardinalities)
         statics = codes[:, :kinds].double() if codes is not None else future.new_zeros(size, kinds)  # [B, Kc]
+        statics = statics.masked_fill(statics < 0, math.nan)  # a category fit never saw: missing, as the trees learnt
         return torch.cat([future, torch.cat([last, statics], dim=1)[:, None].expand(-1, horizon, -1)], dim=2)
 
     # ------------------------------------------------------------------ forecasting

@@ -152,7 +152,7 @@ class LagRidge(WindowFit):
         future = future_time_feat[..., :self.batch_features].flatten(1).to(x.dtype)  # [B, H * F']
         first = self.batch_features - self.past_covariates
         past = past_time_feat[..., first:self.batch_features].flatten(1).to(x.dtype)  # [B, Lc * K]
-        statics = [torch.nn.functional.one_hot(static_cat[:, k], n).to(x.dtype) if static_cat is not None
+        statics = [_indicators(static_cat[:, k], n).to(x.dtype) if static_cat is not None
                    else x.new_zeros(size, n) for k, n in enumerate(self.config.static_cardinalities)]  # [B, n] each
         exogenous = torch.cat([past, future, *statics], dim=1)  # [B, E]
         if self.core_channels == 1:
@@ -220,6 +220,14 @@ class LagRidge(WindowFit):
         coef, alpha = stats.solve(self.config.alpha)
         self.coef.copy_(torch.from_numpy(coef))
         self.alpha.fill_(alpha)
+
+
+def _indicators(codes: Tensor, n: int) -> Tensor:
+    """``[B, n]`` the one-hot indicators of category ``codes`` ``[B]`` among ``n``; ``1 / n`` each for
+    a negative code (a category ``fit`` never saw): the average of the known categories' effects."""
+    seen = codes >= 0  # [B]
+    onehot = torch.nn.functional.one_hot(codes.clamp(min=0), n).double()  # [B, n]
+    return torch.where(seen[:, None], onehot, 1.0 / n)
 
 
 class _Moments:

@@ -21,14 +21,21 @@ __all__ = ["CovariateHead", "StaticEmbedding", "covariate_parameters"]
 
 class StaticEmbedding(nn.Module):
     """One learned embedding per categorical static covariate: codes ``[B, Kc]`` int64 ->
-    ``[B, E]``, ``E = sum(static_embedding_dim(c) for c in cardinalities)``."""
+    ``[B, E]``, ``E = sum(static_embedding_dim(c) for c in cardinalities)``. A negative code (a
+    category ``fit`` never saw, :data:`tsrec.data.covariates.UNSEEN`) gets the mean of its table's
+    embeddings: the average of the known categories."""
 
     def __init__(self, cardinalities: tuple[int, ...]) -> None:
         super().__init__()
         self.tables = nn.ModuleList(nn.Embedding(c, static_embedding_dim(c)) for c in cardinalities)
 
     def forward(self, codes: Tensor) -> Tensor:
-        return torch.cat([table(codes[:, k]) for k, table in enumerate(self.tables)], dim=-1)  # [B, E]
+        parts = []
+        for k, table in enumerate(self.tables):
+            seen = codes[:, k] >= 0  # [B]
+            embedded = table(codes[:, k].clamp(min=0))  # [B, e]
+            parts.append(embedded if bool(seen.all()) else torch.where(seen[:, None], embedded, table.weight.mean(0)))
+        return torch.cat(parts, dim=-1)  # [B, E]
 
 
 class CovariateHead(nn.Module):
