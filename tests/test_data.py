@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import warnings
 
 import numpy as np
@@ -879,6 +880,32 @@ def test_a_numeric_time_column_gets_the_conversion_its_values_need(values, advic
     with pytest.raises(TypeError, match=rf"^time column 't' has numeric dtype \w+; convert it to datetimes, e.g. "
                                         rf"df\['t'\] = {advice}$"):
         canonicalize(df, time_col="t", target_col="y")
+
+
+@pytest.mark.parametrize(("text", "advice", "values"), [
+    (["1,234.5", "10,125.7", "12"], (r"pd.to_numeric\(df\['y'\].str.replace\(',', ''\), errors='coerce'\) \(its "
+                                     r"values group thousands with commas, e.g. '1,234.5'"), [1234.5, 10125.7, 12.0]),
+    (["10,5", "3,25", "7"], (r"pd.to_numeric\(df\['y'\].str.replace\(',', '.'\), errors='coerce'\) \(its values "
+                             r"have decimal commas, e.g. '10,5'"), [10.5, 3.25, 7.0]),
+    (["1.5", "n/a", "7"], r"pd.to_numeric\(df\['y'\], errors='coerce'\) \(unparseable values become missing\)$",
+     [1.5, np.nan, 7.0]),
+])
+def test_a_target_of_numbers_as_text_is_told_the_conversion_that_reads_them(text, advice, values):
+    """``pd.to_numeric(..., errors='coerce')``, the one advice there was, makes every value with a
+    thousands separator or a decimal comma missing; the advice now reads them, as its own code shows."""
+    df = pd.DataFrame({"t": pd.date_range("2024-01-01", periods=3, freq="D"), "y": text})
+    with pytest.raises(TypeError, match=advice):
+        canonicalize(df, time_col="t", target_col="y")
+    code = re.search(r"df\['y'\] = (.*?) \(", str(_error(df))).group(1)
+    np.testing.assert_array_equal(eval(code, {"pd": pd, "df": df}).to_numpy(), values)  # the advice, as given
+
+
+def _error(df: pd.DataFrame) -> Exception:
+    try:
+        canonicalize(df, time_col="t", target_col="y")
+    except TypeError as error:
+        return error
+    raise AssertionError("no error")
 
 
 def test_the_advice_for_step_numbers_dates_them_at_the_frequency_named():

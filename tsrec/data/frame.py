@@ -587,6 +587,23 @@ def _long_target(
     return target_col
 
 
+def _text_number_advice(column: pd.Series, name: Hashable) -> str:
+    """The conversion of a text ``column`` of numbers, as code (``pd.to_numeric`` alone would make
+    every value with a comma missing): commas taken out where every value that holds one groups
+    thousands (``"1,234.5"``), made points where every such value is a decimal comma (``"10,5"``),
+    else ``pd.to_numeric`` as it is."""
+    text = column.dropna().astype(str).str.strip().head(1000)
+    commas = text[text.str.contains(",", regex=False)]
+    column_code = f"df[{name!r}]"
+    if len(commas) and commas.str.fullmatch(r"[+-]?\d{1,3}(,\d{3})+(\.\d*)?").all():
+        return (f"pd.to_numeric({column_code}.str.replace(',', ''), errors='coerce') (its values group thousands "
+                f"with commas, e.g. {commas.iloc[0]!r}; unparseable values become missing)")
+    if len(commas) and commas.str.fullmatch(r"[+-]?\d*,\d+").all():
+        return (f"pd.to_numeric({column_code}.str.replace(',', '.'), errors='coerce') (its values have decimal "
+                f"commas, e.g. {commas.iloc[0]!r}; unparseable values become missing)")
+    return f"pd.to_numeric({column_code}, errors='coerce') (unparseable values become missing)"
+
+
 def _target_values(df: pd.DataFrame, targets: Sequence[Hashable], timestamps: pd.DatetimeIndex, *,
                    wide: bool) -> np.ndarray:
     """The ``[R, C]`` float64 values of the target columns, NaN where NA; ``TypeError`` for a column
@@ -599,8 +616,7 @@ def _target_values(df: pd.DataFrame, targets: Sequence[Hashable], timestamps: pd
                          f"id_col={column!r}; if it holds numbers as text, " if wide else "")
             raise TypeError(
                 f"target column {column!r} has non-numeric dtype {dtype}; {long_hint}convert it, "
-                f"e.g. df[{column!r}] = pd.to_numeric(df[{column!r}], errors='coerce') "
-                "(unparseable values become missing)"
+                f"e.g. df[{column!r}] = {_text_number_advice(df[column], column)}"
             )
         if is_complex_dtype(dtype):
             raise TypeError(
