@@ -93,6 +93,7 @@ def test_quickstart_tiny_writes_every_file(tmp_path, capsys):
     assert "leaderboard.csv" in listed and all((out / name.rstrip("/")).exists() for name in listed)
 
 
+@pytest.mark.slow  # 7 s; test_quickstart_tiny_writes_every_file runs the quickstart in the default run
 @pytest.mark.shared_datasets("ETTh1.csv")
 def test_quickstart_on_a_benchmark_file(tmp_path):
     out = tmp_path / "qs"
@@ -445,6 +446,7 @@ def test_a_warning_is_one_line_naming_tsrec_and_python_s_own_with_debug(tmp_path
     assert "UserWarning: auto: 1 series hold fewer" in debug.stderr and "cli.py" in debug.stderr
 
 
+@pytest.mark.slow  # 6-7 s: a fresh interpreter importing GluonTS and torch
 def test_gluonts_json_warning_is_silenced(tmp_path):
     """GluonTS warns at import when orjson/ujson are missing; tsrec's GluonTS imports hide it."""
     code = ("import tsrec.interop.gluonts\n"

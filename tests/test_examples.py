@@ -1,8 +1,8 @@
 """Every script in examples/ runs end to end with tiny settings (TSREC_EXAMPLE_TINY=1), in a subprocess.
 The four that train (6-9 s each) are marked slow, for the default run's 5 minutes: the paths they
 walk are tested beside their code (test_cli's quickstart, test_forecaster, test_plotting,
-test_datasets' ETTh1 loader, test_evaluation's backtests), and `.ci/run` runs them. The default run keeps the ETTh1 example's
-error without its file."""
+test_datasets' ETTh1 loader, test_evaluation's backtests), and `.ci/run` runs them, with the ETTh1
+example's error without its file (a fresh interpreter, 6 s)."""
 
 import os
 import subprocess
@@ -60,6 +60,7 @@ def test_informer_vs_rsa_etth1_example(tmp_path):
     assert "RSA-Informer's test MSE is" in proc.stdout
 
 
+@pytest.mark.slow  # 6 s: a fresh interpreter importing torch for one error
 def test_informer_vs_rsa_etth1_example_without_the_file(tmp_path):
     env = {**os.environ, "TSREC_EXAMPLE_TINY": "1", "XDG_CACHE_HOME": str(tmp_path / "cache")}
     env.pop("TSREC_DATA_DIR", None)

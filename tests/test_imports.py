@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 HEAVY = ("lightning", "pandas", "matplotlib")
 LIGHT = ("tsrec", "tsrec.config", "tsrec.settings", "tsrec.nn.rem", "tsrec.nn.attention", "tsrec.models")
 
@@ -17,6 +19,7 @@ def test_import_loads_no_heavy_package():
     assert out.stdout.strip() == "", f"importing {LIGHT} loaded {out.stdout.strip()}"
 
 
+@pytest.mark.slow  # 5-6 s: a fresh interpreter importing torch
 def test_the_estimator_is_still_one_attribute_away():
     code = "import tsrec; print(tsrec.Forecaster.__name__, tsrec.list_models()[0])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)

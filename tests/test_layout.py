@@ -10,6 +10,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 import tests
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,6 +40,7 @@ def _wheel(folder: Path) -> Path:
     return folder / name
 
 
+@pytest.mark.slow  # 4-5 s: a pip install and a pytest run in subprocesses
 def test_a_foreign_tests_package_does_not_stop_the_suite(tmp_path):
     target = tmp_path / "site"
     install = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
