@@ -446,7 +446,7 @@ def test_a_warning_is_one_line_naming_tsrec_and_python_s_own_with_debug(tmp_path
     assert "UserWarning: auto: 1 series hold fewer" in debug.stderr and "cli.py" in debug.stderr
 
 
-@pytest.mark.slow  # 6-7 s: a fresh interpreter importing GluonTS and torch
+@pytest.mark.slow  # 5-7 s: a fresh interpreter importing GluonTS and torch
 def test_gluonts_json_warning_is_silenced(tmp_path):
     """GluonTS warns at import when orjson/ujson are missing; tsrec's GluonTS imports hide it."""
     code = ("import tsrec.interop.gluonts\n"

@@ -1,5 +1,5 @@
 """Every script in examples/ runs end to end with tiny settings (TSREC_EXAMPLE_TINY=1), in a subprocess.
-The four that train (6-9 s each) are marked slow, for the default run's 5 minutes: the paths they
+The four that train (5-9 s each) are marked slow, for the default run's 5 minutes: the paths they
 walk are tested beside their code (test_cli's quickstart, test_forecaster, test_plotting,
 test_datasets' ETTh1 loader, test_evaluation's backtests), and `.ci/run` runs them, with the ETTh1
 example's error without its file (a fresh interpreter, 6 s)."""
