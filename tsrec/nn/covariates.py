@@ -31,10 +31,9 @@ class StaticEmbedding(nn.Module):
 
     def forward(self, codes: Tensor) -> Tensor:
         parts = []
-        for k, table in enumerate(self.tables):
-            seen = codes[:, k] >= 0  # [B]
-            embedded = table(codes[:, k].clamp(min=0))  # [B, e]
-            parts.append(embedded if bool(seen.all()) else torch.where(seen[:, None], embedded, table.weight.mean(0)))
+        for k, table in enumerate(self.tables):  # no host sync: the same operators whatever the codes
+            seen = codes[:, k, None] >= 0  # [B, 1]
+            parts.append(torch.where(seen, table(codes[:, k].clamp(min=0)), table.weight.mean(0)))  # [B, e]
         return torch.cat(parts, dim=-1)  # [B, E]
 
 
