@@ -50,7 +50,6 @@ import sys
 import time
 import tomllib
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 

@@ -29,7 +29,7 @@ import pytest
 from tests.saved_models import edit_weights, read_meta, write_checksummed
 from tsrec import Forecaster
 from tsrec.data import canonicalize
-from tsrec.data.scaling import OutlierWarning, StandardScaler
+from tsrec.data.scaling import StandardScaler
 from tsrec.training import TrainingDiverged
 
 QUIET = {"enable_progress_bar": False, "logger": False}

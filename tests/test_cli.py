@@ -332,7 +332,7 @@ def test_help_names_the_default_model_and_budget(capsys):
         helps[command] = " ".join(capsys.readouterr().out.split())
     assert not any("Informer" in text for text in helps.values())
     assert f"fit the default model on recurrent data, with {GATES_MODEL}'s learned gates" in helps[""]
-    assert f"Fit the default model (auto)" in helps["quickstart"] and f"train {GATES_MODEL} (RSA in PatchTST)" \
+    assert "Fit the default model (auto)" in helps["quickstart"] and f"train {GATES_MODEL} (RSA in PatchTST)" \
         in helps["quickstart"] and GATES_MODEL == "rsa_patchtst"
     assert f"(default {DEFAULT_MODEL}, as Forecaster's)" in helps["fit"]
     assert TrainingConfig().max_epochs is None  # the budget the help texts describe

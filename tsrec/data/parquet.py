@@ -459,7 +459,7 @@ def _zones_differ(name: Hashable, role: str, one: tuple[pa.DataType, str], other
         effect = f"the naive ones would be read as UTC times and shown in {zoned.tz}, or the zone dropped"
     else:
         fix = f"convert them to one zone before writing, e.g. df[{name!r}] = df[{name!r}].dt.tz_convert({seen.tz!r})"
-        effect = f"every file's would be shown in the first one's zone, which moves their days and hours"
+        effect = "every file's would be shown in the first one's zone, which moves their days and hours"
     return (f"Parquet file {path!r}: column {name!r}{role} holds {said(got)}, where {where!r} holds {said(seen)}: "
             f"read together, {effect}; write every file's timestamps in one zone: {fix}")
 
