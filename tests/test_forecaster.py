@@ -72,8 +72,9 @@ def test_predict_new_frame_forecasts_after_its_end(fitted_wide):
 def test_a_frame_of_recent_rows_only_is_named_at_predict():
     """Given fewer steps of a series than the model read of it at fit (a frame of the last rows
     only), predict names the series: its forecast reads those steps alone. The whole history, a
-    longer one, or a ragged panel's short series as it was at fit (with NaN rows before its first
-    value or without), are not named."""
+    longer one, a ragged panel's short series as it was at fit (with NaN rows before its first
+    value or without), or the history cut at an earlier end (forecasts from an earlier origin), are
+    not named."""
     df = long_frame(n=200).rename(columns={"id": "unique_id"})
     ragged = df[(df["unique_id"] != "c") | (df.groupby("unique_id").cumcount() >= 150)]  # c: its last 50 steps
     f = Forecaster("ets", prediction_length=6).fit(ragged)
@@ -81,12 +82,15 @@ def test_a_frame_of_recent_rows_only_is_named_at_predict():
                                          r"\(item 'a' \(20 steps\); it read up to 200 of each\): their forecasts "
                                          r"read these steps alone"):
         f.predict(pd.concat([ragged[ragged["unique_id"] != "a"], df[df["unique_id"] == "a"].tail(20)]))
+    with pytest.warns(UserWarning, match=r"^predict: 1 series hold fewer steps .* \(item 'b' \(40 steps\)"):
+        f.predict(pd.concat([ragged[ragged["unique_id"] != "b"], df[df["unique_id"] == "b"].iloc[100:140]]))
     launched = df.assign(y=df["y"].mask((df["unique_id"] == "c") & (df.groupby("unique_id").cumcount() < 150)))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         f.predict(ragged)
         f.predict()
         f.predict(launched)  # c's first 150 steps as NaN rows: as long as without them
+        f.predict(ragged.groupby("unique_id").head(120))  # every series up to an earlier origin, from its start
         Forecaster("ets", prediction_length=6).fit(launched).predict(ragged)
 
 def test_save_load_gives_identical_predictions(fitted_wide, tmp_path):

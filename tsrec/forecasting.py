@@ -30,7 +30,7 @@ import torch
 from tsrec._checks import check_optional_int
 from tsrec.conformal import band_quantiles, check_interval_levels, observed_starts
 from tsrec.conformal_update import Evidence, learned_widths, window_values
-from tsrec.data import CovariateValues, Panel, WindowCovariates, WindowDataset, future_index
+from tsrec.data import CovariateValues, Panel, Series, WindowCovariates, WindowDataset, future_index
 from tsrec.data.covariates import check_context, read_future
 from tsrec.data.scaling import OutlierWarning, item_blocks
 from tsrec.data.tails import fill_tails, fills_tails, with_tails
@@ -432,18 +432,28 @@ def _report_cut_short(state: FittedState, panel: Panel, rows: np.ndarray) -> Non
     """Warn naming the series of ``panel`` (the fitted rows ``rows`` ``[I]``) that hold fewer steps
     than ``state`` kept of them at ``fit`` (its last ``context_length`` steps of each,
     :attr:`FittedState.history <tsrec.fitted.FittedState.history>`; each counted from its first
-    observed value, so that NaN rows before a launch count alike given or not): a frame of recent
-    rows only, whose forecasts read those steps alone (a network pads its window, a statistical
-    member filters the few steps given) and differ from the forecasts of the whole history."""
+    observed value, so that NaN rows before a launch count alike given or not) and start after the
+    first of those: a frame of recent rows only, whose forecasts read those steps alone (a network
+    pads its window, a statistical member filters the few steps given) and differ from the
+    forecasts of the whole history. A series cut at an earlier end, from the start the fit read
+    (forecasts from an earlier origin), holds all there was then, and is not named."""
     kept = (np.diff(state.history.offsets) - observed_starts(state.history))[rows]  # [I]
     given = np.diff(panel.offsets) - observed_starts(panel)  # [I]
-    if not (short := np.flatnonzero(given < kept)).size:
+    short = [i for i in np.flatnonzero(given < kept)
+             if given[i] == 0 or _first_time(panel.items[i]) > _first_time(state.history.items[rows[i]])]
+    if not short:
         return
+    short = np.asarray(short)
     warnings.warn(f"predict: {len(short)} series hold fewer steps than the model read of them at fit "
                   f"({panel.items_with_steps(short, given[short])}; it read up to {int(kept[short].max())} of each): "
                   "their forecasts read these steps alone and differ from the forecasts of their whole history; "
                   "pass each series' whole history, or call predict() without a frame to forecast from the end of "
                   "the fit data", UserWarning, stacklevel=4)
+
+
+def _first_time(series: Series) -> pd.Timestamp:
+    """The timestamp of ``series``' first observed step (it has one)."""
+    return series.index[series.first_observed]
 
 
 def _report_moved_constants(state: FittedState, panel: Panel, rows: np.ndarray) -> None:
