@@ -7,8 +7,7 @@ or forecasts (:func:`tsrec.auto.fit_auto` does, and hands the forecasts in)::
     Scores.add(name, forecast)               a candidate's score on the metric  (scaled [W * H * C])
     Scores.repeats(names, scores)            which candidates repeat another's forecasts
     Scores.weights(names, scores, repeats)   greedy_weights, then shrunk_weights toward the blend of
-                                             the best few distinct forecasts validation cannot tell
-                                             from the best (indistinct_from_best)
+                                             the best few distinct forecasts
     calibration_blocks(validation)           earlier blocks of windows the bands also read
 """
 
@@ -30,8 +29,8 @@ from tsrec.models.parameters import VARIANT_GROWTH
 
 __all__ = ["BLEND_SIZE", "CALIBRATION_EVIDENCE", "HALVING_FACTOR", "MAX_CALIBRATION_BLOCKS", "MIN_VAL_WINDOWS",
            "PRIOR_WINDOWS", "ROUNDS", "SHORT_SHARE", "Scores", "VAL_WINDOWS_RULE", "Validation", "calibration_blocks",
-           "BLEND_TEST_LEVEL", "entry_losses", "eval_metric_for", "greedy_weights", "indistinct_from_best",
-           "repeated_forecasts", "series_scales", "shrunk_weights", "validation_stride", "validation_windows"]
+           "entry_losses", "eval_metric_for", "greedy_weights", "repeated_forecasts", "series_scales",
+           "shrunk_weights", "validation_stride", "validation_windows"]
 
 #: Rounds of greedy ensemble selection (weights are multiples of 1 / ROUNDS).
 ROUNDS = 20
@@ -40,10 +39,6 @@ ROUNDS = 20
 HALVING_FACTOR = 1.5
 #: The blend the weights shrink toward: the equal weights of this many best candidates.
 BLEND_SIZE = 3
-#: The level of the paired test that keeps a candidate validation can tell is worse than the best
-#: out of the blend (:func:`indistinct_from_best`): the field's convention, fixed before any benchmark
-#: (benchmarks/results/blend_test_plan.md).
-BLEND_TEST_LEVEL = 0.05
 #: The validation windows the equal blend is worth (:func:`shrunk_weights`): with as many independent
 #: windows scored, the greedy weights and the blend count half each.
 PRIOR_WINDOWS = 30
@@ -123,43 +118,21 @@ def greedy_weights(truth: np.ndarray, forecasts: np.ndarray, rounds: int = ROUND
     return best_counts / best_counts.sum()
 
 
-def indistinct_from_best(losses: np.ndarray, scores: np.ndarray, evidence: int) -> np.ndarray:
-    """``[M]`` bool: the candidates validation cannot tell from the best by their validation
-    ``scores`` ``[M]`` (lower is better): a one-sided paired t-test of each one's ``losses``
-    ``[M, U]`` (each window and channel's mean loss, on the units every candidate forecast) against
-    the best's, at :data:`BLEND_TEST_LEVEL`, with ``evidence - 1`` degrees of freedom (the independent
-    windows: units of overlapping windows count no more than those). Below two independent windows
-    nothing is tested (all True); where a candidate's differences from the best do not vary, it is
-    indistinct where it is no worse on every unit. The best is indistinct from itself."""
-    from scipy.stats import t as student_t
-
-    units = min(int(evidence), losses.shape[1])
-    if units < 2:
-        return np.ones(len(scores), dtype=bool)
-    difference = losses - losses[int(np.argmin(scores))]  # [M, U] worse where above 0
-    mean, spread = difference.mean(axis=1), difference.std(axis=1, ddof=1)  # [M] each
-    with np.errstate(divide="ignore", invalid="ignore"):
-        statistic = np.where(spread > 0, mean / (spread / math.sqrt(units)), np.where(mean > 0, np.inf, -np.inf))
-    return statistic <= student_t.ppf(1.0 - BLEND_TEST_LEVEL, units - 1)
-
-
 def shrunk_weights(greedy: np.ndarray, scores: np.ndarray, evidence: int,
-                   repeats: np.ndarray | None = None, indistinct: np.ndarray | None = None) -> np.ndarray:
+                   repeats: np.ndarray | None = None) -> np.ndarray:
     """``greedy`` ``[M]`` weights shrunk toward the equal blend of the best few candidates by their
     validation ``scores`` ``[M]`` (lower is better): the :data:`BLEND_SIZE` best within
-    :data:`HALVING_FACTOR` of the best that validation cannot tell from it (``indistinct`` ``[M]``
-    bool, :func:`indistinct_from_best`; None: all). ``evidence``: the independent validation
-    windows scored (series x channels x windows one horizon apart); the greedy weights get
-    ``evidence / (evidence + PRIOR_WINDOWS)`` of the total, the blend the rest
-    (:data:`PRIOR_WINDOWS`): a rule fixed before any benchmark, so that two to five windows of a few
-    series cannot hand one candidate everything. ``repeats`` ``[M]`` int64 (default none): for each
-    candidate whose forecasts repeat a better-ranked one's, that one's index, else -1
-    (:func:`repeated_forecasts`); a repeat is left out of the blend, which takes each forecast once."""
+    :data:`HALVING_FACTOR` of the best. ``evidence``: the independent validation windows scored (series
+    x channels x windows one horizon apart); the greedy weights get ``evidence / (evidence +
+    PRIOR_WINDOWS)`` of the total, the blend the rest (:data:`PRIOR_WINDOWS`): a rule fixed before any
+    benchmark, so that two to five windows of a few series cannot hand one candidate everything.
+    ``repeats`` ``[M]`` int64 (default none): for each candidate whose forecasts repeat a
+    better-ranked one's, that one's index, else -1 (:func:`repeated_forecasts`); a repeat is left
+    out of the blend, which takes each forecast once."""
     best = float(np.min(scores))
     repeats = np.full(len(scores), -1) if repeats is None else repeats
-    indistinct = np.ones(len(scores), dtype=bool) if indistinct is None else indistinct
     order = [int(m) for m in np.argsort(scores, kind="stable")
-             if scores[m] <= HALVING_FACTOR * best and repeats[m] < 0 and indistinct[m]]
+             if scores[m] <= HALVING_FACTOR * best and repeats[m] < 0]
     blend = np.zeros_like(greedy)
     blend[order[:BLEND_SIZE]] = 1.0 / len(order[:BLEND_SIZE])
     trust = evidence / (evidence + PRIOR_WINDOWS)
@@ -359,23 +332,13 @@ class Scores:
     def weights(self, names: list[str], scores: list[float], repeats: np.ndarray) -> np.ndarray:
         """``[M]`` the weights of ``names`` (validation ``scores`` ``[M]``): the greedy weights over the
         entries with a true value and every one's forecast, shrunk toward the blend of the best
-        few distinct forecasts that validation cannot tell from the best on those entries
-        (:func:`shrunk_weights`, :func:`indistinct_from_best`; ``repeats``: :meth:`repeats`)."""
+        few distinct forecasts (:func:`shrunk_weights`; ``repeats``: :meth:`repeats`)."""
         stacked = np.stack([self.scaled[name] for name in names])  # [M, E]
         common = np.isfinite(self.truth) & np.isfinite(stacked).all(axis=0)
         if not common.any():
             raise ValueError("auto: no validation entry has a true value and every candidate's forecast")
-        metric = self.validation.metric
-        greedy = greedy_weights(self.truth[common], stacked[:, common], metric=metric)
-        losses = np.where(common, entry_losses(metric, stacked, self.truth), np.nan)  # [M, E]
-        windows, horizon, channels = self.validation.truth.shape
-        units = losses.reshape(len(names), windows, horizon, channels)  # [M, W, H, C]
-        scored = common.reshape(windows, horizon, channels).any(axis=1).ravel()  # [W * C] units with an entry
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # a unit without entries: left out below
-            unit_losses = np.nanmean(units, axis=2).reshape(len(names), -1)[:, scored]  # [M, U]
-        indistinct = indistinct_from_best(unit_losses, np.asarray(scores), self.validation.evidence)
-        return shrunk_weights(greedy, np.asarray(scores), self.validation.evidence, repeats, indistinct)
+        greedy = greedy_weights(self.truth[common], stacked[:, common], metric=self.validation.metric)
+        return shrunk_weights(greedy, np.asarray(scores), self.validation.evidence, repeats)
 
     def repeats(self, names: list[str], scores: list[float]) -> np.ndarray:
         """``[M]`` :func:`repeated_forecasts` of ``names`` (validation ``scores`` ``[M]``)."""
