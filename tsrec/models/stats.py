@@ -67,9 +67,9 @@ from tsrec.models.naive import SeasonalConfig, choose_seasons
 from tsrec.models.parameters import (ETS_WIDTH, FITTED, LAST_VALUE, NONE, Parameters, ets_codes, ets_components,
                                      ets_count, ets_fit, ets_season, ets_valid, keeps_variant, refits)
 
-__all__ = ["ARIMA", "CES", "ETS", "LOCAL_HISTORY", "MSTL", "STATS_EXTRA", "DynamicTheta", "diverges", "MSTLConfig",
-           "StatsConfig", "StatsModel", "Theta", "fill_context", "histories", "refitting", "require_statsforecast",
-           "statsforecast_installed", "stl_jumps", "unscaled"]
+__all__ = ["ARIMA", "CES", "ETS", "LOCAL_HISTORY", "MSTL", "STATS_EXTRA", "DynamicTheta", "diverges", "ces_state_radius",
+           "MSTLConfig", "StatsConfig", "StatsModel", "Theta", "fill_context", "histories", "refitting",
+           "require_statsforecast", "statsforecast_installed", "stl_jumps", "unscaled"]
 
 #: The most steps of each series a statistical model reads (its last ones): AutoGluon's
 #: ``max_ts_length`` for its local models. statsforecast's Theta costs about the square of the
@@ -267,6 +267,8 @@ class StatsModel(ForecastModel):
     carries_parameters: ClassVar[bool] = True
     #: The last steps of each series read (:data:`LOCAL_HISTORY`; :class:`ARIMA` and :class:`MSTL` set their own).
     max_history = LOCAL_HISTORY
+    #: Whether a fit may not forget the states it starts from (:meth:`forgets_start`; :class:`CES`).
+    checks_start: ClassVar[bool] = False
 
     def __init__(self, config: StatsConfig) -> None:
         super().__init__(config)
@@ -274,6 +276,7 @@ class StatsModel(ForecastModel):
         self.parameters = Parameters.empty(config.n_channels, self.code_width())
         #: Set by :func:`refitting`: every window is fitted on its own history.
         self.refit_all = False
+        self._remembering: tuple[Parameters, np.ndarray] | None = None  # :meth:`_remembers_start`'s, per parameters
 
     def statsforecast_model(self) -> Any:
         """The statsforecast model fitted on every history."""
@@ -315,6 +318,23 @@ class StatsModel(ForecastModel):
         its components, Theta its model type, CES its season type): it fits only that variant's
         parameters. None where the model chooses nothing (this default)."""
         return None
+
+    def forgets_start(self, codes: np.ndarray, values: np.ndarray) -> bool:
+        """Whether a fit of ``codes`` ``[J]`` and ``values`` forgets the states a history starts it
+        from, so that its parameters carried to another history forecast as they do on their own
+        (True: this default, for every model whose :data:`checks_start` is False)."""
+        return True
+
+    def _remembers_start(self) -> np.ndarray:
+        """``[N, C]`` bool: the fitted series and channels whose fit does not forget its start
+        (:meth:`forgets_start`), worked out once per :attr:`parameters`."""
+        fitted = self.parameters
+        if self._remembering is None or self._remembering[0] is not fitted:
+            remembers = np.zeros(fitted.status.shape, dtype=bool)
+            for n, c in np.argwhere(fitted.status == FITTED):
+                remembers[n, c] = not self.forgets_start(*fitted.entry(int(n), int(c)))
+            self._remembering = (fitted, remembers)
+        return self._remembering[1]
 
     def fit_series(self, values: Sequence[np.ndarray], observed: Sequence[np.ndarray],
                    like: ForecastModel | None = None) -> None:
@@ -424,17 +444,20 @@ class StatsModel(ForecastModel):
         seen = observed.transpose(0, 2, 1).reshape(size * channels, length)
         y, lengths, gaps = histories(columns, seen)
         rows = batch["series"].cpu().numpy() if "series" in batch else None  # [B]
-        read = np.minimum(batch["origin"].cpu().numpy(), length) if "origin" in batch else np.full(size, length)
-        out = self._forecast_windows(y, lengths, gaps, self._plan(rows, read, channels), rows, channels)  # [B*C, H]
+        origin = batch["origin"].cpu().numpy() if "origin" in batch else np.full(size, length)  # [B] steps before
+        read = np.minimum(origin, length)
+        out = self._forecast_windows(y, lengths, gaps, self._plan(rows, read, origin, channels), rows, channels)
         out = out.reshape(size, channels, -1).transpose(0, 2, 1)  # [B, H, C]
         scaled = (out - loc) / scale
         return torch.from_numpy(scaled).to(batch["past_target"].dtype).to(batch["past_target"].device)
 
-    def _plan(self, rows: np.ndarray | None, read: np.ndarray, channels: int) -> np.ndarray:
+    def _plan(self, rows: np.ndarray | None, read: np.ndarray, origin: np.ndarray, channels: int) -> np.ndarray:
         """``[B * C]`` (channel fastest) what each channel of the windows of series ``rows`` ``[B]``
-        (None: a batch without them), which read ``read`` ``[B]`` steps, is forecast from: its
+        (None: a batch without them), which read ``read`` ``[B]`` steps of the ``origin`` ``[B]``
+        before them, is forecast from: its
         series' :data:`FITTED` parameters, its :data:`LAST_VALUE`, or :data:`NONE` (fitted again on
-        the window: asked for, no parameters, or :func:`refits`)."""
+        the window: asked for, no parameters, :func:`refits`, or a fit that does not forget its
+        start on another history than its own, :meth:`forgets_start`)."""
         plan = np.full((len(read), channels), NONE, np.int8)  # [B, C]
         fitted = self.parameters
         if self.refit_all or rows is None or not len(fitted.steps):
@@ -442,6 +465,10 @@ class StatsModel(ForecastModel):
         carried = (rows >= 0) & (rows < len(fitted.steps))  # [B] series with parameters
         carried[carried] = ~refits(read[carried], fitted.steps[rows[carried]])
         plan[carried] = fitted.status[rows[carried]]
+        if self.checks_start:  # its own history gives the fit's forecast; another starts it elsewhere
+            # (a series longer than the steps a fit reads is read from another start at every origin)
+            moved = np.flatnonzero(carried)[origin[carried] != fitted.steps[rows[carried]]]  # [b]
+            plan[moved] = np.where(self._remembers_start()[rows[moved]], NONE, plan[moved])
         return plan.ravel()
 
     def _forecast_windows(self, y: np.ndarray, lengths: np.ndarray, gaps: np.ndarray, plan: np.ndarray,
@@ -639,12 +666,55 @@ class Theta(StatsModel):
         return self._models.AutoTheta(season_length=int(codes[0]), model=_THETA_TYPES[int(codes[1])])
 
 
+def ces_state_radius(m: int, season: str, par: dict[str, float]) -> float:
+    """The spectral radius of the linear map statsforecast's CES filter applies to its states with
+    the observations at 0 (how much a difference in the states it starts from is carried per step:
+    below 1 it dies out along a history, above 1 it grows). ``m``: the season length; ``season``:
+    the season type (``"N"``, ``"S"``, ``"P"``, ``"F"``); ``par``: ``alpha_0``, ``alpha_1``,
+    ``beta_0``, ``beta_1``.
+
+    The recursion (Svetunkov and Kourentzes's state space, as statsforecast's ``cesupdate``): the
+    error ``e = y - l - p`` reads the level ``l`` one step back (``m`` back for ``"S"``, whose level
+    is seasonal) and the seasonal ``p`` ``m`` back (``"P"``, ``"F"``); the level pair ``(l, c)``
+    becomes ``(l - (1 - a1) c + (a0 - a1) e, l + (1 - a0) c + (a0 + a1) e)``, the seasonal pair
+    ``(p, q)`` of ``"F"`` likewise with the betas, and ``"P"``'s ``p`` becomes ``p + b0 e``. Its
+    companion matrix over the last ``m`` states (one for ``"N"``) has ``k m`` rows, ``k`` the
+    states per step (2, 2, 3, 4)."""
+    a0, a1, b0, b1 = (float(par[name]) for name in _CES_PAR)
+    k = {"N": 2, "S": 2, "P": 3, "F": 4}[season]
+    gain = np.zeros(k)  # [k] each state's weight on the error
+    gain[:2] = a0 - a1, a0 + a1
+    base = np.zeros((k, k))  # [k, k] the new states on the level pair's step (one back, m back for "S")
+    base[:2, :2] = [[1.0, a1 - 1.0], [1.0, 1.0 - a0]]
+    seasonal = np.zeros((k, k))  # [k, k] on the states m back
+    if season == "P":
+        seasonal[2, 2], gain[2] = 1.0, b0
+    elif season == "F":
+        seasonal[2:, 2:] = [[1.0, b1 - 1.0], [1.0, 1.0 - b0]]
+        gain[2:] = b0 - b1, b0 + b1
+    error_on_base, error_on_seasonal = np.zeros(k), np.zeros(k)  # e = -l (- p) with y at 0
+    error_on_base[0] = -1.0
+    if season in ("P", "F"):
+        error_on_seasonal[2] = -1.0
+    base += np.outer(gain, error_on_base)
+    seasonal += np.outer(gain, error_on_seasonal)
+    if season == "N":
+        return float(np.abs(np.linalg.eigvals(base)).max())
+    size = k * m  # the states of steps t - m .. t - 1, oldest first
+    companion = np.zeros((size, size))
+    companion[:-k, k:] = np.eye(size - k)  # every state moves one step older
+    companion[-k:, :k] += seasonal  # the new state reads the one m back
+    companion[-k:, (0 if season == "S" else size - k):][:, :k] += base  # and the level pair's step
+    return float(np.abs(np.linalg.eigvals(companion)).max())
+
+
 class CES(StatsModel):
     """statsforecast's ``AutoCES`` (complex exponential smoothing, its seasonal variant chosen by
     AIC; Svetunkov and Kourentzes 2016). Keeps ``m``, the season type and the alphas and betas of
     each fit (a flat history, which AutoCES fits as its last value, as its last value)."""
 
     statsforecast_name = "AutoCES"
+    checks_start = True
 
     def code_width(self) -> int:
         """``m`` and the season type (among statsforecast's four)."""
@@ -668,6 +738,13 @@ class CES(StatsModel):
 
     def chosen_model(self, codes: np.ndarray) -> Any:
         return self._models.AutoCES(season_length=int(codes[0]), model=_CES_TYPES[int(codes[1])])
+
+    def forgets_start(self, codes: np.ndarray, values: np.ndarray) -> bool:
+        """Whether the fit's state map shrinks (:func:`ces_state_radius` at most 1, and 1e-9 for
+        rounding): statsforecast's AutoCES often fits parameters outside CES's admissible region,
+        whose filter carries a difference in its starting states along the whole history."""
+        return ces_state_radius(int(codes[0]), _CES_TYPES[int(codes[1])], dict(zip(_CES_PAR, values.tolist()))) \
+            <= 1.0 + 1e-9
 
 
 class DynamicTheta(Theta):
