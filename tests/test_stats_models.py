@@ -763,6 +763,24 @@ def test_the_ces_state_radius():
     assert ces_state_radius(1, "N", {**par, "alpha_0": 1.5}) == pytest.approx(0.5)
     # "S": the level pair read m back: each of the m interleaved states shrinks as "N"'s, per m steps
     assert ces_state_radius(7, "S", {**par, "alpha_0": 1.5}) == pytest.approx(0.5 ** (1 / 7))
+    # "P" and "F": the growth per step of states run through the recursion itself with y = 0
+    for season, values in (("P", (1.05, 1.01, 0.2, 0.0)), ("P", (1.5, 0.9, 0.5, 0.0)),  # radii 1.0045, 0.986
+                           ("F", (1.1, 1.0, 1.05, 0.97)), ("F", (0.99, 1.02, 1.0, 1.0))):  # 0.993, 1.0098
+        a0, a1, b0, b1 = values
+        m, steps = 4, 3000
+        history = list(np.random.default_rng(0).normal(size=(m, 4)))  # [l, c, p, q] of the last m steps
+        start = np.linalg.norm(history)
+        for _ in range(steps):
+            last, back = history[-1], history[-m]
+            e = -last[0] - back[2]
+            new = [last[0] - (1 - a1) * last[1] + (a0 - a1) * e, last[0] + (1 - a0) * last[1] + (a0 + a1) * e,
+                   back[2] + b0 * e, 0.0] if season == "P" else \
+                [last[0] - (1 - a1) * last[1] + (a0 - a1) * e, last[0] + (1 - a0) * last[1] + (a0 + a1) * e,
+                 back[2] - (1 - b1) * back[3] + (b0 - b1) * e, back[2] + (1 - b0) * back[3] + (b0 + b1) * e]
+            history = history[1:] + [np.array(new)]
+        growth = (np.linalg.norm(history) / start) ** (1 / steps)
+        par = dict(zip(("alpha_0", "alpha_1", "beta_0", "beta_1"), values))
+        assert ces_state_radius(m, season, par) == pytest.approx(growth, abs=5e-3)
 
 
 def test_a_ces_fit_that_does_not_forget_its_start_forecasts_another_history_from_its_own_fit():

@@ -678,8 +678,9 @@ def ces_state_radius(m: int, season: str, par: dict[str, float]) -> float:
     is seasonal) and the seasonal ``p`` ``m`` back (``"P"``, ``"F"``); the level pair ``(l, c)``
     becomes ``(l - (1 - a1) c + (a0 - a1) e, l + (1 - a0) c + (a0 + a1) e)``, the seasonal pair
     ``(p, q)`` of ``"F"`` likewise with the betas, and ``"P"``'s ``p`` becomes ``p + b0 e``. Its
-    companion matrix over the last ``m`` states (one for ``"N"``) has ``k m`` rows, ``k`` the
-    states per step (2, 2, 3, 4)."""
+    companion matrix holds the states the next step reads: the level pair of the last step (of the
+    last ``m`` for ``"S"``) and the seasonal states of the last ``m`` (``2 + m`` rows for ``"P"``,
+    ``2 + 2 m`` for ``"F"``)."""
     a0, a1, b0, b1 = (float(par[name]) for name in _CES_PAR)
     k = {"N": 2, "S": 2, "P": 3, "F": 4}[season]
     gain = np.zeros(k)  # [k] each state's weight on the error
@@ -700,11 +701,20 @@ def ces_state_radius(m: int, season: str, par: dict[str, float]) -> float:
     seasonal += np.outer(gain, error_on_seasonal)
     if season == "N":
         return float(np.abs(np.linalg.eigvals(base)).max())
-    size = k * m  # the states of steps t - m .. t - 1, oldest first
+    if season == "S":  # the level pair itself is seasonal: the pairs of steps t - m .. t - 1, oldest first
+        companion = np.zeros((2 * m, 2 * m))
+        companion[:-2, 2:] = np.eye(2 * m - 2)  # every pair moves one step older
+        companion[-2:, :2] = base[:2, :2]  # the new pair reads the one m back
+        return float(np.abs(np.linalg.eigvals(companion)).max())
+    # "P", "F": the level pair of step t - 1, then the seasonal states of steps t - m .. t - 1, oldest first
+    j = k - 2  # seasonal states per step
+    size = 2 + j * m
     companion = np.zeros((size, size))
-    companion[:-k, k:] = np.eye(size - k)  # every state moves one step older
-    companion[-k:, :k] += seasonal  # the new state reads the one m back
-    companion[-k:, (0 if season == "S" else size - k):][:, :k] += base  # and the level pair's step
+    companion[:2, :2] = base[:2, :2]  # the new level pair on the last one
+    companion[:2, 2:2 + j] = seasonal[:2, 2:]  # and on the seasonal states m back (through the error)
+    companion[2:-j, 2 + j:] = np.eye(j * (m - 1))  # the seasonal states move one step older
+    companion[-j:, :2] = base[2:, :2]  # the new seasonal states on the last level pair (through the error)
+    companion[-j:, 2:2 + j] = seasonal[2:, 2:]  # and on those m back
     return float(np.abs(np.linalg.eigvals(companion)).max())
 
 
