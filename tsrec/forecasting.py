@@ -30,7 +30,7 @@ import torch
 from tsrec._checks import check_optional_int
 from tsrec.conformal import band_quantiles, check_interval_levels, observed_starts
 from tsrec.conformal_update import Evidence, learned_widths, window_values
-from tsrec.data import CovariateValues, Panel, Series, WindowCovariates, WindowDataset, future_index
+from tsrec.data import CovariateValues, Panel, WindowCovariates, WindowDataset, future_index
 from tsrec.data.covariates import check_context, read_future
 from tsrec.data.scaling import OutlierWarning, item_blocks
 from tsrec.data.tails import fill_tails, fills_tails, with_tails
@@ -440,7 +440,7 @@ def _report_cut_short(state: FittedState, panel: Panel, rows: np.ndarray) -> Non
     kept = (np.diff(state.history.offsets) - observed_starts(state.history))[rows]  # [I]
     given = np.diff(panel.offsets) - observed_starts(panel)  # [I]
     short = [i for i in np.flatnonzero(given < kept)
-             if given[i] == 0 or _first_time(panel.items[i]) > _first_time(state.history.items[rows[i]])]
+             if given[i] == 0 or panel.items[i].first_time > state.history.items[rows[i]].first_time]
     if not short:
         return
     short = np.asarray(short)
@@ -449,11 +449,6 @@ def _report_cut_short(state: FittedState, panel: Panel, rows: np.ndarray) -> Non
                   "their forecasts read these steps alone and differ from the forecasts of their whole history; "
                   "pass each series' whole history, or call predict() without a frame to forecast from the end of "
                   "the fit data", UserWarning, stacklevel=4)
-
-
-def _first_time(series: Series) -> pd.Timestamp:
-    """The timestamp of ``series``' first observed step (it has one)."""
-    return series.index[series.first_observed]
 
 
 def _report_moved_constants(state: FittedState, panel: Panel, rows: np.ndarray) -> None:

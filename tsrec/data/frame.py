@@ -116,6 +116,11 @@ class Series:
         seen = self.observed.any(axis=1)  # [T]
         return int(np.argmax(seen)) if seen.any() else len(seen)
 
+    @property
+    def first_time(self) -> pd.Timestamp:
+        """The timestamp of the item's first observed step (it has one)."""
+        return self.index[self.first_observed]
+
 
 def split_at(array: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, ...]:
     """``array`` ``[offsets[-1], ...]`` cut into the views ``array[offsets[i]:offsets[i + 1]]``
