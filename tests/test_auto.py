@@ -424,6 +424,25 @@ def test_an_ensembles_statistical_members_forecast_from_all_the_history_given_to
     assert "theta" in members  # the member whose history matters (seasonal naive reads one season)
 
 
+def test_a_series_never_negative_gets_the_average_of_its_members_raised_to_zero(monkeypatch):
+    """A series never negative falling to 0: drift forecasts below 0 from the second step on, the last
+    value stays at 1.1. The ensemble forecasts the average of each member's forecast raised to 0 (what
+    each forecasts alone, what validation and calibration scored), not the average raised to 0: half
+    the last value where drift is below 0, where the average raised to 0 was 0 from the fifth step."""
+    monkeypatch.setattr(Scores, "weights", lambda self, kept, scores, repeats: np.full(len(kept), 1 / len(kept)))
+    t = np.arange(80)
+    df = pd.DataFrame({"a": np.maximum(0.2, 40 - 0.5 * t) + 0.3 * np.abs(np.random.default_rng(0).standard_normal(80))},
+                      index=pd.date_range("2020-01-01", periods=80, freq="D"))
+    f = Forecaster("auto", candidates=("naive", "drift"), prediction_length=14, trainer_kwargs=QUIET).fit(df)
+    alone = {name: Forecaster(name, prediction_length=14).fit(df).predict()["mean"].to_numpy()
+             for name in ("naive", "drift")}
+    assert (alone["drift"][2:] == 0).all() and (alone["naive"] > 1).all()  # each raised to 0 alone
+    forecast = f.predict()
+    np.testing.assert_allclose(forecast["mean"], (alone["naive"] + alone["drift"]) / 2, rtol=1e-5)
+    assert forecast["mean"].iloc[-1] == pytest.approx(alone["naive"][-1] / 2)
+    assert forecast.attrs["floored"] == 0  # no blend fell below 0
+
+
 def test_statistical_candidates_are_validated_with_one_fit_per_series_carried_forward(monkeypatch):
     """statsforecast's cross_validation(refit=False): each statistical candidate is fitted once per
     series (and channel) before the first validation window, not once per window; a member chosen

@@ -498,7 +498,7 @@ LENGTHS = (40, 23, 31)  # items of different lengths; the second has no window
 
 def mixed_inputs(prediction: bool = False, stride: int = 3, horizon: int = 4) -> dict:
     """Three items of 2 channels and 4 time features (column 2 a past-only covariate), with
-    categorical statics and scaler statistics: ``WindowDataset``'s arguments."""
+    categorical statics and scaler statistics (floors included): ``WindowDataset``'s arguments."""
     rng = np.random.default_rng(7)
     values = [rng.normal(size=(t, 2)) for t in LENGTHS]
     observed = [rng.random((t, 2)) > 0.2 for t in LENGTHS]
@@ -509,11 +509,12 @@ def mixed_inputs(prediction: bool = False, stride: int = 3, horizon: int = 4) ->
     return dict(values=values, observed=observed, time_feat=[rng.normal(size=(t + extra, 4)) for t in LENGTHS],
                 context_length=6, prediction_length=horizon, origins=origins,
                 stride=1 if prediction else stride, with_future_target=not prediction, past_only=slice(2, 3),
-                static_cat=rng.integers(0, 5, size=(3, 2)), loc=rng.normal(size=(3, 2)), scale=rng.random((3, 2)) + 0.5)
+                static_cat=rng.integers(0, 5, size=(3, 2)), loc=rng.normal(size=(3, 2)), scale=rng.random((3, 2)) + 0.5,
+                floor=np.where(rng.random((3, 2)) > 0.5, 0.0, -np.inf))
 
 
 def sliced_windows(values, observed, time_feat, context_length, prediction_length, origins, stride,
-                   with_future_target, past_only, static_cat, loc, scale) -> list[dict]:
+                   with_future_target, past_only, static_cat, loc, scale, floor) -> list[dict]:
     """The windows of ``WindowDataset(...)`` in its order, sliced directly from its inputs."""
     windows = []
     for i, (x, mask, feat, (start, stop)) in enumerate(zip(values, observed, time_feat, origins)):
@@ -526,12 +527,13 @@ def sliced_windows(values, observed, time_feat, context_length, prediction_lengt
                       "future_time_feat": future_feat, "static_cat": static_cat[i]}
             if with_future_target:
                 window |= {"future_target": filled[future], "future_observed": mask[future]}
-            windows.append(window | {"target_loc": loc[i], "target_scale": scale[i], "item": i, "series": i,
-                                     "origin": o})
+            windows.append(window | {"target_loc": loc[i], "target_scale": scale[i], "target_floor": floor[i],
+                                     "item": i, "series": i, "origin": o})
     return windows
 
 
 WINDOW_DTYPES = {"static_cat": torch.int64, "target_loc": torch.float64, "target_scale": torch.float64,
+                 "target_floor": torch.float64,
                  "item": torch.int64, "series": torch.int64, "origin": torch.int64}
 
 
@@ -577,6 +579,14 @@ def test_items_with_different_channels_or_features_are_refused():
     inputs = mixed_inputs()
     inputs["time_feat"][1] = inputs["time_feat"][1][:, :3]
     with pytest.raises(ValueError, match=r"item 1: .* with the C and F of item 0"):
+        WindowDataset(**inputs)
+
+
+@pytest.mark.parametrize("left_out", [("scale",), ("loc", "scale")])
+def test_scaler_statistics_come_together(left_out):
+    """loc without scale, or a floor without them, would give windows the models unscale wrongly."""
+    inputs = {key: value for key, value in mixed_inputs().items() if key not in left_out}
+    with pytest.raises(ValueError, match="pass both loc and scale, or neither; a floor only with them"):
         WindowDataset(**inputs)
 
 

@@ -27,6 +27,7 @@ class ForecastBatch(TypedDict, total=False):
     future_observed: Tensor  # [B, H, C] (training and validation windows only)
     target_loc: Tensor  # [B, C] float64, the scaler's loc of each window's item (original = scaled * scale + loc)
     target_scale: Tensor  # [B, C] float64, its scale
+    target_floor: Tensor  # [B, C] float64, the lowest value forecast for it, in the data's units (0 or -inf)
     item: Tensor  # [B] int64, position of the window's item
     series: Tensor  # [B] int64, the window's scaler row: which fitted series it is (the statistical models' parameters)
     origin: Tensor  # [B] int64, grid position of the first forecast step

@@ -70,6 +70,9 @@ class WindowDataset(Dataset):
     - ``future_observed``  ``[H, C]`` float32 (only ``with_future_target``)
     - ``target_loc``, ``target_scale`` ``[C]`` float64: the scaler's statistics of the window's
       item (original = scaled * scale + loc; only when the dataset was given them)
+    - ``target_floor``     ``[C]`` float64: the lowest value a forecast of the window's item takes,
+      in the data's units (:attr:`StandardScaler.floor <tsrec.data.scaling.StandardScaler>`: 0 for
+      a series never negative, else -inf; only when the dataset was given it)
     - ``item``             int, position of the item in the inputs
     - ``series``           int, the item's scaler row: which fitted series the window is (``scaler_rows``; the
       item's position without them), what the statistical models' fitted parameters are kept by
@@ -94,6 +97,7 @@ class WindowDataset(Dataset):
         static_cat: np.ndarray | None = None,
         loc: np.ndarray | None = None,
         scale: np.ndarray | None = None,
+        floor: np.ndarray | None = None,
         series: np.ndarray | None = None,
         padded: bool = False,
     ) -> None:
@@ -115,6 +119,8 @@ class WindowDataset(Dataset):
         loc, scale: ``[N, C]`` float64, the scaler's statistics of each item (both or neither):
                     windows get them as ``target_loc`` / ``target_scale`` (models that must see
                     original units, such as the statistical ones, unscale with them).
+        floor:      ``[N, C]`` float64, each item's floor in the data's units (0 or -inf; only with
+                    ``loc`` and ``scale``): windows get it as ``target_floor``.
         series:     ``[N]`` int64, each item's scaler row (the windows' ``series``; default the item's position).
         padded:     origins may start before ``context_length`` (from 1): a window's steps before
                     its item's first step are unobserved (``past_target``, ``past_observed`` and
@@ -148,7 +154,8 @@ class WindowDataset(Dataset):
             feature_lengths=np.array([len(feat) for feat in time_feat], dtype=np.int64),
         )
         self._store(stored, context_length, prediction_length, with_future_target=with_future_target,
-                    past_only=past_only, static_cat=static_cat, loc=loc, scale=scale, series=series, padded=padded)
+                    past_only=past_only, static_cat=static_cat, loc=loc, scale=scale, floor=floor, series=series,
+                    padded=padded)
         self._set_origins(origins, check_int("stride", stride, 1))
 
     @classmethod
@@ -164,8 +171,8 @@ class WindowDataset(Dataset):
 
     def _store(self, stored: StoredSeries, context_length: int, prediction_length: int, *,
                with_future_target: bool = True, past_only: slice = slice(0, 0), static_cat: np.ndarray | None = None,
-               loc: np.ndarray | None = None, scale: np.ndarray | None = None, series: np.ndarray | None = None,
-               padded: bool = False) -> None:
+               loc: np.ndarray | None = None, scale: np.ndarray | None = None, floor: np.ndarray | None = None,
+               series: np.ndarray | None = None, padded: bool = False) -> None:
         """Keep the series laid end to end, ``stored``, and the options of the constructor (checked)."""
         self.context_length = check_int("context_length", context_length, 1)
         self.prediction_length = check_int("prediction_length", prediction_length, 1)
@@ -173,10 +180,11 @@ class WindowDataset(Dataset):
         self._past_only = past_only
         self._static_cat = None if static_cat is None or not static_cat.shape[1] else \
             torch.as_tensor(static_cat.astype(np.int64))  # [N, Kc]
-        if (loc is None) != (scale is None):
-            raise ValueError("pass both loc and scale, or neither")
+        if (loc is None) != (scale is None) or (floor is not None and loc is None):
+            raise ValueError("pass both loc and scale, or neither; a floor only with them")
         self._loc = None if loc is None else torch.as_tensor(np.asarray(loc, dtype=np.float64))  # [N, C]
         self._scale = None if scale is None else torch.as_tensor(np.asarray(scale, dtype=np.float64))  # [N, C]
+        self._floor = None if floor is None else torch.as_tensor(np.asarray(floor, dtype=np.float64))  # [N, C]
         self._lengths = stored.lengths.tolist()  # T_i
         self._feature_lengths = stored.feature_lengths.tolist()  # T_i, or T_i + H
         rows = np.arange(len(stored.lengths)) if series is None else np.asarray(series, dtype=np.int64)
@@ -372,6 +380,8 @@ class WindowDataset(Dataset):
             batch["future_observed"] = _blocks(self._observed, row, horizon).float()
         if self._loc is not None:
             batch["target_loc"], batch["target_scale"] = self._loc[item], self._scale[item]
+        if self._floor is not None:
+            batch["target_floor"] = self._floor[item]
         batch["item"], batch["series"], batch["origin"] = item, self._series[item], origin
         return batch
 
@@ -457,9 +467,10 @@ def _covariate_options(panel: Panel, covariates: WindowCovariates | None) -> dic
 
 
 def _statistics(panel: Panel, scaler: StandardScaler, scaler_rows: Sequence[int] | None) -> dict[str, np.ndarray]:
-    """The ``loc``, ``scale`` and ``series`` arguments of :class:`WindowDataset`: each item's scaler row."""
+    """The ``loc``, ``scale``, ``floor`` and ``series`` arguments of :class:`WindowDataset`: each item's
+    scaler row."""
     rows = np.arange(len(panel.items)) if scaler_rows is None else np.asarray(scaler_rows, dtype=np.int64)
-    return {"loc": scaler.loc[rows], "scale": scaler.scale[rows], "series": rows}
+    return {"loc": scaler.loc[rows], "scale": scaler.scale[rows], "floor": scaler.floor[rows], "series": rows}
 
 
 @dataclass(frozen=True)

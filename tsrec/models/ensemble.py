@@ -105,7 +105,10 @@ class EnsembleConfig(ModelConfig):
 class Ensemble(ForecastModel):
     """``sum_i w_i * member_i(batch)`` over the fitted members, each reading the last
     ``context_length`` steps of its own from the batch (the ensemble's context is the longest), or,
-    for a member that reads whole histories, all the batch holds (up to its ``max_history``).
+    for a member that reads whole histories, all the batch holds (up to its ``max_history``). Each
+    member's forecast is raised to the batch's ``target_floor`` first, where it has one (a series
+    never negative: :attr:`StandardScaler.floor <tsrec.data.scaling.StandardScaler>`): the average
+    of what each member forecasts alone, which is what auto's validation and calibration score.
 
     ``members``: the networks of ``config.members``, in order, built by the registry
     (:func:`tsrec.models.registry.build_model`)."""
@@ -135,6 +138,7 @@ class Ensemble(ForecastModel):
         return out if out.dim() == 4 else out.unsqueeze(-1)
 
     def forward(self, batch: ForecastBatch) -> Tensor:
+        floor = _scaled_floor(batch)  # [B, C] or None
         total = None
         for weight, member in zip(self.weights, self.members):
             # a member that reads whole histories takes all the batch holds (up to its cap), the others their context
@@ -144,8 +148,11 @@ class Ensemble(ForecastModel):
                       for key, value in batch.items()}
             if not type(member).whole_history:  # a network computes in float32 (the windows may hold float64)
                 window = {key: value.float() if value.is_floating_point() else value for key, value in window.items()}
-            out = weight * member(window)  # [B, H, C] or [B, H, C, Q]
-            total = out if total is None else total + out
+            out = member(window)  # [B, H, C] or [B, H, C, Q]
+            if floor is not None:
+                low = floor.to(device=out.device, dtype=out.dtype)[:, None, :]  # [B, 1, C]
+                out = torch.maximum(out, low if out.dim() == 3 else low[..., None])
+            total = weight * out if total is None else total + weight * out
         return total
 
     def fit_series(self, values: Sequence[np.ndarray], observed: Sequence[np.ndarray],
@@ -160,6 +167,14 @@ class Ensemble(ForecastModel):
         """One row per member: ``model``, ``weight``, ``context_length``."""
         return [{"model": name, "weight": float(w), "context_length": m.config.context_length}
                 for name, w, m in zip(self.config.members, self.config.weights, self.members)]
+
+
+def _scaled_floor(batch: ForecastBatch) -> Tensor | None:
+    """``[B, C]`` float64: each window's ``target_floor`` in the batch's scaled units (-inf where it
+    has none), or None where the batch carries no floor."""
+    if "target_floor" not in batch:
+        return None
+    return (batch["target_floor"] - batch["target_loc"]) / batch["target_scale"]
 
 
 def with_members(config: EnsembleConfig, members: list[tuple[str, ModelConfig]], weights: list[float],
