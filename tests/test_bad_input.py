@@ -310,12 +310,18 @@ def a_bool_among_levels(tmp_path):
 
 
 @case("interval levels")
-def quantiles_of_a_calibrated_statistical_model(tmp_path):
+def samples_of_a_calibrated_statistical_model(tmp_path):
     forecaster = calibrated()
-    message = refused(lambda: forecaster.predict(quantiles=[0.1, 0.9]), "conformal bands", "levels=[80, 90]",
-                      "levels=[80] gives 0.1 and 0.9")
+    message = refused(lambda: forecaster.predict(num_samples=10), "no samples", "conformal bands", "levels=[80, 90]",
+                      "quantiles=[0.1, 0.5, 0.9]")
     assert "output=" not in message  # a statistical model has no output to refit with
-    assert list(forecaster.predict(levels=[80]).columns[-2:]) == ["0.1", "0.9"]  # what it says works
+    assert list(forecaster.predict(quantiles=[0.1, 0.5, 0.9]).columns[-3:]) == ["0.1", "0.5", "0.9"]  # it works
+
+
+@case("interval levels")
+def quantiles_beyond_a_calibration(tmp_path):
+    refused(lambda: calibrated().predict(quantiles=[0.01, 0.5]), "quantiles 0.01 and 0.99 are the ends of the 98% "
+            "conformal interval", "enough for levels up to 96.8%")
 
 
 @case("interval levels")

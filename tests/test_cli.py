@@ -162,6 +162,12 @@ def test_fit_says_what_auto_chose_and_predict_writes_the_bands_of_levels(nixtla_
     assert list(forecast.columns) == ["item_id", "timestamp", "mean", "0.025", "0.1", "0.9", "0.975"]
     expected = Forecaster.load(out).predict(levels=[80, 95])
     np.testing.assert_allclose(forecast[["0.025", "0.1", "0.9", "0.975"]], expected[["0.025", "0.1", "0.9", "0.975"]])
+    assert main(["predict", "--model-dir", str(out), "--quantiles", "0.1", "0.5", "0.9", "--output",
+                 str(forecast_csv)]) == 0  # the default's quantiles: its bands' ends, and the forecast
+    quantiles = pd.read_csv(forecast_csv)
+    assert list(quantiles.columns) == ["item_id", "timestamp", "mean", "0.1", "0.5", "0.9"]
+    np.testing.assert_allclose(quantiles[["0.1", "0.9"]], forecast[["0.1", "0.9"]])
+    np.testing.assert_allclose(quantiles["0.5"], quantiles["mean"])
 
 
 def test_plot_gates_of_a_quarterly_rsa_model_tells_quarters(tmp_path, capsys):

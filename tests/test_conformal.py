@@ -211,6 +211,22 @@ def test_statistical_models_give_conformal_intervals(model):
         f.predict(levels=[95])
 
 
+def test_a_calibrated_point_models_quantiles_are_the_ends_of_its_bands():
+    """quantiles= of a calibrated point model (auto's members, ets here) are its conformal bands'
+    ends, in the order asked sorted, and 0.5 its forecast: what darts' conformal models and GluonTS's
+    predictor give; they were an error that asked for levels=[...]."""
+    pytest.importorskip("statsforecast")
+    f = Forecaster("ets", prediction_length=H, conformal_windows=5).fit(noisy(n=24 * 8, sigmas=(1.0, 3.0)), **COLS)
+    bands = f.predict(levels=[50, 80])
+    got = f.predict(quantiles=[0.9, 0.25, 0.5, 0.1])
+    assert list(got.columns) == ["item_id", "timestamp", "mean", "0.1", "0.25", "0.5", "0.9"]
+    pd.testing.assert_frame_equal(got[["mean", "0.1", "0.25", "0.9"]], bands[["mean", "0.1", "0.25", "0.9"]])
+    assert (got["0.5"] == got["mean"]).all() and (got["0.25"] < got["mean"]).all()
+    assert got.attrs["intervals"] == "conformal"
+    median = f.predict(quantiles=[0.5])
+    assert list(median.columns[-2:]) == ["mean", "0.5"] and "intervals" not in median.attrs
+
+
 def test_a_point_network_is_calibrated_on_request_and_a_quantile_network_keeps_its_own(tmp_path):
     df = noisy(n=24 * 10, sigmas=(1.0, 2.0))
     options = dict(prediction_length=H, max_steps=10, d_model=16, d_ff=32, e_layers=1, trainer_kwargs=QUIET)

@@ -511,7 +511,7 @@ def test_quantiles_a_calibration_cannot_give_and_bad_quantiles_are_refused(auto_
     predictor, _ = auto_predictor
     top = predictor.forecaster.calibration.max_level()
     q = (100 - (top + 0.5 * (100 - top))) / 200  # a band beyond the calibration's reach
-    ends = rf"quantiles {q:g} and .* are the ends of the .*% interval: .*conformal_windows"
+    ends = rf"quantiles {q:g} and .* are the ends of the .*% conformal interval: .*conformal_windows"
     with pytest.raises(ValueError, match=ends):
         TsrecPredictor(predictor.forecaster, quantiles=[q, 0.5, 1 - q])
     for bad in ([0.0, 0.5], [50], ["x"]):

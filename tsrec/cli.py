@@ -662,8 +662,9 @@ def build_parser() -> argparse.ArgumentParser:
                               "0.9, 0.975 (the default model's conformal bands, calibrated at fit; any model fitted "
                               "with --option conformal_windows=K, or a probabilistic network's own)")
     predict.add_argument("--quantiles", type=float, nargs="+", metavar="Q",
-                         help="add a column per quantile level of a probabilistic network, e.g. --quantiles 0.1 0.5 "
-                              "0.9 (a model fitted with --option output=quantile, normal or studentt)")
+                         help="add a column per quantile level, e.g. --quantiles 0.1 0.5 0.9: a probabilistic "
+                              "network's own (fitted with --option output=quantile, normal or studentt), else the "
+                              "ends of the conformal bands (0.1 and 0.9: the 80%% interval; 0.5: the forecast)")
     predict.add_argument("--num-samples", type=int, metavar="N",
                          help="add N sample paths, sample_0 ... (a model fitted with output=normal or studentt)")
     predict.set_defaults(handler=cmd_predict, inputs={

@@ -105,6 +105,12 @@ def band_quantiles(levels: Sequence[float]) -> tuple[float, ...]:
     return tuple(sorted({q for level in levels for q in band_ends(level)}))
 
 
+def band_levels(quantiles: Sequence[float]) -> tuple[float, ...]:
+    """The interval levels (percent) whose bands end at ``quantiles``: ``100 |1 - 2q|`` (0.1 and 0.9
+    -> 80), sorted; 0.5 is none (the mean, about which the bands are symmetric)."""
+    return tuple(sorted({round(100.0 * abs(1.0 - 2.0 * q), 9) for q in quantiles if q != 0.5}))
+
+
 def series_scale(panel: Panel, scaler: StandardScaler, rows: np.ndarray) -> np.ndarray:
     """``[I, C]``: each series' and channel's mean absolute one-step change over its observed steps
     (a naive forecast's in-sample error: :func:`tsrec.metrics.seasonal_scale` at season 1). 0 for a
@@ -218,6 +224,17 @@ class Calibration:
                 f"more calibration windows (conformal_windows=...) on a history that holds them")
         j = np.ceil(k * kept / n - 1e-9).astype(np.int64)  # [H] the kept rank at or above k
         return self.order[np.arange(len(n)), j - 1]
+
+    def require_quantiles(self, quantiles: Sequence[float]) -> None:
+        """``ValueError`` naming the interval (:func:`band_levels`) of any pair of ``quantiles`` that
+        this calibration is too small for, with :meth:`width`'s fix."""
+        for level in band_levels(quantiles):
+            try:
+                self.width(level)
+            except ValueError as error:
+                ends = " and ".join(f"{q:g}" for q in band_ends(level))
+                raise ValueError(f"quantiles {ends} are the ends of the {level:g}% conformal interval: {error}") \
+                    from None
 
     def bands(self, mean: np.ndarray, rows: np.ndarray, levels: Sequence[float],
               widths: Mapping[float, np.ndarray] | None = None) -> tuple[tuple[float, ...], np.ndarray]:

@@ -203,6 +203,17 @@ class ForecastResult:
     interval_method: str | None = None
     floored: int = 0
 
+    def at_quantiles(self, asked: tuple[float, ...]) -> ForecastResult:
+        """The forecasts with the quantile levels ``asked`` (sorted) alone: each the end of a band of
+        :attr:`levels`, and 0.5 the point forecast (conformal bands are symmetric about it)."""
+        near = [int(np.abs(np.asarray(self.levels) - q).argmin()) if q != 0.5 else -1 for q in asked]
+
+        def pick(bands: np.ndarray | None, mean: np.ndarray) -> np.ndarray:  # [N, H, C, len(asked)]
+            return np.stack([mean if k < 0 else bands[..., k] for k in near], axis=-1)
+
+        return dataclasses.replace(self, levels=asked, quantiles=pick(self.quantiles, self.mean),
+                                   scaled_quantiles=pick(self.scaled_quantiles, self.scaled))
+
     @property
     def blind(self) -> np.ndarray:
         """``[N, C]`` bool: the windows and channels that got no forecast (no observed value in

@@ -325,7 +325,9 @@ class Forecaster:
         probabilistic model (``output="normal"``, ``"studentt"`` or ``"quantile"``) adds one column
         per level of ``quantiles`` (named as GluonTS's ``QuantileForecast`` keys: ``"0.1"``,
         ``"0.5"``, ...; never crossing) and, for a distribution, ``num_samples`` sample paths
-        (``sample_0``, ...); the scaling is undone on every one of them.
+        (``sample_0``, ...); the scaling is undone on every one of them. A calibrated point model
+        (``auto`` by default) reads ``quantiles`` as the ends of its conformal bands (0.1 and 0.9:
+        the 80% interval's; 0.5: ``mean``, about which they are symmetric).
 
         ``levels`` (percent, e.g. ``[80, 90]``, statsforecast's ``level``) adds each interval's
         bands as the quantile columns of its ends (80 -> ``"0.1"`` and ``"0.9"``): conformal bands

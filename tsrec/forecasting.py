@@ -28,7 +28,7 @@ import pandas as pd
 import torch
 
 from tsrec._checks import check_optional_int
-from tsrec.conformal import band_quantiles, check_interval_levels, observed_starts
+from tsrec.conformal import band_levels, band_quantiles, check_interval_levels, observed_starts
 from tsrec.conformal_update import Evidence, learned_widths, window_values
 from tsrec.data import CovariateValues, Panel, WindowCovariates, WindowDataset, future_index
 from tsrec.data.covariates import check_context, read_future
@@ -43,8 +43,9 @@ from tsrec.models.stats import refitting
 from tsrec.nn.heads import RevIN
 from tsrec.nn.outputs import check_levels
 
-__all__ = ["INTERVAL_METHODS", "context_read", "forecast", "forecast_next", "forecast_origins", "interval_settings",
-           "outputs", "point_model_fix", "steps_read", "window_dtype", "window_origins", "with_intervals"]
+__all__ = ["INTERVAL_METHODS", "conformal_quantiles", "context_read", "forecast", "forecast_next", "forecast_origins",
+           "interval_settings", "outputs", "point_model_fix", "steps_read", "window_dtype", "window_origins",
+           "with_intervals"]
 
 
 def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | None = None, *,
@@ -68,6 +69,10 @@ def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | No
     ``levels``, ``intervals``: the interval levels (percent) and what gives their bands
     (:func:`interval_settings`)."""
     name, model, encoder = state.settings.model, state.model, state.covariates
+    asked = conformal_quantiles(state, quantiles) if levels is None and intervals in (None, "conformal") else None
+    if asked is not None:  # a calibrated point model's quantiles: the ends of its conformal bands
+        quantiles, levels = None, band_levels(asked) or None
+        intervals = "conformal" if levels else None
     bands, method = interval_settings(state, levels, intervals, quantiles)
     if not model.output.probabilistic and (quantiles is not None or num_samples is not None):
         raise ValueError(point_model_fix(state, "quantiles" if quantiles is not None else "samples"))
@@ -109,7 +114,20 @@ def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | No
     _report_unfollowed_shifts(state, recent, rows, result)
     if bands and method == "conformal":
         _report_moved_constants(state, panel, rows)
-    return result
+    return result if asked is None else result.at_quantiles(asked)
+
+
+def conformal_quantiles(state: FittedState, quantiles: Sequence[float] | None) -> tuple[float, ...] | None:
+    """``quantiles`` checked (sorted) where they are a calibrated point model's: the ends of its
+    conformal bands (a pair ``q``, ``1 - q`` the interval of level ``100 (1 - 2q)`` percent,
+    :func:`~tsrec.conformal.band_levels`; 0.5 the point forecast), as darts' conformal models and
+    :class:`~tsrec.interop.gluonts.TsrecPredictor` read them; None for any other model, whose
+    quantiles are its own. ``ValueError`` for a level its calibration cannot give."""
+    if quantiles is None or state.model.output.probabilistic or state.calibration is None:
+        return None
+    asked = check_levels("quantiles", quantiles)
+    state.calibration.require_quantiles(asked)
+    return asked
 
 
 def _forecast_cut(state: FittedState, rows: np.ndarray, batch_size: int | None, cut: Panel,
@@ -181,8 +199,8 @@ def point_model_fix(state: FittedState, asked: str) -> str:
         top = state.calibration.max_level()
         example = "[80, 90]" if top >= 90 else f"[{math.floor(top)}]"
         return (f"{said} of its own; its intervals are conformal bands: pass levels={example} (percent; up to "
-                f"{top:.1f}% here), whose lower and upper ends are the quantiles (1 - L/100)/2 and 1 - (1 - L/100)/2 "
-                f"of the forecast (levels=[80] gives 0.1 and 0.9)")
+                f"{top:.1f}% here) or their ends as quantiles=[0.1, 0.5, 0.9] (levels=[80] gives 0.1 and 0.9; "
+                f"0.5 is the forecast)")
     if not state.model.trainable:
         return (f"{said}: refit with conformal_windows=<k> (e.g. 20) for conformal bands, then pass levels=[80, 90] "
                 "(percent)")
@@ -222,7 +240,8 @@ def interval_settings(state: FittedState, levels: Sequence[float] | None, method
                              "or ask for intervals='model' (a probabilistic network's own)")
         if quantiles is not None:
             raise ValueError("conformal bands are the only quantiles of a forecast: pass levels=[...] or "
-                             "quantiles=[...] (the network's own), or intervals='model' with both")
+                             "quantiles=[...] (a point model's: its conformal bands' ends; a network's: its own), "
+                             "or intervals='model' with both")
         for level in levels:
             state.calibration.width(level)  # ValueError for a level the calibration cannot give
     elif not probabilistic:

@@ -37,7 +37,7 @@ import pandas as pd
 from pandas.tseries.frequencies import to_offset
 
 from tsrec.config import DEFAULT_MODEL
-from tsrec.conformal import band_ends
+from tsrec.conformal import band_levels
 from tsrec.data.frame import Panel, Series, canonicalize
 from tsrec.data.calendar import Calendar
 from tsrec.data.time_features import MONTHS, future_index, normalize_freq
@@ -410,13 +410,9 @@ class TsrecPredictor(Predictor):
         self.forecaster = forecaster
         self.quantiles = _check_quantiles(quantiles)
         self.conformal = forecaster.calibration is not None  # the bands of predict(levels=...), else the model's own
-        self.levels = _interval_levels(self.quantiles) if self.conformal else ()
-        for level in self.levels:
-            try:
-                forecaster.calibration.width(level)
-            except ValueError as error:
-                raise ValueError(f"quantiles {_ends(level)} are the ends of the {level:g}% interval: {error}") \
-                    from None
+        self.levels = band_levels(self.quantiles) if self.conformal else ()
+        if self.conformal:
+            forecaster.calibration.require_quantiles(self.quantiles)
 
     @property
     def freq(self) -> str:
@@ -477,6 +473,7 @@ class TsrecPredictor(Predictor):
             panel = self._panel([requests[i].series for i in indices])
             result = forecast_next(self.forecaster.fitted, panel, quantiles=own, num_samples=num_samples,
                                    levels=self.levels or None, intervals="conformal" if self.levels else None)
+            result = result.at_quantiles(self.quantiles) if self.conformal else result
             for k, i in enumerate(indices):
                 forecasts[i] = self._to_forecast(result, k, panel.items[k].index[-1], requests[i])
         return [forecasts[i] for i in range(len(requests))]
@@ -500,14 +497,10 @@ class TsrecPredictor(Predictor):
         item_id = request.item_id
         if result.samples is not None:
             return SampleForecast(result.samples[:, k, :, 0], start_date=start, item_id=item_id)  # [S, H]
-        levels = self.quantiles if self.conformal else result.levels
         mean = result.mean[k, :, 0]  # [H]
-        columns = {round(level, 9): q for q, level in enumerate(result.levels)}
-        arrays = [mean if self.conformal and level == 0.5 else result.quantiles[k, :, 0, columns[round(level, 9)]]
-                  for level in levels]  # a calibration's median is its mean: the bands are symmetric about it
-        keys = [str(level) for level in levels] + ["mean"]
-        return QuantileForecast(np.stack(arrays + [mean]), start_date=start, forecast_keys=keys,
-                                item_id=item_id)  # [Q + 1, H]
+        keys = [str(level) for level in result.levels] + ["mean"]
+        return QuantileForecast(np.concatenate([result.quantiles[k, :, 0].T, mean[None]]), start_date=start,
+                                forecast_keys=keys, item_id=item_id)  # [Q + 1, H]
 
     def serialize(self, path: Path) -> None:
         """Write the predictor into the existing folder ``path``: GluonTS's ``gluonts-config.json``,
@@ -563,16 +556,6 @@ def _check_quantiles(quantiles: Sequence[float]) -> tuple[float, ...]:
         raise ValueError(f"quantiles must be levels in (0, 1) such as 0.1 or 0.9 (percent intervals are 1 - 2q); "
                          f"got {list(quantiles) if not bad else bad[0]!r}")
     return values
-
-
-def _interval_levels(quantiles: Sequence[float]) -> tuple[float, ...]:
-    """The conformal interval levels (percent) whose ends are ``quantiles``: ``100 |1 - 2q|`` (0.5: none)."""
-    return tuple(sorted({round(100.0 * abs(1.0 - 2.0 * q), 9) for q in quantiles if q != 0.5}))
-
-
-def _ends(level: float) -> str:
-    """The quantiles bounding the ``level``% interval, as text."""
-    return " and ".join(f"{q:g}" for q in band_ends(level))
 
 
 def _require_univariate(position: int, item: _Item, role: str) -> None:
