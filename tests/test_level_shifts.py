@@ -199,5 +199,5 @@ def test_far_values_keep_is_honoured_by_the_scaler_and_revin_and_saved(tmp_path,
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", OutlierWarning)
         pd.testing.assert_frame_equal(back.predict(recent), keep.predict(recent))
-    with pytest.raises(ValueError, match=r"far_values must be one of \('missing', 'keep'\)"):
+    with pytest.raises(ValueError, match=r"far_values must be one of \('auto', 'missing', 'keep'\)"):
         Forecaster("dlinear", prediction_length=2, far_values="drop")

@@ -10,6 +10,7 @@ old saved files. Hypothesis runs derandomised, without an example database.
 from __future__ import annotations
 
 import json
+import math
 import warnings
 
 import numpy as np
@@ -24,6 +25,7 @@ from tsrec.evaluation import backtest
 from tsrec.config import FAR_IQRS, WindowConfig
 from tsrec.data import StandardScaler
 from tests.saved_models import write_format_4
+from tsrec.data.events import binomial_tail, far_events, marked_steps
 from tsrec.data.scaling import OutlierWarning, _quantiles
 from tsrec.nn.heads import RevIN
 
@@ -448,23 +450,99 @@ def test_a_covariate_set_once_in_training_and_far_values_keep_are_read_as_they_a
         np.array([186]), np.full((186, 1), 1e9)).any()
 
 
-def test_spikes_that_a_covariate_marks_are_named_with_the_fix_that_lets_them_be_learned():
+def test_spikes_that_a_covariate_marks_are_kept_as_events_and_learned(tmp_path):
     """A holiday (+30 on noise of std 1, a flag given as a future covariate) is 20 interquartile
-    ranges out, so read as missing, as a typo would be, and the ridge could not learn it (50.0 at
-    the next holiday, 80 true). With covariates the warning says so and names far_values='keep',
-    with which the ridge learns it from the 12 holidays of its training part."""
+    ranges out. Read as missing, as a typo would be, the ridge could not learn it (50.0 at the next
+    holiday, 80 true). All 12 holidays of the training part are far and all on the flag's days (4%
+    of them): far_values='auto' (the default) keeps them as events, says so, and the ridge learns
+    them; far_values='missing' reads them as missing and its warning names the fix; without the
+    covariate there is no event to name."""
     rng = np.random.default_rng(12)
     stamps = pd.date_range("2022-01-01", periods=800, freq="D")
     holiday = np.zeros(800)
     holiday[20:770:60] = 1.0
     df = pd.DataFrame({"holiday": holiday, "y": 50 + 30 * holiday + rng.normal(size=800)}, index=stamps)
     train, ahead = df.iloc[:737], df.iloc[737:751]  # the next holiday is the 4th step ahead (740)
-    with pytest.warns(OutlierWarning, match=r"If they are real events that the covariates mark .* fit with "
-                                            r"far_values='keep'"):
-        Forecaster("ridge", prediction_length=14).fit(train, future_covariates=["holiday"])
-    kept = Forecaster("ridge", prediction_length=14, far_values="keep").fit(train, future_covariates=["holiday"])
+    with pytest.warns(OutlierWarning, match=r"12 value\(s\) in the fit data lie far .* far_values='auto' kept them as "
+                                            r"events .*: 12 of the 12 far values lie on the steps where covariate "
+                                            r"'holiday' is outside"):
+        kept = Forecaster("ridge", prediction_length=14).fit(train, future_covariates=["holiday"])
+    assert kept.resolved_settings.window.far_values == "keep" and kept.settings.window.far_values == "auto"
     got = kept.predict(future_covariates=ahead[["holiday"]])["mean"].to_numpy()
     assert got[3] > 75 and np.abs(np.delete(got, 3) - 50).max() < 3
+    loaded = Forecaster.load(kept.save(tmp_path / "m"))  # the user's "auto" and the fit's decision, both kept
+    assert loaded.settings.window.far_values == "auto" and loaded.resolved_settings.window.far_values == "keep"
+    np.testing.assert_array_equal(loaded.predict(future_covariates=ahead[["holiday"]])["mean"].to_numpy(), got)
+    with pytest.warns(OutlierWarning, match=r"If they are real events that the covariates mark .* fit with "
+                                            r"far_values='keep'"):
+        missing = Forecaster("ridge", prediction_length=14, far_values="missing").fit(
+            train, future_covariates=["holiday"])
+    assert missing.predict(future_covariates=ahead[["holiday"]])["mean"].to_numpy()[3] < 55
     with pytest.warns(OutlierWarning) as caught:
         Forecaster("ridge", prediction_length=14).fit(train[["y"]])
     assert "covariates mark" not in str(caught[0].message)  # no covariates: no such event to name
+
+
+# ------------------------------------------------------------------ far values a covariate marks
+def binomial_tail_by_sum(k, n, p):
+    return sum(math.comb(n, j) * p ** j * (1 - p) ** (n - j) for j in range(k, n + 1))
+
+
+@pytest.mark.parametrize("k, n, p", [(1, 1, 0.04), (3, 3, 0.04), (5, 20, 0.5), (0, 7, 0.3), (12, 12, 0.05)])
+def test_the_binomial_tail_is_the_sum_of_its_terms(k, n, p):
+    assert binomial_tail(k, n, p) == pytest.approx(binomial_tail_by_sum(k, n, p), rel=1e-12)
+
+
+def spiky_panel(kind, seed=0, n=300, series=3):
+    """Series around 100 (noise 2) with a binary covariate on about 1 day in 25: ``"events"``, the
+    covariate adds 150 to each of its days; ``"one typo"``, one typo of 1e4 on one of its days;
+    ``"typos"``, a continuous covariate that drives nothing and three typos per series."""
+    rng = np.random.default_rng(seed)
+    frames = []
+    for i in range(series):
+        flag = (rng.random(n) < 0.04).astype(float)
+        y = 100 + 2 * rng.standard_normal(n)
+        covariate = flag
+        if kind == "events":
+            y = y + 150 * flag
+        elif kind == "one typo" and i == 0:
+            y[np.flatnonzero(flag)[0]] = 1e4
+        elif kind == "typos":
+            covariate = rng.normal(15, 8, n)
+            y[rng.choice(n, 3, replace=False)] = 1e4
+        frames.append(pd.DataFrame({"id": f"s{i}", "ds": pd.date_range("2023-01-01", periods=n, freq="D"), "y": y,
+                                    "x": covariate}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def events_of(df, covariates=("x",)):
+    from tsrec.config import CovariateConfig
+    from tsrec.data import source
+    from tsrec.data.schema import Schema
+
+    schema = Schema(time_col="ds", id_col="id", target_col="y", covariates=CovariateConfig(future=tuple(covariates)))
+    read = source.read(df if covariates else df.drop(columns="x"), schema, categorical=(), freq=None, gaps="raise")
+    return far_events(read.panel, read.covariates, read.schema.covariates.dynamic)
+
+
+def test_far_values_on_a_covariates_days_are_events_and_typos_are_not():
+    """Every spike on the flag's days (4% of them): events, named with the test. One typo that
+    happens to fall on a flagged day (p = 0.04 > 1%), or typos beside a covariate that marks half
+    the days at random: mistakes. Without a covariate there is nothing to test."""
+    events = events_of(spiky_panel("events"))
+    assert events.covariate == "x" and events.marked == events.far > 20 and events.p_value < 1e-20
+    assert 0.02 < events.share < 0.06
+    assert "lie on the steps where covariate 'x' is outside its series' interquartile range" in events.describe()
+    one = events_of(spiky_panel("one typo"))
+    assert one.far == 1 and one.covariate is None
+    typos = events_of(spiky_panel("typos"))
+    assert typos.far == 9 and typos.covariate is None
+    assert events_of(spiky_panel("events"), covariates=()).covariate is None
+
+
+def test_marked_steps_are_outside_each_series_interquartile_range():
+    dynamic = np.array([[0.0, 1.0], [0.0, 2.0], [1.0, 3.0], [0.0, 4.0], [0.0, np.nan], [5.0, 9.0], [5.0, 9.0]])
+    series = np.array([0, 0, 0, 0, 0, 1, 1])
+    marked = marked_steps(dynamic, series, 2)
+    assert marked[:, 0].tolist() == [False, False, True, False, False, False, False]  # the minority flag
+    assert marked[:5, 1].tolist() == [True, False, False, True, False]  # 1 and 4 outside [1.75, 3.25]; NaN: no

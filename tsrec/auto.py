@@ -114,7 +114,7 @@ from tsrec.data.time_features import calendar_cycles, metric_season
 from tsrec.data.windows import far_as_missing
 from tsrec.data.source import Read
 from tsrec.fitted import FittedState
-from tsrec.fitting import Fit, Prefitted, fit_state, require_observed
+from tsrec.fitting import Fit, Prefitted, fit_state, require_observed, resolve_far_values
 from tsrec.halving import fit_networks
 from tsrec.models.base import ForecastModel
 from tsrec.models.ensemble import AUTO, with_members
@@ -319,6 +319,8 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
         raise ValueError(f"Forecaster('auto') takes no {', '.join(refused)}: it validates its candidates on the "
                          "end of the fit frame; fit a model by name for these")
     started = time.process_time()
+    given = settings  # the ensemble's fit decides far_values="auto" again on all of it, and says why
+    settings, _ = resolve_far_values(settings, read)  # every candidate reads far values as the ensemble does
     panel, horizon = read.panel, settings.window.prediction_length
     scored, ends = _scored(panel, settings.window.robust)  # [I]
     if (empty := np.flatnonzero(ends == 0)).size:
@@ -423,7 +425,7 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     prefitted = Prefitted(network, tuple(member.model for member in members),
                           max(member.resolved.window.context_length for member in members),
                           leaderboard.sort_values("val_score", na_position="last", ignore_index=True))
-    fit = fit_state(read, settings, prefitted=prefitted)
+    fit = fit_state(read, given, prefitted=prefitted)
     if not calibrating:
         return fit
     ensemble = sum(weight * scores.means[name] for name, weight in chosen)  # [W, H, C] the ensemble's

@@ -73,6 +73,8 @@ def calibrated(read: Read, settings: ForecasterSettings, fit: Fit) -> Fit:
     first, count, stride = calibration_origins(read, settings)
     # no calibration of its own, and no output_dir: its checkpoints must not replace the fitted run's
     quiet = dataclasses.replace(settings, conformal=dataclasses.replace(settings.conformal, windows=0),
+                                window=dataclasses.replace(  # far values read as the fit read them
+                                    settings.window, far_values=fit.state.resolved.window.far_values),
                                 trainer=dataclasses.replace(settings.trainer, output_dir=None))
     try:
         before = fit_state(read.before(first), quiet).state

@@ -554,7 +554,7 @@ SHIFT_STEPS = 3
 #: How many far values an :class:`~tsrec.data.scaling.OutlierWarning` names (it counts them all).
 FAR_EXAMPLES = 5
 
-FAR_VALUES = ("missing", "keep")
+FAR_VALUES = ("auto", "missing", "keep")
 
 GAP_POLICIES = ("raise", "warn")
 MISSING_CONTEXT_POLICIES = ("nan", "raise")
@@ -588,16 +588,19 @@ class WindowConfig(Config):
             are, all of them trained on (the long-horizon benchmarks' protocol).
             Either way ``fit`` and ``predict`` warn (:class:`~tsrec.data.scaling.OutlierWarning`)
             naming the series and timestamps of values beyond the fences.
-        far_values: ``"missing"`` (default) or ``"keep"``: what values far from their series
-            (beyond the fences above) or from their window (:class:`~tsrec.nn.heads.RevIN`) are.
-            ``"missing"``: isolated far values (a typo, a placeholder) are missing, as ``scaling``
-            says, and the networks' instance normalisation reads a value far from its window as
-            missing; a *level shift* (at least ``SHIFT_STEPS`` far values beyond one fence up to
-            the last observed step) is data: kept by the scaler and the training windows, and
+        far_values: ``"auto"`` (default), ``"missing"`` or ``"keep"``: what values far from their
+            series (beyond the fences above) or from their window (:class:`~tsrec.nn.heads.RevIN`)
+            are. ``"missing"``: isolated far values (a typo, a placeholder) are missing, as
+            ``scaling`` says, and the networks' instance normalisation reads a value far from its
+            window as missing; a *level shift* (at least ``SHIFT_STEPS`` far values beyond one fence
+            up to the last observed step) is data: kept by the scaler and the training windows, and
             a window ending in one is read at its new level. ``"keep"``: every value is data:
             the scaler's moments, the training windows and the instance normalisation read far
             values as they are (the scaler is then standard whatever ``scaling`` says). The fix
-            for real far values that are not a level shift (spikes that happen).
+            for real far values that are not a level shift (spikes that happen). ``"auto"``:
+            ``"keep"`` where the far values fall on the steps a dynamic covariate marks more often
+            than chance (events it explains: a promotion, a holiday; :mod:`tsrec.data.events`),
+            else ``"missing"``; resolved at ``fit`` on the data, with a warning when it keeps them.
         nonnegative: ``True`` (default): a series (a wide frame's column) whose observed training
             values are all at least 0 (counts, sales, load, prices) is never forecast below 0: its
             forecasts, quantiles, samples and interval bands are raised to 0 where they fall below
@@ -613,7 +616,7 @@ class WindowConfig(Config):
     gaps: str = "raise"
     missing_context: str = "nan"
     scaling: str = "robust"
-    far_values: str = "missing"
+    far_values: str = "auto"
     nonnegative: bool = True
 
     def __post_init__(self) -> None:
@@ -631,9 +634,9 @@ class WindowConfig(Config):
 
     @property
     def robust(self) -> bool:
-        """Whether the scaler leaves isolated far values out (``scaling="robust"`` and
-        ``far_values="missing"``)."""
-        return self.scaling == "robust" and self.far_values == "missing"
+        """Whether the scaler leaves isolated far values out (``scaling="robust"``, and
+        ``far_values`` other than ``"keep"``: ``"auto"`` unresolved reads as ``"missing"``)."""
+        return self.scaling == "robust" and self.far_values != "keep"
 
     @property
     def context(self) -> int:

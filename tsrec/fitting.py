@@ -40,6 +40,7 @@ import pandas as pd
 
 from tsrec.config import FAR_EXAMPLES, FAR_IQRS, SHIFT_STEPS, DataFacts, TrainingConfig
 from tsrec.data import CovariateEncoder, CovariateValues, Panel, StandardScaler, WindowDataset, data_facts, split_panel
+from tsrec.data.events import Events, far_events
 from tsrec.data.periods import dominant_periods
 from tsrec.data.scaling import OutlierWarning, item_blocks
 from tsrec.data.source import Read
@@ -57,7 +58,8 @@ from tsrec.smoothing_prior import with_smoothing_prior
 from tsrec.training.budget import Budget, plan_budget, refit_budget
 
 __all__ = ["Fit", "Prefitted", "Prepared", "context_for", "fit_state", "history_cap", "history_for",
-           "prepare", "report_far", "report_far_covariates", "report_unseen_categories", "require_observed"]
+           "prepare", "report_far", "report_far_covariates", "report_unseen_categories", "require_observed",
+           "resolve_far_values"]
 
 log = logging.getLogger(__name__)
 
@@ -213,6 +215,8 @@ def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = No
     training keeps nothing to resume from, where the caller removes ``output_dir`` (said in place of
     the advice to fit again with ``resume=True``). Nothing is kept anywhere: an exception leaves no
     trace but the logs and checkpoints in ``output_dir``."""
+    given = settings  # what the state keeps: "auto" is decided again by each fit on its own data
+    settings, events = resolve_far_values(settings, read)
     panel, horizon = read.panel, settings.window.prediction_length
     training = settings.training
     context = context_for(settings, panel, None if val is None else val.panel) if prefitted is None \
@@ -273,11 +277,11 @@ def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = No
         history, covariate_history = with_tails(panel, read.covariates, context)
     else:
         history, covariate_history = panel.tail(context), read.covariates.tail(context)
-    state = FittedState(settings=settings, resolved=resolved, model=model.eval(), history=history,
+    state = FittedState(settings=given, resolved=resolved, model=model.eval(), history=history,
                         scaler=scaler, covariates=encoder, covariate_history=covariate_history,
                         facts=facts, summary=summary, schema=read.schema,
                         leaderboard=None if prefitted is None else prefitted.leaderboard)
-    report_far(state, panel, np.arange(len(panel.items)), "fit", stacklevel=4)
+    report_far(state, panel, np.arange(len(panel.items)), "fit", stacklevel=4, events=events)
     report_far_covariates(state, panel, read.covariates, "fit", stacklevel=4)
     if val is not None:
         report_far(state, val.panel, np.asarray(prepared.split.val_rows), "fit", stacklevel=4)
@@ -380,8 +384,22 @@ def require_observed(panel: Panel, train_end: Sequence[int]) -> None:
                              f"training part (its first {end} steps); drop it, or fit on a frame where it has data")
 
 
+def resolve_far_values(settings: ForecasterSettings, read: Read) -> tuple[ForecasterSettings, Events | None]:
+    """``settings`` with ``far_values="auto"`` resolved on ``read``: ``"keep"`` where its far values
+    fall on the steps a dynamic covariate marks more often than chance
+    (:func:`~tsrec.data.events.far_events`), else ``"missing"``; and the test's :class:`Events` where
+    it keeps them (None otherwise, and for settings that name ``"missing"`` or ``"keep"``)."""
+    window = settings.window
+    if window.far_values != "auto":
+        return settings, None
+    events = far_events(read.panel, read.covariates, read.schema.covariates.dynamic)
+    kept = events.covariate is not None
+    return (dataclasses.replace(settings, window=dataclasses.replace(window, far_values="keep" if kept else "missing")),
+            events if kept else None)
+
+
 def report_far(state: FittedState, panel: Panel, rows: np.ndarray, when: str, *, stacklevel: int,
-               isolated: bool = True) -> None:
+               isolated: bool = True, events: Events | None = None) -> None:
     """Warn (:class:`~tsrec.data.scaling.OutlierWarning`) about the observed values of ``panel``
     beyond the fences of their scaler row (``rows`` ``[N]``) of ``state``'s scaler: the fit data
     (``when="fit"``) or the contexts forecast from (``"predict"``). Level shifts (runs up to a
@@ -389,7 +407,7 @@ def report_far(state: FittedState, panel: Panel, rows: np.ndarray, when: str, *,
     starts and its level, apart from the isolated far values (the first :data:`FAR_EXAMPLES`
     named with their series, column and timestamp): one warning, a sentence for each kind.
     ``isolated=False``: the level shifts alone (``predict`` of the fitted history, whose isolated far
-    values the fit named)."""
+    values the fit named). ``events``: why ``far_values="auto"`` kept them (:func:`resolve_far_values`)."""
     count, examples, shifts = _far_values(panel, state.scaler, rows)
     count = count if isolated else 0
     if not count and not shifts:
@@ -427,12 +445,18 @@ def report_far(state: FittedState, panel: Panel, rows: np.ndarray, when: str, *,
             effect = ("they set their series' scale and the model was trained on them (scaling='robust' "
                       "leaves them out)" if not keep else "they set their series' scale and the model was "
                       "trained on them (far_values='keep')")
-        events = (" If they are real events that the covariates mark (a holiday, a promotion), fit with "
+        marked = (" If they are real events that the covariates mark (a holiday, a promotion), fit with "
                   "far_values='keep': read as missing, they cannot be learned" if state.scaler.robust and
                   state.covariates.config.dynamic else "")
+        check = " Check them (a typo, a wrong unit, a placeholder such as -9999?)" + marked
+        if events is not None:
+            effect = (f"far_values='auto' kept them as events that a covariate marks, not mistakes: "
+                      f"{events.describe()}; they set their series' scale and the model was trained on them "
+                      "(far_values='missing' reads them as missing)")
+            check = ""
         said.append(f"{count} value(s) {where} lie far outside their series' training distribution (more than "
                     f"{FAR_IQRS:g} interquartile ranges beyond its quartiles), apart from any level shift: {named}"
-                    f"{more}; {effect}. Check them (a typo, a wrong unit, a placeholder such as -9999?){events}")
+                    f"{more}; {effect}.{check}")
     warnings.warn(". ".join(said), OutlierWarning, stacklevel=stacklevel)
 
 

@@ -217,7 +217,7 @@ class ForecastModel(nn.Module, abc.ABC):
                              "patchtst / rsa_patchtst")
         self.config = config
         self.core_channels = 1 if config.channel_independent else config.n_channels
-        self.revin = RevIN(config.n_channels, far_iqrs=FAR_IQRS if config.far_values == "missing" else None) \
+        self.revin = RevIN(config.n_channels, far_iqrs=None if config.far_values == "keep" else FAR_IQRS) \
             if config.revin else None
         if not self.trainable and config.output not in self.untrained_outputs:
             raise ValueError(f"{type(self).__name__} is not trained, so it has only a point forecast: "
