@@ -25,7 +25,7 @@ from tsrec.evaluation import backtest
 from tsrec.config import FAR_IQRS, WindowConfig
 from tsrec.data import StandardScaler
 from tests.saved_models import write_format_4
-from tsrec.data.events import binomial_tail, far_events, marked_steps
+from tsrec.data.events import Events, binomial_tail, far_events, marked_steps
 from tsrec.data.scaling import OutlierWarning, _quantiles
 from tsrec.nn.heads import RevIN
 
@@ -537,7 +537,7 @@ def test_far_values_on_a_covariates_days_are_events_and_typos_are_not():
     assert one.far == 1 and one.covariate is None
     typos = events_of(spiky_panel("typos"))
     assert typos.far == 9 and typos.covariate is None
-    assert events_of(spiky_panel("events"), covariates=()).covariate is None
+    assert events_of(spiky_panel("events"), covariates=()) == Events(0)
 
 
 def test_marked_steps_are_outside_each_series_interquartile_range():

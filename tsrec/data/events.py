@@ -39,7 +39,8 @@ class Events:
     """What :func:`far_events` found.
 
     Attributes:
-        far: the isolated far values (entries: series x channel x step).
+        far: the isolated far values (entries: series x channel x step; 0 where there is no dynamic
+            covariate to test them against: they are not counted).
         covariate: the dynamic covariate whose marked steps hold them more often than chance at
             :data:`EVENT_LEVEL` (the most significant), or None where none does.
         marked: how many of the far values lie on its marked steps (0 without one).
@@ -96,7 +97,10 @@ def far_events(panel: Panel, covariates: CovariateValues, names: Sequence[str]) 
     """Whether the isolated far values of ``panel`` (robust fences over each series' observed
     values) fall on the steps a dynamic covariate marks (:func:`marked_steps`; ``covariates``'
     dynamic columns, named ``names``) more often than the share of the observed entries it marks
-    allows by chance (see the module)."""
+    allows by chance (see the module). Without a dynamic covariate there is nothing to test, and
+    nothing is counted (``far`` 0)."""
+    if not names:
+        return Events(0)
     items = panel.items
     lengths = np.diff(panel.offsets)  # [N]
     scaler = StandardScaler.fit([s.values for s in items], [s.observed for s in items], robust=True)
@@ -109,14 +113,13 @@ def far_events(panel: Panel, covariates: CovariateValues, names: Sequence[str]) 
         series = np.repeat(np.arange(len(block)), lengths[block])  # [M]
         rows = np.repeat(np.arange(block.start, block.stop), lengths[block])  # [M] scaler rows
         far, _ = scaler.far_parts(values, observed, rows, series)  # [M, C]
-        if names:
-            marked = marked_steps(np.concatenate([covariates.dynamic[i] for i in block]), series, len(block))  # [M, K]
-            on_marked += (far.sum(1)[:, None] * marked).sum(0)
-            marked_total += (observed.sum(1)[:, None] * marked).sum(0)
+        marked = marked_steps(np.concatenate([covariates.dynamic[i] for i in block]), series, len(block))  # [M, K]
+        on_marked += (far.sum(1)[:, None] * marked).sum(0)
+        marked_total += (observed.sum(1)[:, None] * marked).sum(0)
         far_total += int(far.sum())
         observed_total += int(observed.sum())
-    if not far_total or not names or not observed_total:
-        return Events(far_total)
+    if not far_total:
+        return Events(0)
     tests = [(binomial_tail(int(k), far_total, float(m) / observed_total) * len(names), j)
              for j, (k, m) in enumerate(zip(on_marked, marked_total))]
     p_value, j = min(tests)
