@@ -182,7 +182,7 @@ def a_shift_kept_with_far_values_keep_and_not_followed_is_named(tmp_path):
     forecast, messages = caught(forecaster.predict)
     assert abs(np.median(of(forecast, "b")) - 210) > 50  # the network read the window as one level
     said(messages, "1 series end in a level shift that their forecast does not follow", "item 'b'",
-         "refit with far_values='missing' (the default)")
+         "refit with far_values='missing': the network's instance normalisation")
 
 
 @case("placeholders")

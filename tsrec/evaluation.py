@@ -269,7 +269,7 @@ def _backtest_errors(forecaster: Forecaster, df: Source, *, start: int | str | p
     stride = stride or horizon
     stacked = _Stacked.of(panel)
     first, count = _origins(panel, stacked, horizon, start, n_windows, stride)  # [I] each
-    if forecaster.settings.window.robust:
+    if (forecaster.resolved_settings or forecaster.settings).window.robust:  # as the fit read far values
         _report_far_truth(panel, first)
     if refit_every is None:  # a refitting backtest's blocks are fitted on the frame's own categories
         report_unseen_categories(forecaster.fitted, panel, values, "backtest", stacklevel=5)

@@ -412,9 +412,9 @@ def _report_unfollowed_shifts(state: FittedState, recent: Panel, rows: np.ndarra
     if not said:
         return
     relevels = any(isinstance(m, RevIN) for m in state.model.modules())
-    fix = ("refit with far_values='missing' (the default): the network's instance normalisation then reads a window "
-           "that ends in a level shift at its new level (far_values='keep' reads the window as one level)"
-           if relevels and state.settings.window.far_values == "keep" else
+    fix = ("refit with far_values='missing': the network's instance normalisation then reads a window that ends in "
+           "a level shift at its new level (far_values='keep' reads the window as one level)"
+           if relevels and state.resolved.window.far_values == "keep" else
            "if the shift is real, drop the rows before it, so that the series starts at its new level")
     warnings.warn(f"{len(said)} series end in a level shift that their forecast does not follow: {'; '.join(said[:5])}"
                   f"{' ...' if len(said) > 5 else ''}; {fix}", OutlierWarning, stacklevel=4)
