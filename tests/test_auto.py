@@ -947,3 +947,28 @@ def test_a_column_never_observed_and_a_quantile_output_without_networks_get_one_
                                          r"windows < 1000 .*; output='quantile' scores the trainable candidates alone: "
                                          r"fit the default output, whose conformal bands give quantiles"):
         Forecaster(output="quantile", **FAST).fit(hourly())
+
+
+def test_promotions_a_covariate_marks_are_kept_for_every_candidate_and_learned():
+    """far_values='auto' is decided once, on all of the fit frame, for every candidate and the
+    ensemble: the promotions (+60 on noise of 1, on about 1 day in 25, given as a future covariate)
+    are kept, the ridge that reads the covariate leads, and the next promotion is forecast."""
+    rng = np.random.default_rng(3)
+    n, horizon = 300, 7
+    frames = []
+    for i in range(3):
+        promo = (rng.random(n) < 0.04).astype(float)
+        promo[-horizon:] = 0.0
+        promo[-3] = 1.0
+        frames.append(pd.DataFrame({"id": f"s{i}", "ds": pd.date_range("2024-01-01", periods=n, freq="D"),
+                                    "y": 20 + 5 * i + rng.standard_normal(n) + 60 * promo, "promo": promo}))
+    df = pd.concat(frames, ignore_index=True)
+    train, ahead = df.groupby("id").head(n - horizon), df.groupby("id").tail(horizon)
+    with pytest.warns(UserWarning, match="far_values='auto' kept them as events .* covariate 'promo'"):
+        f = Forecaster(candidates=("ridge", "ets", "naive"), prediction_length=horizon, trainer_kwargs=QUIET).fit(
+            train, id_col="id", time_col="ds", target_col="y", future_covariates=["promo"])
+    assert f.settings.window.far_values == "auto" and f.resolved_settings.window.far_values == "keep"
+    assert f.leaderboard.set_index("model").weight["ridge"] > 0.5
+    forecast = f.predict(future_covariates=ahead[["id", "ds", "promo"]])
+    on_promo = forecast.merge(ahead, left_on=["item_id", "timestamp"], right_on=["id", "ds"]).query("promo == 1")
+    assert ((on_promo["mean"] - on_promo["y"]).abs() < 15).all()
