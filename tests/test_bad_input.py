@@ -319,6 +319,20 @@ def samples_of_a_calibrated_statistical_model(tmp_path):
 
 
 @case("interval levels")
+def quantiles_in_a_backtest_of_a_calibrated_statistical_model(tmp_path):
+    from tsrec.evaluation import backtest
+
+    df = hourly(n=200)
+    message = refused(lambda: backtest(calibrated(), df, n_windows=3, quantiles=[0.1, 0.9], baselines=(), **COLUMNS),
+                      "ends of its conformal bands", "pass levels=[80] for 0.1 and 0.9")
+    assert "refit with output=" not in message  # a statistical model has no output to refit with
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        scored = backtest(calibrated(), df, n_windows=3, levels=[80], baselines=(), **COLUMNS).summary.metric
+    assert {"coverage_0.1", "coverage_0.9", "crps", "interval_coverage_80"} <= set(scored)  # what it says works
+
+
+@case("interval levels")
 def quantiles_beyond_a_calibration(tmp_path):
     refused(lambda: calibrated().predict(quantiles=[0.01, 0.5]), "quantiles 0.01 and 0.99 are the ends of the 98% "
             "conformal interval", "enough for levels up to 96.8%")

@@ -470,8 +470,16 @@ def _levels(forecaster: Forecaster, quantiles: Sequence[float] | None) -> tuple[
     quantile output's own levels, else 0.1, ..., 0.9."""
     if forecaster.settings.network.output == "point":
         if quantiles is not None:
-            raise ValueError(f"{forecaster.model_name} forecasts points (output='point'): it has no quantiles to "
-                             "score; refit with output='quantile', 'normal' or 'studentt'")
+            calibrated = forecaster.settings.conformal.windows != 0 if forecaster.fitted is None \
+                else forecaster.fitted.calibration is not None
+            fix = ("its quantiles are the ends of its conformal bands, which a backtest scores as quantiles too (CRPS, "
+                   "mean_wQuantileLoss, coverage): pass levels=[80] for 0.1 and 0.9, or leave quantiles out (its 80, "
+                   "90 and 95% bands)" if calibrated else
+                   "refit with conformal_windows=<k> for conformal bands (levels=[...])" if not forecaster.trainable
+                   else "refit with output='quantile', 'normal' or 'studentt', or with conformal_windows=<k> for "
+                   "conformal bands (levels=[...])")
+            raise ValueError(f"{forecaster.model_name} forecasts points (output='point'), so a backtest has no "
+                             f"quantiles=[...] of its own to score: {fix}")
         return ()
     if quantiles is not None:
         return check_levels("quantiles", quantiles)
