@@ -300,7 +300,7 @@ def _scored(panel: Panel, robust: bool) -> tuple[Panel, np.ndarray]:
     ends = observed_ends(panel)
     if not robust:
         return panel, ends
-    scaler = StandardScaler.fit([s.values for s in panel.items], [s.observed for s in panel.items], robust=True)
+    scaler = StandardScaler.fences_of(panel)
     for i, item in enumerate(panel.items):
         steps = len(item.values)
         placeholders = scaler.placeholders(item.values, item.observed, np.full(steps, i), np.zeros(steps, np.int64))

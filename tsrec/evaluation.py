@@ -303,8 +303,7 @@ def _report_far_truth(panel: Panel, first: np.ndarray) -> None:
     origin ``first`` ``[I]`` on, and in the histories before them that MASE's scale is read from.
     Every model forecasts as if they were missing, but an error on one outweighs every other (a
     typo of 1e7 in a daily series around 20 took every skill ratio to 1.000)."""
-    kept = far_as_missing(panel, StandardScaler.fit([s.values for s in panel.items],
-                                                    [s.observed for s in panel.items], robust=True))
+    kept = far_as_missing(panel, StandardScaler.fences_of(panel))
     if kept is panel:
         return
     examples: dict[bool, list[str]] = {True: [], False: []}  # in the windows scored, before them

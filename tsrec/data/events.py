@@ -103,7 +103,7 @@ def far_events(panel: Panel, covariates: CovariateValues, names: Sequence[str]) 
         return Events(0)
     items = panel.items
     lengths = np.diff(panel.offsets)  # [N]
-    scaler = StandardScaler.fit([s.values for s in items], [s.observed for s in items], robust=True)
+    scaler = StandardScaler.fences_of(panel)
     far_total, observed_total = 0, 0
     on_marked = np.zeros(len(names), dtype=np.int64)  # [K] far values on each covariate's marked steps
     marked_total = np.zeros(len(names), dtype=np.int64)  # [K] observed entries it marks

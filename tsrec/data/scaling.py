@@ -32,11 +32,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tsrec.config import FAR_IQRS, SHIFT_STEPS
+
+if TYPE_CHECKING:
+    from tsrec.data.frame import Panel
 
 Items = int | Sequence[int] | np.ndarray
 
@@ -145,6 +148,13 @@ class StandardScaler:
             parts.append((*_moments(x, mask, item, len(block)), low, high, floor))
         loc, scale, low, high, floor = (np.concatenate(column) for column in zip(*parts))
         return cls(loc=loc, scale=scale, low=low, high=high, robust=robust, floor=floor)
+
+    @classmethod
+    def fences_of(cls, panel: Panel) -> StandardScaler:
+        """The robust scaler of all of ``panel``'s observed values, a row per item: the fences that
+        tell its far values (a typo, a placeholder) whatever a model's own scaler read: auto's
+        validation truth, a backtest's, and the test of ``far_values="auto"`` (:mod:`tsrec.data.events`)."""
+        return cls.fit([s.values for s in panel.items], [s.observed for s in panel.items], robust=True)
 
     def floored(self, x: np.ndarray, items: Items, *, scaled: bool = False) -> np.ndarray:
         """``x`` (shaped as for :meth:`transform`; the data's units, or the scaler's with ``scaled``)
