@@ -26,7 +26,7 @@ from tsrec.config import FAR_IQRS, WindowConfig
 from tsrec.data import StandardScaler
 from tests.saved_models import write_format_4
 from tsrec.data.events import Events, binomial_tail, far_events, marked_steps
-from tsrec.data.scaling import OutlierWarning, _quantiles
+from tsrec.data.scaling import OutlierWarning, item_quantiles
 from tsrec.nn.heads import RevIN
 
 FAST = settings(max_examples=40, deadline=None, derandomize=True, database=None,
@@ -94,7 +94,7 @@ def test_fences_quantiles_and_robust_moments_match_a_loop_over_items(case):
         np.testing.assert_array_equal(robust.scale, standard.scale)
     item = np.repeat(np.arange(len(values)), [len(x) for x in values])
     x, mask = np.concatenate(values), np.concatenate(masks)
-    for level, got in zip((0.1, 0.5, 0.9), _quantiles(x, mask, item, len(values), (0.1, 0.5, 0.9))):
+    for level, got in zip((0.1, 0.5, 0.9), item_quantiles(x, mask, item, len(values), (0.1, 0.5, 0.9))):
         for i, (xi, mi) in enumerate(zip(values, masks)):
             for c in range(x.shape[1]):
                 want = np.quantile(xi[mi[:, c], c], level) if mi[:, c].any() else np.nan

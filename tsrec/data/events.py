@@ -24,7 +24,7 @@ import numpy as np
 
 from tsrec.data.covariates import CovariateValues
 from tsrec.data.frame import Panel
-from tsrec.data.scaling import StandardScaler, item_blocks
+from tsrec.data.scaling import StandardScaler, item_blocks, item_quantiles
 
 __all__ = ["EVENT_LEVEL", "Events", "binomial_tail", "far_events", "marked_steps"]
 
@@ -77,20 +77,12 @@ def binomial_tail(k: int, n: int, p: float) -> float:
 
 def marked_steps(dynamic: np.ndarray, series: np.ndarray, n_series: int) -> np.ndarray:
     """``[M, K]`` bool: where each covariate of ``dynamic`` ``[M, K]`` (rows of the series
-    ``series`` ``[M]``, NaN missing) lies outside its series' interquartile range, strictly."""
-    marked = np.zeros(dynamic.shape, dtype=bool)
-    for n in range(n_series):
-        rows = series == n
-        block = dynamic[rows]  # [T, K]
-        if not block.size:
-            continue
-        seen = np.isfinite(block)
-        if not seen.any():
-            continue
-        with np.errstate(invalid="ignore"):
-            q1, q3 = np.nanquantile(np.where(seen, block, np.nan), [0.25, 0.75], axis=0)  # [K] each
-            marked[rows] = seen & ((block < q1) | (block > q3))
-    return marked
+    ``series`` ``[M]``, ascending; NaN missing) lies outside its series' interquartile range,
+    strictly (:func:`~tsrec.data.scaling.item_quantiles`, every series at once)."""
+    seen = np.isfinite(dynamic)
+    q1, q3 = item_quantiles(dynamic, seen, series, n_series, (0.25, 0.75))  # [N, K] each
+    with np.errstate(invalid="ignore"):
+        return seen & ((dynamic < q1[series]) | (dynamic > q3[series]))
 
 
 def far_events(panel: Panel, covariates: CovariateValues, names: Sequence[str]) -> Events:

@@ -349,12 +349,12 @@ def _fences(x: np.ndarray, mask: np.ndarray, item: np.ndarray, n_items: int) -> 
     constant series has nothing to be judged against but that constant, and is far. A constant
     channel, or one without observations, gets unbounded fences (nothing is judged far).
     """
-    q1, median, q3 = _quantiles(x, mask, item, n_items, (0.25, 0.5, 0.75))  # [N, C] each
+    q1, median, q3 = item_quantiles(x, mask, item, n_items, (0.25, 0.5, 0.75))  # [N, C] each
     deviation = np.abs(x - median[item])  # [M, C]
     off = mask & (deviation > 0)  # [M, C] values that differ from their median
     n_off = _counts(off, item, n_items)  # [N, C]
     tied = (q3 == q1) & (n_off >= 2)  # [N, C] where the fallback spread is needed (rarely anywhere)
-    typical_off = _quantiles(deviation, off & tied[item], item, n_items, (0.5,))[0] if tied.any() else q1
+    typical_off = item_quantiles(deviation, off & tied[item], item, n_items, (0.5,))[0] if tied.any() else q1
     spread = np.where(q3 > q1, q3 - q1, np.where(tied, typical_off, 0.0))  # [N, C]
     bounded = n_off > 0  # [N, C] not constant (NaN quartiles of empty channels compare False too)
     return (np.where(bounded, q1 - FAR_IQRS * spread, -np.inf),
@@ -374,7 +374,7 @@ def _counts(mask: np.ndarray, item: np.ndarray, n_items: int) -> np.ndarray:
     return counts
 
 
-def _quantiles(x: np.ndarray, mask: np.ndarray, item: np.ndarray, n_items: int,
+def item_quantiles(x: np.ndarray, mask: np.ndarray, item: np.ndarray, n_items: int,
                levels: Sequence[float]) -> list[np.ndarray]:
     """Per item and channel, the ``levels`` quantiles of the observed entries of ``x`` ``[M, C]``
     (linear interpolation between order statistics, as ``np.quantile``): one ``[N, C]`` array per
