@@ -68,6 +68,12 @@ class Packing(Protocol):
     def value_count(self, codes: np.ndarray) -> np.ndarray:
         """``[K]`` the values a fit with these codes ``[K, J]`` has."""
 
+    def encode(self, fitted: Any) -> tuple[list[int], np.ndarray]:
+        """The codes and values of a statsforecast fit of this model."""
+
+    def decode(self, codes: np.ndarray, values: np.ndarray) -> Any:
+        """The statsforecast model whose ``forward`` applies the fit of ``codes`` and ``values``."""
+
 
 @dataclass(frozen=True)
 class Parameters:

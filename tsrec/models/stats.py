@@ -263,7 +263,9 @@ class StatsModel(ForecastModel):
                                    "lengthened by the gap, and give the requested steps (the end of that forecast)")
     #: The statsforecast class (``statsforecast.models.<name>``).
     statsforecast_name: ClassVar[str]
-    #: Whether the model keeps its fitted parameters and carries them forward (:class:`ARIMA` does not).
+    #: Whether the model keeps its fitted parameters and carries them forward (:class:`ARIMA` and
+    #: ``TSB`` do not): such a model packs a fit with :class:`~tsrec.models.parameters.Packing`'s
+    #: ``encode`` and unpacks it with its ``decode``, which only it defines and only it is asked for.
     carries_parameters: ClassVar[bool] = True
     #: The last steps of each series read (:data:`LOCAL_HISTORY`; :class:`ARIMA` and :class:`MSTL` set their own).
     max_history = LOCAL_HISTORY
@@ -295,14 +297,6 @@ class StatsModel(ForecastModel):
     def value_count(self, codes: np.ndarray) -> np.ndarray:
         """``[K]`` the values a fit with these codes ``[K, J]`` has."""
         return np.zeros(len(codes), np.int64)
-
-    def encode(self, fitted: Any) -> tuple[list[int], np.ndarray]:
-        """The codes and values of a statsforecast fit of this model."""
-        raise NotImplementedError(f"{type(self).__name__} keeps no fitted parameters")
-
-    def decode(self, codes: np.ndarray, values: np.ndarray) -> Any:
-        """The statsforecast model whose ``forward`` applies the fit of ``codes`` and ``values``."""
-        raise NotImplementedError(f"{type(self).__name__} keeps no fitted parameters")
 
     def get_extra_state(self) -> dict[str, Tensor]:
         """The fitted :class:`Parameters` as tensors: what ``state_dict`` saves of them."""
