@@ -655,7 +655,7 @@ def test_the_eval_metric_scores_selects_and_is_saved(tmp_path):
     assert not np.allclose(g.leaderboard.val_score, f.leaderboard.val_score)
     g.save(tmp_path / "m")
     assert Forecaster.load(tmp_path / "m").leaderboard.attrs["eval_metric"] == "smape"
-    with pytest.raises(ValueError, match=r"eval_metric must be one of \('mase', 'rmsse', 'mae', 'mse', 'smape'\)"):
+    with pytest.raises(ValueError, match=r"eval_metric must be one of \('mase', 'rmsse', 'mae', 'mse', 'smape', 'wql'\)"):
         Forecaster("auto", eval_metric="rmse", **FAST)
 
 
@@ -668,6 +668,60 @@ def test_absolute_and_squared_losses_weigh_differently():
     forecasts = np.stack([mostly_exact, always_close])
     assert greedy_weights(truth, forecasts, rounds=1, metric="mae").tolist() == [1.0, 0.0]
     assert greedy_weights(truth, forecasts, rounds=1, metric="mse").tolist() == [0.0, 1.0]
+
+
+def two_series_validation(metric, scale, levels=()):
+    """One window of 3 steps on each of a large series (around 100) and a small one (around 1)."""
+    truth = np.array([[100.0, 110.0, 90.0], [1.0, 2.0, 1.5]])[..., None]  # [W, H, C]
+    items, origins = np.array([0, 1]), np.array([10, 10])
+    return Validation(np.array([10, 10]), np.array([1, 1]), 3, 1, items, origins, truth, metric,
+                      np.asarray(scale, dtype=float)[:, None], tuple(levels))
+
+
+def test_wql_scores_quantiles_as_autogluon_does_and_weighs_series_by_size():
+    """``eval_metric="wql"``: quantile forecasts scored as AutoGluon's WQL (twice the mean over the
+    levels of the total pinball loss over the total |y|); point forecasts at level 0.5, the total
+    absolute error over the total |y|. A forecast exact on the large series and off on the small one
+    wins under WQL and loses under the per-series scaled MAE."""
+    levels = (0.1, 0.5, 0.9)
+    validation = two_series_validation("wql", [1.0, 1.0], levels)
+    rng = np.random.default_rng(0)
+    y = validation.truth[..., 0].ravel()  # [E]
+    quantiles = np.sort(validation.truth[..., None] + rng.normal(0, 5, (2, 3, 1, 3)), axis=-1)  # [W, H, C, Q]
+    result = ForecastResult(validation.items, validation.origins, quantiles[..., 1], quantiles[..., 1],
+                            levels=levels, quantiles=quantiles)
+    f = quantiles[..., 0, :].reshape(-1, 3)  # [E, Q]
+    autogluon = 2 * np.mean(np.abs((y[:, None] - f) * ((y[:, None] <= f) - np.array(levels))).sum(axis=0)
+                            / np.abs(y).sum())
+    assert Scores(validation).add("q", result) == pytest.approx(autogluon, rel=1e-12)
+
+    exact_on_large = validation.truth + np.array([0.0, 1.0])[:, None, None]  # off by 1 on the small series
+    exact_on_small = validation.truth + np.array([5.0, 0.0])[:, None, None]  # off by 5 on the large one
+    def point(mean):
+        return ForecastResult(validation.items, validation.origins, mean, mean)
+    for metric, scale, winner in (("wql", [1.0, 1.0], "large"), ("mae", [100.0, 1.0], "small")):
+        scores = Scores(two_series_validation(metric, scale))
+        large, small = scores.add("large", point(exact_on_large)), scores.add("small", point(exact_on_small))
+        assert (large < small) == (winner == "large")
+    wql = Scores(two_series_validation("wql", [1.0, 1.0]))
+    assert wql.add("large", point(exact_on_large)) == pytest.approx(3.0 / np.abs(y).sum())  # 3 steps off by 1
+
+
+def test_auto_by_wql_scores_the_quantiles_of_a_quantile_ensemble(networks_allowed, monkeypatch):
+    """With ``output="quantile"`` the validation scores every level of each candidate, and the
+    leaderboard says ``wql``."""
+    seen = []
+    add = Scores.add
+
+    def recording(self, name, result):
+        seen.append((np.unique(self.levels).tolist(), result.quantiles.shape[-1]))
+        return add(self, name, result)
+
+    monkeypatch.setattr(Scores, "add", recording)
+    f = Forecaster("auto", candidates=("dlinear",), output="quantile", quantile_levels=(0.1, 0.5, 0.9),
+                   eval_metric="wql", **FAST).fit(hourly())
+    assert f.leaderboard.attrs["eval_metric"] == "wql" and np.isfinite(f.leaderboard.val_score[0])
+    assert seen and all(entry == ([0.1, 0.5, 0.9], 3) for entry in seen)
 
 
 def test_a_network_within_reach_of_the_leader_is_not_stopped_for_the_budget_alone(networks_allowed, monkeypatch):
@@ -900,25 +954,33 @@ def test_forecasts_made_in_passes_are_merged_in_window_order():
     np.testing.assert_array_equal(merged.mean, mean)
 
 
-def test_scores_on_a_subset_of_the_windows_are_the_scores_of_those_windows_alone():
+@pytest.mark.parametrize("metric, levels", [("mase", ()), ("wql", (0.1, 0.5, 0.9))])
+def test_scores_on_a_subset_of_the_windows_are_the_scores_of_those_windows_alone(metric, levels):
     """``Scores.score_on`` and ``leader_on`` read the windows named (here the independent ones) as
-    ``add`` reads them all: a validation made of those windows alone scores them alike."""
+    ``add`` reads them all: a validation made of those windows alone scores them alike (point
+    forecasts, and quantiles at every level)."""
     df = long_hourly(n=24 * 10)
     panel = canonicalize(df, id_col="id", time_col="ds", target_col="y")
     ends = np.array([len(item) for item in panel.items])
-    every = Validation.of(panel, ends, 3, 24, 8, "mase", 24)  # 7 origins per series, 8 steps apart
-    alone = Validation.of(panel, ends, 3, 24, 24, "mase", 24)  # the 3 one horizon apart
+    every = Validation.of(panel, ends, 3, 24, 8, metric, 24, levels=levels)  # 7 origins per series, 8 steps apart
+    alone = Validation.of(panel, ends, 3, 24, 24, metric, 24, levels=levels)  # the 3 one horizon apart
     windows = every.independent
     np.testing.assert_array_equal(every.origins[windows], alone.origins)
     np.testing.assert_array_equal(every.items[windows], alone.items)
     rng = np.random.default_rng(0)
     scores, subset = Scores(every), Scores(alone)
+    spread = np.asarray(levels) - 0.5  # [Q] each level's offset from the point forecast
+
+    def result(validation, mean):
+        quantiles = mean[..., None] + spread if levels else None
+        return ForecastResult(validation.items, validation.origins, mean, mean, levels=levels, quantiles=quantiles)
+
     expected = {}
     for name, noise in (("good", 0.1), ("bad", 1.0)):
         mean = every.truth + noise * rng.standard_normal(every.truth.shape)
-        scores.add(name, ForecastResult(every.items, every.origins, mean, mean))
-        expected[name] = subset.add(name, ForecastResult(alone.items, alone.origins, mean[windows], mean[windows]))
-        assert scores.score_on(windows, mean[windows]) == pytest.approx(expected[name])
+        scores.add(name, result(every, mean))
+        expected[name] = subset.add(name, result(alone, mean[windows]))
+        assert scores.score_on(windows, result(alone, mean[windows])) == pytest.approx(expected[name])
     assert expected["good"] < expected["bad"]
     assert scores.leader_on(windows) == ("good", pytest.approx(expected["good"]))
 

@@ -33,7 +33,8 @@ and forecasting one candidate, :mod:`tsrec.candidates`'; the networks' successiv
 2. **Scores** on ``eval_metric`` (:data:`~tsrec.models.ensemble.EVAL_METRICS`; not named,
    :func:`~tsrec.validation.eval_metric_for`: ``"rmsse"`` for intermittent data, ``"mase"`` for any other), each
    series' errors divided by its scale over its history before the validation windows
-   (:func:`~tsrec.validation.series_scales`), over the entries every candidate forecast (:func:`~tsrec.validation.entry_losses`).
+   (:func:`~tsrec.validation.series_scales`), over the entries every candidate forecast (:func:`~tsrec.validation.entry_losses`);
+   ``"wql"`` scores the quantiles of ``output="quantile"`` at its levels and point forecasts at 0.5.
 3. **Statistical candidates first** (those with nothing to train: ``ets``, ``theta``, ``ces``,
    ``dynamic_theta``, ``mstl`` where the calendar has two seasons (scored last: its every forecast
    costs about a fit, so it forecasts the independent windows first and goes on to every origin only
@@ -344,7 +345,9 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     found = intermittency([item.values for item in panel.items], [item.observed for item in panel.items])
     metric = eval_metric_for(settings.network.eval_metric, found)
     settings = dataclasses.replace(settings, network=dataclasses.replace(settings.network, eval_metric=metric))
-    validation = Validation.of(scored.head(ends), ends, windows, horizon, stride, metric, season, validated)
+    network = settings.network  # wql scores quantile forecasts level by level; points at their one level, 0.5
+    levels = network.quantile_levels if metric == "wql" and network.output == "quantile" else ()
+    validation = Validation.of(scored.head(ends), ends, windows, horizon, stride, metric, season, validated, levels)
     _require_columns_before(panel, validation)
     candidates = Candidates(settings, validation, observed, read.schema.covariates)
     history = scored.head(validation.first)  # what the candidates are validated from, as they read it

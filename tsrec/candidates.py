@@ -114,11 +114,13 @@ class Candidates:
 
     def origins(self, name: str, fit: Fit, first: np.ndarray, count: np.ndarray, stride: int) -> ForecastResult:
         """``fit``'s forecasts of the windows from ``first`` ``[I]``, ``count`` ``[I]`` origins per series
-        ``stride`` apart (:func:`~tsrec.forecasting.forecast_origins`)."""
+        ``stride`` apart (:func:`~tsrec.forecasting.forecast_origins`), with the quantiles the validation
+        scores (:attr:`~tsrec.validation.Validation.levels`)."""
         observed = self._observed(name)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
-            return forecast_origins(fit.state, observed.panel, observed.covariates, first, count, stride)
+            return forecast_origins(fit.state, observed.panel, observed.covariates, first, count, stride,
+                                    levels=self.validation.levels)
 
     def _observed(self, name: str) -> Read:
         """What candidate ``name`` reads: the targets and covariates, or the targets alone."""
@@ -139,7 +141,7 @@ class Candidates:
         windows = validation.independent  # [I * horizons]
         independent = self.origins(name, fit, validation.first, count, horizon)
         scores.check(name, independent, windows)
-        leader, own = scores.leader_on(windows), scores.score_on(windows, independent.mean)
+        leader, own = scores.leader_on(windows), scores.score_on(windows, independent)
         if leader is not None and own > HALVING_FACTOR * leader[1]:  # NaN (no score of its own) goes on
             behind = f"{own / leader[1]:.2g}x the leader ({leader[0]})" if leader[1] > 0 else \
                 f"{own:.3g} where the leader ({leader[0]}) scores 0"

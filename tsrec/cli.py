@@ -160,6 +160,12 @@ def gate_lines(table: pd.DataFrame) -> list[str]:
     return lines
 
 
+#: How auto's validation errors are made comparable across series, for the metrics that do not
+#: divide each series' errors by its scale (:func:`tsrec.validation.series_scales`).
+SCALED_AS = {"smape": "errors relative to the forecast and the truth",
+             "wql": "the total loss over the total |y|: large series weigh more"}
+
+
 def auto_lines(forecaster: Any) -> list[str]:
     """What ``auto`` chose and why: its ensemble's members and weights, then its leaderboard (each
     candidate's validation error, weight and note: why it was skipped, stopped or failed)."""
@@ -172,9 +178,10 @@ def auto_lines(forecaster: Any) -> list[str]:
         score = f"{row.val_score:.4g}" if math.isfinite(row.val_score) else "-"
         note = row.note if isinstance(row.note, str) else ""
         rows.append(f"{row.model:<{width}}  {score:>9}  {row.weight:>6.2f}  {note}".rstrip())
+    scaled = SCALED_AS.get(metric, "each series' errors over its scale")
     return [f"auto chose {' + '.join(f'{row.model} x {row.weight:.2f}' for row in chosen.itertuples())}: the "
-            f"weights that give the lowest validation {metric.upper()} (the last windows of every series, each "
-            "series' errors over its scale), shrunk toward the best few by the evidence; every candidate:",
+            f"weights that give the lowest validation {metric.upper()} (the last windows of every series, "
+            f"{scaled}), shrunk toward the best few by the evidence; every candidate:",
             *(f"  {row}" for row in rows)]
 
 

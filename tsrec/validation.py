@@ -84,14 +84,19 @@ def validation_windows(n_series: int, shortest: int, horizon: int) -> int:
     return max(1, min(wanted, shortest // 2 // horizon))
 
 
-def entry_losses(metric: str, forecast: np.ndarray, truth: np.ndarray) -> np.ndarray:
+def entry_losses(metric: str, forecast: np.ndarray, truth: np.ndarray, levels: np.ndarray | None = None) -> np.ndarray:
     """The per-entry losses of ``forecast`` ``[..., E]`` against ``truth`` ``[E]``, both divided by
     their series' scale (:attr:`Validation.scale`): squared errors for ``"mse"`` and ``"rmsse"``,
-    absolute errors for ``"mae"`` and ``"mase"``, and sMAPE's ``200 |f - y| / (|f| + |y|)`` for ``"smape"`` (which no
-    positive per-series scale changes; 0 where both are 0)."""
+    absolute errors for ``"mae"`` and ``"mase"``, sMAPE's ``200 |f - y| / (|f| + |y|)`` for ``"smape"`` (which no
+    positive per-series scale changes; 0 where both are 0), and for ``"wql"`` twice the pinball loss
+    ``2 max(q (y - f), (1 - q) (f - y))`` of each entry's quantile level ``q`` (``levels`` ``[E]``;
+    None: 0.5, a point forecast, where it is ``|f - y|``)."""
     error = forecast - truth
     if metric in ("mse", "rmsse"):
         return error ** 2
+    if metric == "wql":
+        q = 0.5 if levels is None else levels
+        return 2.0 * np.maximum(-q * error, (1.0 - q) * error)
     if metric == "smape":
         total = np.abs(forecast) + np.abs(truth)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -99,17 +104,19 @@ def entry_losses(metric: str, forecast: np.ndarray, truth: np.ndarray) -> np.nda
     return np.abs(error)
 
 
-def greedy_weights(truth: np.ndarray, forecasts: np.ndarray, rounds: int = ROUNDS, metric: str = "mse") -> np.ndarray:
+def greedy_weights(truth: np.ndarray, forecasts: np.ndarray, rounds: int = ROUNDS, metric: str = "mse",
+                   levels: np.ndarray | None = None) -> np.ndarray:
     """Greedy ensemble selection with replacement: ``forecasts`` ``[M, E]`` of ``M`` candidates over
-    ``E`` entries with true values ``truth`` ``[E]`` -> weights ``[M]`` summing to 1: every round
-    adds the candidate whose addition gives the lowest mean loss (:func:`entry_losses` of
-    ``metric``), and the weights are those of the round with the lowest loss (the earliest among
-    equals; see the module)."""
+    ``E`` entries with true values ``truth`` ``[E]`` (``levels`` ``[E]``: each entry's quantile level,
+    for ``"wql"``) -> weights ``[M]`` summing to 1: every round adds the candidate whose addition
+    gives the lowest mean loss (:func:`entry_losses` of ``metric``), and the weights are those of the
+    round with the lowest loss (the earliest among equals; see the module). Quantiles are averaged
+    level by level, as the ensemble averages its members'."""
     counts = np.zeros(len(forecasts))
     total = np.zeros_like(truth)
     best, best_counts = math.inf, counts
     for r in range(rounds):
-        errors = entry_losses(metric, (total + forecasts) / (r + 1), truth).mean(axis=1)  # [M]
+        errors = entry_losses(metric, (total + forecasts) / (r + 1), truth, levels).mean(axis=1)  # [M]
         choice = int(np.argmin(errors))
         counts[choice] += 1
         total = total + forecasts[choice]
@@ -172,7 +179,9 @@ class Validation:
             square of its one-step changes for ``"rmsse"``, its standard deviation for ``"mse"`` and
             ``"mae"``, each over its history before ``first`` (the scale the field's test scores
             use; over its steps from its first nonzero value on where that is 0 or undefined); ones
-            for ``"smape"``.
+            for ``"smape"`` and ``"wql"`` (whose score divides by the windows' total ``|y|``).
+        levels: the quantile levels each forecast is scored at (``"wql"`` of quantile forecasts,
+            ``output="quantile"``); empty: the point forecasts (``"wql"`` at level 0.5).
     """
 
     first: np.ndarray
@@ -184,20 +193,22 @@ class Validation:
     truth: np.ndarray
     metric: str
     scale: np.ndarray
+    levels: tuple[float, ...] = ()
 
     @classmethod
     def of(cls, panel: Panel, ends: np.ndarray, windows: int, horizon: int, stride: int, metric: str,
-           season: int, validated: np.ndarray | None = None) -> Validation:
+           season: int, validated: np.ndarray | None = None, levels: tuple[float, ...] = ()) -> Validation:
         """``windows`` horizons held out before each series' observed end ``ends`` ``[I]`` of
-        ``panel``, forecast from origins ``stride`` apart, scored by ``metric`` (``season``: MASE's);
-        ``validated`` ``[I]`` bool (None: all): the series that are, the others hold out nothing."""
+        ``panel``, forecast from origins ``stride`` apart, scored by ``metric`` (``season``: MASE's;
+        ``levels``: the quantile levels scored, empty for point forecasts); ``validated`` ``[I]``
+        bool (None: all): the series that are, the others hold out nothing."""
         validated = np.ones(len(ends), dtype=bool) if validated is None else validated
         first = np.where(validated, ends - windows * horizon, ends)  # [I]
         count = np.where(validated, (windows - 1) * horizon // stride + 1, 0).astype(np.int64)  # [I]
         items, origins = window_origins(first, count, stride)  # [W] each
         truth, seen = window_values(panel, items, origins, horizon)  # [W, H, C] each
         return cls(first, count, stride, windows, items, origins, np.where(seen, truth, np.nan), metric,
-                   series_scales(panel, first, metric, season))
+                   series_scales(panel, first, metric, season), tuple(levels))
 
     @property
     def windows(self) -> int:
@@ -221,11 +232,23 @@ class Validation:
         horizon = self.truth.shape[1]
         return np.flatnonzero((self.origins - self.first[self.items]) % horizon == 0)
 
-    def scaled(self, mean: np.ndarray, windows: np.ndarray | None = None) -> np.ndarray:
-        """``[w * H * C]`` ``mean`` ``[w, H, C]`` of the windows ``windows`` ``[w]`` (indices; None: all
-        ``W``) divided by each window's series' scale, flattened."""
+    def scaled(self, values: np.ndarray, windows: np.ndarray | None = None) -> np.ndarray:
+        """``[w * H * C]`` ``values`` ``[w, H, C]`` of the windows ``windows`` ``[w]`` (indices; None:
+        all ``W``) divided by each window's series' scale, flattened; ``[w * H * C * Q]`` for
+        quantiles ``[w, H, C, Q]``."""
         items = self.items if windows is None else self.items[windows]
-        return (mean / self.scale[items][:, None, :]).ravel()
+        scale = self.scale[items][:, None, :]  # [w, 1, C]
+        return (values / (scale if values.ndim == 3 else scale[..., None])).ravel()
+
+    def entries(self, windows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+        """The scaled truth of the windows ``windows`` ``[w]`` (indices; None: all) as :meth:`scaled`
+        lays out the forecasts scored (``[w * H * C]``, each entry repeated per quantile level), and
+        each entry's quantile level (None: point forecasts)."""
+        truth = self.truth if windows is None else self.truth[windows]  # [w, H, C]
+        if not self.levels:
+            return self.scaled(truth, windows), None
+        repeated = np.repeat(truth[..., None], len(self.levels), axis=-1)  # [w, H, C, Q]
+        return self.scaled(repeated, windows), np.tile(np.asarray(self.levels, dtype=np.float64), truth.size)
 
 
 def series_scales(panel: Panel, first: np.ndarray, metric: str, season: int) -> np.ndarray:
@@ -234,14 +257,14 @@ def series_scales(panel: Panel, first: np.ndarray, metric: str, season: int) -> 
     more than a season), for ``"rmsse"`` the root of the mean ``(y[t] - y[t - 1]) ** 2`` from the
     series' first nonzero value on (the M5 competition's scale: the zeros before a product's first
     sale are no history of its demand), for ``"mse"`` and ``"mae"`` the population standard
-    deviation; ones for ``"smape"``. Where that is 0 or undefined (a product launched inside the
+    deviation; ones for ``"smape"`` and ``"wql"``. Where that is 0 or undefined (a product launched inside the
     validation windows, zero or empty before them), the same scale over all its observed steps from
     its first nonzero value on (its own changes since its launch, not the jump from zero): in the
     data's units its errors would outweigh every other series' scaled ones, and choose for the whole
     panel alone; 1 where that is 0 or undefined too (a series that never moved)."""
     channels = len(panel.columns) if panel.layout == "wide" else 1
     scale = np.ones((len(panel.items), channels))
-    if metric == "smape":
+    if metric in ("smape", "wql"):
         return scale
     for i, (item, end) in enumerate(zip(panel.items, first.tolist())):
         y = np.where(item.observed, item.values, np.nan)  # [T, C]
@@ -273,25 +296,26 @@ def _scale(y: np.ndarray, metric: str, season: int) -> np.ndarray:
 @dataclass
 class Scores:
     """Every scored candidate's validation forecasts: ``means`` ``[W, H, C]`` in the data's units
-    (the ensemble's calibration reads them) and ``scaled`` ``[E]`` (divided by their series' scale:
-    the choice reads them)."""
+    (the ensemble's calibration reads them) and ``scaled`` ``[E]`` (divided by their series' scale,
+    :meth:`Validation.scaled`; ``E = W * H * C``, times ``Q`` where quantiles are scored: the
+    choice reads them)."""
 
     validation: Validation
     truth: np.ndarray = field(init=False)  # [E] scaled
+    levels: np.ndarray | None = field(init=False)  # [E] each entry's quantile level; None: point forecasts
     means: dict[str, np.ndarray] = field(default_factory=dict)
     scaled: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.truth = self.validation.scaled(self.validation.truth)
+        self.truth, self.levels = self.validation.entries()
 
     def add(self, name: str, result: ForecastResult) -> float:
         """Keep ``result`` (the candidate's forecasts of the validation windows) under ``name``;
-        returns its score (the mean loss over the entries it forecast; for ``"rmsse"`` its root)."""
-        validation = self.validation
+        returns its score (:meth:`_score`)."""
         self.check(name, result)
         self.means[name] = result.mean
-        self.scaled[name] = validation.scaled(result.mean)
-        return self._score(self.scaled[name], self.truth)
+        self.scaled[name] = self.validation.scaled(self._scored(result))
+        return self._score(self.scaled[name], self.truth, self.levels)
 
     def check(self, name: str, result: ForecastResult, windows: np.ndarray | None = None) -> None:
         """``RuntimeError`` unless ``result`` forecasts the validation windows ``windows`` ``[w]``
@@ -302,27 +326,45 @@ class Scores:
         if not (np.array_equal(result.items, items) and np.array_equal(result.origins, origins)):
             raise RuntimeError(f"auto: {name}'s validation windows differ from the other candidates'")
 
-    def score_on(self, windows: np.ndarray, mean: np.ndarray) -> float:
-        """The score of forecasts ``mean`` ``[w, H, C]`` of the validation windows ``windows`` ``[w]``
+    def score_on(self, windows: np.ndarray, result: ForecastResult) -> float:
+        """The score of ``result``, the forecasts of the validation windows ``windows`` ``[w]``
         (indices), as :meth:`add` scores all of them."""
-        truth = self.truth.reshape(len(self.validation.items), -1)[windows].ravel()
-        return self._score(self.validation.scaled(mean, windows), truth)
+        return self._score(self.validation.scaled(self._scored(result), windows), *self.validation.entries(windows))
 
     def leader_on(self, windows: np.ndarray) -> tuple[str, float] | None:
         """The candidate kept so far with the best score on the validation windows ``windows`` ``[w]``
         (indices), and that score; None where none has one."""
-        found = [(score, name) for name, mean in self.means.items()
-                 if math.isfinite(score := self.score_on(windows, mean[windows]))]
+        truth, levels = self.validation.entries(windows)
+        rows = len(self.validation.items)
+        found = [(score, name) for name, scaled in self.scaled.items()
+                 if math.isfinite(score := self._score(scaled.reshape(rows, -1)[windows].ravel(), truth, levels))]
         return None if not found else min(found)[::-1]
 
-    def _score(self, forecast: np.ndarray, truth: np.ndarray) -> float:
+    def _scored(self, result: ForecastResult) -> np.ndarray:
+        """What is scored of ``result``: its quantiles at the validation's levels ``[W, H, C, Q]``, or its
+        point forecasts ``[W, H, C]``."""
+        if not self.validation.levels:
+            return result.mean
+        if tuple(result.levels) != self.validation.levels or result.quantiles is None:
+            raise RuntimeError(f"auto: a candidate forecast quantiles {result.levels}, not the levels scored, "
+                               f"{self.validation.levels}")
+        return result.quantiles
+
+    def _score(self, forecast: np.ndarray, truth: np.ndarray, levels: np.ndarray | None) -> float:
         """The mean loss of scaled ``forecast`` ``[E]`` over the entries where it and ``truth`` ``[E]`` are
-        finite (for ``"rmsse"`` its root); NaN where none is."""
+        finite (``levels`` ``[E]``: their quantile levels, or None): for ``"rmsse"`` its root, for
+        ``"wql"`` over the mean ``|y|`` of those entries (the weighted quantile loss: the pinball
+        losses' total over the total ``|y|``, averaged over the levels; where every ``|y|`` is 0,
+        the mean loss itself); NaN where no entry is finite."""
         metric = self.validation.metric
         entries = np.isfinite(truth) & np.isfinite(forecast)
         if not entries.any():
             return math.nan
-        score = float(entry_losses(metric, forecast[entries], truth[entries]).mean())
+        score = float(entry_losses(metric, forecast[entries], truth[entries],
+                                   None if levels is None else levels[entries]).mean())
+        if metric == "wql":
+            total = float(np.abs(truth[entries]).mean())
+            return score / total if total > 0 else score
         return math.sqrt(score) if metric == "rmsse" else score
 
     def drop(self, name: str) -> None:
@@ -337,7 +379,8 @@ class Scores:
         common = np.isfinite(self.truth) & np.isfinite(stacked).all(axis=0)
         if not common.any():
             raise ValueError("auto: no validation entry has a true value and every candidate's forecast")
-        greedy = greedy_weights(self.truth[common], stacked[:, common], metric=self.validation.metric)
+        greedy = greedy_weights(self.truth[common], stacked[:, common], metric=self.validation.metric,
+                                levels=None if self.levels is None else self.levels[common])
         return shrunk_weights(greedy, np.asarray(scores), self.validation.evidence, repeats)
 
     def repeats(self, names: list[str], scores: list[float]) -> np.ndarray:

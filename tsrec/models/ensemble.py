@@ -38,9 +38,12 @@ AUTO_CANDIDATES = ("ets", "theta", "ces", "dynamic_theta", "mstl", "croston", "a
 #: (:mod:`tsrec.auto`): ``"mase"`` (absolute errors over each series' in-sample seasonal naive error),
 #: ``"rmsse"`` (the root of the squared errors over each series' in-sample squared one-step change,
 #: the M5 competition's point metric), ``"mae"`` and ``"mse"`` (absolute and squared errors over each
-#: series' standard deviation) and ``"smape"``. Not named: ``"rmsse"`` for intermittent data, else
+#: series' standard deviation), ``"smape"`` and ``"wql"`` (AutoGluon's weighted quantile loss: the
+#: pinball losses' total over the total ``|y|``, averaged over the levels, so that large series weigh
+#: more; the quantiles of ``output="quantile"`` at its levels, point forecasts at 0.5, where it is
+#: the weighted absolute percentage error). Not named: ``"rmsse"`` for intermittent data, else
 #: ``"mase"`` (:func:`tsrec.validation.eval_metric_for`).
-EVAL_METRICS = ("mase", "rmsse", "mae", "mse", "smape")
+EVAL_METRICS = ("mase", "rmsse", "mae", "mse", "smape", "wql")
 #: The outputs an ensemble can average: points, and quantiles (a weighted average of each level's
 #: forecasts keeps them ordered); distributions' parameters do not average into their mixture.
 ENSEMBLE_OUTPUTS = ("point", "quantile")
