@@ -33,8 +33,9 @@ and forecasting one candidate, :mod:`tsrec.candidates`'; the networks' successiv
 2. **Scores** on ``eval_metric`` (:data:`~tsrec.models.ensemble.EVAL_METRICS`; not named,
    :func:`~tsrec.validation.eval_metric_for`: ``"rmsse"`` for intermittent data, ``"mase"`` for any other), each
    series' errors divided by its scale over its history before the validation windows
-   (:func:`~tsrec.validation.series_scales`), over the entries every candidate forecast (:func:`~tsrec.validation.entry_losses`);
-   ``"wql"`` scores the quantiles of ``output="quantile"`` at its levels and point forecasts at 0.5.
+   (:func:`~tsrec.validation.series_scales`), over the entries every candidate forecast
+   (:func:`~tsrec.validation.entry_losses`); ``"wql"`` scores the quantiles of ``output="quantile"``
+   at its levels and point forecasts at 0.5.
 3. **Statistical candidates first** (those with nothing to train: ``ets``, ``theta``, ``ces``,
    ``dynamic_theta``, ``mstl`` where the calendar has two seasons (scored last: its every forecast
    costs about a fit, so it forecasts the independent windows first and goes on to every origin only
