@@ -5,10 +5,12 @@ draws a synthetic weekly panel per seed (:func:`panel`: ``--series`` established
 200 weeks, and ``--launched`` products at zero until 20 weeks before the test, then selling at a
 level like the others'; the last 8 weeks of each are the test) and fits on the rest, one after the
 other: the default ``Forecaster(prediction_length=8)`` as it is (a series with no scale before its
-validation windows is divided by its scale from its first sale on: ``tsrec.validation.series_scales``),
-the default with such a series divided by 1 (the rule before), the default with the launched
-products' zeros before their first sale given as missing (NaN), ``rsa_patchtst`` alone on either,
-and ``ces``, ``ets`` and ``seasonal_naive`` alone. Prints and writes (``launches.md`` in
+validation windows is divided by its scale from its first sale on: ``tsrec.validation.series_scales``;
+the zeros before a launch read as missing: ``leading_zeros="missing"``), the default with those zeros
+kept as data (``leading_zeros="keep"``, the rule before), the default with a launched product
+divided by 1 (the scale rule before), the default with the launched products' zeros before their
+first sale given as missing (NaN) in the frame, ``rsa_patchtst`` alone as it is, with the zeros kept
+and with NaN, and ``ces``, ``ets`` and ``seasonal_naive`` alone. Prints and writes (``launches.md`` in
 ``--out-dir``) each run's test MASE on all the series, on the established ones and on the launched
 ones (each absolute error over its series' in-sample naive MAE: a launched product's from its
 first sale), its fit's CPU seconds and the default's validation scores and members, per seed and
@@ -33,8 +35,8 @@ from benchmarks.common import seeded_runs, seeds_report, write_report
 
 HORIZON = 8
 LAUNCHED_WEEKS = 20  # a launched product's weeks of sales before the test
-RUNS = ("default", "default, launches divided by 1", "default, NaN before launch", "rsa_patchtst",
-        "rsa_patchtst, NaN before launch", "ces", "ets", "seasonal_naive")
+RUNS = ("default", "default, zeros kept", "default, launches divided by 1", "default, NaN before launch",
+        "rsa_patchtst", "rsa_patchtst, zeros kept", "rsa_patchtst, NaN before launch", "ces", "ets", "seasonal_naive")
 
 
 def panel(series: int, launched: int, seed: int) -> pd.DataFrame:
@@ -87,9 +89,10 @@ def run(name: str, train: pd.DataFrame, test: pd.DataFrame) -> dict[str, object]
         frame = frame.assign(y=frame.y.where(frame.groupby("unique_id").y.transform(lambda y: (y != 0).cummax())))
     rule = mock.patch("tsrec.validation.series_scales", divided_by_one) if variant == "launches divided by 1" \
         else contextlib.nullcontext()
+    options = {"leading_zeros": "keep"} if variant == "zeros kept" else {}  # the zeros before a launch as data
     with rule:
-        fitted = Forecaster(prediction_length=HORIZON) if model == "default" else \
-            Forecaster(model, prediction_length=HORIZON)
+        fitted = Forecaster(prediction_length=HORIZON, **options) if model == "default" else \
+            Forecaster(model, prediction_length=HORIZON, **options)
         fitted.fit(frame)
     seconds = time.process_time() - started
     forecast = fitted.predict().rename(columns={"item_id": "unique_id", "timestamp": "ds"})
@@ -122,9 +125,11 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.series} synthetic weekly series of 150 to 200 weeks and {args.launched} products launched "
         f"{LAUNCHED_WEEKS} weeks before the test per seed (`benchmarks/launches.py`), the last {HORIZON} weeks of "
         "each the test; the default as it is (a series with no scale before its validation windows divided by its "
-        "scale from its first sale on), the default with such a series divided by 1 (the rule before), the default "
-        "with the launched products' zeros before their first sale given as missing (NaN), RSA-PatchTST alone on "
-        "either, and three statistical models alone. MASE: each absolute error over its series' in-sample naive "
+        "scale from its first sale on; the zeros before a launch read as missing, leading_zeros='missing'), the "
+        "default with those zeros kept as data (leading_zeros='keep'), the default with a launched product divided "
+        "by 1 (the scale rule before), the default with the launched products' zeros before their first sale given "
+        "as missing (NaN) in the frame, RSA-PatchTST alone as it is, with the zeros kept and with NaN, and three "
+        "statistical models alone. MASE: each absolute error over its series' in-sample naive "
         "MAE (a launched product's from its first sale), averaged over every series' test steps, over the "
         "established series' and over the launched ones'.",
         table, ["mase_all", "mase_established", "mase_launched", "fit_cpu_s"], "benchmarks.launches", given,

@@ -1,4 +1,6 @@
-"""tsrec.data.launches: a series that begins with zeros unlike the rest of it is named at fit."""
+"""tsrec.data.launches: a series that begins with zeros unlike the rest of it (a product not launched
+yet) is read as missing at fit and at every forecast after it (``leading_zeros="missing"``), or kept
+and named (``"keep"``)."""
 
 import warnings
 
@@ -8,7 +10,7 @@ import pytest
 
 from tsrec import Forecaster
 from tsrec.data import canonicalize
-from tsrec.data.launches import leading_zeros
+from tsrec.data.launches import leading_zeros, zeros_before_fit
 
 
 def weekly(values: dict[str, np.ndarray]) -> pd.DataFrame:
@@ -31,19 +33,68 @@ def test_a_launch_given_as_zeros_is_told_apart_from_intermittent_demand_and_from
     assert runs == {"launched": 80, "missing_then_zeros": 70, "never_sold": 0, "short_run": 0, "sold": 0, "sparse": 0}
 
 
-def test_the_default_and_a_network_name_the_launches_a_statistical_model_does_not():
-    rng = np.random.default_rng(1)
-    frame = weekly({"old": rng.poisson(20, 150).astype(float), "new": np.r_[np.zeros(130), rng.poisson(20, 20)]})
+QUIET = {"enable_progress_bar": False, "logger": False}
+
+
+def launch_frames(seed: int = 1, launch: int = 130, n: int = 150) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Two weekly series, ``new`` launched at week ``launch``: with zeros before it, and with NaN."""
+    rng = np.random.default_rng(seed)
+    new = np.r_[np.zeros(launch), rng.poisson(20, n - launch)]
+    zeros = weekly({"old": rng.poisson(20, n).astype(float), "new": new})
+    before_launch = (zeros["unique_id"] == "new") & (zeros.groupby("unique_id").cumcount() < launch)
+    return zeros, zeros.assign(y=zeros["y"].mask(before_launch))
+
+
+@pytest.mark.parametrize("model, options", [("auto", {"candidates": ("naive", "seasonal_naive", "ets")}),
+                                            ("ets", {"conformal_windows": 8}),
+                                            ("dlinear", {"max_steps": 3, "trainer_kwargs": QUIET})])
+def test_a_launch_given_as_zeros_is_forecast_as_one_given_as_missing(model, options):
+    """By default the zeros before a launch are missing for every model: the fit, its calibration
+    and every forecast, from the fitted history or from a frame that holds the zeros again (of which
+    a network reads its last context steps alone), equal those of the frame with NaN there."""
+    zeros, nan = launch_frames(launch=140)  # a network's context (16 steps) holds 6 of the zeros
     with pytest.warns(UserWarning, match=r"^1 series begin with a run of zeros more than twice as long as any later in "
-                                         r"them \(item 'new' \(130 zeros\)\): if they had not started yet .* give "
-                                         r"those steps as missing \(NaN\) or drop their rows"):
-        Forecaster(prediction_length=8, candidates=("naive", "seasonal_naive")).fit(frame)
+                                         r"them \(item 'new' \(140 zeros\)\): read as missing, as a product not "
+                                         r"launched yet \(leading_zeros='missing'\); leading_zeros='keep' keeps them"):
+        given_zeros = Forecaster(model, prediction_length=8, seed=0, **options).fit(zeros)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        given_nan = Forecaster(model, prediction_length=8, seed=0, **options).fit(nan)
+    assert not [w for w in caught if "run of zeros" in str(w.message)]
+    new = given_zeros.panel.items[0]  # the first series in id order (a network keeps its last steps alone)
+    assert new.item_id == "new" and not (new.observed & (new.values == 0)).any()
+    levels = None if model == "dlinear" else [80]
+    for frame_zeros, frame_nan in ((None, None), (zeros, nan)):
+        a = given_zeros.predict(frame_zeros, levels=levels)
+        b = given_nan.predict(frame_nan, levels=levels)
+        pd.testing.assert_frame_equal(a, b)
+
+
+def test_kept_leading_zeros_are_data_and_named_for_the_default_and_the_networks():
+    zeros, _ = launch_frames()
+    keep = {"prediction_length": 8, "leading_zeros": "keep"}
+    with pytest.warns(UserWarning, match=r"item 'new' \(130 zeros\)\): if they had not started yet .* "
+                                         r"leading_zeros='missing' reads them as missing"):
+        kept = Forecaster(candidates=("naive", "seasonal_naive"), **keep).fit(zeros)
+    assert kept.panel.items[0].observed.all()
     with pytest.warns(UserWarning, match=r"item 'new' \(130 zeros\)"):
-        Forecaster("dlinear", prediction_length=8, max_steps=2,
-                   trainer_kwargs={"enable_progress_bar": False, "logger": False}).fit(frame)
-    before_launch = (frame["unique_id"] == "new") & (frame.groupby("unique_id").cumcount() < 130)
+        Forecaster("dlinear", max_steps=2, trainer_kwargs=QUIET, **keep).fit(zeros)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        Forecaster("naive", prediction_length=8).fit(frame)
-        Forecaster(prediction_length=8, candidates=("naive", "seasonal_naive")).fit(
-            frame.assign(y=frame["y"].mask(before_launch)))  # the zeros given as missing
+        Forecaster("naive", **keep).fit(zeros)  # a statistical model kept them without a word, as before
+    with pytest.raises(ValueError, match=r"leading_zeros must be one of \('missing', 'keep'\)"):
+        Forecaster(prediction_length=8, leading_zeros="drop")
+
+
+def test_only_the_zeros_before_a_series_fitted_start_are_read_as_missing():
+    """A forecast reads as missing the zeros before each series' first observed step at fit, per
+    channel, and no other: a series observed from its first fitted step keeps its zeros, however
+    its frame begins (an off season of zeros at the start of a context)."""
+    zeros, nan = launch_frames()
+    fitted = canonicalize(nan, time_col="ds", id_col="unique_id", target_col="y")
+    given = canonicalize(zeros.assign(y=zeros["y"].where(zeros["unique_id"] == "new", 0.0)),
+                         time_col="ds", id_col="unique_id", target_col="y")  # 'old' all zeros now
+    read = zeros_before_fit(given, fitted, np.arange(2))
+    assert not read.items[0].observed[:130].any() and read.items[0].observed[130:].all()
+    assert read.items[1].observed.all()  # 'old' was observed from its first step at fit
+    assert zeros_before_fit(fitted, fitted, np.arange(2)) is fitted

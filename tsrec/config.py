@@ -555,6 +555,7 @@ SHIFT_STEPS = 3
 FAR_EXAMPLES = 5
 
 FAR_VALUES = ("auto", "missing", "keep")
+LEADING_ZEROS = ("missing", "keep")
 
 GAP_POLICIES = ("raise", "warn")
 MISSING_CONTEXT_POLICIES = ("nan", "raise")
@@ -601,6 +602,16 @@ class WindowConfig(Config):
             ``"keep"`` where the far values fall on the steps a dynamic covariate marks more often
             than chance (events it explains: a promotion, a holiday; :mod:`tsrec.data.events`),
             else ``"missing"``; resolved at ``fit`` on the data, with a warning when it keeps them.
+        leading_zeros: ``"missing"`` (default) or ``"keep"``: what the zeros a series begins with
+            are where they look like a product not launched yet, given as zeros (at least
+            ``prediction_length`` of them, more than twice its longest later run of zeros, and a
+            nonzero value after them: :func:`tsrec.data.launches.leading_zeros`; an intermittent
+            series, whose zeros come in runs throughout, is never named). ``"missing"``: those steps
+            are missing, as if the frame gave NaN there, for every model, its validation and its
+            calibration, and each forecast reads the zeros before a series' first observed step at
+            ``fit`` as missing too; ``fit`` warns naming the series. ``"keep"``: they are data (a
+            sensor or a price that starts at zero), and ``fit`` warns naming them for ``auto`` and the
+            networks, which forecast such a series from the zeros in its context.
         nonnegative: ``True`` (default): a series (a wide frame's column) whose observed training
             values are all at least 0 (counts, sales, load, prices) is never forecast below 0: its
             forecasts, quantiles, samples and interval bands are raised to 0 where they fall below
@@ -617,6 +628,7 @@ class WindowConfig(Config):
     missing_context: str = "nan"
     scaling: str = "robust"
     far_values: str = "auto"
+    leading_zeros: str = "missing"
     nonnegative: bool = True
 
     def __post_init__(self) -> None:
@@ -629,6 +641,7 @@ class WindowConfig(Config):
         check_choice("missing_context", self.missing_context, MISSING_CONTEXT_POLICIES)
         check_choice("scaling", self.scaling, SCALINGS)
         check_choice("far_values", self.far_values, FAR_VALUES)
+        check_choice("leading_zeros", self.leading_zeros, LEADING_ZEROS)
         if not isinstance(self.nonnegative, bool):
             raise TypeError(f"nonnegative must be True or False, got {self.nonnegative!r}")
 

@@ -18,7 +18,7 @@ from tsrec.collective import by_series, gather_parts, world
 from tsrec.config import DEFAULT_MODEL, CovariateConfig, DataFacts, TrainingConfig
 from tsrec.conformal import Calibration
 from tsrec.data import CovariateEncoder, Panel, StandardScaler, normalize_freq, source
-from tsrec.data.launches import report_leading_zeros
+from tsrec.data.launches import leading_zeros, report_leading_zeros, unlaunched
 from tsrec.data.schema import Schema
 from tsrec.data.source import Source
 from tsrec.data.tails import fills_tails, tail_gap
@@ -265,18 +265,24 @@ class Forecaster:
         read = source.read(df, schema, categorical=categorical, freq=window.freq, gaps=window.gaps)
         if isinstance(df, pd.DataFrame) and (note := read.schema.unread_note(df.columns, read.panel.columns)):
             warnings.warn(note, UserWarning, stacklevel=2)
-        if self.model_name == AUTO or self.trainable:  # the networks forecast from such zeros
-            report_leading_zeros(read.panel, window.prediction_length, stacklevel=3)
         val = None if val_df is None else source.read(val_df, schema, categorical=categorical, freq=read.panel.freq,
                                                       gaps=window.gaps)
         return self.fit_read(read, val=val, resume=resume)
 
     def fit_read(self, read: source.Read, *, val: source.Read | None = None, resume: bool = False) -> Forecaster:
         """Fit on data already read (:class:`~tsrec.data.source.Read`, e.g. ``read.before(ends)``:
-        what ``backtest(refit_every=...)`` refits on); ``fit`` reads its frame and calls this.
-        ``Forecaster("auto")`` runs :func:`tsrec.auto.fit_auto`, every other model
+        what ``backtest(refit_every=...)`` refits on); ``fit`` reads its frame and calls this. The
+        zeros a product not launched yet begins with are read as missing first (``leading_zeros``,
+        :mod:`tsrec.data.launches`). ``Forecaster("auto")`` runs :func:`tsrec.auto.fit_auto`, every other model
         :func:`tsrec.fitting.fit_state`, calibrated where ``conformal_windows`` is set
         (:func:`tsrec.calibrating.calibrated`; auto calibrates from its validation). Returns ``self``."""
+        window = self.settings.window
+        runs = leading_zeros(read.panel, window.prediction_length)  # [I, C] products not launched yet, as zeros
+        missing = window.leading_zeros == "missing"
+        if missing or self.model_name == AUTO or self.trainable:  # kept, the networks forecast from such zeros
+            report_leading_zeros(runs, read.panel, missing=missing, stacklevel=4)
+        if missing:
+            read = dataclasses.replace(read, panel=unlaunched(read.panel, runs))
         fit = fit_auto(read, self.settings, val=val, resume=resume) if self.model_name == AUTO else \
             calibrated(read, self.settings, fit_state(read, self.settings, val=val, resume=resume))
         self.fitted, self.trainer = fit.state, fit.trainer  # only once the fit (and its calibration) has succeeded

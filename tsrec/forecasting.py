@@ -32,6 +32,7 @@ from tsrec.conformal import band_levels, band_quantiles, check_interval_levels, 
 from tsrec.conformal_update import Evidence, learned_widths, window_values
 from tsrec.data import CovariateValues, Panel, WindowCovariates, WindowDataset, future_index
 from tsrec.data.covariates import check_context, read_future
+from tsrec.data.launches import zeros_before_fit
 from tsrec.data.scaling import OutlierWarning, item_blocks
 from tsrec.data.tails import fill_tails, fills_tails, with_tails
 from tsrec.data.windows import far_as_missing
@@ -87,6 +88,7 @@ def forecast_next(state: FittedState, panel: Panel, values: CovariateValues | No
     context = context_read(state, panel)
     rows = state.history.check_compatible(panel)
     _report_cut_short(state, panel, rows)
+    panel = _as_fitted(state, panel, rows)
     fitted = panel is state.history  # predict() of the fitted history: the fit named its isolated far values
     panel = _without_placeholders(state, panel, rows)
     # The windows read the last context_length steps only: they are built from those alone.
@@ -347,6 +349,16 @@ def window_dtype(model: ForecastModel) -> type:
     return np.float64 if model.reads_whole_history else np.float32
 
 
+def _as_fitted(state: FittedState, panel: Panel, rows: np.ndarray) -> Panel:
+    """``panel`` (its series ``state``'s fitted rows ``rows`` ``[N]``) with the zeros before each
+    series' first observed step at ``fit`` read as missing, where ``fit`` read a product's zeros
+    before its launch so (``leading_zeros="missing"``, :func:`~tsrec.data.launches.zeros_before_fit`):
+    a frame that holds them again is forecast as the fit data were."""
+    if state.resolved.window.leading_zeros != "missing":
+        return panel
+    return zeros_before_fit(panel, state.history, rows)
+
+
 def _without_placeholders(state: FittedState, panel: Panel, rows: np.ndarray) -> Panel:
     """``panel`` with the placeholder runs at the end of its series (-9999 three times, typos of
     1e9: :func:`~tsrec.data.scaling.placeholder_runs`) read as missing, as the training windows read
@@ -529,7 +541,7 @@ def forecast_origins(state: FittedState, panel: Panel, values: CovariateValues, 
     ``levels``, ``intervals``, ``method``: as :func:`forecast`'s."""
     horizon = state.settings.window.prediction_length
     rows = state.history.check_compatible(panel)  # [I]
-    panel = far_as_missing(panel, state.scaler, rows)  # each window's context as the model reads one at predict
+    panel = far_as_missing(_as_fitted(state, panel, rows), state.scaler, rows)  # each context as predict reads one
     ranges = list(zip(first.tolist(), (first + stride * count).tolist()))
     dataset = WindowDataset.from_panel(panel, state.scaler, context_read(state, panel), horizon, ranges, stride=stride,
                                        scaler_rows=rows, covariates=state.covariates.encode(panel, values),

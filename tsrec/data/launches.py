@@ -4,20 +4,25 @@ A product launched late in a sales panel is often exported with zeros before its
 every model those zeros are history, and a network forecasts the product from a context that is
 mostly zeros: on four such products in a weekly panel of 44 (``benchmarks/launches.py``, seeds
 0-2) RSA-PatchTST alone scored a test MASE of 7.51 on them with their zeros and 1.64 with the
-zeros given as missing, the default 5.48 and 1.71. tsrec does not read the zeros as missing on its
-own (a sensor or a price that starts at zero is no launch); :func:`report_leading_zeros` names the
-series where the run is unlike the rest of the series, with the fix.
+zeros given as missing, the default 5.48 and 1.71. So, with ``leading_zeros="missing"`` (the
+default, :class:`~tsrec.config.WindowConfig`), the runs :func:`leading_zeros` finds are read as
+missing at ``fit`` (:func:`unlaunched`; the M5 competition's winners dropped the days before an
+item's first sale the same way), and every forecast reads the zeros before a series' first
+observed step at ``fit`` as missing too (:func:`zeros_before_fit`), whichever steps of the frame it
+reads; ``"keep"`` keeps them as data (a sensor or a price that starts at zero is no launch).
+:func:`report_leading_zeros` names the series either way.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import numpy as np
 
 from tsrec.data.frame import Panel
 
-__all__ = ["leading_zeros", "report_leading_zeros"]
+__all__ = ["leading_zeros", "report_leading_zeros", "unlaunched", "zeros_before_fit"]
 
 
 def _runs_of_zeros(zero: np.ndarray) -> tuple[int, int]:
@@ -46,17 +51,58 @@ def leading_zeros(panel: Panel, horizon: int) -> np.ndarray:
     return out
 
 
-def report_leading_zeros(panel: Panel, horizon: int, *, stacklevel: int) -> None:
-    """Warn naming the series :func:`leading_zeros` finds, with how many zeros each begins with and
-    the fix: the steps before a launch as missing (NaN) or as no rows."""
-    runs = leading_zeros(panel, horizon)  # [I, C]
+def unlaunched(panel: Panel, runs: np.ndarray) -> Panel:
+    """``panel`` with the leading zeros ``runs`` ``[I, C]`` counts (:func:`leading_zeros`) read as
+    missing (unobserved), as if the frame gave NaN there; ``panel`` itself where there is none."""
+    if not runs.any():
+        return panel
+    items = list(panel.items)
+    for i, c in np.argwhere(runs):
+        item = items[i]
+        steps = np.flatnonzero(item.observed[:, c])[:runs[i, c]]  # the run's grid positions
+        observed = item.observed.copy()
+        observed[steps, c] = False
+        items[i] = dataclasses.replace(item, observed=observed)
+    return dataclasses.replace(panel, items=tuple(items))
+
+
+def zeros_before_fit(panel: Panel, history: Panel, rows: np.ndarray) -> Panel:
+    """``panel`` with each zero before its series' first observed step at ``fit`` read as missing:
+    item ``i``'s fitted history is ``history``'s item ``rows[i]`` (``[N]``), per channel. What a
+    forecast reads of a series whose run of zeros ``fit`` read as missing (:func:`unlaunched`),
+    from any frame that holds them again; ``panel`` itself where no zero lies before its fitted start."""
+    items = list(panel.items)
+    for i, (item, row) in enumerate(zip(panel.items, np.asarray(rows).tolist())):
+        fitted = history.items[row]
+        first = fitted.observed.argmax(axis=0)  # [C] each channel's first observed step at fit (0: none)
+        if not first.any():  # every channel observed from the fitted history's first step, or never
+            continue
+        starts = fitted.index.values[first]  # [C]
+        before = (item.index.values[:, None] < starts[None, :]) & (first > 0)  # [T, C]
+        zeros = before & item.observed & (item.values == 0)
+        if zeros.any():
+            items[i] = dataclasses.replace(item, observed=item.observed & ~zeros)
+    changed = any(new is not old for new, old in zip(items, panel.items))
+    return dataclasses.replace(panel, items=tuple(items)) if changed else panel
+
+
+def report_leading_zeros(runs: np.ndarray, panel: Panel, *, missing: bool, stacklevel: int) -> None:
+    """Warn naming the series whose leading zeros ``runs`` ``[I, C]`` (:func:`leading_zeros`) holds,
+    with how many zeros each begins with: read as missing (``missing``, :func:`unlaunched`), with
+    how to keep them; else kept as data, with how to read them as missing."""
     named = np.argwhere(runs)  # [K, 2] (series, channel)
     if not named.size:
         return
     label = panel.channel_label if panel.layout == "wide" else lambda i, c: panel.item_label(i)
     listed = ", ".join(f"{label(int(i), int(c))} ({runs[i, c]} zeros)" for i, c in named[:5])
     more = f" and {len(named) - 5} more" if len(named) > 5 else ""
-    warnings.warn(f"{len(named)} series begin with a run of zeros more than twice as long as any later in them "
-                  f"({listed}{more}): if they had not started yet (a product launched later), give those steps as "
-                  "missing (NaN) or drop their rows; as zeros they are history to every model, and a network forecasts "
-                  "such a series from the zeros in its context (docs/auto.md)", UserWarning, stacklevel=stacklevel)
+    found = (f"{len(named)} series begin with a run of zeros more than twice as long as any later in them "
+             f"({listed}{more})")
+    if missing:
+        warnings.warn(f"{found}: read as missing, as a product not launched yet (leading_zeros='missing'); "
+                      "leading_zeros='keep' keeps them as data (docs/auto.md)", UserWarning, stacklevel=stacklevel)
+        return
+    warnings.warn(f"{found}: if they had not started yet (a product launched later), leading_zeros='missing' reads "
+                  "them as missing (or give those steps as NaN, or drop their rows); as zeros they are history to "
+                  "every model, and a network forecasts such a series from the zeros in its context (docs/auto.md)",
+                  UserWarning, stacklevel=stacklevel)
