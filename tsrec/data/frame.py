@@ -171,6 +171,14 @@ class Panel:
         return np.r_[0, np.cumsum([len(s) for s in self.items])].astype(np.int64)
 
     @functools.cached_property
+    def first_steps(self) -> np.ndarray:
+        """``[N, C]`` int64: each item's first observed step per channel (0 where it has none)."""
+        first = np.zeros((len(self.items), len(self.columns)), dtype=np.int64)
+        for i, item in enumerate(self.items):
+            first[i] = item.observed.argmax(axis=0)
+        return first
+
+    @functools.cached_property
     def stamps(self) -> pd.DatetimeIndex:
         """``[sum T_i]`` every item's timestamps, laid end to end (see :attr:`offsets`), in
         nanoseconds: one ``take`` from each run of items that share a grid (:class:`Series`)."""

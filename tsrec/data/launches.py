@@ -68,21 +68,19 @@ def unlaunched(panel: Panel, runs: np.ndarray) -> Panel:
 
 def zeros_before_fit(panel: Panel, history: Panel, rows: np.ndarray) -> Panel:
     """``panel`` with each zero before its series' first observed step at ``fit`` read as missing:
-    item ``i``'s fitted history is ``history``'s item ``rows[i]`` (``[N]``), per channel. What a
-    forecast reads of a series whose run of zeros ``fit`` read as missing (:func:`unlaunched`),
-    from any frame that holds them again; ``panel`` itself where no zero lies before its fitted start."""
-    items = list(panel.items)
-    for i, (item, row) in enumerate(zip(panel.items, np.asarray(rows).tolist())):
-        fitted = history.items[row]
-        first = fitted.observed.argmax(axis=0)  # [C] each channel's first observed step at fit (0: none)
-        if not first.any():  # every channel observed from the fitted history's first step, or never
-            continue
-        starts = fitted.index.values[first]  # [C]
-        before = (item.index.values[:, None] < starts[None, :]) & (first > 0)  # [T, C]
+    item ``i``'s fitted history is ``history``'s item ``rows[i]`` (``[N]``: the steps the model kept,
+    at least its context), per channel. What a forecast reads of a series whose run of zeros ``fit``
+    read as missing (:func:`unlaunched`), from any frame that holds them again; ``panel`` itself
+    where no zero lies before its fitted start."""
+    items, changed = list(panel.items), False
+    first = history.first_steps[np.asarray(rows, dtype=np.int64)]  # [N, C] each first observed step at fit
+    for i in np.flatnonzero(first.any(axis=1)).tolist():  # those not observed from their fitted history's start
+        item, fitted = items[i], history.items[int(rows[i])]
+        starts = fitted.index.values[first[i]]  # [C]
+        before = (item.index.values[:, None] < starts[None, :]) & (first[i] > 0)  # [T, C]
         zeros = before & item.observed & (item.values == 0)
         if zeros.any():
-            items[i] = dataclasses.replace(item, observed=item.observed & ~zeros)
-    changed = any(new is not old for new, old in zip(items, panel.items))
+            items[i], changed = dataclasses.replace(item, observed=item.observed & ~zeros), True
     return dataclasses.replace(panel, items=tuple(items)) if changed else panel
 
 
