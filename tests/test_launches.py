@@ -11,6 +11,7 @@ import pytest
 from tsrec import Forecaster
 from tsrec.data import canonicalize
 from tsrec.data.launches import leading_zeros, zeros_before_fit
+from tsrec.evaluation import backtest
 
 
 def weekly(values: dict[str, np.ndarray]) -> pd.DataFrame:
@@ -98,3 +99,19 @@ def test_only_the_zeros_before_a_series_fitted_start_are_read_as_missing():
     assert not read.items[0].observed[:130].any() and read.items[0].observed[130:].all()
     assert read.items[1].observed.all()  # 'old' was observed from its first step at fit
     assert zeros_before_fit(fitted, fitted, np.arange(2)) is fitted
+
+
+@pytest.mark.parametrize("refit_every", [None, 1])
+def test_a_backtest_reads_a_launch_given_as_zeros_as_one_given_as_missing(refit_every):
+    """A backtest reads its frame as fit reads one: the windows of a network that keeps its last
+    context steps alone (the launch lies before them) are forecast and scored as with NaN before the
+    launch, refitted or not."""
+    zeros, nan = launch_frames(launch=120)  # 30 weeks of sales; 3 windows of 8, the first context reaching back
+    options = {"prediction_length": 8, "seed": 0, "max_steps": 3, "trainer_kwargs": QUIET}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        given_zeros = Forecaster("dlinear", **options).fit(zeros)
+        given_nan = Forecaster("dlinear", **options).fit(nan)
+        a = backtest(given_zeros, zeros, n_windows=3, refit_every=refit_every, baselines=())
+        b = backtest(given_nan, nan, n_windows=3, refit_every=refit_every, baselines=())
+    pd.testing.assert_frame_equal(a.errors, b.errors)

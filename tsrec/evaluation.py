@@ -32,6 +32,7 @@ from tsrec.config import FAR_IQRS, CovariateConfig
 from tsrec.conformal import DEFAULT_LEVELS
 from tsrec.data import CovariateValues, Panel, metric_season, source
 from tsrec.data.frame import block_frame
+from tsrec.data.launches import launched
 from tsrec.data.scaling import OutlierWarning, StandardScaler
 from tsrec.data.schema import Schema
 from tsrec.data.source import Read, Source
@@ -264,12 +265,14 @@ def _backtest_errors(forecaster: Forecaster, df: Source, *, start: int | str | p
     schema = Schema(time_col, id_col, target_col, covariates)
     read = source.read(df, schema, categorical=() if fitted is None else fitted.categorical, freq=forecaster.freq,
                        gaps=forecaster.settings.window.gaps)
-    panel, values = read.panel, read.covariates
     horizon = forecaster.prediction_length
+    window = (forecaster.resolved_settings or forecaster.settings).window
+    read = dataclasses.replace(read, panel=launched(read.panel, horizon, window.leading_zeros)[0])  # as fit reads
+    panel, values = read.panel, read.covariates
     stride = stride or horizon
     stacked = _Stacked.of(panel)
     first, count = _origins(panel, stacked, horizon, start, n_windows, stride)  # [I] each
-    if (forecaster.resolved_settings or forecaster.settings).window.robust:  # as the fit read far values
+    if window.robust:  # as the fit read far values
         _report_far_truth(panel, first)
     if refit_every is None:  # a refitting backtest's blocks are fitted on the frame's own categories
         report_unseen_categories(forecaster.fitted, panel, values, "backtest", stacklevel=5)

@@ -18,7 +18,7 @@ from tsrec.collective import by_series, gather_parts, world
 from tsrec.config import DEFAULT_MODEL, CovariateConfig, DataFacts, TrainingConfig
 from tsrec.conformal import Calibration
 from tsrec.data import CovariateEncoder, Panel, StandardScaler, normalize_freq, source
-from tsrec.data.launches import leading_zeros, report_leading_zeros, unlaunched
+from tsrec.data.launches import launched, report_leading_zeros
 from tsrec.data.schema import Schema
 from tsrec.data.source import Source
 from tsrec.data.tails import fills_tails, tail_gap
@@ -277,12 +277,11 @@ class Forecaster:
         :func:`tsrec.fitting.fit_state`, calibrated where ``conformal_windows`` is set
         (:func:`tsrec.calibrating.calibrated`; auto calibrates from its validation). Returns ``self``."""
         window = self.settings.window
-        runs = leading_zeros(read.panel, window.prediction_length)  # [I, C] products not launched yet, as zeros
+        panel, runs = launched(read.panel, window.prediction_length, window.leading_zeros)  # [I, C] runs of zeros
         missing = window.leading_zeros == "missing"
         if missing or self.model_name == AUTO or self.trainable:  # kept, the networks forecast from such zeros
             report_leading_zeros(runs, read.panel, missing=missing, stacklevel=4)
-        if missing:
-            read = dataclasses.replace(read, panel=unlaunched(read.panel, runs))
+        read = dataclasses.replace(read, panel=panel)
         fit = fit_auto(read, self.settings, val=val, resume=resume) if self.model_name == AUTO else \
             calibrated(read, self.settings, fit_state(read, self.settings, val=val, resume=resume))
         self.fitted, self.trainer = fit.state, fit.trainer  # only once the fit (and its calibration) has succeeded

@@ -22,7 +22,7 @@ import numpy as np
 
 from tsrec.data.frame import Panel
 
-__all__ = ["leading_zeros", "report_leading_zeros", "unlaunched", "zeros_before_fit"]
+__all__ = ["launched", "leading_zeros", "report_leading_zeros", "unlaunched", "zeros_before_fit"]
 
 
 def _runs_of_zeros(zero: np.ndarray) -> tuple[int, int]:
@@ -49,6 +49,13 @@ def leading_zeros(panel: Panel, horizon: int) -> np.ndarray:
             if horizon <= first < seen.size and first > 2 * later:
                 out[i, c] = first
     return out
+
+
+def launched(panel: Panel, horizon: int, policy: str) -> tuple[Panel, np.ndarray]:
+    """``panel`` as ``leading_zeros=policy`` reads it (``"missing"``: :func:`unlaunched`; ``"keep"``:
+    as it is) and the runs :func:`leading_zeros` finds ``[I, C]``: what ``fit`` and a backtest read."""
+    runs = leading_zeros(panel, horizon)
+    return (unlaunched(panel, runs) if policy == "missing" else panel), runs
 
 
 def unlaunched(panel: Panel, runs: np.ndarray) -> Panel:
