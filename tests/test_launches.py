@@ -115,3 +115,17 @@ def test_a_backtest_reads_a_launch_given_as_zeros_as_one_given_as_missing(refit_
         a = backtest(given_zeros, zeros, n_windows=3, refit_every=refit_every, baselines=())
         b = backtest(given_nan, nan, n_windows=3, refit_every=refit_every, baselines=())
     pd.testing.assert_frame_equal(a.errors, b.errors)
+
+
+def test_a_wide_frames_column_launched_inside_the_validation_windows_as_zeros_names_both_fixes():
+    """A wide frame's columns share auto's validation windows: a column whose zeros before a recent
+    launch are read as missing has no history before them, and the error says so, with the long
+    frame and leading_zeros='keep' as fixes (the latter fits)."""
+    zeros, _ = launch_frames(launch=140)
+    wide = zeros.pivot(index="ds", columns="unique_id", values="y")
+    with pytest.raises(ValueError, match=r"column 'new' is first observed at 2022-09-12 00:00:00 \(its 140 zeros "
+                                         r"before, read as missing as a product not launched yet: leading_zeros='keep' "
+                                         r"fits them as data\), after auto's validation windows begin .*Fit a long frame"):
+        Forecaster(prediction_length=8, candidates=("naive", "seasonal_naive")).fit(wide)
+    kept = Forecaster(prediction_length=8, candidates=("naive", "seasonal_naive"), leading_zeros="keep").fit(wide)
+    assert kept.predict()["mean"].notna().all()

@@ -218,12 +218,15 @@ def _require_columns_before(panel: Panel, validation: Validation) -> None:
         if validation.validated[position] and never.any():
             channel = int(np.argmax(never))
             stamps = panel.stamps[panel.offsets[position]:panel.offsets[position + 1]]
-            begins = stamps[int(np.argmax(item.observed[:, channel]))]
+            start = int(np.argmax(item.observed[:, channel]))
+            zeros = int((item.values[:start, channel] == 0).sum())  # read as missing: a launch given as zeros
+            launch = f" (its {zeros} zeros before, read as missing as a product not launched yet: " \
+                "leading_zeros='keep' fits them as data)" if zeros else ""
             raise ValueError(
-                f"{panel.channel_label(position, channel)} is first observed at {begins}, after auto's validation "
-                f"windows begin ({stamps[first]}, the same for every column of a wide frame): no candidate can be "
-                "fitted on its history before them. Fit a long frame, where each series is validated on the steps "
-                "it holds (df.rename_axis('timestamp').melt(ignore_index=False, var_name='item_id', "
+                f"{panel.channel_label(position, channel)} is first observed at {stamps[start]}{launch}, after auto's "
+                f"validation windows begin ({stamps[first]}, the same for every column of a wide frame): no candidate "
+                "can be fitted on its history before them. Fit a long frame, where each series is validated on the "
+                "steps it holds (df.rename_axis('timestamp').melt(ignore_index=False, var_name='item_id', "
                 "value_name='target').reset_index()), or drop the column")
 
 
