@@ -129,3 +129,15 @@ def test_a_wide_frames_column_launched_inside_the_validation_windows_as_zeros_na
         Forecaster(prediction_length=8, candidates=("naive", "seasonal_naive")).fit(wide)
     kept = Forecaster(prediction_length=8, candidates=("naive", "seasonal_naive"), leading_zeros="keep").fit(wide)
     assert kept.predict()["mean"].notna().all()
+
+
+def test_a_series_too_short_once_its_zeros_before_a_launch_are_missing_names_leading_zeros():
+    """auto needs 2 H + 1 steps from a series' first observed value: where only the zeros read as
+    missing made it too short, the error says so and how to keep them (which fits)."""
+    zeros, _ = launch_frames(launch=130)  # 20 weeks of sales
+    one = zeros[zeros["unique_id"] == "new"]
+    with pytest.raises(ValueError, match=r"the longest, item 'new', has 20 \(its 130 zeros before, read as missing "
+                                         r"as a product not launched yet: leading_zeros='keep' fits them as data\)\)"):
+        Forecaster(prediction_length=12, candidates=("naive", "seasonal_naive")).fit(one)
+    kept = Forecaster(prediction_length=12, candidates=("naive", "seasonal_naive"), leading_zeros="keep").fit(one)
+    assert kept.predict()["mean"].notna().all()

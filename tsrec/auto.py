@@ -110,6 +110,7 @@ from tsrec.calibrating import calibration_of
 from tsrec.candidates import Candidates, Clock, Row, join_note, progress, progress_line
 from tsrec.conformal import Calibration, default_windows, observed_ends, observed_starts
 from tsrec.data.frame import Panel
+from tsrec.data.launches import launch_note
 from tsrec.data.periods import dominant_periods
 from tsrec.data.scaling import StandardScaler
 from tsrec.data.time_features import calendar_cycles, metric_season
@@ -189,7 +190,8 @@ def _validated(panel: Panel, spans: np.ndarray, horizon: int, channels: int) -> 
                    "No prediction_length can be validated on fewer than 3 steps: fit")
         raise ValueError(
             f"no series holds {2 * horizon + 1} steps from its first observed value to its last (the longest, "
-            f"{panel.item_label(longest)}, has {spans[longest]}): auto validates its candidates on each series' last "
+            f"{panel.item_label(longest)}, has {spans[longest]}{launch_note(panel.items[longest])}): auto validates "
+            "its candidates on each series' last "
             f"prediction_length={horizon} steps and fits them on the steps before, which must hold at least "
             f"prediction_length + 1 = {horizon + 1}. {shorter} a statistical model by name, which is not validated "
             f"(Forecaster('ets', prediction_length={horizon}))")
@@ -219,11 +221,9 @@ def _require_columns_before(panel: Panel, validation: Validation) -> None:
             channel = int(np.argmax(never))
             stamps = panel.stamps[panel.offsets[position]:panel.offsets[position + 1]]
             start = int(np.argmax(item.observed[:, channel]))
-            zeros = int((item.values[:start, channel] == 0).sum())  # read as missing: a launch given as zeros
-            launch = f" (its {zeros} zeros before, read as missing as a product not launched yet: " \
-                "leading_zeros='keep' fits them as data)" if zeros else ""
             raise ValueError(
-                f"{panel.channel_label(position, channel)} is first observed at {stamps[start]}{launch}, after auto's "
+                f"{panel.channel_label(position, channel)} is first observed at {stamps[start]}"
+                f"{launch_note(item, channel)}, after auto's "
                 f"validation windows begin ({stamps[first]}, the same for every column of a wide frame): no candidate "
                 "can be fitted on its history before them. Fit a long frame, where each series is validated on the "
                 "steps it holds (df.rename_axis('timestamp').melt(ignore_index=False, var_name='item_id', "

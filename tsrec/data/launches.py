@@ -20,9 +20,9 @@ import warnings
 
 import numpy as np
 
-from tsrec.data.frame import Panel
+from tsrec.data.frame import Panel, Series
 
-__all__ = ["launched", "leading_zeros", "report_leading_zeros", "unlaunched", "zeros_before_fit"]
+__all__ = ["launch_note", "launched", "leading_zeros", "report_leading_zeros", "unlaunched", "zeros_before_fit"]
 
 
 def _runs_of_zeros(zero: np.ndarray) -> tuple[int, int]:
@@ -71,6 +71,16 @@ def unlaunched(panel: Panel, runs: np.ndarray) -> Panel:
         observed[steps, c] = False
         items[i] = dataclasses.replace(item, observed=observed)
     return dataclasses.replace(panel, items=tuple(items))
+
+
+def launch_note(series: Series, channel: int = 0) -> str:
+    """Where ``series`` (its ``channel``) begins with zeros :func:`unlaunched` read as missing, the
+    words an error about its first observed value adds: how many, and how to keep them; else ``""``."""
+    observed = series.observed[:, channel]
+    start = int(np.argmax(observed)) if observed.any() else len(observed)
+    zeros = int((series.values[:start, channel] == 0).sum())
+    return f" (its {zeros} zeros before, read as missing as a product not launched yet: leading_zeros='keep' " \
+        "fits them as data)" if zeros else ""
 
 
 def zeros_before_fit(panel: Panel, history: Panel, rows: np.ndarray) -> Panel:
