@@ -41,6 +41,7 @@ import pandas as pd
 from tsrec.config import FAR_EXAMPLES, FAR_IQRS, SHIFT_STEPS, DataFacts, TrainingConfig
 from tsrec.data import CovariateEncoder, CovariateValues, Panel, StandardScaler, WindowDataset, data_facts, split_panel
 from tsrec.data.events import Events, far_events
+from tsrec.data.launches import launch_note
 from tsrec.data.periods import dominant_periods
 from tsrec.data.scaling import OutlierWarning, item_blocks
 from tsrec.data.source import Read
@@ -380,8 +381,10 @@ def require_observed(panel: Panel, train_end: Sequence[int]) -> None:
     for position, (item, end) in enumerate(zip(panel.items, train_end)):
         never = ~item.observed[:end].any(axis=0)  # [C]
         if never.any():
-            raise ValueError(f"{panel.channel_label(position, int(np.argmax(never)))} has no observed value in the "
-                             f"training part (its first {end} steps); drop it, or fit on a frame where it has data")
+            channel = int(np.argmax(never))
+            raise ValueError(f"{panel.channel_label(position, channel)} has no observed value in the training part "
+                             f"(its first {end} steps{launch_note(item, channel)}); drop it, or fit on a frame where "
+                             "it has data")
 
 
 def resolve_far_values(settings: ForecasterSettings, read: Read) -> tuple[ForecasterSettings, Events | None]:
