@@ -6,8 +6,8 @@ mostly zeros: on four such products in a weekly panel of 44 (``benchmarks/launch
 0-2) RSA-PatchTST alone scored a test MASE of 7.51 on them with their zeros and 1.64 with the
 zeros given as missing, the default 5.48 and 1.71. So, with ``leading_zeros="missing"`` (the
 default, :class:`~tsrec.config.WindowConfig`), the runs :func:`leading_zeros` finds are read as
-missing at ``fit`` (:func:`unlaunched`; the M5 competition's winners dropped the days before an
-item's first sale the same way), and every forecast reads the zeros before a series' first
+missing at ``fit`` (:func:`unlaunched`; M5 entries left the days before a product's first sale in a
+store out of their training sets the same way), and every forecast reads the zeros before a series' first
 observed step at ``fit`` as missing too (:func:`zeros_before_fit`), whichever steps of the frame it
 reads; ``"keep"`` keeps them as data (a sensor or a price that starts at zero is no launch).
 :func:`report_leading_zeros` names the series either way.
