@@ -468,12 +468,12 @@ class TsrecPredictor(Predictor):
             seen[request.series.item_id] = seen.get(request.series.item_id, -1) + 1
             rounds.setdefault(seen[request.series.item_id], []).append(index)
         forecasts: dict[int, Forecast] = {}
-        own = self.forecaster.settings.network.quantile_levels if num_samples is None and not self.conformal else None
+        # a calibrated model's quantiles are its conformal bands' ends (forecast_next reads them so)
+        asked = self.quantiles if self.conformal else \
+            self.forecaster.settings.network.quantile_levels if num_samples is None else None
         for indices in rounds.values():
             panel = self._panel([requests[i].series for i in indices])
-            result = forecast_next(self.forecaster.fitted, panel, quantiles=own, num_samples=num_samples,
-                                   levels=self.levels or None, intervals="conformal" if self.levels else None)
-            result = result.at_quantiles(self.quantiles) if self.conformal else result
+            result = forecast_next(self.forecaster.fitted, panel, quantiles=asked, num_samples=num_samples)
             for k, i in enumerate(indices):
                 forecasts[i] = self._to_forecast(result, k, panel.items[k].index[-1], requests[i])
         return [forecasts[i] for i in range(len(requests))]
