@@ -56,9 +56,26 @@ def test_names_given_win_over_the_convention():
     np.testing.assert_allclose(f.predict()["mean"].to_numpy(),
                                2 * Forecaster("seasonal_naive", prediction_length=24).fit(df.drop(columns="z"))
                                .predict()["mean"].to_numpy())
-    # an id column named: no convention at all
-    assert Schema(id_col="unique_id").conventional(df.columns) == Schema(id_col="unique_id")
-    assert Schema(id_col="unique_id").conventional(df.columns).convention is None
+    # every role named, or an id column of another name: no convention at all
+    named = Schema("ds", "unique_id", "y")
+    assert named.conventional(df.columns) == named and named.conventional(df.columns).convention is None
+    other = Schema(id_col="store")
+    assert other.conventional([*df.columns, "store"]) == other and other.conventional(df.columns).convention is None
+
+
+@pytest.mark.parametrize("names, tool", [(NIXTLA, "Nixtla"), (AUTOGLUON, "AutoGluon")])
+def test_naming_the_conventional_id_column_alone_reads_the_rest_by_the_convention(names, tool, tmp_path):
+    """AutoGluon's ``from_data_frame(df, id_column="item_id")`` finds "timestamp" and "target" by itself: so does
+    ``fit(df, id_col="item_id")`` (it asked for time_col before, naming the convention in its error)."""
+    df = long_frame(names)
+    f = Forecaster("seasonal_naive", prediction_length=24).fit(df, id_col=names["id"])
+    assert f.columns == {"time_col": names["time"], "id_col": names["id"], "target_col": names["target"]}
+    assert f.fitted.schema.convention == tool
+    pd.testing.assert_frame_equal(f.predict(), Forecaster("seasonal_naive", prediction_length=24).fit(df).predict())
+    pytest.importorskip("pyarrow")
+    df.to_parquet(tmp_path / "data.parquet")
+    parquet = Forecaster("seasonal_naive", prediction_length=24).fit(tmp_path / "data.parquet", id_col=names["id"])
+    pd.testing.assert_frame_equal(parquet.predict(), f.predict())
 
 
 def test_a_wide_frame_is_not_read_as_a_convention():

@@ -212,7 +212,8 @@ class Forecaster:
 
         ``df`` is a DataFrame (wide or long, see the class docstring) or long Parquet data: a file,
         a folder of ``*.parquet`` files or a list of files, read a chunk of series at a time
-        (:func:`~tsrec.data.parquet.read_parquet`; ``id_col`` is then required). ``predict`` and
+        (:func:`~tsrec.data.parquet.read_parquet`; ``id_col`` is then required unless its columns follow a
+        convention: :mod:`tsrec.data.schema`). ``predict`` and
         ``backtest`` take the same.
 
         Training runs for the budget of :class:`~tsrec.config.TrainingConfig` (by default a number

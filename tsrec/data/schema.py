@@ -53,16 +53,16 @@ class Schema:
     convention: str | None = field(default=None, compare=False)
 
     def conventional(self, columns: Sequence[Hashable]) -> Schema:
-        """This schema for a frame with ``columns``: where it names no ``id_col`` and the frame holds a
-        convention's id column and target column (the target unless ``target_col`` is named), a long
-        frame's schema with the roles not named filled from that convention (the time column when the
-        frame has it and ``time_col`` is not named; else the frame's index), :attr:`convention` naming
-        it. Otherwise this schema. ``ValueError`` when the frame fits two conventions."""
-        if self.id_col is not None:
-            return self
+        """This schema for a frame with ``columns``: where the frame holds a convention's id column (or
+        ``id_col`` names it: AutoGluon's ``id_column="item_id"``) and target column (the target unless
+        ``target_col`` is named), a long frame's schema with the roles not named filled from that
+        convention (the time column when the frame has it and ``time_col`` is not named; else the
+        frame's index), :attr:`convention` naming it. Otherwise (an id column of another name, a wide
+        frame) this schema. ``ValueError`` when the frame fits two conventions."""
         names = set(columns)
         fits = {tool: roles for tool, roles in CONVENTIONS.items()
-                if roles[0] in names and (self.target_col is not None or roles[2] in names)}
+                if (roles[0] in names if self.id_col is None else self.id_col == roles[0])
+                and (self.target_col is not None or roles[2] in names)}
         if len(fits) > 1:
             raise ValueError(
                 f"the frame has the columns of both {' and '.join(fits)}'s long-frame conventions "
@@ -73,6 +73,8 @@ class Schema:
         (tool, (id_col, time_col, target_col)), = fits.items()
         time = self.time_col if self.time_col is not None else time_col if time_col in names else None
         target = self.target_col if self.target_col is not None else target_col
+        if (time, target) == (self.time_col, self.target_col) and self.id_col is not None:
+            return self  # every role named: no convention read
         return dataclasses.replace(self, id_col=id_col, time_col=time, target_col=target, convention=tool)
 
     @property

@@ -115,7 +115,7 @@ def conventional(source: Source, schema: Schema) -> Schema:
     """``schema`` with the roles it leaves unnamed filled from the column convention of ``source``'s
     columns, if any (:meth:`Schema.conventional <tsrec.data.schema.Schema.conventional>`; a Parquet
     source's columns are its files' schema: no row is read)."""
-    if schema.id_col is not None:
+    if schema.id_col is not None and schema.time_col is not None and schema.target_col is not None:
         return schema
     if isinstance(source, pd.DataFrame):
         return schema.conventional(index_as_columns(source).columns)
