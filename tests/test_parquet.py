@@ -352,6 +352,10 @@ def test_some_series_of_parquet_data_read_as_those_series_of_the_frame(tmp_path)
     want = read_source(df[df.id.isin(some)], schema, categorical=categorical_statics(df, COVARIATES), freq=None,
                        gaps="raise", last=5)
     assert_same((got.panel, got.covariates), (want.panel, want.covariates))
+    # categorical=None (what fit reads): the categorical statics from the files' dtypes, as from the frame's
+    inferred = read_source(ParquetSeries(paths, some), schema, freq=None, gaps="raise")
+    assert inferred.categorical == read_source(df, schema, freq=None, gaps="raise").categorical == ("region",)
+    assert_same((inferred.panel, inferred.covariates), expected(df[df.id.isin(some)]))
     # a subset of a subset reads the files, not a ParquetSeries nested in another
     from tsrec.data.source import rows_of, subset
 

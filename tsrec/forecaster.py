@@ -261,13 +261,12 @@ class Forecaster:
         """
         schema = Schema(time_col, id_col, target_col,
                         CovariateConfig(past=past_covariates, future=future_covariates, static=static_covariates))
-        categorical = source.categorical(df, schema)
         window = self.settings.window
-        read = source.read(df, schema, categorical=categorical, freq=window.freq, gaps=window.gaps)
+        read = source.read(df, schema, freq=window.freq, gaps=window.gaps)
         if isinstance(df, pd.DataFrame) and (note := read.schema.unread_note(df.columns, read.panel.columns)):
             warnings.warn(note, UserWarning, stacklevel=2)
-        val = None if val_df is None else source.read(val_df, schema, categorical=categorical, freq=read.panel.freq,
-                                                      gaps=window.gaps)
+        val = None if val_df is None else source.read(val_df, schema, categorical=read.categorical,
+                                                      freq=read.panel.freq, gaps=window.gaps)
         return self.fit_read(read, val=val, resume=resume)
 
     def fit_read(self, read: source.Read, *, val: source.Read | None = None, resume: bool = False) -> Forecaster:

@@ -5,8 +5,8 @@ which kind it is:
 
 - :func:`read`: a source as a :class:`Read`, its targets as a :class:`~tsrec.data.frame.Panel`
   and its covariates on the same grids (a DataFrame: :func:`~tsrec.data.covariates.read_frame`;
-  Parquet: :func:`~tsrec.data.parquet.read_parquet`, a chunk of series at a time);
-- :func:`categorical`: which static covariates are categories, from the dtypes alone;
+  Parquet: :func:`~tsrec.data.parquet.read_dataset`, a chunk of series at a time), with the
+  column roles a convention fills and the static covariates that are categories, from the dtypes;
 - :func:`series_ids`, :func:`subset`, :func:`rows_of`: the series of a source, and some of them;
 - :meth:`Read.before`: the steps before each series' own origin, a slice of what was read (what
   ``Forecaster("auto")`` validates on, conformal calibration calibrates on and
@@ -29,8 +29,7 @@ from tsrec.data.covariates import CovariateValues, categorical_statics, read_fra
 from tsrec.data.frame import Panel, index_as_columns
 from tsrec.data.schema import Schema
 
-__all__ = ["ParquetSeries", "Read", "Source", "categorical", "conventional", "is_parquet", "read",
-           "rows_of", "series_ids", "subset"]
+__all__ = ["ParquetSeries", "Read", "Source", "is_parquet", "read", "rows_of", "series_ids", "subset"]
 
 
 @dataclass(frozen=True)
@@ -55,7 +54,7 @@ class Read:
     panel:      the targets, on a regular grid per series.
     covariates: the covariates on the same grids (:class:`~tsrec.data.covariates.CovariateValues`).
     schema:     the roles of the source's columns, as read.
-    categorical: the static covariates read as categories (:func:`categorical`).
+    categorical: the static covariates read as categories (:func:`~tsrec.data.covariates.categorical_statics` at ``fit``).
     """
 
     panel: Panel
@@ -88,50 +87,32 @@ def is_parquet(source: object) -> bool:
     return isinstance(source, (list, tuple)) and bool(source) and all(isinstance(p, (str, os.PathLike)) for p in source)
 
 
-def read(source: Source, schema: Schema, *, categorical: Sequence[str], freq: str | None, gaps: str,
+def read(source: Source, schema: Schema, *, categorical: Sequence[str] | None = None, freq: str | None, gaps: str,
          last: int | None = None, layout: Sequence[str] | None = None) -> Read:
-    """``source``'s targets and covariates (:class:`Read`); ``categorical`` names the categorical
-    static covariates; ``last``: read each series' ``last`` latest rows alone (None: all);
-    ``layout``: the target columns of a fitted model, whose layout a frame must have
-    (:meth:`Schema.require_layout <tsrec.data.schema.Schema.require_layout>`). A long frame in a
-    column convention needs no column names (:meth:`Schema.conventional
+    """``source``'s targets and covariates (:class:`Read`), the kind of source asked once.
+
+    categorical: the static covariates read as categories (a fitted model's); None: those whose dtype
+                 is not a real number's (:func:`~tsrec.data.covariates.categorical_statics`: what
+                 ``fit`` reads, from a Parquet source's schema without reading a row).
+    last:        read each series' ``last`` latest rows alone (None: all).
+    layout:      the target columns of a fitted model, whose layout a frame must have
+                 (:meth:`Schema.require_layout <tsrec.data.schema.Schema.require_layout>`).
+
+    A long frame in a column convention needs no column names (:meth:`Schema.conventional
     <tsrec.data.schema.Schema.conventional>`): ``Read.schema`` holds the names it was read with."""
     source = index_as_columns(source)
-    schema = conventional(source, schema)
-    options = {"freq": freq, "gaps": gaps, "last": last, **schema.columns}
-    if isinstance(source, pd.DataFrame):
-        if layout is not None:
-            schema.require_layout(source, layout)
-        return Read(*read_frame(source, schema.covariates, categorical, **options), schema, tuple(categorical))
-    from tsrec.data.parquet import read_parquet
+    if not isinstance(source, pd.DataFrame):
+        from tsrec.data.parquet import read_dataset
 
-    if isinstance(source, ParquetSeries):
-        return Read(*read_parquet(_parquet(source.files), schema.covariates, categorical, ids=source.ids, **options),
-                    schema, tuple(categorical))
-    return Read(*read_parquet(_parquet(source), schema.covariates, categorical, **options), schema, tuple(categorical))
-
-
-def conventional(source: Source, schema: Schema) -> Schema:
-    """``schema`` with the roles it leaves unnamed filled from the column convention of ``source``'s
-    columns, if any (:meth:`Schema.conventional <tsrec.data.schema.Schema.conventional>`; a Parquet
-    source's columns are its files' schema: no row is read)."""
-    if schema.id_col is not None and schema.time_col is not None and schema.target_col is not None:
-        return schema
-    if isinstance(source, pd.DataFrame):
-        return schema.conventional(index_as_columns(source).columns)
-    from tsrec.data.parquet import empty_frame
-
-    return schema.conventional(empty_frame(_files(source)).columns)
-
-
-def categorical(source: Source, schema: Schema) -> tuple[str, ...]:
-    """The static covariates of ``source`` that are categorical (not real numbers), from its
-    dtypes (a Parquet source's schema: no row is read)."""
-    if isinstance(source, pd.DataFrame):
-        return categorical_statics(index_as_columns(source), schema.covariates)
-    from tsrec.data.parquet import empty_frame
-
-    return categorical_statics(empty_frame(_files(source)), schema.covariates)
+        files, ids = (source.files, source.ids) if isinstance(source, ParquetSeries) else (source, None)
+        return Read(*read_dataset(_parquet(files), schema, categorical, freq=freq, gaps=gaps, last=last, ids=ids))
+    schema = schema.conventional(source.columns)
+    if layout is not None:
+        schema.require_layout(source, layout)
+    categorical = categorical_statics(source, schema.covariates) if categorical is None else tuple(categorical)
+    panel, covariates = read_frame(source, schema.covariates, categorical, freq=freq, gaps=gaps, last=last,
+                                   **schema.columns)
+    return Read(panel, covariates, schema, categorical)
 
 
 def series_ids(source: Source, id_col: Hashable, *, part: tuple[int, int] = (0, 1)) -> np.ndarray:
