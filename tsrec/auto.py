@@ -363,33 +363,8 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     statistical = sorted((name for name in names if not model_spec(name).model_class.trainable),
                          key=lambda name: (model_spec(name).model_class.forecast_refits,
                                            not issubclass(model_spec(name).model_class, WindowRule)))
-    variants: dict[str, ForecastModel] = {}  # each statistical candidate validated: its variants per series
     time_limit = settings.training.time_limit
-    for name in statistical:
-        rows[name].covariates = candidates.described if candidates.reads(name) else candidates.unused
-        if (why := _unsuited(name, history, found)) is not None:
-            rows[name].note = why
-            progress(progress_line(rows[name]))
-            continue
-        if time_limit is not None and scores.scaled and time.process_time() - started > time_limit:
-            rows[name].note = f"skipped: the fit had spent its time_limit of {time_limit:g} CPU-s on those before"
-            progress(progress_line(rows[name]))
-            continue
-        if name in INTERMITTENT_MODELS:
-            rows[name].note = f"tried: the data are {found.describe()}"
-        clock = Clock()
-        try:
-            fit = candidates.fit(name, validation.first)
-            result, stopped = candidates.validation_forecasts(name, fit, scores)
-            if result is None:
-                rows[name].note = join_note(rows[name].note, stopped)
-            else:
-                rows[name].val_score = scores.add(name, result)
-                variants[name] = fit.state.model
-        except (ValueError, RuntimeError) as err:
-            rows[name].note = f"failed: {err}"
-        clock.add_to(rows[name])
-        progress(progress_line(rows[name]))
+    variants = _score_statistical(statistical, rows, candidates, scores, history, found, started, time_limit)
     validated: dict[str, FittedState] = {}
     networks = [name for name in names if name not in statistical]
     if networks:
@@ -416,13 +391,7 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     _warn_unread_covariates(candidates, [name for name, _ in chosen], rows)
     members = [_member(name, validated.get(name), variants.get(name), candidates, read, rows[name])
                for name, _ in chosen]
-    weight_of = dict(zip(kept, weights))
-    leaderboard = pd.DataFrame([{"model": r.model, "val_score": r.val_score,
-                                 "weight": float(weight_of.get(r.model, 0.0)), "fit_seconds": r.fit_seconds,
-                                 "cpu_seconds": r.cpu_seconds, "note": r.note, "covariates": r.covariates}
-                                for r in rows.values()], columns=LEADERBOARD_COLUMNS)
-    leaderboard.attrs["eval_metric"] = metric
-    leaderboard.attrs["intermittency"] = found.describe()
+    leaderboard = _leaderboard(rows, dict(zip(kept, weights)), metric, found)
     leaderboard.attrs["validation"] = _validation_note(validation, left_out, season)
     refit = {name: why for name, _ in chosen if (why := _block_cost(name)) is not None}
     network = with_members(settings.network, [(name, member.resolved.network) for (name, _), member in
@@ -445,6 +414,54 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
                                  settings.conformal.resolved_for(auto=True), time.process_time() - started)
     _warn_fewer_calibration_windows(settings.conformal.windows, calibration, horizon)
     return dataclasses.replace(fit, state=dataclasses.replace(fit.state, calibration=calibration))
+
+
+def _score_statistical(names: list[str], rows: dict[str, Row], candidates: Candidates, scores: Scores,
+                       history: Panel, found: Intermittency, started: float,
+                       time_limit: float | None) -> dict[str, ForecastModel]:
+    """Fit and score the statistical candidates ``names`` in order (each on every series' history
+    before its validation windows, carried forward over them), filling their ``rows``: a candidate
+    :func:`_unsuited` to ``history`` (the data before the windows, as the candidates read them) and
+    ``found`` (their intermittency) is skipped, and so is every candidate once one was scored and the
+    fit (the CPU clock read ``started`` at its start) has spent the user's ``time_limit`` (None: none). Returns
+    each scored candidate's fitted model (its variants per series, which its member keeps)."""
+    variants: dict[str, ForecastModel] = {}
+    for name in names:
+        row = rows[name]
+        row.covariates = candidates.described if candidates.reads(name) else candidates.unused
+        if (why := _unsuited(name, history, found)) is not None:
+            row.note = why
+        elif time_limit is not None and scores.scaled and time.process_time() - started > time_limit:
+            row.note = f"skipped: the fit had spent its time_limit of {time_limit:g} CPU-s on those before"
+        else:
+            if name in INTERMITTENT_MODELS:
+                row.note = f"tried: the data are {found.describe()}"
+            clock = Clock()
+            try:
+                fit = candidates.fit(name, candidates.validation.first)
+                result, stopped = candidates.validation_forecasts(name, fit, scores)
+                if result is None:
+                    row.note = join_note(row.note, stopped)
+                else:
+                    row.val_score = scores.add(name, result)
+                    variants[name] = fit.state.model
+            except (ValueError, RuntimeError) as err:
+                row.note = f"failed: {err}"
+            clock.add_to(row)
+        progress(progress_line(row))
+    return variants
+
+
+def _leaderboard(rows: dict[str, Row], weights: dict[str, float], metric: str, found: Intermittency) -> pd.DataFrame:
+    """Every candidate's row (:data:`LEADERBOARD_COLUMNS`), its ensemble weight from ``weights`` (0 where
+    absent), in the order tried; ``attrs``: ``metric``, the eval_metric the scores are on, and the data's
+    intermittency (``found``)."""
+    leaderboard = pd.DataFrame([{"model": r.model, "val_score": r.val_score, "weight": float(weights.get(r.model, 0.0)),
+                                 "fit_seconds": r.fit_seconds, "cpu_seconds": r.cpu_seconds, "note": r.note,
+                                 "covariates": r.covariates} for r in rows.values()], columns=LEADERBOARD_COLUMNS)
+    leaderboard.attrs["eval_metric"] = metric
+    leaderboard.attrs["intermittency"] = found.describe()
+    return leaderboard
 
 
 def _warn_fewer_calibration_windows(asked: int | None, calibration: Calibration, horizon: int) -> None:
