@@ -101,6 +101,27 @@ def test_only_the_zeros_before_a_series_fitted_start_are_read_as_missing():
     assert zeros_before_fit(fitted, fitted, np.arange(2)) is fitted
 
 
+@pytest.mark.parametrize("model, options", [("auto", {"candidates": ("naive", "seasonal_naive", "ridge")}),
+                                            ("dlinear", {"max_steps": 3, "trainer_kwargs": QUIET})])
+def test_a_series_new_at_predict_launched_as_zeros_is_forecast_as_one_given_as_missing(model, options):
+    """A series that fit never saw is read as fit would read it: its zeros before a launch are
+    missing, for its scaler and its forecast, at predict and in a backtest; leading_zeros='keep'
+    keeps them (the default's ridge and seasonal naive read them then)."""
+    zeros, nan = launch_frames(launch=110)
+    old = zeros[zeros["unique_id"] == "old"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        fitted = Forecaster(model, prediction_length=8, seed=0, **options).fit(old)
+        kept = Forecaster(model, prediction_length=8, seed=0, leading_zeros="keep", **options).fit(old)
+        levels = [80] if model == "auto" else None
+        a, b = fitted.predict(zeros, levels=levels), fitted.predict(nan, levels=levels)
+        pd.testing.assert_frame_equal(a, b)
+        if model == "auto":  # dlinear's context (16 steps) holds no zero here: only its scaler read them
+            assert not np.allclose(kept.predict(zeros)["mean"], kept.predict(nan)["mean"])
+        windows = {"n_windows": 2, "baselines": ()}
+        pd.testing.assert_frame_equal(backtest(fitted, zeros, **windows).errors, backtest(fitted, nan, **windows).errors)
+
+
 @pytest.mark.parametrize("refit_every", [None, 1])
 def test_a_backtest_reads_a_launch_given_as_zeros_as_one_given_as_missing(refit_every):
     """A backtest reads its frame as fit reads one: the windows of a network that keeps its last

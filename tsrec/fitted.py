@@ -25,6 +25,7 @@ import torch
 from tsrec.config import DataFacts
 from tsrec.conformal import Calibration, series_scale
 from tsrec.data import CovariateEncoder, CovariateValues, Panel, StandardScaler, forecast_frame
+from tsrec.data.launches import launched
 from tsrec.data.schema import Schema
 from tsrec.data.windows import far_as_missing
 from tsrec.models import ForecastModel
@@ -134,7 +135,9 @@ class FittedState:
         this state itself where there are none. Each new series is known by its history given, or
         by its first ``ends[i]`` steps (``[I]``, at least 1: a backtest's steps before each series'
         first origin): there it gets a scaler row, fitted with the fit's options (robust fences, the
-        floor of a series never negative), and, in a calibration of scaled scores, its scale
+        floor of a series never negative; a product launched later, its zeros before the launch read
+        as missing: ``leading_zeros``, :func:`~tsrec.data.launches.launched`, so that the forecast
+        reads them so too), and, in a calibration of scaled scores, its scale
         (:func:`~tsrec.conformal.series_scale`, as at ``fit``), and that is its fitted history.
         Nothing else changes: the networks, the ridge and the trees read a new series' windows as
         any other's, the statistical models fit it on the history a window gives (they hold no
@@ -150,6 +153,8 @@ class FittedState:
         given = CovariateValues(tuple(values.dynamic[i] for i in new), values.static_real[new], values.static_cat[new])
         if ends is not None:
             part, given = part.head(np.asarray(ends)[new]), given.head(np.asarray(ends)[new])
+        window = self.resolved.window
+        part = launched(part, window.prediction_length, window.leading_zeros)[0]  # as fit reads a launch
         fitted = len(self.history.items)
         own = StandardScaler.fit([s.values for s in part.items], [s.observed for s in part.items],
                                  robust=self.scaler.robust, nonnegative=self.resolved.window.nonnegative)
