@@ -119,7 +119,8 @@ def test_a_series_new_at_predict_launched_as_zeros_is_forecast_as_one_given_as_m
         if model == "auto":  # dlinear's context (16 steps) holds no zero here: only its scaler read them
             assert not np.allclose(kept.predict(zeros)["mean"], kept.predict(nan)["mean"])
         windows = {"n_windows": 2, "baselines": ()}
-        pd.testing.assert_frame_equal(backtest(fitted, zeros, **windows).errors, backtest(fitted, nan, **windows).errors)
+        pd.testing.assert_frame_equal(backtest(fitted, zeros, **windows).errors,
+                                      backtest(fitted, nan, **windows).errors)
 
 
 @pytest.mark.parametrize("refit_every", [None, 1])

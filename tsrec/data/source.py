@@ -54,7 +54,8 @@ class Read:
     panel:      the targets, on a regular grid per series.
     covariates: the covariates on the same grids (:class:`~tsrec.data.covariates.CovariateValues`).
     schema:     the roles of the source's columns, as read.
-    categorical: the static covariates read as categories (:func:`~tsrec.data.covariates.categorical_statics` at ``fit``).
+    categorical: the static covariates read as categories (at ``fit``,
+                 :func:`~tsrec.data.covariates.categorical_statics`).
     """
 
     panel: Panel
