@@ -37,8 +37,9 @@ and forecasting one candidate, :mod:`tsrec.candidates`'; the networks' successiv
    (:func:`~tsrec.validation.entry_losses`); ``"wql"`` scores the quantiles of ``output="quantile"``
    at its levels and point forecasts at 0.5.
 3. **Statistical candidates first** (those with nothing to train: ``ets``, ``theta``, ``ces``,
-   ``dynamic_theta``, ``mstl`` where the calendar has two seasons (scored last: its every forecast
-   costs about a fit, so it forecasts the independent windows first and goes on to every origin only
+   ``dynamic_theta``, ``mstl`` where the data show two calendar seasons (then in place of ``ets``,
+   which fits one of them, and whose AutoETS MSTL fits once it took both out; scored last: its every
+   forecast costs about a fit, so it forecasts the independent windows first and goes on to every origin only
    within :data:`~tsrec.validation.HALVING_FACTOR` of the leader's score on them,
    :meth:`~tsrec.candidates.Candidates.validation_forecasts`), the intermittent-demand models
    ``croston``, ``adida``, ``imapa`` and ``tsb`` where the data are intermittent
@@ -244,33 +245,46 @@ def _seasons_kept(spans: np.ndarray, validated: np.ndarray, span: int, season: i
     return kept if kept.any() else validated
 
 
-def _unsuited(name: str, before: Panel, found: Intermittency) -> str | None:
-    """Why candidate ``name`` is not tried on data whose history before the validation windows is
-    ``before`` and whose intermittency is ``found`` (the leaderboard's note), or None: ``mstl``
-    needs a second season, a longer calendar season than the shortest that the longest history
-    holds twice and that the data show (a line of their spectrum, :func:`dominant_periods`, at it:
-    a week of hourly data with a weekly cycle). With one season it is a seasonal decomposition that
-    ``ets`` and ``theta`` already are, and a second season the data do not show is noise that
-    costs MSTL's decompositions (its validation windows cost more than all of auto's networks on
-    the quickstart's hourly data, which have a daily cycle only). The intermittent-demand models
-    (:data:`~tsrec.models.intermittent.INTERMITTENT_MODELS`) need intermittent data
-    (:func:`~tsrec.models.intermittent.intermittency`)."""
+def _unsuited(name: str, found: Intermittency, seasons: tuple[int, ...], why_not_mstl: str | None) -> str | None:
+    """Why candidate ``name`` is not tried (the leaderboard's note), or None, on data whose
+    intermittency is ``found`` and whose history before the validation windows shows the calendar
+    ``seasons`` where MSTL is tried (``why_not_mstl`` None, :func:`_mstl_unsuited`; else why it is
+    not). The intermittent-demand models (:data:`~tsrec.models.intermittent.INTERMITTENT_MODELS`)
+    need intermittent data (:func:`~tsrec.models.intermittent.intermittency`); ``mstl`` a second
+    season the data show; ``ets`` none: where the data show two seasons, MSTL takes both out and
+    forecasts what is left with statsforecast's AutoETS, where ETS alone fits one of them (and its
+    fits cost the most there: benchmarks/results/competition_hourly.md)."""
     if name in INTERMITTENT_MODELS:
         return None if found.detected else f"skipped: the data are {found.describe()}"
-    if name != "mstl":
-        return None
+    if name == "mstl":
+        return why_not_mstl
+    if name == "ets" and why_not_mstl is None:
+        return (f"skipped: the data show {len(seasons)} calendar seasons ({', '.join(map(str, seasons))} steps), "
+                "which MSTL takes out before its own ETS forecasts the rest; ETS alone fits one")
+    return None
+
+
+def _mstl_unsuited(before: Panel) -> tuple[tuple[int, ...], str | None]:
+    """The calendar seasons that the longest history of ``before`` (the data before the validation
+    windows) holds twice, and None where MSTL is tried on them, else why not (the leaderboard's note):
+    MSTL needs a second season, a longer calendar season than the shortest that the data show (a
+    line of their spectrum, :func:`dominant_periods`, at it: a week of hourly data with a weekly
+    cycle). With one season it is a seasonal decomposition that ``ets`` and ``theta`` already are,
+    and a second season the data do not show is noise that costs MSTL's decompositions (its
+    validation windows cost more than all of auto's networks on the quickstart's hourly data, which
+    have a daily cycle only)."""
     longest = max(len(item) for item in before.items)
-    seasons = choose_seasons(calendar_cycles(before.calendar), (), longest, MSTLConfig.SEASONS_NEEDED)
+    seasons = tuple(choose_seasons(calendar_cycles(before.calendar), (), longest, MSTLConfig.SEASONS_NEEDED))
     if len(seasons) < 2:
-        return (f"skipped: {len(seasons)} calendar season(s) that {longest} steps hold twice (MSTL is tried where "
-                "there are two, e.g. a day and a week of hourly data)")
+        return seasons, (f"skipped: {len(seasons)} calendar season(s) that {longest} steps hold twice (MSTL is tried "
+                         "where there are two, e.g. a day and a week of hourly data)")
     periods = dominant_periods([item.values for item in before.items], [item.observed for item in before.items])
     if any(abs(period - season) <= MATCH_TOLERANCE * season for season in seasons[1:] for period in periods):
-        return None
+        return seasons, None
     lines = ", ".join(f"{period:g}" for period in periods) or "none"
-    return (f"skipped: the data show no cycle at the longer calendar season(s) {', '.join(map(str, seasons[1:]))} "
-            f"(their spectrum's lines, in steps: {lines}); MSTL is tried where they show a second season, e.g. a "
-            "weekly cycle of hourly data")
+    return seasons, (f"skipped: the data show no cycle at the longer calendar season(s) "
+                     f"{', '.join(map(str, seasons[1:]))} (their spectrum's lines, in steps: {lines}); MSTL is tried "
+                     "where they show a second season, e.g. a weekly cycle of hourly data")
 
 
 def _warn_unread_covariates(candidates: Candidates, chosen: list[str], rows: dict[str, Row]) -> None:
@@ -426,10 +440,11 @@ def _score_statistical(names: list[str], rows: dict[str, Row], candidates: Candi
     fit (the CPU clock read ``started`` at its start) has spent the user's ``time_limit`` (None: none). Returns
     each scored candidate's fitted model (its variants per series, which its member keeps)."""
     variants: dict[str, ForecastModel] = {}
+    seasons, why_not_mstl = _mstl_unsuited(history) if "mstl" in names else ((), "not a candidate")
     for name in names:
         row = rows[name]
         row.covariates = candidates.described if candidates.reads(name) else candidates.unused
-        if (why := _unsuited(name, history, found)) is not None:
+        if (why := _unsuited(name, found, seasons, why_not_mstl)) is not None:
             row.note = why
         elif time_limit is not None and scores.scaled and time.process_time() - started > time_limit:
             row.note = f"skipped: the fit had spent its time_limit of {time_limit:g} CPU-s on those before"
