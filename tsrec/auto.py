@@ -251,7 +251,7 @@ def _unsuited(name: str, found: Intermittency, seasons: tuple[int, ...], why_not
     ``seasons`` where MSTL is tried (``why_not_mstl`` None, :func:`_mstl_unsuited`; else why it is
     not). The intermittent-demand models (:data:`~tsrec.models.intermittent.INTERMITTENT_MODELS`)
     need intermittent data (:func:`~tsrec.models.intermittent.intermittency`); ``mstl`` a second
-    season the data show; ``ets`` none: where the data show two seasons, MSTL takes both out and
+    season the data show; ``ets`` is not tried where MSTL is: MSTL takes both seasons out and
     forecasts what is left with statsforecast's AutoETS, where ETS alone fits one of them (and its
     fits cost the most there: benchmarks/results/competition_hourly.md)."""
     if name in INTERMITTENT_MODELS:
