@@ -405,7 +405,7 @@ def fit_auto(read: Read, settings: ForecasterSettings, *, val: Read | None = Non
     _warn_unread_covariates(candidates, [name for name, _ in chosen], rows)
     members = [_member(name, validated.get(name), variants.get(name), candidates, read, rows[name])
                for name, _ in chosen]
-    leaderboard = _leaderboard(rows, dict(zip(kept, weights)), metric, found)
+    leaderboard = _leaderboard(rows, dict(zip(kept, weights)), metric, found.describe())
     leaderboard.attrs["validation"] = _validation_note(validation, left_out, season)
     refit = {name: why for name, _ in chosen if (why := _block_cost(name)) is not None}
     network = with_members(settings.network, [(name, member.resolved.network) for (name, _), member in
@@ -467,15 +467,15 @@ def _score_statistical(names: list[str], rows: dict[str, Row], candidates: Candi
     return variants
 
 
-def _leaderboard(rows: dict[str, Row], weights: dict[str, float], metric: str, found: Intermittency) -> pd.DataFrame:
+def _leaderboard(rows: dict[str, Row], weights: dict[str, float], metric: str, intermittency: str) -> pd.DataFrame:
     """Every candidate's row (:data:`LEADERBOARD_COLUMNS`), its ensemble weight from ``weights`` (0 where
-    absent), in the order tried; ``attrs``: ``metric``, the eval_metric the scores are on, and the data's
-    intermittency (``found``)."""
+    absent), in the order tried; ``attrs``: ``metric``, the eval_metric the scores are on, and what the
+    data's ``intermittency`` was found to be."""
     leaderboard = pd.DataFrame([{"model": r.model, "val_score": r.val_score, "weight": float(weights.get(r.model, 0.0)),
                                  "fit_seconds": r.fit_seconds, "cpu_seconds": r.cpu_seconds, "note": r.note,
                                  "covariates": r.covariates} for r in rows.values()], columns=LEADERBOARD_COLUMNS)
     leaderboard.attrs["eval_metric"] = metric
-    leaderboard.attrs["intermittency"] = found.describe()
+    leaderboard.attrs["intermittency"] = intermittency
     return leaderboard
 
 
