@@ -304,12 +304,55 @@ def load_fertility() -> pd.DataFrame:
     return _long(wide)
 
 
+def _yearly(years: pd.Series) -> pd.DatetimeIndex:
+    """January 1 of each (float) year."""
+    return pd.DatetimeIndex(pd.to_datetime(years.astype(int).astype(str), format="%Y"))
+
+
+def load_sunspots() -> pd.DataFrame:
+    """Wolf's yearly sunspot number, 1700-2008: one series with a cycle of about 11 years that no
+    calendar season names."""
+    datasets = _require("statsmodels.datasets", "statsmodels", "sunspots")
+    data = datasets.sunspots.load_pandas().data
+    return _long(pd.DataFrame({"sunspots": data["SUNACTIVITY"].to_numpy()}, index=_yearly(data["YEAR"])))
+
+
+def load_nile() -> pd.DataFrame:
+    """The Nile's yearly flow at Aswan (10^8 m^3), 1871-1970: one series with a level shift (1898)."""
+    datasets = _require("statsmodels.datasets", "statsmodels", "nile")
+    data = datasets.nile.load_pandas().data
+    return _long(pd.DataFrame({"nile": data["volume"].to_numpy()}, index=_yearly(data["year"])))
+
+
+#: The symbols of :func:`load_stocks` (the package's GOOG starts in 2004-08, off the others' grid).
+STOCKS = ["AAPL", "AMZN", "IBM", "MSFT"]
+
+
+def load_stocks() -> pd.DataFrame:
+    """Monthly closing prices (USD) of four stocks, 2000-01 to 2010-03."""
+    data = _require("vega_datasets", "vega_datasets", "stocks").local_data.stocks()
+    wide = data.pivot(index="date", columns="symbol", values="price")[STOCKS]
+    return _long(wide.set_axis(pd.DatetimeIndex(wide.index), axis=0))
+
+
+def load_grunfeld() -> pd.DataFrame:
+    """Grunfeld's investment data: gross investment (``invest``, the target) of 11 US firms, yearly
+    1935-1954, with each firm's market value (``value``) and capital stock (``capital``) as past
+    covariates."""
+    datasets = _require("statsmodels.datasets", "statsmodels", "grunfeld")
+    data = datasets.grunfeld.load_pandas().data
+    frame = data.assign(**{ID: data["firm"].astype(str), TIME: _yearly(data["year"]),
+                           TARGET: data["invest"].astype(np.float64)})
+    return frame.sort_values([ID, TIME], ignore_index=True)[[ID, TIME, TARGET, "value", "capital"]]
+
+
 LOADERS: dict[str, Callable[[], pd.DataFrame]] = {
     "seattle_weather": load_seattle_weather, "co2": load_co2, "elnino": load_elnino, "elec_equip": load_elec_equip,
     "us_employment": load_us_employment, "macrodata": load_macrodata, "seattle_weekly": load_seattle_weekly,
     "danish_data": load_danish_data, "interest_inflation": load_interest_inflation,
     "macro_consumption": load_macro_consumption, "seattle_precipitation": load_seattle_precipitation,
-    "hourly_temps": load_hourly_temps, "fertility": load_fertility,
+    "hourly_temps": load_hourly_temps, "fertility": load_fertility, "sunspots": load_sunspots, "nile": load_nile,
+    "stocks": load_stocks, "grunfeld": load_grunfeld,
 }
 
 
