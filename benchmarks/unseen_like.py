@@ -11,6 +11,8 @@ free baseline with CPU seconds. Issue 46 added a covariate that drives the targe
 (``macro_consumption``), an intermittent series (``seattle_precipitation``), sub-daily data with two
 seasons (``hourly_temps``) and one more short panel (``fertility``, yearly), MASE beside the z-scored
 MSE, every candidate of the default run alone, and the default's validation ranking against the test's.
+Four sets were then held out from every choice of the default (``sunspots``, ``nile``, ``stocks``,
+``grunfeld``; ``benchmarks/results/holdout_plan.md``).
 
 Usage (from the repository root)::
 
