@@ -26,6 +26,7 @@ from tsrec.data import canonicalize
 from tsrec.fitted import ForecastResult
 from tsrec.forecasting import window_origins
 from tsrec.models.intermittent import INTERMITTENT_MODELS
+from tsrec.models.parameters import VARIANT_GROWTH
 
 QUIET = {"enable_progress_bar": False, "logger": False}
 H = 6
@@ -411,14 +412,16 @@ def test_auto_refuses_what_it_cannot_do_and_says_so(monkeypatch):
     assert list(f.leaderboard.model) == ["seasonal_naive"]
 
 
-def test_an_ensembles_statistical_members_forecast_from_all_the_history_given_to_predict():
+def test_an_ensembles_statistical_members_forecast_from_all_the_history_given_to_predict(validations):
     """Given more history than at fit, an ensemble's whole-history member reads all of it (its
-    forecast is the member fitted at fit carried forward over the longer frame, statsforecast's
-    ``forward``), not only as many steps as at fit."""
+    forecast is the member's validated fit, on the steps before the validation windows, carried
+    forward over the longer frame, statsforecast's ``forward``), not only as many steps as at fit."""
     df = hourly(n=24 * 16)
     f = Forecaster("auto", candidates=("theta", "seasonal_naive"), **FAST).fit(df.iloc[:24 * 10])
+    first = int(validations[0].first[0])  # the series grew 240 / first <= VARIANT_GROWTH since
+    assert 24 * 10 <= VARIANT_GROWTH * first
     members = dict(zip(f.resolved_settings.network.members, f.resolved_settings.network.weights))
-    expected = sum(w * Forecaster(name, **FAST).fit(df.iloc[:24 * 10]).predict(df)["mean"].to_numpy()
+    expected = sum(w * Forecaster(name, **FAST).fit(df.iloc[:first]).predict(df)["mean"].to_numpy()
                    for name, w in members.items())
     np.testing.assert_allclose(f.predict(df)["mean"], expected, rtol=1e-5)
     assert "theta" in members  # the member whose history matters (seasonal naive reads one season)
@@ -446,7 +449,8 @@ def test_a_series_never_negative_gets_the_average_of_its_members_raised_to_zero(
 def test_statistical_candidates_are_validated_with_one_fit_per_series_carried_forward(monkeypatch):
     """statsforecast's cross_validation(refit=False): each statistical candidate is fitted once per
     series (and channel) before the first validation window, not once per window; a member chosen
-    is fitted once more per series on all the history (its predict then fits nothing)."""
+    keeps that fit (the series grew at most VARIANT_GROWTH since: 288 steps after 234), fitted
+    again only for the calibration's earlier blocks, and its predict fits nothing."""
     import statsforecast.models
 
     fits = []
@@ -462,13 +466,14 @@ def test_statistical_candidates_are_validated_with_one_fit_per_series_carried_fo
     assert fitted_on(first) == ["AutoETS", "AutoETS", "AutoTheta", "AutoTheta"]  # 2 channels, one fit each
     members = {name for name in ("ets", "theta") if name in f.resolved_settings.network.members}
     once = sorted({"ets": "AutoETS", "theta": "AutoTheta"}[m] for m in members for _ in range(2))
-    assert fitted_on(len(df)) == once
+    assert once and len(df) <= VARIANT_GROWTH * first
+    assert fitted_on(len(df)) == []
     # 2 x 9 independent validation windows: 2 blocks of calibration windows before them (a third would
     # leave under half of the 234 steps the validation's fits had), forecast by the members alone,
     # fitted once per channel on the history before each
     assert f.leaderboard.attrs["calibration"].startswith("75 windows per series, 54 independent")
     assert [fitted_on(first - block * 9 * H) for block in (1, 2)] == [once] * 2
-    assert len(fits) == 4 + 3 * len(once)
+    assert len(fits) == 4 + 2 * len(once)
     fits.clear()
     f.predict()
     assert fits == []

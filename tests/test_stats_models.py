@@ -688,11 +688,12 @@ def _fitted_values(model, series):
 
 
 @pytest.mark.parametrize("name", ["ets", "theta", "ces"])
-def test_a_fit_like_an_earlier_one_keeps_each_series_variant_and_fits_its_parameters_again(name, monkeypatch):
-    """fit_series(like=...): each series is fitted on all its history as the variant the earlier fit
-    (on its first steps) chose, without the full search, where that history is at most VARIANT_GROWTH
-    times the earlier one; a series grown further is searched again. On the same history the
-    variant's fit is the search's own, so the variant's model is the one the search chose."""
+def test_a_fit_like_an_earlier_one_keeps_that_fit_where_the_series_grew_little(name, monkeypatch):
+    """fit_series(like=...), ``like`` fitted on the series' first steps (auto's validated candidate):
+    a series at most VARIANT_GROWTH times longer keeps that fit whole (its variant, its parameters and
+    the steps they were fitted on, which later growth is measured against: what validation scored);
+    a series grown further is searched again. On shorter histories (an earlier calibration block)
+    each series keeps the variant ``like`` chose, its parameters fitted again."""
     df = panel(lengths=(60, 80, 100))
     series = [g.y.to_numpy() for _, g in df.groupby("id", sort=True)]
     seen = [np.ones((len(y), 1), bool) for y in series]
@@ -714,18 +715,22 @@ def test_a_fit_like_an_earlier_one_keeps_each_series_variant_and_fits_its_parame
     model.fit_series([y[:, None] for y in series], seen, like=first)
     assert searched_lengths == [60]  # series 0 alone
     codes, values = _fitted_values(model, series)
-    np.testing.assert_array_equal(codes[1:], first.parameters.codes[1:, 0])
     np.testing.assert_array_equal(codes[0], full_codes[0])
-    for k, y in enumerate(series):
-        alone = statsforecast_fit(model.chosen_model(codes[k]), y)
-        np.testing.assert_allclose(values[k], model.encode(alone)[1], rtol=1e-9)
+    np.testing.assert_allclose(values[0], full_values[0], rtol=1e-9)
+    np.testing.assert_array_equal(codes[1:], first.parameters.codes[1:, 0])
+    for k in (1, 2):
+        np.testing.assert_array_equal(values[k], first.parameters.entry(k, 0)[1])
+    assert model.parameters.steps.tolist() == [60, 72, 92]
     searched_lengths.clear()
-    model.fit_series([y[:, None] for y in series], seen, like=searched)  # like the search on the same history
+    model.fit_series([y[:n, None] for y, n in zip(series, heads)], [np.ones((n, 1), bool) for n in heads],
+                     like=searched)  # shorter histories than the fit it is like
     assert searched_lengths == []
     codes, values = _fitted_values(model, series)
     np.testing.assert_array_equal(codes, full_codes)
-    for got, expected in zip(values, full_values):
-        np.testing.assert_allclose(got, expected, rtol=1e-9)
+    for k, (y, n) in enumerate(zip(series, heads)):
+        alone = statsforecast_fit(model.chosen_model(codes[k]), y[:n])
+        np.testing.assert_allclose(values[k], model.encode(alone)[1], rtol=1e-9)
+    assert model.parameters.steps.tolist() == list(heads)
 
 
 def statsforecast_fit(model, y):
@@ -734,16 +739,17 @@ def statsforecast_fit(model, y):
         df=pd.DataFrame({"unique_id": 0, "ds": np.arange(len(y)), "y": y})).fitted_[0, 0]
 
 
-def test_a_variant_the_longer_history_cannot_fit_is_searched_again_quietly():
-    """A multiplicative ETS chosen on positive first steps cannot be fitted once a zero follows: that
-    series is fitted by the full search, with no warning, as a fit without ``like`` is."""
-    y = positive_seasonal(n=24 * 10)["load"].to_numpy()
-    first = Forecaster("ets", prediction_length=H).fit(positive_seasonal(n=24 * 8)).model
+def test_a_variant_a_shorter_history_cannot_fit_is_searched_again_quietly():
+    """A multiplicative ETS chosen on positive steps cannot be fitted on a shorter history of the
+    series with a zero in it (an earlier calibration block): that series is fitted by the full
+    search, with no warning, as a fit without ``like`` is."""
+    y = positive_seasonal(n=24 * 9)["load"].to_numpy()
+    first = Forecaster("ets", prediction_length=H).fit(positive_seasonal(n=24 * 10)).model
     multiplicative = first.parameters.codes.copy()
     multiplicative[0, 0, 1] = 1  # error "M"
     first.parameters = dataclasses.replace(first.parameters, codes=multiplicative)
     y[-30] = 0.0
-    model = Forecaster("ets", prediction_length=H).fit(positive_seasonal(n=24 * 10)).model
+    model = Forecaster("ets", prediction_length=H).fit(positive_seasonal(n=24 * 9)).model
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         model.fit_series([y[:, None]], [np.ones((len(y), 1), bool)], like=first)

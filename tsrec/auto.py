@@ -575,9 +575,11 @@ def _validation_note(validation: Validation, left_out: int, season: int) -> str:
 
 def _member(name: str, validated: FittedState | None, variants: ForecastModel | None, candidates: Candidates,
             read: Read, row: Row) -> FittedState:
-    """The fitted member ``name``: a statistical model fitted on all of ``read``'s targets (one fit
-    per series, which ``predict`` carries forward; each series keeps the variant its validated fit
-    ``variants`` chose), the ridge or the trees fitted on all of ``read``
+    """The fitted member ``name``: a statistical model on all of ``read``'s targets, each series
+    keeping its validated fit ``variants`` where it grew at most
+    :data:`~tsrec.models.parameters.VARIANT_GROWTH` since (the parameters validation scored, which
+    ``predict`` carries forward) and fitted again otherwise
+    (:meth:`~tsrec.models.stats.StatsModel.fit_series`), the ridge or the trees fitted on all of ``read``
     (with its covariates), a network's validated run (RevIN makes it indifferent to the ensemble's scaler),
     or a network without RevIN, or with covariates, refitted on all of ``read`` (its seconds added
     to ``row``): a network's covariates are scaled with the statistics of its own training part,

@@ -336,10 +336,13 @@ class StatsModel(ForecastModel):
         cut by :func:`histories`), all in one statsforecast call (:meth:`_fit_groups`), and keep
         their :class:`Parameters`; a history statsforecast cannot fit is kept as its last value,
         with a warning naming how many and why. ``like``: this model fitted already on the first
-        steps of the same series (auto's validated candidate): each series and channel it fitted
-        keeps the variant it chose there (:meth:`chosen_model`), its parameters fitted again, where
-        the series grew by at most :data:`~tsrec.models.parameters.VARIANT_GROWTH` since; one grown
-        further, or whose variant cannot be fitted on the longer history, is fitted by the full search."""
+        steps of the same series (auto's validated candidate). A series that grew by at most
+        :data:`~tsrec.models.parameters.VARIANT_GROWTH` since, every channel of it fitted there,
+        keeps that fit whole (:meth:`_carried`: the parameters validation scored, carried forward
+        as ``predict`` carries them); on a shorter history (an earlier calibration block) each
+        series and channel it fitted keeps the variant it chose (:meth:`chosen_model`), its
+        parameters fitted again; one grown further, or whose variant cannot be fitted, is fitted by
+        the full search."""
         if not self.carries_parameters:
             return
         cap, channels = self.config.context_length, self.config.n_channels
@@ -355,9 +358,18 @@ class StatsModel(ForecastModel):
         status = np.full(len(lengths), NONE, np.int8)
         codes = np.zeros((len(lengths), self.code_width()), np.int64)
         fits: list[np.ndarray] = [np.zeros(0)] * len(lengths)
-        kept = np.flatnonzero(lengths > 0)
+        steps = np.asarray(steps, np.int64)  # [N]
+        carried = self._carried(like, steps)  # [N]
+        read = steps.copy()  # [N] the steps each series' parameters are fitted on
+        for n in np.flatnonzero(carried):
+            read[n] = like.parameters.steps[n]
+            for c in range(channels):
+                k = n * channels + c
+                status[k] = FITTED
+                codes[k], fits[k] = like.parameters.entry(n, c)
+        kept = np.flatnonzero((lengths > 0) & ~np.repeat(carried, channels))
         if kept.size:
-            choices = self._choices(like, np.asarray(steps, np.int64))
+            choices = self._choices(like, steps)
             for k, fitted in zip(kept, self._fit_chosen(y, starts[kept], lengths[kept],
                                                         None if choices is None else choices[kept])):
                 if fitted is None:  # nothing to keep of this history: each window is fitted on its own
@@ -367,9 +379,21 @@ class StatsModel(ForecastModel):
                 else:
                     code, fits[k] = self.encode(fitted)
                     status[k], codes[k] = FITTED, code
-        self.parameters = Parameters(status.reshape(-1, channels), np.asarray(steps, np.int64),
-                                     codes.reshape(len(steps), channels, -1), np.concatenate(fits),
-                                     np.cumsum([len(f) for f in fits], dtype=np.int64))
+        self.parameters = Parameters(status.reshape(-1, channels), read, codes.reshape(len(steps), channels, -1),
+                                     np.concatenate(fits), np.cumsum([len(f) for f in fits], dtype=np.int64))
+
+    def _carried(self, like: ForecastModel | None, steps: np.ndarray) -> np.ndarray:
+        """``[N]`` whether each series, now of ``steps`` ``[N]`` steps, keeps ``like``'s fit whole:
+        ``like`` is this model fitted on the series' first steps, every channel of the series was
+        fitted there, and the series is at least as long now and at most
+        :data:`~tsrec.models.parameters.VARIANT_GROWTH` times longer
+        (:func:`~tsrec.models.parameters.keeps_variant`). Its ``steps`` stay the fitted ones, which
+        :func:`~tsrec.models.parameters.refits` measures later growth against."""
+        if not isinstance(like, StatsModel) or type(like) is not type(self) \
+                or like.parameters.status.shape != (len(steps), self.config.n_channels):
+            return np.zeros(len(steps), bool)
+        fitted = like.parameters
+        return (fitted.status == FITTED).all(axis=1) & (steps >= fitted.steps) & keeps_variant(steps, fitted.steps)
 
     def _choices(self, like: ForecastModel | None, steps: np.ndarray) -> np.ndarray | None:
         """``[N * C, J]`` the codes of ``like``'s fit of each series' channels (series-major, channel
