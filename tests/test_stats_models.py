@@ -687,7 +687,7 @@ def _fitted_values(model, series):
     return fitted.codes[:, 0], [fitted.entry(i, 0)[1] for i in range(len(series))]
 
 
-@pytest.mark.parametrize("name", ["ets", "theta", "ces"])
+@pytest.mark.parametrize("name", ["ets", "theta"])
 def test_a_fit_like_an_earlier_one_keeps_that_fit_where_the_series_grew_little(name, monkeypatch):
     """fit_series(like=...), ``like`` fitted on the series' first steps (auto's validated candidate):
     a series at most VARIANT_GROWTH times longer keeps that fit whole (its variant, its parameters and
@@ -731,6 +731,31 @@ def test_a_fit_like_an_earlier_one_keeps_that_fit_where_the_series_grew_little(n
         alone = statsforecast_fit(model.chosen_model(codes[k]), y[:n])
         np.testing.assert_allclose(values[k], model.encode(alone)[1], rtol=1e-9)
     assert model.parameters.steps.tolist() == list(heads)
+
+
+def test_a_ces_fit_that_does_not_forget_its_start_is_fitted_again_not_kept():
+    """A CES fit whose state map grows does not forget its start: carried to any other history it
+    would be fitted again at every predict. fit_series(like=...) fits such a series again, once, on
+    all its history (its variant kept), and keeps the fit that forgets its start whole."""
+    rng = np.random.default_rng(3)
+    t = np.arange(90)
+    noise = np.convolve(rng.standard_normal(110), 0.7 ** np.arange(20))[20:110]  # AR(1)-like: its fit forgets
+    series = [50 + noise, 50 + 5 * np.sin(2 * np.pi * t / 12) + 0.1 * t + rng.standard_normal(90)]
+
+    def frame(lengths):
+        return pd.concat([pd.DataFrame({"id": f"s{k}", "time": pd.date_range("2015-01-01", periods=n, freq="MS"),
+                                        "y": y[:n]}) for k, (y, n) in enumerate(zip(series, lengths))])
+
+    first = Forecaster("ces", prediction_length=H).fit(frame((60, 75)), **LONG).model
+    assert first._remembers_start()[:, 0].tolist() == [False, True]
+    model = Forecaster("ces", prediction_length=H).fit(frame((72, 90)), **LONG).model  # each grown 1.2x
+    model.fit_series([series[0][:72, None], series[1][:, None]], [np.ones((72, 1), bool), np.ones((90, 1), bool)],
+                     like=first)
+    assert model.parameters.steps.tolist() == [60, 90]
+    np.testing.assert_array_equal(model.parameters.entry(0, 0)[1], first.parameters.entry(0, 0)[1])
+    assert model.parameters.codes[1, 0].tolist() == first.parameters.codes[1, 0].tolist()
+    alone = statsforecast_fit(model.chosen_model(first.parameters.codes[1, 0]), series[1])
+    np.testing.assert_allclose(model.parameters.entry(1, 0)[1], model.encode(alone)[1], rtol=1e-9)
 
 
 def statsforecast_fit(model, y):

@@ -337,12 +337,12 @@ class StatsModel(ForecastModel):
         their :class:`Parameters`; a history statsforecast cannot fit is kept as its last value,
         with a warning naming how many and why. ``like``: this model fitted already on the first
         steps of the same series (auto's validated candidate). A series that grew by at most
-        :data:`~tsrec.models.parameters.VARIANT_GROWTH` since, every channel of it fitted there,
-        keeps that fit whole (:meth:`_carried`: the parameters validation scored, carried forward
-        as ``predict`` carries them); on a shorter history (an earlier calibration block) each
+        :data:`~tsrec.models.parameters.VARIANT_GROWTH` since, every channel of it fitted there
+        with a fit that forgets its start, keeps that fit whole (:meth:`_carried`: the parameters
+        validation scored, carried forward as ``predict`` carries them); otherwise each
         series and channel it fitted keeps the variant it chose (:meth:`chosen_model`), its
-        parameters fitted again; one grown further, or whose variant cannot be fitted, is fitted by
-        the full search."""
+        parameters fitted again (an earlier calibration block's shorter history too); one grown
+        further, or whose variant cannot be fitted, is fitted by the full search."""
         if not self.carries_parameters:
             return
         cap, channels = self.config.context_length, self.config.n_channels
@@ -385,7 +385,9 @@ class StatsModel(ForecastModel):
     def _carried(self, like: ForecastModel | None, steps: np.ndarray) -> np.ndarray:
         """``[N]`` whether each series, now of ``steps`` ``[N]`` steps, keeps ``like``'s fit whole:
         ``like`` is this model fitted on the series' first steps, every channel of the series was
-        fitted there, and the series is at least as long now and at most
+        fitted there and forgets its start (:meth:`forgets_start`: a CES fit whose state map grows
+        would be fitted again on every longer history, at every ``predict``; it is fitted again here,
+        once), and the series is at least as long now and at most
         :data:`~tsrec.models.parameters.VARIANT_GROWTH` times longer
         (:func:`~tsrec.models.parameters.keeps_variant`). Its ``steps`` stay the fitted ones, which
         :func:`~tsrec.models.parameters.refits` measures later growth against."""
@@ -393,7 +395,8 @@ class StatsModel(ForecastModel):
                 or like.parameters.status.shape != (len(steps), self.config.n_channels):
             return np.zeros(len(steps), bool)
         fitted = like.parameters
-        return (fitted.status == FITTED).all(axis=1) & (steps >= fitted.steps) & keeps_variant(steps, fitted.steps)
+        whole = (fitted.status == FITTED) & ~like._remembers_start()  # [N, C]
+        return whole.all(axis=1) & (steps >= fitted.steps) & keeps_variant(steps, fitted.steps)
 
     def _choices(self, like: ForecastModel | None, steps: np.ndarray) -> np.ndarray | None:
         """``[N * C, J]`` the codes of ``like``'s fit of each series' channels (series-major, channel
