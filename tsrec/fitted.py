@@ -157,7 +157,7 @@ class FittedState:
         part = launched(part, window.prediction_length, window.leading_zeros)[0]  # as fit reads a launch
         fitted = len(self.history.items)
         own = StandardScaler.fit([s.values for s in part.items], [s.observed for s in part.items],
-                                 robust=self.scaler.robust, nonnegative=self.resolved.window.nonnegative)
+                                 robust=self.scaler.robust, nonnegative=window.nonnegative)
         scaler = self.scaler.appended(own)
         calibration = self.calibration
         if calibration is not None:
