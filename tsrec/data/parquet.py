@@ -55,16 +55,34 @@ import pandas as pd
 
 from tsrec._checks import check_int
 from tsrec.config import CovariateConfig
-from tsrec.data.covariates import CovariateValues, read_frame, without_covariates
+from tsrec.data.covariates import CovariateValues, categorical_statics, read_frame, without_covariates
 from tsrec.data.frame import Panel, _item_codes, _long_target, _require_column
+from tsrec.data.schema import Schema
 
 if TYPE_CHECKING:
     import pyarrow as pa
     import pyarrow.dataset as ds
 
-__all__ = ["read_parquet", "read_series", "series_ids"]
+__all__ = ["read_dataset", "read_parquet", "read_series", "series_ids"]
 
 PathLike = str | os.PathLike
+
+
+def read_dataset(source: PathLike | Sequence[PathLike], schema: Schema, categorical: Sequence[str] | None, *,
+                 freq: str | None, gaps: str, last: int | None = None, ids: Sequence[Any] | None = None,
+                 ) -> tuple[Panel, CovariateValues, Schema, tuple[str, ...]]:
+    """:func:`read_parquet` of the columns ``schema`` names, the roles it leaves unnamed filled from a
+    column convention (:meth:`Schema.conventional <tsrec.data.schema.Schema.conventional>`) and, with
+    ``categorical`` None, the static covariates read as categories those whose dtype is not a real
+    number's (:func:`~tsrec.data.covariates.categorical_statics`), both from the files' schema (no row
+    read for them). Returns the panel, the covariates, the schema read with and the categorical
+    static covariates."""
+    columns = empty_frame(source)  # [0, columns]
+    schema = schema.conventional(columns.columns)
+    categorical = categorical_statics(columns, schema.covariates) if categorical is None else tuple(categorical)
+    panel, covariates = read_parquet(source, schema.covariates, categorical, freq=freq, gaps=gaps, last=last, ids=ids,
+                                     **schema.columns)
+    return panel, covariates, schema, categorical
 
 
 def read_parquet(

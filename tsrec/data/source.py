@@ -5,9 +5,8 @@ which kind it is:
 
 - :func:`read`: a source as a :class:`Read`, its targets as a :class:`~tsrec.data.frame.Panel`
   and its covariates on the same grids (a DataFrame: :func:`~tsrec.data.covariates.read_frame`;
-  Parquet: :func:`~tsrec.data.parquet.read_parquet`, a chunk of series at a time), with the
-  column roles a convention fills and the static covariates that are categories, from the dtypes
-  (a Parquet source's schema: no row read for them);
+  Parquet: :func:`~tsrec.data.parquet.read_dataset`, a chunk of series at a time), with the
+  column roles a convention fills and the static covariates that are categories, from the dtypes;
 - :func:`series_ids`, :func:`subset`, :func:`rows_of`: the series of a source, and some of them;
 - :meth:`Read.before`: the steps before each series' own origin, a slice of what was read (what
   ``Forecaster("auto")`` validates on, conformal calibration calibrates on and
@@ -103,25 +102,17 @@ def read(source: Source, schema: Schema, *, categorical: Sequence[str] | None = 
     A long frame in a column convention needs no column names (:meth:`Schema.conventional
     <tsrec.data.schema.Schema.conventional>`): ``Read.schema`` holds the names it was read with."""
     source = index_as_columns(source)
-    if isinstance(source, pd.DataFrame):
-        columns, files = source, None
-    else:
-        from tsrec.data.parquet import empty_frame
+    if not isinstance(source, pd.DataFrame):
+        from tsrec.data.parquet import read_dataset
 
-        files = _files(source)
-        columns = empty_frame(files)  # the files' columns and dtypes: no row read
-    schema = schema.conventional(columns.columns)
-    categorical = categorical_statics(columns, schema.covariates) if categorical is None else tuple(categorical)
-    options = {"freq": freq, "gaps": gaps, "last": last, **schema.columns}
-    if files is None:
-        if layout is not None:
-            schema.require_layout(source, layout)
-        panel, covariates = read_frame(source, schema.covariates, categorical, **options)
-    else:
-        from tsrec.data.parquet import read_parquet
-
-        ids = source.ids if isinstance(source, ParquetSeries) else None
-        panel, covariates = read_parquet(files, schema.covariates, categorical, ids=ids, **options)
+        files, ids = (source.files, source.ids) if isinstance(source, ParquetSeries) else (source, None)
+        return Read(*read_dataset(_parquet(files), schema, categorical, freq=freq, gaps=gaps, last=last, ids=ids))
+    schema = schema.conventional(source.columns)
+    if layout is not None:
+        schema.require_layout(source, layout)
+    categorical = categorical_statics(source, schema.covariates) if categorical is None else tuple(categorical)
+    panel, covariates = read_frame(source, schema.covariates, categorical, freq=freq, gaps=gaps, last=last,
+                                   **schema.columns)
     return Read(panel, covariates, schema, categorical)
 
 
