@@ -944,6 +944,27 @@ def test_readings_at_irregular_times_are_told_the_grid_their_steps_are_near():
         canonicalize(pd.DataFrame({"t": minutes, "y": 1.0}), time_col="t", target_col="y")
 
 
+def test_timestamps_outside_the_nanosecond_years_get_the_shift_that_keeps_their_calendar():
+    """Historical yearly data in seconds (pandas' non-nanosecond units hold year 1565) cannot be
+    read on tsrec's nanosecond grid: the error names the whole 400-year shift that brings them in,
+    and with it the same series fits; in range, any unit is read as nanoseconds."""
+    from tsrec import Forecaster
+
+    stamps = pd.date_range("1565", periods=40, freq="YS", unit="s")
+    df = pd.DataFrame({"t": stamps, "y": np.arange(40.0)})
+    with pytest.raises(ValueError, match=r"^time column 't' runs from 1565-01-01 to 1604-01-01, outside the years "
+                                         r"1678-2261 .* with df\['t'\] = df\['t'\] \+ pd.DateOffset\(years=400\), "
+                                         r"and shift the forecast's timestamps back$"):
+        canonicalize(df, time_col="t", target_col="y")
+    late = pd.DataFrame({"y": np.arange(40.0)}, index=pd.date_range("2250", periods=40, freq="YS", unit="s"))
+    with pytest.raises(ValueError, match=r"^the index runs from 2250-01-01 .* with df.index = df.index \+ "
+                                         r"pd.DateOffset\(years=-400\),"):
+        canonicalize(late)
+    df["t"] = df["t"] + pd.DateOffset(years=400)
+    forecast = Forecaster("naive", prediction_length=3).fit(df, time_col="t", target_col="y").predict()
+    assert forecast["timestamp"].tolist() == list(pd.date_range("2005", periods=3, freq="YS"))
+
+
 def test_periods_and_a_series_get_the_conversion_they_need():
     """pandas periods (GluonTS's and statsmodels' monthly data) and a lone Series are common ways
     to hold a series: each error names the one call that converts it."""
