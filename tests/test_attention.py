@@ -118,6 +118,10 @@ def test_probsparse_eval_samples_once_from_a_seeded_generator_and_compiles_witho
     assert explained.graph_break_count == 0, explained.break_reasons
     torch._dynamo.reset()
     torch.testing.assert_close(kern(q, k, v).values, first.values, rtol=0, atol=0)
+    fresh = ProbSparseAttention(factor=5).eval()  # its first call compiled: the draw runs eagerly there too
+    compiled = torch.compile(lambda q, k, v: fresh(q, k, v).values, backend="eager")
+    torch.testing.assert_close(compiled(q, k, v), first.values, rtol=0, atol=0)
+    torch._dynamo.reset()
 
 
 @pytest.mark.parametrize("kernel", [FullAttention(), LogSparseAttention(), ProbSparseAttention(factor=1)])

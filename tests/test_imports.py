@@ -19,6 +19,23 @@ def test_import_loads_no_heavy_package():
     assert out.stdout.strip() == "", f"importing {LIGHT} loaded {out.stdout.strip()}"
 
 
+def test_a_model_that_does_not_train_fits_and_forecasts_without_lightning_or_dynamo():
+    """Lightning (with scipy, matplotlib and torchmetrics it imports) and torch._dynamo (with sympy)
+    cost about 2.5 CPU-s to import: a fit of a statistical model, the ridge, or a forecast of any
+    fitted model in float32, never needs them, and neither does importing the estimator."""
+    code = """import sys, warnings
+import numpy as np, pandas as pd
+from tsrec import Forecaster
+warnings.simplefilter("ignore")
+df = pd.DataFrame({"load": 10 + np.sin(np.arange(96) / 3.8)}, index=pd.date_range("2024", periods=96, freq="h"))
+loaded = [m for m in ("lightning", "torch._dynamo") if m in sys.modules]
+for name in ("seasonal_naive", "ridge"):
+    Forecaster(name, prediction_length=6, conformal_windows=5).fit(df).predict(levels=[80])
+print(loaded, [m for m in ("lightning", "torch._dynamo") if m in sys.modules])"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.split("\n")[0] == "[] []", out.stdout + out.stderr
+
+
 @pytest.mark.slow  # 5-6 s: a fresh interpreter importing torch
 def test_the_estimator_is_still_one_attribute_away():
     code = "import tsrec; print(tsrec.Forecaster.__name__, tsrec.list_models()[0])"

@@ -248,7 +248,7 @@ def _trainer_and_direct_predictions(forecaster, precision="32-true", device=None
         expected = make_predict_trainer(config, {"accelerator": accelerator}).predict(
             module, DataLoader(dataset, batch_size=64, collate_fn=dataset.collate))
     module.cpu().train()
-    outputs = predict_batches(module, dataset, 64, device)
+    outputs = predict_batches(forecaster.model, config, dataset, 64, device)
     assert module.training and all(p.device.type == "cpu" for p in module.parameters())  # left as it was
     return expected, outputs
 

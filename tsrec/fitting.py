@@ -27,6 +27,7 @@ import contextlib
 import dataclasses
 import logging
 import math
+import random
 import tempfile
 import time
 import warnings
@@ -37,6 +38,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import torch
 
 from tsrec.config import FAR_EXAMPLES, FAR_IQRS, SHIFT_STEPS, DataFacts, TrainingConfig
 from tsrec.data import CovariateEncoder, CovariateValues, Panel, StandardScaler, WindowDataset, data_facts, split_panel
@@ -245,9 +247,7 @@ def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = No
             effective.network, train_values, facts, freq=panel.freq, horizon=horizon))
     resolved = effective.resolved(facts, freq=panel.freq, covariates=read.schema.covariates, context_length=context)
     started = time.perf_counter()
-    import lightning.pytorch as pl
-
-    pl.seed_everything(training.seed, workers=True, verbose=False)
+    _seed(training.seed, trainable)
     model = build_model(resolved.model, resolved.network) if prefitted is None else \
         Ensemble(resolved.network, prefitted.members)
     run, refit, scaler, encoder = _Run([], None, None, {}, 0.0), None, prepared.scaler, prepared.encoder
@@ -287,6 +287,20 @@ def fit_state(read: Read, settings: ForecasterSettings, *, val: Read | None = No
     if val is not None:
         report_far(state, val.panel, np.asarray(prepared.split.val_rows), "fit", stacklevel=4)
     return Fit(state, run.trainer)
+
+
+def _seed(seed: int, trainable: bool) -> None:
+    """Seed Python's, NumPy's and torch's generators, as Lightning's ``seed_everything`` does; a
+    network that trains gets that call itself (which also seeds its data loaders' workers), a model
+    that does not train the same seeds without loading Lightning."""
+    if trainable:
+        import lightning.pytorch as pl
+
+        pl.seed_everything(seed, workers=True, verbose=False)
+        return
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
 
 
 def _refit(resolved: ForecasterSettings, read: Read, context: int, run: _Run, budget: Budget,

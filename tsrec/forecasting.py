@@ -266,9 +266,7 @@ def outputs(state: FittedState, dataset: WindowDataset, *, batch_size: int | Non
     among the ranks before this, :func:`tsrec.collective.by_series`): every rank
     gets what one process returns, and every rank must call it."""
     from tsrec.collective import gather
-    from tsrec.training import ForecastingModule, make_predict_trainer, predict_batches, predict_device, \
-        quiet_lightning
-    from tsrec.training.sharding import ShardSampler
+    from tsrec.training.predict import predict_batches, predict_device
 
     model, training = state.model, state.settings.training
     trainer_kwargs = state.settings.trainer.trainer_kwargs
@@ -276,15 +274,18 @@ def outputs(state: FittedState, dataset: WindowDataset, *, batch_size: int | Non
     empty = np.zeros(shape + ((model.n_params,) if model.output.probabilistic else ()), np.float32)
     if len(dataset) == 0:
         return empty
-    module, size = ForecastingModule(model, training), batch_size or training.batch_size
+    size = batch_size or training.batch_size
     device = predict_device(trainer_kwargs)
     if device is not None:
-        scaled = predict_batches(module, dataset, size, device=device)
+        scaled = predict_batches(model, training, dataset, size, device=device)
     else:  # an accelerator only Lightning knows how to place the model on
+        from tsrec.training import ForecastingModule, make_predict_trainer, quiet_lightning
+        from tsrec.training.sharding import ShardSampler
+
         with quiet_lightning():
             loader = torch.utils.data.DataLoader(dataset, batch_size=size, sampler=ShardSampler(len(dataset)),
                                                  collate_fn=dataset.collate)
-            scaled = make_predict_trainer(training, trainer_kwargs).predict(module, loader)
+            scaled = make_predict_trainer(training, trainer_kwargs).predict(ForecastingModule(model, training), loader)
     model.eval()
     return gather(np.concatenate([out.float().cpu().numpy() for out in scaled]) if scaled else empty)
 

@@ -336,3 +336,13 @@ def zeros_like_future(past_target: Tensor, prediction_length: int) -> Tensor:
     """``[B, H, C]`` zeros with the dtype and device of ``past_target``."""
     return torch.zeros(past_target.shape[0], prediction_length, past_target.shape[2],
                        dtype=past_target.dtype, device=past_target.device)
+
+
+def from_data_only(out: Tensor, batch: ForecastBatch) -> Tensor:
+    """``out`` (``[B, H, C]``, or ``[B, H, C, P]``), the scaled forecast of ``batch``, NaN for every
+    channel of a window whose context holds no observed value: a forecast is only ever made from data."""
+    observed = batch.get("past_observed")
+    if observed is None:
+        return out
+    blind = observed.sum(1) == 0  # [B, C]
+    return out.masked_fill(blind.view(blind.shape[0], 1, *blind.shape[1:], *(1,) * (out.dim() - 3)), float("nan"))

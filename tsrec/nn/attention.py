@@ -22,10 +22,12 @@ log of the REM's envelope (:func:`~tsrec.nn.rem.rem_log_envelope`).
 from __future__ import annotations
 
 import abc
+import functools
 import inspect
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -126,6 +128,22 @@ class LogSparseAttention(FullAttention):
         return log_pattern & (lags >= 0) if causal else log_pattern
 
 
+def _eager(method: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """``method`` run eagerly under ``torch.compile`` (``torch.compiler.disable``), wrapped on its
+    first call rather than here: the wrapping imports ``torch._dynamo`` (and sympy), about 1 CPU-s
+    that a process which never compiles (a forecast, a fit of statistical models) need not pay."""
+    disabled: Callable[..., Tensor] | None = None
+
+    @functools.wraps(method)
+    def call(*args: Any, **kwargs: Any) -> Tensor:
+        nonlocal disabled
+        if disabled is None:
+            disabled = torch.compiler.disable(method)
+        return disabled(*args, **kwargs)
+
+    return call
+
+
 class ProbSparseAttention(AttentionKernel):
     """Informer's ProbSparse attention (Zhou et al., 2021).
 
@@ -151,7 +169,7 @@ class ProbSparseAttention(AttentionKernel):
         # generator (a graph break in every layer) once they exist.
         self._eval_samples: dict[tuple[int, int, int, str], Tensor] = {}
 
-    @torch.compiler.disable
+    @_eager
     def _eval_sample(self, key: tuple[int, int, int, str], device: torch.device) -> Tensor:
         """``[Lq, n_sample]`` the eval-mode key sample of ``key`` (its lengths, sample size and
         device), drawn from a generator seeded 0 on ``device`` and kept: predictions are repeatable,

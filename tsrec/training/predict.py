@@ -1,4 +1,6 @@
-"""Forecasts of a trained model over windows, without a Lightning Trainer where it adds nothing."""
+"""Forecasts of a trained model over windows, without a Lightning Trainer where it adds nothing:
+in float32 on a device torch names, Lightning is not even imported (a process that only forecasts,
+or fits statistical models alone, never loads it)."""
 
 from __future__ import annotations
 
@@ -6,50 +8,62 @@ import itertools
 import warnings
 
 import torch
-from lightning.fabric.utilities.apply_func import move_data_to_device
 from torch import Tensor
 from torch.utils.data import DataLoader
 
+from tsrec.batch import ForecastBatch
+from tsrec.config import TrainingConfig
 from tsrec.data.windows import WindowDataset
-from tsrec.training.module import ForecastingModule
+from tsrec.models.base import ForecastModel, from_data_only
 from tsrec.training.sharding import ShardSampler
-from tsrec.training.trainer import make_predict_trainer, quiet_lightning
 
 #: Lightning precisions that run the module as it is, in float32 (no autocast, no cast of the module).
 FLOAT32_PRECISIONS = ("32", "32-true")
 
 
-def predict_batches(module: ForecastingModule, dataset: WindowDataset, batch_size: int,
+def predict_batches(model: ForecastModel, config: TrainingConfig, dataset: WindowDataset, batch_size: int,
                     device: torch.device | str | None = None) -> list[Tensor]:
-    """What ``Trainer.predict(module, loader)`` returns for the batches of ``batch_size`` windows of
-    ``dataset`` (in order, the last partial batch included; under a process group, this rank's
-    share of the windows, :class:`~tsrec.training.sharding.ShardSampler`): one
-    :meth:`~tsrec.training.module.ForecastingModule.predict_step` output per batch, ``[B, H, C]``
+    """What ``Trainer.predict(ForecastingModule(model, config), loader)`` returns for the batches of
+    ``batch_size`` windows of ``dataset`` (in order, the last partial batch included; under a
+    process group, this rank's share of the windows, :class:`~tsrec.training.sharding.ShardSampler`):
+    one :meth:`~tsrec.training.module.ForecastingModule.predict_step` output per batch, ``[B, H, C]``
     (or ``[B, H, C, P]``), computed on ``device`` and returned on the CPU, as ``Trainer.predict``
     returns them.
 
-    ``device`` defaults to the one the module's weights are on. In float32
-    (``module.config.precision`` in :data:`FLOAT32_PRECISIONS`) the module runs there directly, in
-    eval mode under ``torch.inference_mode`` as ``Trainer.predict`` runs it; any other precision
-    (autocast, or a module cast to another dtype) goes through a one-device ``Trainer.predict`` on
-    ``device`` (a CPU, CUDA or MPS device), which applies it. Either way the module is left on the
-    device and in the train/eval mode it was in.
+    ``device`` defaults to the one the model's weights are on. In float32 (``config.precision`` in
+    :data:`FLOAT32_PRECISIONS`) the model runs there directly, in eval mode under
+    ``torch.inference_mode`` as ``Trainer.predict`` runs it; any other precision (autocast, or a
+    model cast to another dtype) goes through a one-device ``Trainer.predict`` on ``device`` (a CPU,
+    CUDA or MPS device), which applies it. Either way the model is left on the device and in the
+    train/eval mode it was in.
     """
-    home, training = _device_of(module), module.training
+    home, training = _device_of(model), model.training
     device = home if device is None else torch.device(device)
     loader = DataLoader(dataset, batch_size=batch_size, sampler=ShardSampler(len(dataset)), collate_fn=dataset.collate)
     try:
-        if str(module.config.precision) not in FLOAT32_PRECISIONS:
+        if str(config.precision) not in FLOAT32_PRECISIONS:
+            from tsrec.training.module import ForecastingModule
+            from tsrec.training.trainer import make_predict_trainer, quiet_lightning
+
             with quiet_lightning():
-                trainer = make_predict_trainer(module.config, {"accelerator": device.type},
+                trainer = make_predict_trainer(config, {"accelerator": device.type},
                                                devices=1 if device.index is None else [device.index])
-                return trainer.predict(module, loader)
-        module.to(device).eval()
+                return trainer.predict(ForecastingModule(model, config), loader)
+        model.to(device).eval()
         with torch.inference_mode():
-            return [module.predict_step(move_data_to_device(batch, device), index).cpu()
-                    for index, batch in enumerate(loader)]
+            return [_forecast(model, _on_device(batch, device)).cpu() for batch in loader]
     finally:
-        module.to(home).train(training)
+        model.to(home).train(training)
+
+
+def _forecast(model: ForecastModel, batch: ForecastBatch) -> Tensor:
+    """``predict_step``'s output for ``batch`` (:func:`~tsrec.models.base.from_data_only`)."""
+    return from_data_only(model(batch), batch)
+
+
+def _on_device(batch: ForecastBatch, device: torch.device) -> ForecastBatch:
+    """``batch``'s tensors on ``device`` (all of them: a batch is a flat dict of tensors)."""
+    return {name: value.to(device) for name, value in batch.items()}  # type: ignore[return-value]
 
 
 def predict_device(trainer_kwargs: dict | None) -> torch.device | None:
@@ -78,6 +92,7 @@ def predict_device(trainer_kwargs: dict | None) -> torch.device | None:
 
 
 def _device_of(module: torch.nn.Module) -> torch.device:
-    """The device of the module's first parameter or buffer (the CPU if it has neither)."""
-    tensor = next(itertools.chain(module.parameters(), module.buffers()), None)
+    """The device of the module's first parameter or buffer (the CPU if it has neither; read through
+    ``named_parameters``: a statistical model's ``parameters`` attribute holds its fitted values)."""
+    tensor = next(itertools.chain((p for _, p in module.named_parameters()), module.buffers()), None)
     return torch.device("cpu") if tensor is None else tensor.device
