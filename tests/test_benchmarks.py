@@ -719,3 +719,15 @@ def test_scale_results_give_each_cells_median_range_and_the_speedup_of_medians()
     text = render(rows, "# header")
     assert "| c | predict | one | 3 | 3.00 | 2.00 | 4.00 | 3.33 | 102.00 | 1.00 |" in text
     assert "| c | predict | ddp | 3 | 2.00 | 1.00 | 6.00 | 5.00 | 102.00 | 1.50 |" in text
+
+
+def test_process_cost_tables_medians_and_the_median_of_paired_ratios_and_names_a_failed_script(tmp_path):
+    from benchmarks.process_cost import run, table
+
+    runs = {"import": {"a": [(1.0, 100.0), (2.0, 110.0), (3.0, 120.0)], "b": [(4.0, 300.0), (2.0, 310.0), (5.0, 320.0)]}}
+    assert table(runs, ["a", "b"]).splitlines()[2] == \
+        "| import | 2.00 (1.00-3.00) | 4.00 (2.00-5.00) | 0.60x | 110 | 310 |"  # ratios 0.25, 1.0, 0.6
+    with pytest.raises(RuntimeError, match=r"(?s)'raise SystemExit\(3\)' failed with .*"):
+        run(tmp_path, "raise SystemExit(3)")
+    cpu, peak = run(tmp_path, "x = bytearray(200 * 2 ** 20)")
+    assert cpu > 0 and peak > 200
