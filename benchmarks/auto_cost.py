@@ -16,9 +16,12 @@ forecast (this process); the default fitted, its ``predict`` and a 10-window (``
 refit, ``baselines=()``) in a fresh process of this checkout; the same fit and predict in a fresh
 process of ``--code`` (when given); and statsforecast's ``cross_validation(refit=False)`` over the
 same windows of the statistical members the default chose (each process measures its own CPU
-seconds: torch's and tsrec's imports are not counted; what a checkout imports when its fit first needs
-it, statsforecast's models and scikit-learn's trees, is, as it is in a user's first fit in a
-process: 0.5 and 0.3 CPU-s on one Intel Xeon core). Prints one row per dataset (medians over the repeats) and
+seconds: torch's, Lightning's and tsrec's imports are not counted (Lightning and ``torch._dynamo``
+are imported before the timing on both sides: an earlier checkout's ``import tsrec`` loaded them, and
+this one's fit loads them where a network trains; :mod:`benchmarks.process_cost` times whole
+processes); what a checkout imports when its fit first needs it, statsforecast's models and
+scikit-learn's trees, is, as it is in a user's first fit in a process: 0.5 and 0.3 CPU-s on one
+Intel Xeon core). Prints one row per dataset (medians over the repeats) and
 writes the table with the command, commit and machine to ``auto_cost.md``.
 """
 
@@ -124,7 +127,10 @@ def worker(path: Path, horizon: int, backtests: bool, wanted: int = BACKTEST_WIN
     """The default fitted, in this process, on the frame pickled at ``path``: its fit, predict and
     (``backtests``) ``wanted``-window backtest CPU seconds, what it chose and why. Imports tsrec alone (from
     whichever checkout is first on the path), no benchmark module."""
+    # tsrec loads these two when a network trains: here, untimed, on both sides (see the module).
+    import lightning.pytorch  # noqa: F401
     import torch
+    import torch._dynamo
 
     from tsrec import Forecaster
 
