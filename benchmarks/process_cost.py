@@ -6,13 +6,16 @@ checkout against another (``--code DIR``, e.g. an earlier commit's worktree), in
 - ``import``: ``from tsrec import Forecaster``;
 - ``fit``: the default fitted on 12 synthetic monthly series of 120 steps (too few windows for the
   networks: the statistical candidates, the ridge and the trees) and its forecast with 80% bands;
-- ``load``: a saved default (saved once, untimed, by the same checkout's code) loaded and forecast.
+- ``load``: a saved default (saved once, untimed, by the same checkout's code) loaded and forecast;
+- ``statsforecast``: the peer, statsforecast's AutoETS + AutoCES + AutoTheta fitted on the same
+  series and forecast with 80% bands (no tsrec: the same script on both sides).
 
 Each run is its own interpreter (``OMP_NUM_THREADS=1``), timed from outside by the operating
 system's accounting of the finished child (``os.wait4``: user + system CPU seconds and its peak
 resident memory), so the imports, the process start and the exit count, as they do for a user's
 script, a command-line call or a batch job. Runs alternate between the checkouts job by job;
-the table gives the medians, the spread (min-max) and the median of the paired ratios. Writes
+each round runs every job, so that the ratio of this checkout's ``fit`` to ``statsforecast`` is
+paired too. The table gives the medians, the spread (min-max) and the median of the paired ratios. Writes
 ``process_cost.md`` into ``--out-dir`` (default ``benchmarks/results``).
 """
 
@@ -48,6 +51,12 @@ JOBS = {
             "Forecaster.load(MODEL).predict(levels=[80])",
 }
 SAVE = DATA + "Forecaster(prediction_length=12, seed=0).fit(df).save(MODEL)"
+JOBS["statsforecast"] = DATA.replace("from tsrec import Forecaster\n", "") + """
+from statsforecast import StatsForecast
+from statsforecast.models import AutoCES, AutoETS, AutoTheta
+frame = df.rename(columns={"item_id": "unique_id", "timestamp": "ds", "target": "y"})
+models = [AutoETS(season_length=12), AutoCES(season_length=12), AutoTheta(season_length=12)]
+StatsForecast(models=models, freq="MS").forecast(df=frame, h=12, level=[80])"""
 
 
 def run(code: Path, script: str) -> tuple[float, float]:
@@ -65,17 +74,23 @@ def run(code: Path, script: str) -> tuple[float, float]:
 
 
 def measure(sides: dict[str, Path], jobs: list[str], repeats: int, models: dict[str, Path]) -> dict:
-    """``{job: {side: [(cpu, peak), ...]}}``: one untimed run of each first, then ``repeats`` rounds,
-    the sides in alternating order."""
+    """``{job: {side: [(cpu, peak), ...]}}``: an untimed round first, then ``repeats`` rounds, each
+    running every job on both sides, the sides in alternating order."""
     runs: dict[str, dict[str, list[tuple[float, float]]]] = {job: {side: [] for side in sides} for job in jobs}
-    for job in jobs:
-        order = list(sides)
-        for repeat in range(repeats + 1):
+    order = list(sides)
+    for repeat in range(repeats + 1):
+        for job in jobs:
             for side in order if repeat % 2 == 0 else order[::-1]:
                 result = run(sides[side], JOBS[job].replace("MODEL", repr(str(models[side]))))
                 if repeat:
                     runs[job][side].append(result)
     return runs
+
+
+def peer_ratio(runs: dict, side: str) -> str:
+    """The median over rounds of ``side``'s ``fit`` over its ``statsforecast`` run of the same round."""
+    pairs = zip(runs["fit"][side], runs["statsforecast"][side])
+    return f"{statistics.median(fit[0] / peer[0] for fit, peer in pairs):.2f}x"
 
 
 def table(runs: dict, sides: list[str]) -> str:
@@ -109,7 +124,10 @@ def main(argv: list[str] | None = None) -> int:
             for side, code in sides.items():
                 run(code, SAVE.replace("MODEL", repr(str(models[side]))))
         runs = measure(sides, args.jobs, args.repeats, models)
-    text = (f"# What a fresh process costs\n\n{table(runs, list(sides))}\n\n"
+    peer = "" if not {"fit", "statsforecast"} <= set(args.jobs) else (
+        "A fresh process's `fit` over statsforecast's in the same round: " +
+        ", ".join(f"{side} {peer_ratio(runs, side)}" for side in sides) + ".\n\n")
+    text = (f"# What a fresh process costs\n\n{table(runs, list(sides))}\n\n{peer}"
             f"Medians of {args.repeats} runs per side (min-max), alternating; the ratio is the median of the "
             "paired ratios. Command: `OMP_NUM_THREADS=1 "
             f"{command_line('benchmarks.process_cost', argv if argv is not None else sys.argv[1:])}`; "
