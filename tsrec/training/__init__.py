@@ -57,7 +57,35 @@ _LAZY = {
                      "make_predict_trainer", "make_trainer", "quiet_lightning"), "tsrec.training.trainer"),
 }
 
-__all__ = sorted(_LAZY)
+__all__ = [
+    "DIVERGED_ERROR",
+    "EXIT_SIGTERM",
+    "Budget",
+    "EpochCheckpoint",
+    "EpochShuffleSampler",
+    "ForecastingModule",
+    "InterruptRecorder",
+    "RestoreBestWeights",
+    "SmoothedEarlyStopping",
+    "TrainingConfig",
+    "TrainingDiverged",
+    "TrainingTerminated",
+    "cosine_lr_factor",
+    "describe_run",
+    "epoch_seed",
+    "fit_or_raise",
+    "informer_lr_factor",
+    "make_loader",
+    "make_predict_trainer",
+    "make_trainer",
+    "masked_loss",
+    "plan_budget",
+    "predict_batches",
+    "predict_device",
+    "quiet_lightning",
+    "refit_budget",
+    "resume_checkpoint",
+]
 
 
 def __getattr__(name: str) -> Any:
