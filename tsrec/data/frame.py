@@ -557,7 +557,7 @@ def _timestamps(df: pd.DataFrame, time_col: Hashable | None) -> pd.DatetimeIndex
         raise ValueError(
             f"{where} has {int(timestamps.isna().sum())} missing timestamps (NaT); drop those rows"
         )
-    return _in_nanoseconds(timestamps, where, "df" if time_col is None else f"df[{time_col!r}]")
+    return _in_nanoseconds(timestamps, where, "df.index" if time_col is None else f"df[{time_col!r}]")
 
 
 #: A shift of whole 400-year Gregorian cycles keeps every date's weekday, month and leap day, so
@@ -565,9 +565,10 @@ def _timestamps(df: pd.DataFrame, time_col: Hashable | None) -> pd.DatetimeIndex
 _GREGORIAN_CYCLE_YEARS = 400
 
 
-def _in_nanoseconds(timestamps: pd.DatetimeIndex, where: str, target: str) -> pd.DatetimeIndex:
-    """``timestamps`` in nanoseconds, the unit tsrec computes its grid in; a clear error where some
-    lie outside the years that unit holds (1677-2262: historical yearly data given in seconds)."""
+def _in_nanoseconds(timestamps: pd.DatetimeIndex, where: str, column: str) -> pd.DatetimeIndex:
+    """``timestamps`` in nanoseconds, the unit tsrec computes its grid in; a clear error, with the
+    shift of ``column`` (the expression that holds them) that brings them in, where some lie
+    outside the whole years that unit holds (1678-2261: historical yearly data given in seconds)."""
     try:
         return timestamps.as_unit("ns")
     except pd.errors.OutOfBoundsDatetime:
@@ -575,9 +576,7 @@ def _in_nanoseconds(timestamps: pd.DatetimeIndex, where: str, target: str) -> pd
         low, high = pd.Timestamp.min.year + 1, pd.Timestamp.max.year - 1
         cycles = math.ceil((low - first.year) / _GREGORIAN_CYCLE_YEARS) if first.year < low else \
             -math.ceil((last.year - high) / _GREGORIAN_CYCLE_YEARS)
-        years = cycles * _GREGORIAN_CYCLE_YEARS
-        column = "df.index" if target == "df" else target
-        shifted = f"{column} = {column} + pd.DateOffset(years={years})"
+        shifted = f"{column} = {column} + pd.DateOffset(years={cycles * _GREGORIAN_CYCLE_YEARS})"
         raise ValueError(
             f"{where} runs from {first.date()} to {last.date()}, outside the years {low}-{high} that tsrec's "
             f"timestamps (pandas' nanoseconds) hold; shift them by whole 400-year cycles, which keep every "
