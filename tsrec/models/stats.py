@@ -391,12 +391,18 @@ class StatsModel(ForecastModel):
         :data:`~tsrec.models.parameters.VARIANT_GROWTH` times longer
         (:func:`~tsrec.models.parameters.keeps_variant`). Its ``steps`` stay the fitted ones, which
         :func:`~tsrec.models.parameters.refits` measures later growth against."""
-        if not isinstance(like, StatsModel) or type(like) is not type(self) \
-                or like.parameters.status.shape != (len(steps), self.config.n_channels):
+        if (fitted := self._fitted_like(like, len(steps))) is None:
             return np.zeros(len(steps), bool)
-        fitted = like.parameters
         whole = (fitted.status == FITTED) & ~like._remembers_start()  # [N, C]
         return whole.all(axis=1) & (steps >= fitted.steps) & keeps_variant(steps, fitted.steps)
+
+    def _fitted_like(self, like: ForecastModel | None, series: int) -> Parameters | None:
+        """``like``'s parameters where it is this model fitted on the same ``series`` series (auto's
+        validated candidate), else None."""
+        if not isinstance(like, StatsModel) or type(like) is not type(self) \
+                or like.parameters.status.shape != (series, self.config.n_channels):
+            return None
+        return like.parameters
 
     def _choices(self, like: ForecastModel | None, steps: np.ndarray) -> np.ndarray | None:
         """``[N * C, J]`` the codes of ``like``'s fit of each series' channels (series-major, channel
@@ -404,12 +410,9 @@ class StatsModel(ForecastModel):
         (:func:`~tsrec.models.parameters.keeps_variant`), rows of -1 where not or where ``like``
         fitted none; None without ``like``, or where it is another model or fitted other series."""
         width = self.code_width()
-        if not isinstance(like, StatsModel) or type(like) is not type(self) or width == 0:  # no choice kept
+        if width == 0 or (fitted := self._fitted_like(like, len(steps))) is None:  # no choice kept
             return None
-        fitted, channels = like.parameters, self.config.n_channels
-        if fitted.codes.shape != (len(steps), channels, width):
-            return None
-        codes = fitted.codes.reshape(len(steps) * channels, width).copy()  # [N * C, J]
+        codes = fitted.codes.reshape(len(steps) * self.config.n_channels, width).copy()  # [N * C, J]
         kept = (fitted.status == FITTED) & keeps_variant(steps, fitted.steps)[:, None]  # [N, C]
         codes[~kept.ravel()] = -1
         return codes
