@@ -8,8 +8,9 @@ thread; and against another checkout of tsrec (``--code DIR``, e.g. an earlier c
 Datasets (default :data:`DATASETS`): those of ``benchmarks/configs/unseen_like.toml`` (loaded from
 their PyPI packages, each series' first 80%, as the benchmark fits on), ``monthly_panel``, a synthetic panel of 145
 monthly series of 285 steps (trend, a yearly cycle and noise; the issue-36 shape), ``daily_panel``, 8
-synthetic daily series of 6,000 days (issue 46's backtest target: ``--backtest-windows 60``), and
-``half_hourly``, one synthetic half-hourly series of 12 weeks with a daily and a weekly cycle (MSTL's shape).
+synthetic daily series of 6,000 days (issue 46's backtest target: ``--backtest-windows 60``),
+``half_hourly``, one synthetic half-hourly series of 12 weeks with a daily and a weekly cycle (MSTL's shape), and
+``hourly_panel``, 50 synthetic hourly series of 4,000 hours with a daily and a weekly cycle (a load panel).
 
 Per dataset and repeat, one after another: statsforecast's AutoETS + AutoCES + AutoTheta fit and
 forecast (this process); the default fitted, its ``predict`` and a 10-window (``--backtest-windows``) backtest of it (no
@@ -90,6 +91,22 @@ def half_hourly(steps: int = 4032, seed: int = 0) -> tuple[pd.DataFrame, int, in
                          "target": y}), 48, 48
 
 
+def hourly_panel(series: int = 50, steps: int = 4000, seed: int = 0) -> tuple[pd.DataFrame, int, int]:
+    """A long frame of ``series`` hourly series of ``steps`` hours (a daily cycle of its own phase and
+    size, a weekly one, a random-walk level, noise): a load or sensor panel of 200,000 observations,
+    horizon 24, season 24 (auto tries MSTL there: a day and a week)."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(steps)
+    frames = []
+    for i in range(series):
+        y = 100 + rng.uniform(5, 20) * np.sin(2 * np.pi * (t + rng.integers(24)) / 24) \
+            + rng.uniform(0, 10) * np.sin(2 * np.pi * t / 168) + np.cumsum(rng.normal(0, 0.3, steps)) \
+            + rng.normal(0, 2, steps)
+        frames.append(pd.DataFrame({"item_id": f"h{i}", "timestamp": pd.date_range("2020-01-01", periods=steps,
+                                                                                    freq="h"), "target": y}))
+    return pd.concat(frames, ignore_index=True), 24, 24
+
+
 def unseen_like(name: str) -> tuple[pd.DataFrame, int, int]:
     """Dataset ``name`` of the unseen_like config: its first 80% per series (missing values carried
     forward, as the benchmark's models read them), its horizon and season."""
@@ -115,7 +132,8 @@ STATSFORECAST = {"ets": "AutoETS", "theta": "AutoTheta", "ces": "AutoCES", "dyna
 #: cross-validation; issue 46's is 60 windows of the 8 x 6,000 daily panel, ``--backtest-windows 60``).
 BACKTEST_WINDOWS = 10
 #: The synthetic datasets, by name.
-SYNTHETIC = {"monthly_panel": monthly_panel, "daily_panel": daily_panel, "half_hourly": half_hourly}
+SYNTHETIC = {"monthly_panel": monthly_panel, "daily_panel": daily_panel, "half_hourly": half_hourly,
+             "hourly_panel": hourly_panel}
 
 
 def load(name: str) -> tuple[pd.DataFrame, int, int]:
