@@ -742,28 +742,34 @@ def test_a_network_within_reach_of_the_leader_is_not_stopped_for_the_budget_alon
 
 @pytest.mark.slow  # MSTL fits, 9 s
 def test_mstl_is_a_candidate_where_the_calendar_has_two_seasons_the_history_holds():
-    """Hourly data over several weeks with a daily and a weekly cycle: MSTL is scored, in place of ETS
-    (which fits one of the two seasons, and whose AutoETS MSTL fits on what is left); the same hours
-    with a daily cycle only (the week a calendar season the data do not show), or monthly data (one
-    season): MSTL is skipped, ETS scored, and the notes say why."""
+    """Hourly data over several weeks with a daily and a weekly cycle: MSTL is scored, in place of ETS,
+    Theta and DynamicOptimizedTheta (which take one of the two seasons out, and forecast the rest by
+    models of the AutoETS that MSTL fits on what is left); the same hours with a daily cycle only (the
+    week a calendar season the data do not show), or monthly data (one season): MSTL is skipped, the
+    others scored, and the notes say why."""
     pytest.importorskip("statsforecast", reason="the stats extra: pip install 'tsrec[stats]'")
     n = 24 * 7 * 5
     t = np.arange(n)
     df = pd.DataFrame({"y": 10 + 2 * np.sin(2 * np.pi * t / 24) + np.sin(2 * np.pi * t / 168)},
                       index=pd.date_range("2024-01-01", periods=n, freq="h"))
-    board = Forecaster("auto", candidates=("mstl", "ets", "naive"), prediction_length=24).fit(df).leaderboard
+    one_season = ("ets", "theta", "dynamic_theta")
+    board = Forecaster("auto", candidates=("mstl", *one_season, "naive"), prediction_length=24).fit(df).leaderboard
     board = board.set_index("model")
-    assert np.isfinite(board.loc["mstl", "val_score"]) and np.isnan(board.loc["ets", "val_score"])
-    assert board.loc["ets", "note"] == ("skipped: the data show 2 calendar seasons (24, 168 steps), which MSTL takes "
-                                        "out before its own ETS forecasts the rest; ETS alone fits one")
-    alone = Forecaster("auto", candidates=("ets", "naive"), prediction_length=24).fit(df).leaderboard
-    assert np.isfinite(alone.set_index("model").loc["ets", "val_score"])  # without MSTL among the candidates
+    assert np.isfinite(board.loc["mstl", "val_score"]) and board.loc[list(one_season), "val_score"].isna().all()
+    said = "skipped: the data show 2 calendar seasons (24, 168 steps), which MSTL takes out before its own ETS " \
+           "forecasts the rest; "
+    assert board.loc["ets", "note"] == said + "ETS alone fits one"
+    assert board.loc["theta", "note"] == said + "Theta takes one out and forecasts the rest by exponential " \
+                                                "smoothing with a drift"
+    assert board.loc["dynamic_theta", "note"].startswith(said + "DynamicOptimizedTheta takes one out")
+    alone = Forecaster("auto", candidates=(*one_season, "naive"), prediction_length=24).fit(df).leaderboard
+    assert np.isfinite(alone.set_index("model").loc[list(one_season), "val_score"]).all()  # without MSTL there
     daily = df.assign(y=10 + 2 * np.sin(2 * np.pi * t / 24) + 0.1 * np.random.default_rng(0).standard_normal(n))
-    board = Forecaster("auto", candidates=("mstl", "ets", "naive"), prediction_length=24).fit(daily).leaderboard
+    board = Forecaster("auto", candidates=("mstl", *one_season, "naive"), prediction_length=24).fit(daily).leaderboard
     note = board.set_index("model").loc["mstl", "note"]
     assert note.startswith("skipped: the data show no cycle at the longer calendar season(s) 168 (their spectrum's "
                            "lines, in steps: 24"), note
-    assert np.isfinite(board.set_index("model").loc["ets", "val_score"])
+    assert np.isfinite(board.set_index("model").loc[list(one_season), "val_score"]).all()
     monthly = pd.DataFrame({"y": np.sin(np.arange(100))}, index=pd.date_range("2015-01-01", periods=100, freq="MS"))
     board = Forecaster("auto", candidates=("mstl", "naive"), prediction_length=12).fit(monthly).leaderboard
     assert board.set_index("model").loc["mstl", "note"].startswith("skipped: 1 calendar season(s) that 52 steps")

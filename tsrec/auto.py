@@ -38,7 +38,7 @@ and forecasting one candidate, :mod:`tsrec.candidates`'; the networks' successiv
    at its levels and point forecasts at 0.5.
 3. **Statistical candidates first** (those with nothing to train: ``ets``, ``theta``, ``ces``,
    ``dynamic_theta``, ``mstl`` where the data show two calendar seasons (then in place of ``ets``,
-   which fits one of them, and whose AutoETS MSTL fits once it took both out; scored last: its every
+   ``theta`` and ``dynamic_theta``, which take one of them out, :data:`ONE_SEASON`; scored last: its every
    forecast costs about a fit, so it forecasts the independent windows first and goes on to every origin only
    within :data:`~tsrec.validation.HALVING_FACTOR` of the leader's score on them,
    :meth:`~tsrec.candidates.Candidates.validation_forecasts`), the intermittent-demand models
@@ -245,22 +245,35 @@ def _seasons_kept(spans: np.ndarray, validated: np.ndarray, span: int, season: i
     return kept if kept.any() else validated
 
 
+#: The statistical candidates not tried where MSTL is (:func:`_unsuited`), and how each differs from
+#: MSTL: it takes out one of the seasons MSTL takes out, and forecasts the rest by a model of the
+#: AutoETS that MSTL forecasts the rest with.
+ONE_SEASON = {"ets": "ETS alone fits one",
+              "theta": "Theta takes one out and forecasts the rest by exponential smoothing with a drift",
+              "dynamic_theta": "DynamicOptimizedTheta takes one out and forecasts the rest by exponential "
+                               "smoothing with a drift"}
+
+
 def _unsuited(name: str, found: Intermittency, seasons: tuple[int, ...], why_not_mstl: str | None) -> str | None:
     """Why candidate ``name`` is not tried (the leaderboard's note), or None, on data whose
     intermittency is ``found`` and whose history before the validation windows shows the calendar
     ``seasons`` where MSTL is tried (``why_not_mstl`` None, :func:`_mstl_unsuited`; else why it is
     not). The intermittent-demand models (:data:`~tsrec.models.intermittent.INTERMITTENT_MODELS`)
     need intermittent data (:func:`~tsrec.models.intermittent.intermittency`); ``mstl`` a second
-    season the data show; ``ets`` is not tried where MSTL is: MSTL takes both seasons out and
-    forecasts what is left with statsforecast's AutoETS, where ETS alone fits one of them (and its
-    fits cost the most there: benchmarks/results/competition_hourly.md)."""
+    season the data show. Where MSTL is tried, the models that take one season out are not
+    (:data:`ONE_SEASON`): MSTL takes both out and forecasts what is left with statsforecast's
+    AutoETS, where ETS fits one of them, and Theta and DynamicOptimizedTheta take one out by a
+    classical decomposition and forecast the rest by simple exponential smoothing with a drift
+    (Hyndman and Billah, 2003): Holt's method with its slope's smoothing at 0, a model of AutoETS's
+    space. Their fits cost the most there, for no weight (benchmarks/results/competition_hourly.md,
+    benchmarks/results/theta_mstl.md)."""
     if name in INTERMITTENT_MODELS:
         return None if found.detected else f"skipped: the data are {found.describe()}"
     if name == "mstl":
         return why_not_mstl
-    if name == "ets" and why_not_mstl is None:
+    if name in ONE_SEASON and why_not_mstl is None:
         return (f"skipped: the data show {len(seasons)} calendar seasons ({', '.join(map(str, seasons))} steps), "
-                "which MSTL takes out before its own ETS forecasts the rest; ETS alone fits one")
+                f"which MSTL takes out before its own ETS forecasts the rest; {ONE_SEASON[name]}")
     return None
 
 
