@@ -248,10 +248,9 @@ def _seasons_kept(spans: np.ndarray, validated: np.ndarray, span: int, season: i
 #: The statistical candidates not tried where MSTL is (:func:`_unsuited`), and how each differs from
 #: MSTL: it takes out one of the seasons MSTL takes out, and forecasts the rest by a model of the
 #: AutoETS that MSTL forecasts the rest with.
-ONE_SEASON = {"ets": "ETS alone fits one",
-              "theta": "Theta takes one out and forecasts the rest by exponential smoothing with a drift",
-              "dynamic_theta": "DynamicOptimizedTheta takes one out and forecasts the rest by exponential "
-                               "smoothing with a drift"}
+_SMOOTHED = "takes one out and forecasts the rest by exponential smoothing with a drift"
+ONE_SEASON = {"ets": "ETS alone fits one", "theta": f"Theta {_SMOOTHED}",
+              "dynamic_theta": f"DynamicOptimizedTheta {_SMOOTHED}"}
 
 
 def _unsuited(name: str, found: Intermittency, seasons: tuple[int, ...], why_not_mstl: str | None) -> str | None:

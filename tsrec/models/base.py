@@ -338,9 +338,11 @@ def zeros_like_future(past_target: Tensor, prediction_length: int) -> Tensor:
                        dtype=past_target.dtype, device=past_target.device)
 
 
-def from_data_only(out: Tensor, batch: ForecastBatch) -> Tensor:
-    """``out`` (``[B, H, C]``, or ``[B, H, C, P]``), the scaled forecast of ``batch``, NaN for every
-    channel of a window whose context holds no observed value: a forecast is only ever made from data."""
+def forecast_from_data(model: ForecastModel, batch: ForecastBatch) -> Tensor:
+    """``model``'s scaled forecast of ``batch`` (``[B, H, C]``, or ``[B, H, C, P]``), NaN for every
+    channel of a window whose context holds no observed value: a forecast is only ever made from data
+    (what ``predict_step`` and :func:`~tsrec.training.predict_batches` return)."""
+    out = model(batch)
     observed = batch.get("past_observed")
     if observed is None:
         return out

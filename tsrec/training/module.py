@@ -13,7 +13,7 @@ from torch import Tensor
 
 from tsrec.batch import ForecastBatch
 from tsrec.config import TrainingConfig
-from tsrec.models.base import ForecastModel, from_data_only
+from tsrec.models.base import ForecastModel, forecast_from_data
 from tsrec.nn.attention import rsa_parameters
 from tsrec.nn.covariates import covariate_parameters
 from tsrec.training.budget import COSINE_FLOOR
@@ -207,8 +207,8 @@ class ForecastingModule(pl.LightningModule):
             self._accumulate("val", self._loss(batch), batch["past_target"].shape[0])
 
     def predict_step(self, batch: ForecastBatch, batch_idx: int, dataloader_idx: int = 0) -> Tensor:
-        """The batch's scaled forecast (:func:`~tsrec.models.base.from_data_only`)."""
-        return from_data_only(self(batch), batch)
+        """The batch's scaled forecast (:func:`~tsrec.models.base.forecast_from_data`)."""
+        return forecast_from_data(self.model, batch)
 
     def configure_optimizers(self):  # Lightning's return type: an optimizer or a dict
         c = self.config

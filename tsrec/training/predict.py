@@ -14,7 +14,7 @@ from torch.utils.data import DataLoader
 from tsrec.batch import ForecastBatch
 from tsrec.config import TrainingConfig
 from tsrec.data.windows import WindowDataset
-from tsrec.models.base import ForecastModel, from_data_only
+from tsrec.models.base import ForecastModel, forecast_from_data
 from tsrec.training.sharding import ShardSampler
 
 #: Lightning precisions that run the module as it is, in float32 (no autocast, no cast of the module).
@@ -51,14 +51,9 @@ def predict_batches(model: ForecastModel, config: TrainingConfig, dataset: Windo
                 return trainer.predict(ForecastingModule(model, config), loader)
         model.to(device).eval()
         with torch.inference_mode():
-            return [_forecast(model, _on_device(batch, device)).cpu() for batch in loader]
+            return [forecast_from_data(model, _on_device(batch, device)).cpu() for batch in loader]
     finally:
         model.to(home).train(training)
-
-
-def _forecast(model: ForecastModel, batch: ForecastBatch) -> Tensor:
-    """``predict_step``'s output for ``batch`` (:func:`~tsrec.models.base.from_data_only`)."""
-    return from_data_only(model(batch), batch)
 
 
 def _on_device(batch: ForecastBatch, device: torch.device) -> ForecastBatch:
