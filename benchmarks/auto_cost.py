@@ -49,18 +49,24 @@ CONFIG = Path(__file__).parent / "configs" / "unseen_like.toml"
 DATASETS = ["macrodata", "us_employment", "elec_equip", "monthly_panel"]
 
 
+def _long_frame(values: list[np.ndarray], prefix: str, start: str, freq: str) -> pd.DataFrame:
+    """A long frame (``item_id``, ``timestamp``, ``target``) of one series per array of ``values``, named
+    ``prefix`` and its position, each from ``start`` at ``freq``."""
+    return pd.concat([pd.DataFrame({"item_id": f"{prefix}{i}", "timestamp": pd.date_range(start, periods=len(y),
+                                                                                         freq=freq), "target": y})
+                      for i, y in enumerate(values)], ignore_index=True)
+
+
 def monthly_panel(series: int = 145, steps: int = 285, seed: int = 0) -> tuple[pd.DataFrame, int, int]:
     """A long frame (``item_id``, ``timestamp``, ``target``) of ``series`` monthly series, horizon 18, season 12."""
     rng = np.random.default_rng(seed)
     t = np.arange(steps)
-    frames = []
-    for i in range(series):
+    values = []
+    for _ in range(series):
         level, slope, amp = rng.uniform(50, 150), rng.normal(0, 0.1), rng.uniform(2, 15)
         y = level + slope * t + amp * np.sin(2 * np.pi * (t + rng.integers(12)) / 12) + rng.normal(0, 2, steps)
-        y += np.cumsum(rng.normal(0, 0.5, steps))
-        frames.append(pd.DataFrame({"item_id": f"s{i}", "timestamp": pd.date_range("2000-01-01", periods=steps,
-                                                                                    freq="MS"), "target": y}))
-    return pd.concat(frames, ignore_index=True), 18, 12
+        values.append(y + np.cumsum(rng.normal(0, 0.5, steps)))
+    return _long_frame(values, "s", "2000-01-01", "MS"), 18, 12
 
 
 def daily_panel(series: int = 8, steps: int = 6000, seed: int = 0) -> tuple[pd.DataFrame, int, int]:
@@ -68,14 +74,13 @@ def daily_panel(series: int = 8, steps: int = 6000, seed: int = 0) -> tuple[pd.D
     yearly cycle, noise; issue 46's 8 x 6,000 daily panel), horizon 14, season 7."""
     rng = np.random.default_rng(seed)
     t = np.arange(steps)
-    frames = []
-    for i in range(series):
+    values = []
+    for _ in range(series):
         weekly, yearly = rng.normal(0, 3, 7), rng.uniform(5, 20)
-        y = rng.uniform(50, 150) + weekly[t % 7] + yearly * np.sin(2 * np.pi * (t + rng.integers(365)) / 365.25) \
-            + np.cumsum(rng.normal(0, 0.3, steps)) + rng.normal(0, 2, steps)
-        frames.append(pd.DataFrame({"item_id": f"d{i}", "timestamp": pd.date_range("2000-01-01", periods=steps,
-                                                                                    freq="D"), "target": y}))
-    return pd.concat(frames, ignore_index=True), 14, 7
+        values.append(rng.uniform(50, 150) + weekly[t % 7]
+                      + yearly * np.sin(2 * np.pi * (t + rng.integers(365)) / 365.25)
+                      + np.cumsum(rng.normal(0, 0.3, steps)) + rng.normal(0, 2, steps))
+    return _long_frame(values, "d", "2000-01-01", "D"), 14, 7
 
 
 def half_hourly(steps: int = 4032, seed: int = 0) -> tuple[pd.DataFrame, int, int]:
@@ -97,14 +102,10 @@ def hourly_panel(series: int = 50, steps: int = 4000, seed: int = 0) -> tuple[pd
     horizon 24, season 24 (auto tries MSTL there: a day and a week)."""
     rng = np.random.default_rng(seed)
     t = np.arange(steps)
-    frames = []
-    for i in range(series):
-        y = 100 + rng.uniform(5, 20) * np.sin(2 * np.pi * (t + rng.integers(24)) / 24) \
-            + rng.uniform(0, 10) * np.sin(2 * np.pi * t / 168) + np.cumsum(rng.normal(0, 0.3, steps)) \
-            + rng.normal(0, 2, steps)
-        frames.append(pd.DataFrame({"item_id": f"h{i}", "timestamp": pd.date_range("2020-01-01", periods=steps,
-                                                                                    freq="h"), "target": y}))
-    return pd.concat(frames, ignore_index=True), 24, 24
+    values = [100 + rng.uniform(5, 20) * np.sin(2 * np.pi * (t + rng.integers(24)) / 24)
+              + rng.uniform(0, 10) * np.sin(2 * np.pi * t / 168) + np.cumsum(rng.normal(0, 0.3, steps))
+              + rng.normal(0, 2, steps) for _ in range(series)]
+    return _long_frame(values, "h", "2020-01-01", "h"), 24, 24
 
 
 def unseen_like(name: str) -> tuple[pd.DataFrame, int, int]:
